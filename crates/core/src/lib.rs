@@ -1,0 +1,26 @@
+//! Taskkeeper's domain: what a task is, how it may change, which task a desk works on next,
+//! the settings, and the durable store that is the only writer of all of it.
+//!
+//! Everything here is plain data and pure functions over an injected [`Clock`], except the
+//! [`store`], which owns the SQLite database. Nothing here knows about HTTP, JSON-RPC, MCP,
+//! Tauri or a particular agent: the server crate translates those worlds into the
+//! [`transition::Event`]s defined here.
+//!
+//! The rules live in one place each:
+//! - [`transition::apply`] is the whole task state machine (DESIGN §3 rule 1, 3 and 4);
+//! - [`queue::next_to_start`] decides which queued task of a desk starts (rule 3);
+//! - [`settings`] parses and validates every tunable number.
+
+pub mod clock;
+pub mod desk;
+pub mod queue;
+pub mod settings;
+pub mod store;
+pub mod task;
+pub mod transition;
+
+pub use clock::{Clock, ManualClock, SystemClock, Timestamp};
+pub use desk::{AgentKind, Desk, DeskName};
+pub use store::{Store, StoreError, StoreOptions};
+pub use task::{Artifact, Message, NewTask, Part, Role, Task, TaskId, TaskState, TaskStatus};
+pub use transition::{Event, TransitionError};

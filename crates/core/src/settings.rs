@@ -1,0 +1,238 @@
+//! Every number the owner can tune, with its key, default, parser and validation.
+//!
+//! Settings are kept in the store as text under their keys; [`Settings`] is the typed view.
+//! Durations are written as a number and a unit: `s`, `m`, `h` or `d` (`90s`, `5m`, `24h`,
+//! `7d`); seconds exist so tests and demos can run a whole ladder quickly. A ladder is a
+//! comma-separated list of durations.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::desk::AgentKind;
+
+/// The keys, in the order the settings panel shows them.
+pub const KEYS: [&str; 9] = [
+    "reminders.first_after.claude-code",
+    "reminders.first_after.default",
+    "reminders.ladder",
+    "reminders.stall_after",
+    "reminders.hourly_cap",
+    "tasks.expire_after",
+    "tasks.keep_ended",
+    "a2a.blocking_wait_max",
+    "notifications.enabled",
+];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// First reminder after this much quiet, for Claude Code sessions.
+    pub first_after_claude_code: Duration,
+    /// First reminder after this much quiet, for every other agent kind.
+    pub first_after_default: Duration,
+    /// The further reminders, each after this much more quiet.
+    pub ladder: Vec<Duration>,
+    /// The task stalls this long after the last reminder.
+    pub stall_after: Duration,
+    /// Watchdog messages into one session per rolling hour.
+    pub hourly_cap: u32,
+    /// An open task is canceled as expired this long after it was created.
+    pub expire_after: Duration,
+    /// Ended tasks are pruned this long after they ended.
+    pub keep_ended: Duration,
+    /// The longest a blocking SendMessage waits before it answers with the current task.
+    pub blocking_wait_max: Duration,
+    pub notifications_enabled: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        let min = |m: u64| Duration::from_secs(m * 60);
+        Self {
+            first_after_claude_code: min(5),
+            first_after_default: min(2),
+            ladder: vec![min(1), min(2), min(5), min(10)],
+            stall_after: min(30),
+            hourly_cap: 6,
+            expire_after: min(24 * 60),
+            keep_ended: min(7 * 24 * 60),
+            blocking_wait_max: min(10),
+            notifications_enabled: true,
+        }
+    }
+}
+
+/// A refused setting: the message names the key and what it accepts.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SettingError {
+    #[error("unknown setting {key:?}; the settings are: {}", KEYS.join(", "))]
+    UnknownKey { key: String },
+    #[error("invalid value {value:?} for {key}: {expected}")]
+    InvalidValue { key: String, value: String, expected: &'static str },
+}
+
+const DURATION_HELP: &str = "a duration such as 90s, 5m, 2h or 7d (more than zero)";
+const LADDER_HELP: &str = "a comma-separated list of durations such as 1m,2m,5m,10m (at least one step)";
+const CAP_HELP: &str = "a whole number from 1 to 60";
+const BOOL_HELP: &str = "true or false";
+
+impl Settings {
+    pub fn first_after(&self, agent: AgentKind) -> Duration {
+        match agent {
+            AgentKind::ClaudeCode => self.first_after_claude_code,
+            _ => self.first_after_default,
+        }
+    }
+
+    /// The value of `key`, written as it is parsed.
+    pub fn get(&self, key: &str) -> Result<String, SettingError> {
+        Ok(match key {
+            "reminders.first_after.claude-code" => format_duration(self.first_after_claude_code),
+            "reminders.first_after.default" => format_duration(self.first_after_default),
+            "reminders.ladder" => self.ladder.iter().map(|d| format_duration(*d)).collect::<Vec<_>>().join(","),
+            "reminders.stall_after" => format_duration(self.stall_after),
+            "reminders.hourly_cap" => self.hourly_cap.to_string(),
+            "tasks.expire_after" => format_duration(self.expire_after),
+            "tasks.keep_ended" => format_duration(self.keep_ended),
+            "a2a.blocking_wait_max" => format_duration(self.blocking_wait_max),
+            "notifications.enabled" => self.notifications_enabled.to_string(),
+            _ => return Err(SettingError::UnknownKey { key: key.to_owned() }),
+        })
+    }
+
+    /// Set `key` from text; on error nothing changes.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
+        let invalid = |expected| SettingError::InvalidValue { key: key.to_owned(), value: value.to_owned(), expected };
+        let duration = || parse_duration(value).ok_or_else(|| invalid(DURATION_HELP));
+        match key {
+            "reminders.first_after.claude-code" => self.first_after_claude_code = duration()?,
+            "reminders.first_after.default" => self.first_after_default = duration()?,
+            "reminders.ladder" => {
+                let steps: Option<Vec<Duration>> = value.split(',').map(|s| parse_duration(s.trim())).collect();
+                self.ladder = steps.filter(|s| !s.is_empty()).ok_or_else(|| invalid(LADDER_HELP))?;
+            }
+            "reminders.stall_after" => self.stall_after = duration()?,
+            "reminders.hourly_cap" => {
+                self.hourly_cap = value
+                    .trim()
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|n| (1..=60).contains(n))
+                    .ok_or_else(|| invalid(CAP_HELP))?;
+            }
+            "tasks.expire_after" => self.expire_after = duration()?,
+            "tasks.keep_ended" => self.keep_ended = duration()?,
+            "a2a.blocking_wait_max" => self.blocking_wait_max = duration()?,
+            "notifications.enabled" => {
+                self.notifications_enabled = match value.trim() {
+                    "true" => true,
+                    "false" => false,
+                    _ => return Err(invalid(BOOL_HELP)),
+                }
+            }
+            _ => return Err(SettingError::UnknownKey { key: key.to_owned() }),
+        }
+        Ok(())
+    }
+
+    /// Every setting as (key, value) text, in [`KEYS`] order.
+    pub fn pairs(&self) -> Vec<(&'static str, String)> {
+        KEYS.iter().filter_map(|k| self.get(k).ok().map(|v| (*k, v))).collect()
+    }
+}
+
+impl fmt::Display for Settings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (k, v) in self.pairs() {
+            writeln!(f, "{k} = {v}")?;
+        }
+        Ok(())
+    }
+}
+
+/// `90s`, `5m`, `2h`, `7d` → a positive duration.
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    let unit_at = text.find(|c: char| !c.is_ascii_digit())?;
+    let (number, unit) = text.split_at(unit_at);
+    let n: u64 = number.parse().ok().filter(|n| *n > 0)?;
+    let secs = match unit {
+        "s" => n,
+        "m" => n.checked_mul(60)?,
+        "h" => n.checked_mul(3600)?,
+        "d" => n.checked_mul(86_400)?,
+        _ => return None,
+    };
+    Some(Duration::from_secs(secs))
+}
+
+/// The shortest exact form: `7d`, `24h` → `1d`, `90s`.
+pub fn format_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0 => "0s".to_owned(),
+        s if s % 86_400 == 0 => format!("{}d", s / 86_400),
+        s if s % 3600 == 0 => format!("{}h", s / 3600),
+        s if s % 60 == 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_the_design() {
+        let s = Settings::default();
+        let text = s.to_string();
+        for line in [
+            "reminders.first_after.claude-code = 5m",
+            "reminders.first_after.default = 2m",
+            "reminders.ladder = 1m,2m,5m,10m",
+            "reminders.stall_after = 30m",
+            "reminders.hourly_cap = 6",
+            "tasks.expire_after = 1d",
+            "tasks.keep_ended = 7d",
+            "a2a.blocking_wait_max = 10m",
+            "notifications.enabled = true",
+        ] {
+            assert!(text.contains(line), "missing {line} in\n{text}");
+        }
+    }
+
+    #[test]
+    fn values_round_trip_and_bad_values_change_nothing() {
+        let mut s = Settings::default();
+        s.set("reminders.ladder", "10s, 20s,1m").unwrap();
+        assert_eq!(s.get("reminders.ladder").unwrap(), "10s,20s,1m");
+        s.set("tasks.expire_after", "36h").unwrap();
+        assert_eq!(s.expire_after, Duration::from_secs(36 * 3600));
+
+        let before = s.clone();
+        for (k, v) in [
+            ("reminders.stall_after", "soon"),
+            ("reminders.stall_after", "0m"),
+            ("reminders.stall_after", "5w"),
+            ("reminders.ladder", ""),
+            ("reminders.ladder", "1m,,2m"),
+            ("reminders.hourly_cap", "0"),
+            ("reminders.hourly_cap", "-1"),
+            ("notifications.enabled", "yes"),
+        ] {
+            let err = s.set(k, v).unwrap_err();
+            assert!(err.to_string().contains(k), "{err}");
+        }
+        assert!(s.set("reminders.nope", "1").unwrap_err().to_string().contains("unknown setting"));
+        assert_eq!(s, before);
+    }
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("90s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("7d"), Some(Duration::from_secs(7 * 86_400)));
+        assert_eq!(parse_duration("5"), None);
+        assert_eq!(parse_duration("m"), None);
+        assert_eq!(format_duration(Duration::from_secs(90)), "90s");
+        assert_eq!(format_duration(Duration::from_secs(7200)), "2h");
+    }
+}

@@ -1,0 +1,627 @@
+//! The durable store: SQLite (bundled), WAL, `synchronous=FULL` by default, one writer thread
+//! with group commit ([`writer`]), a small pool of read connections, versioned migrations
+//! ([`schema`]) and a lock file so only one process uses a database.
+//!
+//! The store is the only writer of state. Every change to a task goes through
+//! [`Store::apply`] (or [`Store::submit`] for a new one), which loads the task, asks
+//! [`transition::apply`] for the next version, writes it over the version it read, and lets
+//! the desk's queue move on ([`queue::next_to_start`]) in the same transaction. A call returns
+//! only after the commit that made its change durable.
+
+mod schema;
+mod writer;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::{File, OpenOptions};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
+use std::thread;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+
+use crate::clock::Timestamp;
+use crate::desk::{AgentKind, Desk, DeskName};
+use crate::queue;
+use crate::settings::{SettingError, Settings};
+use crate::task::{NewTask, Task, TaskId, TaskState};
+use crate::transition::{self, Event, TransitionError};
+
+/// How hard a commit tries to reach the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Synchronous {
+    /// Every commit is synced: an answered change survives power loss (the default).
+    Full,
+    /// Synced at checkpoints only: survives a crash of the process, not of the machine.
+    Normal,
+}
+
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    pub synchronous: Synchronous,
+    /// Read connections kept open for reuse.
+    pub readers: usize,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self { synchronous: Synchronous::Full, readers: 4 }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot open the task database {path}: {reason}")]
+    Open { path: PathBuf, reason: String },
+    #[error(
+        "{path} is not a Taskkeeper database or is damaged ({detail}); it was left untouched: move it aside to start with an empty one, or restore a backup"
+    )]
+    Corrupt { path: PathBuf, detail: String },
+    #[error(
+        "{path} was written by a newer Taskkeeper (schema version {found}, this one knows up to {known}); upgrade Taskkeeper"
+    )]
+    TooNew { path: PathBuf, found: i64, known: i64 },
+    #[error(
+        "another Taskkeeper is already using {path}; stop it first, or give this one another data directory"
+    )]
+    Locked { path: PathBuf },
+    #[error("no desk named {0}; `taskkeeper desk list` shows the desks")]
+    NoSuchDesk(String),
+    #[error("a desk named {0} already exists")]
+    DeskExists(DeskName),
+    #[error("desk {name} still has {open} open task(s); finish or cancel them before removing it")]
+    DeskHasOpenTasks { name: DeskName, open: u64 },
+    #[error("no task {0}")]
+    NoSuchTask(TaskId),
+    #[error(transparent)]
+    Transition(#[from] TransitionError),
+    #[error("task {0} was changed by someone else at the same moment; try again")]
+    Conflict(TaskId),
+    #[error(transparent)]
+    Setting(#[from] SettingError),
+    #[error("database error: {0}")]
+    Sqlite(String),
+    #[error("a stored record could not be read: {0}")]
+    Decode(String),
+    #[error("the store has shut down")]
+    Closed,
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        StoreError::Sqlite(e.to_string())
+    }
+}
+
+impl From<serde_json::Error> for StoreError {
+    fn from(e: serde_json::Error) -> Self {
+        StoreError::Decode(e.to_string())
+    }
+}
+
+/// A desk to add.
+#[derive(Debug, Clone)]
+pub struct NewDesk {
+    pub name: DeskName,
+    pub agent: AgentKind,
+    pub dir: PathBuf,
+}
+
+/// Which tasks to list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StateFilter {
+    #[default]
+    All,
+    /// Not yet ended: queued, working or blocked.
+    Open,
+    /// Completed, failed or canceled.
+    Ended,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct TaskFilter {
+    pub state: StateFilter,
+    pub desk: Option<DeskName>,
+    pub asker: Option<String>,
+    pub limit: Option<u32>,
+}
+
+/// The outcome of a change: the task as it is now, plus other tasks that changed with it
+/// (the next queued task that started when this one freed its desk).
+#[derive(Debug, Clone)]
+pub struct Changed {
+    pub task: Task,
+    /// False when the call changed nothing (an idempotent repeat).
+    pub changed: bool,
+    pub others: Vec<Task>,
+}
+
+/// The task database. Cheap to clone; all clones share one writer thread.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.inner.path).finish()
+    }
+}
+
+struct Inner {
+    path: PathBuf,
+    options: StoreOptions,
+    writer: Mutex<Option<mpsc::Sender<writer::Job>>>,
+    writer_thread: Mutex<Option<thread::JoinHandle<()>>>,
+    readers: Mutex<Vec<Connection>>,
+    /// Held for the store's life: the OS drops the lock if the process dies.
+    _lock: File,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Closing the channel ends the writer after it has committed what is queued.
+        self.writer.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(h) = self.writer_thread.lock().unwrap_or_else(PoisonError::into_inner).take() {
+            let _ = h.join();
+        }
+    }
+}
+
+const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
+
+impl Store {
+    /// Open (or create) the database at `path`.
+    ///
+    /// Refuses, without touching the file: a file that is not a SQLite database or fails its
+    /// quick check, a database from a newer Taskkeeper, and a database another process holds.
+    pub fn open(path: &Path, options: StoreOptions) -> Result<Store, StoreError> {
+        let open_err = |reason: String| StoreError::Open { path: path.to_owned(), reason };
+        let lock_path = lock_path(path);
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| open_err(format!("cannot create the lock file {}: {e}", lock_path.display())))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => return Err(StoreError::Locked { path: path.to_owned() }),
+            Err(std::fs::TryLockError::Error(e)) => return Err(open_err(format!("cannot lock {}: {e}", lock_path.display()))),
+        }
+
+        check_header(path)?;
+        let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
+        let corrupt = |detail: String| StoreError::Corrupt { path: path.to_owned(), detail };
+        let check: String = conn
+            .query_row("PRAGMA quick_check", [], |r| r.get(0))
+            .map_err(|e| corrupt(e.to_string()))?;
+        if check != "ok" {
+            return Err(corrupt(check));
+        }
+        let found: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| corrupt(e.to_string()))?;
+        if found > schema::LATEST {
+            return Err(StoreError::TooNew { path: path.to_owned(), found, known: schema::LATEST });
+        }
+
+        let mut conn = conn;
+        configure(&conn, options.synchronous, false).map_err(|e| open_err(e.to_string()))?;
+        schema::migrations().to_latest(&mut conn).map_err(|e| open_err(format!("migration failed: {e}")))?;
+
+        let (tx, handle) = writer::spawn(conn).map_err(|e| open_err(format!("cannot start the writer thread: {e}")))?;
+        Ok(Store {
+            inner: Arc::new(Inner {
+                path: path.to_owned(),
+                options,
+                writer: Mutex::new(Some(tx)),
+                writer_thread: Mutex::new(Some(handle)),
+                readers: Mutex::new(Vec::new()),
+                _lock: lock,
+            }),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    // ---- plumbing -------------------------------------------------------------------
+
+    fn read<R>(&self, f: impl FnOnce(&Connection) -> Result<R, StoreError>) -> Result<R, StoreError> {
+        let pooled = self.inner.readers.lock().unwrap_or_else(PoisonError::into_inner).pop();
+        let conn = match pooled {
+            Some(c) => c,
+            None => {
+                let c = Connection::open_with_flags(
+                    &self.inner.path,
+                    OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI,
+                )?;
+                configure(&c, self.inner.options.synchronous, true)?;
+                c
+            }
+        };
+        let result = f(&conn);
+        let mut pool = self.inner.readers.lock().unwrap_or_else(PoisonError::into_inner);
+        if pool.len() < self.inner.options.readers {
+            pool.push(conn);
+        }
+        result
+    }
+
+    /// Run `f` in the writer's next group commit and wait for that commit.
+    fn write<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
+    ) -> Result<R, StoreError> {
+        let (tx, rx) = mpsc::sync_channel::<Result<R, StoreError>>(1);
+        let job: writer::Job = Box::new(move |conn| {
+            let result = conn.and_then(f);
+            let keep = result.is_ok();
+            let reply: writer::Reply = Box::new(move |commit| {
+                let _ = tx.send(commit.and(result));
+            });
+            (keep, reply)
+        });
+        let sender = self.inner.writer.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        sender.ok_or(StoreError::Closed)?.send(job).map_err(|_| StoreError::Closed)?;
+        rx.recv().map_err(|_| StoreError::Closed)?
+    }
+
+    // ---- desks ----------------------------------------------------------------------
+
+    pub fn add_desk(&self, desk: NewDesk, now: Timestamp) -> Result<Desk, StoreError> {
+        self.write(move |c| {
+            let exists: bool =
+                c.query_row("SELECT EXISTS(SELECT 1 FROM desks WHERE name = ?1)", [desk.name.as_str()], |r| r.get(0))?;
+            if exists {
+                return Err(StoreError::DeskExists(desk.name));
+            }
+            c.execute(
+                "INSERT INTO desks (name, agent, dir, created_at) VALUES (?1, ?2, ?3, ?4)",
+                params![desk.name.as_str(), desk.agent.as_str(), desk.dir.to_string_lossy(), now.as_millis()],
+            )?;
+            Ok(Desk { name: desk.name, agent: desk.agent, dir: desk.dir, created_at: now })
+        })
+    }
+
+    /// Remove a desk that has no open tasks; its ended tasks stay until they are pruned.
+    pub fn remove_desk(&self, name: &DeskName) -> Result<(), StoreError> {
+        let name = name.clone();
+        self.write(move |c| {
+            if load_desk(c, name.as_str())?.is_none() {
+                return Err(StoreError::NoSuchDesk(name.to_string()));
+            }
+            let open: i64 = c.query_row(
+                "SELECT COUNT(*) FROM tasks WHERE desk = ?1 AND ended_at IS NULL",
+                [name.as_str()],
+                |r| r.get(0),
+            )?;
+            if open > 0 {
+                return Err(StoreError::DeskHasOpenTasks { name, open: open.unsigned_abs() });
+            }
+            c.execute("DELETE FROM desks WHERE name = ?1", [name.as_str()])?;
+            Ok(())
+        })
+    }
+
+    pub fn desks(&self) -> Result<Vec<Desk>, StoreError> {
+        self.read(|c| {
+            let mut stmt = c.prepare_cached("SELECT name, agent, dir, created_at FROM desks ORDER BY name")?;
+            let rows = stmt.query_map([], desk_from_row)?;
+            rows.map(|r| r?).collect()
+        })
+    }
+
+    pub fn desk(&self, name: &str) -> Result<Option<Desk>, StoreError> {
+        self.read(|c| load_desk(c, name))
+    }
+
+    // ---- tasks ----------------------------------------------------------------------
+
+    /// Give a desk a task. Idempotent on (asker, request messageId): a resend returns the task
+    /// the first send created and changes nothing. The task starts at once when its desk is
+    /// free, else it waits in the desk's queue.
+    pub fn submit(&self, new: NewTask, now: Timestamp) -> Result<Changed, StoreError> {
+        self.write(move |c| {
+            if let Some(mut existing) = load_task_by_request(c, &new.asker, &new.request.message_id)? {
+                fill_positions(c, std::slice::from_mut(&mut existing))?;
+                return Ok(Changed { task: existing, changed: false, others: Vec::new() });
+            }
+            if load_desk(c, new.desk.as_str())?.is_none() {
+                return Err(StoreError::NoSuchDesk(new.desk.to_string()));
+            }
+            let seq: i64 = c.query_row(
+                "SELECT COALESCE(MAX(queue_seq), 0) + 1 FROM tasks WHERE desk = ?1",
+                [new.desk.as_str()],
+                |r| r.get(0),
+            )?;
+            let task = Task::submit(TaskId::generate(), new, seq, now);
+            insert_task(c, &task)?;
+            let started = start_next(c, &task.desk, now)?;
+            let mut task = load_task(c, &task.id)?.ok_or_else(|| StoreError::NoSuchTask(task.id.clone()))?;
+            fill_positions(c, std::slice::from_mut(&mut task))?;
+            let others = started.into_iter().filter(|t| t.id != task.id).collect();
+            Ok(Changed { task, changed: true, others })
+        })
+    }
+
+    /// Apply `event` to task `id` (see [`transition::apply`]) and let its desk's queue move on.
+    pub fn apply(&self, id: &TaskId, event: Event, now: Timestamp) -> Result<Changed, StoreError> {
+        let id = id.clone();
+        self.write(move |c| {
+            let before = load_task(c, &id)?.ok_or_else(|| StoreError::NoSuchTask(id.clone()))?;
+            let after = transition::apply(&before, event, now)?;
+            if after.version == before.version {
+                let mut task = after;
+                fill_positions(c, std::slice::from_mut(&mut task))?;
+                return Ok(Changed { task, changed: false, others: Vec::new() });
+            }
+            update_task(c, &before, &after)?;
+            let others = start_next(c, &after.desk, now)?;
+            let mut task = load_task(c, &id)?.ok_or_else(|| StoreError::NoSuchTask(id.clone()))?;
+            fill_positions(c, std::slice::from_mut(&mut task))?;
+            Ok(Changed { task, changed: true, others })
+        })
+    }
+
+    pub fn task(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
+        self.read(|c| {
+            let Some(mut t) = load_task(c, id)? else { return Ok(None) };
+            fill_positions(c, std::slice::from_mut(&mut t))?;
+            Ok(Some(t))
+        })
+    }
+
+    /// Tasks matching `filter`: open ones oldest first, ended ones most recently ended first.
+    pub fn tasks(&self, filter: &TaskFilter) -> Result<Vec<Task>, StoreError> {
+        self.read(|c| {
+            let (cond, order) = match filter.state {
+                StateFilter::All => ("1", "created_at, rowid"),
+                StateFilter::Open => ("ended_at IS NULL", "created_at, rowid"),
+                StateFilter::Ended => ("ended_at IS NOT NULL", "ended_at DESC, rowid DESC"),
+            };
+            let sql = format!(
+                "SELECT body FROM tasks WHERE {cond} AND (?1 IS NULL OR desk = ?1) AND (?2 IS NULL OR asker = ?2) \
+                 ORDER BY {order} LIMIT ?3"
+            );
+            let mut stmt = c.prepare_cached(&sql)?;
+            let limit = filter.limit.map_or(-1, i64::from);
+            let rows = stmt.query_map(
+                params![filter.desk.as_ref().map(DeskName::as_str), filter.asker.as_deref(), limit],
+                |r| r.get::<_, String>(0),
+            )?;
+            let mut tasks = Vec::new();
+            for body in rows {
+                tasks.push(decode_task(&body?)?);
+            }
+            fill_positions(c, &mut tasks)?;
+            Ok(tasks)
+        })
+    }
+
+    /// Delete tasks that ended more than `keep` before `now`; returns how many.
+    pub fn prune_ended(&self, now: Timestamp, keep: Duration) -> Result<usize, StoreError> {
+        let cutoff = now.minus(keep).as_millis();
+        self.write(move |c| Ok(c.execute("DELETE FROM tasks WHERE ended_at IS NOT NULL AND ended_at < ?1", [cutoff])?))
+    }
+
+    /// When the oldest ended task is due to be pruned, if any ended task is kept.
+    pub fn next_prune_at(&self, keep: Duration) -> Result<Option<Timestamp>, StoreError> {
+        self.read(|c| {
+            let oldest: Option<i64> = c.query_row("SELECT MIN(ended_at) FROM tasks", [], |r| r.get(0))?;
+            Ok(oldest.map(|t| Timestamp::from_millis(t).plus(keep)))
+        })
+    }
+
+    // ---- settings -------------------------------------------------------------------
+
+    /// The settings: the defaults overlaid with what the owner changed.
+    pub fn settings(&self) -> Result<Settings, StoreError> {
+        self.read(load_settings)
+    }
+
+    /// Change one setting; an invalid value is refused and nothing is written.
+    pub fn set_setting(&self, key: &str, value: &str) -> Result<Settings, StoreError> {
+        let (key, value) = (key.to_owned(), value.to_owned());
+        self.write(move |c| {
+            let mut settings = load_settings(c)?;
+            settings.set(&key, &value)?;
+            let canonical = settings.get(&key)?;
+            c.execute(
+                "INSERT INTO settings (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                params![key, canonical],
+            )?;
+            Ok(settings)
+        })
+    }
+
+    // ---- checks ---------------------------------------------------------------------
+
+    /// SQLite's full integrity check; `Ok("ok")` when the file is sound.
+    pub fn integrity_check(&self) -> Result<String, StoreError> {
+        self.read(|c| Ok(c.query_row("PRAGMA integrity_check", [], |r| r.get(0))?))
+    }
+}
+
+/// The lock file beside the database.
+pub fn lock_path(db: &Path) -> PathBuf {
+    let mut name = db.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(".lock");
+    db.with_file_name(name)
+}
+
+/// Refuse a file that is not empty and does not start with SQLite's header, before SQLite
+/// gets a chance to open (and possibly write) it.
+fn check_header(path: &Path) -> Result<(), StoreError> {
+    let corrupt = |detail: String| StoreError::Corrupt { path: path.to_owned(), detail };
+    let mut file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(StoreError::Open { path: path.to_owned(), reason: e.to_string() }),
+    };
+    let mut header = [0u8; 16];
+    let mut read = 0;
+    while read < header.len() {
+        match file.read(&mut header[read..]) {
+            Ok(0) => break,
+            Ok(n) => read += n,
+            Err(e) => return Err(StoreError::Open { path: path.to_owned(), reason: e.to_string() }),
+        }
+    }
+    match read {
+        0 => Ok(()),
+        16 if &header == SQLITE_HEADER => Ok(()),
+        _ => Err(corrupt("it does not start with the SQLite header".into())),
+    }
+}
+
+fn configure(c: &Connection, sync: Synchronous, read_only: bool) -> rusqlite::Result<()> {
+    c.busy_timeout(Duration::from_secs(5))?;
+    let sync = match sync {
+        Synchronous::Full => "FULL",
+        Synchronous::Normal => "NORMAL",
+    };
+    if read_only {
+        return c.execute_batch("PRAGMA query_only = ON;");
+    }
+    c.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))?;
+    c.execute_batch(&format!(
+        "PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON; PRAGMA journal_size_limit = 67108864;"
+    ))?;
+    // macOS's fsync does not flush the drive's cache; F_FULLFSYNC does (reliability.md §3).
+    #[cfg(target_os = "macos")]
+    c.execute_batch("PRAGMA fullfsync = ON; PRAGMA checkpoint_fullfsync = ON;")?;
+    Ok(())
+}
+
+fn desk_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Desk, StoreError>> {
+    let name: String = r.get(0)?;
+    let agent: String = r.get(1)?;
+    let dir: String = r.get(2)?;
+    let created: i64 = r.get(3)?;
+    Ok((|| {
+        Ok(Desk {
+            name: name.parse().map_err(|e: crate::desk::InvalidDeskName| StoreError::Decode(e.to_string()))?,
+            agent: agent.parse().map_err(|e: crate::desk::UnknownAgentKind| StoreError::Decode(e.to_string()))?,
+            dir: PathBuf::from(dir),
+            created_at: Timestamp::from_millis(created),
+        })
+    })())
+}
+
+fn load_desk(c: &Connection, name: &str) -> Result<Option<Desk>, StoreError> {
+    let mut stmt = c.prepare_cached("SELECT name, agent, dir, created_at FROM desks WHERE name = ?1")?;
+    stmt.query_row([name], desk_from_row).optional()?.transpose()
+}
+
+fn decode_task(body: &str) -> Result<Task, StoreError> {
+    Ok(serde_json::from_str(body)?)
+}
+
+fn load_task(c: &Connection, id: &TaskId) -> Result<Option<Task>, StoreError> {
+    let mut stmt = c.prepare_cached("SELECT body FROM tasks WHERE id = ?1")?;
+    let body: Option<String> = stmt.query_row([id.as_str()], |r| r.get(0)).optional()?;
+    body.map(|b| decode_task(&b)).transpose()
+}
+
+fn load_task_by_request(c: &Connection, asker: &str, message_id: &str) -> Result<Option<Task>, StoreError> {
+    let mut stmt = c.prepare_cached("SELECT body FROM tasks WHERE asker = ?1 AND request_message_id = ?2")?;
+    let body: Option<String> = stmt.query_row([asker, message_id], |r| r.get(0)).optional()?;
+    body.map(|b| decode_task(&b)).transpose()
+}
+
+fn open_tasks_of(c: &Connection, desk: &DeskName) -> Result<Vec<Task>, StoreError> {
+    let mut stmt = c.prepare_cached("SELECT body FROM tasks WHERE desk = ?1 AND ended_at IS NULL ORDER BY queue_seq")?;
+    let rows = stmt.query_map([desk.as_str()], |r| r.get::<_, String>(0))?;
+    let mut tasks = Vec::new();
+    for body in rows {
+        tasks.push(decode_task(&body?)?);
+    }
+    Ok(tasks)
+}
+
+fn ended_at(t: &Task) -> Option<i64> {
+    t.state().is_terminal().then_some(t.status.timestamp.as_millis())
+}
+
+fn insert_task(c: &Connection, t: &Task) -> Result<(), StoreError> {
+    let body = serde_json::to_string(t)?;
+    c.prepare_cached(
+        "INSERT INTO tasks (id, desk, asker, request_message_id, context_id, state, queue_seq, created_at, \
+         updated_at, ended_at, version, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+    )?
+    .execute(params![
+        t.id.as_str(),
+        t.desk.as_str(),
+        t.asker,
+        t.request_message_id,
+        t.context_id,
+        t.state().as_str(),
+        t.queue_seq,
+        t.created_at.as_millis(),
+        t.updated_at.as_millis(),
+        ended_at(t),
+        i64::try_from(t.version).unwrap_or(i64::MAX),
+        body,
+    ])?;
+    Ok(())
+}
+
+/// Write `after` over `before`, only if nobody wrote a newer version in between.
+fn update_task(c: &Connection, before: &Task, after: &Task) -> Result<(), StoreError> {
+    let body = serde_json::to_string(after)?;
+    let n = c
+        .prepare_cached(
+            "UPDATE tasks SET state = ?2, updated_at = ?3, ended_at = ?4, version = ?5, body = ?6 \
+             WHERE id = ?1 AND version = ?7",
+        )?
+        .execute(params![
+            after.id.as_str(),
+            after.state().as_str(),
+            after.updated_at.as_millis(),
+            ended_at(after),
+            i64::try_from(after.version).unwrap_or(i64::MAX),
+            body,
+            i64::try_from(before.version).unwrap_or(i64::MAX),
+        ])?;
+    if n == 1 { Ok(()) } else { Err(StoreError::Conflict(after.id.clone())) }
+}
+
+/// Start the desk's next queued task if the desk is free. Returns the task that started.
+fn start_next(c: &Connection, desk: &DeskName, now: Timestamp) -> Result<Vec<Task>, StoreError> {
+    let open = open_tasks_of(c, desk)?;
+    let Some(next) = queue::next_to_start(&open) else { return Ok(Vec::new()) };
+    let started = transition::apply(next, Event::Start, now)?;
+    update_task(c, next, &started)?;
+    Ok(vec![started])
+}
+
+/// Fill in queue positions for the queued tasks among `tasks`.
+fn fill_positions(c: &Connection, tasks: &mut [Task]) -> Result<(), StoreError> {
+    let desks: BTreeSet<DeskName> =
+        tasks.iter().filter(|t| t.state() == TaskState::Submitted).map(|t| t.desk.clone()).collect();
+    let mut positions: BTreeMap<TaskId, u32> = BTreeMap::new();
+    for desk in desks {
+        let mut open = open_tasks_of(c, &desk)?;
+        queue::positions(&mut open);
+        positions.extend(open.into_iter().filter_map(|t| t.queue_position.map(|p| (t.id, p))));
+    }
+    for t in tasks.iter_mut() {
+        t.queue_position = positions.get(&t.id).copied();
+    }
+    Ok(())
+}
+
+fn load_settings(c: &Connection) -> Result<Settings, StoreError> {
+    let mut settings = Settings::default();
+    let mut stmt = c.prepare_cached("SELECT key, value FROM settings")?;
+    let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+    for row in rows {
+        let (key, value) = row?;
+        if let Err(e) = settings.set(&key, &value) {
+            tracing::warn!(%key, %value, error = %e, "ignoring a stored setting; using the default");
+        }
+    }
+    Ok(settings)
+}

@@ -1,0 +1,83 @@
+//! The one writer: a thread that owns the only read-write connection and commits whatever
+//! writes are queued in one `BEGIN IMMEDIATE` transaction (group commit), so concurrent
+//! writers share an fsync. Each write runs in its own savepoint, so one refused write does
+//! not undo the others in its group, and each writer hears back only after the commit that
+//! made its change durable.
+
+use std::sync::mpsc;
+use std::thread;
+
+use rusqlite::Connection;
+
+use super::StoreError;
+
+/// Told the outcome of the commit; `Err` means the whole group was rolled back.
+pub(super) type Reply = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
+/// Runs inside the group's transaction (or is told why it could not run) and says whether
+/// its savepoint should be kept.
+pub(super) type Job = Box<dyn FnOnce(Result<&Connection, StoreError>) -> (bool, Reply) + Send>;
+
+/// The most writes one commit carries; beyond it the rest wait for the next commit.
+const MAX_GROUP: usize = 256;
+
+pub(super) fn spawn(conn: Connection) -> std::io::Result<(mpsc::Sender<Job>, thread::JoinHandle<()>)> {
+    let (tx, rx) = mpsc::channel::<Job>();
+    let handle = thread::Builder::new().name("taskkeeper-store-writer".into()).spawn(move || run(conn, rx))?;
+    Ok((tx, handle))
+}
+
+fn run(conn: Connection, rx: mpsc::Receiver<Job>) {
+    while let Ok(first) = rx.recv() {
+        let mut group = vec![first];
+        while group.len() < MAX_GROUP {
+            match rx.try_recv() {
+                Ok(job) => group.push(job),
+                Err(_) => break,
+            }
+        }
+        commit_group(&conn, group);
+    }
+}
+
+fn commit_group(conn: &Connection, group: Vec<Job>) {
+    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+        let err = StoreError::from(e);
+        for job in group {
+            let (_, reply) = job(Err(err.clone()));
+            reply(Err(err.clone()));
+        }
+        return;
+    }
+    let mut replies = Vec::with_capacity(group.len());
+    let mut broken: Option<StoreError> = None;
+    for job in group {
+        if let Some(err) = &broken {
+            let (_, reply) = job(Err(err.clone()));
+            replies.push(reply);
+            continue;
+        }
+        if let Err(e) = conn.execute_batch("SAVEPOINT job") {
+            broken = Some(e.into());
+            let (_, reply) = job(Err(broken.clone().unwrap_or(StoreError::Closed)));
+            replies.push(reply);
+            continue;
+        }
+        let (keep, reply) = job(Ok(conn));
+        let end = if keep { "RELEASE job" } else { "ROLLBACK TO job; RELEASE job" };
+        if let Err(e) = conn.execute_batch(end) {
+            broken = Some(e.into());
+        }
+        replies.push(reply);
+    }
+    let outcome = match broken {
+        Some(err) => Err(err),
+        None => conn.execute_batch("COMMIT").map_err(StoreError::from),
+    };
+    if outcome.is_err() {
+        // Nothing of this group is durable; make sure the transaction is gone.
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    for reply in replies {
+        reply(outcome.clone());
+    }
+}
