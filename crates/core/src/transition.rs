@@ -113,6 +113,8 @@ pub fn apply(task: &Task, event: Event, now: Timestamp) -> Result<Task, Transiti
                 return Err(ended());
             }
             let msg = next.agent_message(&need);
+            // The worker spoke: whatever stall there was is over; the asker now owes an answer.
+            next.stalled_at = None;
             next.set_status(TaskState::InputRequired, Some(msg), now);
         }
         Event::WorkerFailed { why } => {

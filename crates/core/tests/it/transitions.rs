@@ -1,0 +1,205 @@
+//! The state machine: every (state, event) pair in one table, and properties over random
+//! event sequences.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use proptest::prelude::*;
+use taskkeeper_core::transition::{Event, apply};
+use taskkeeper_core::{Message, Task, TaskState, TransitionError};
+
+use crate::support::{T0, submitted};
+
+/// The starting points: every state, plus the marks that change what is allowed.
+fn starting_points() -> Vec<(&'static str, Task)> {
+    let now = T0.plus(Duration::from_secs(60));
+    let base = submitted("t-1", 1);
+    let with_state = |state: TaskState| {
+        let mut t = base.clone();
+        t.status.state = state;
+        t
+    };
+    let mut stalled = with_state(TaskState::Working);
+    stalled.stalled_at = Some(now);
+    let mut acked = with_state(TaskState::Completed);
+    acked.acknowledged_at = Some(now);
+    vec![
+        ("submitted", base.clone()),
+        ("working", with_state(TaskState::Working)),
+        ("working+stalled", stalled),
+        ("input-required", with_state(TaskState::InputRequired)),
+        ("auth-required", with_state(TaskState::AuthRequired)),
+        ("completed", with_state(TaskState::Completed)),
+        ("completed+acked", acked),
+        ("failed", with_state(TaskState::Failed)),
+        ("canceled", with_state(TaskState::Canceled)),
+        ("rejected", with_state(TaskState::Rejected)),
+    ]
+}
+
+fn events() -> Vec<Event> {
+    vec![
+        Event::Start,
+        Event::WorkerDone { summary: "done it".into() },
+        Event::WorkerBlocked { need: "which flag?".into() },
+        Event::WorkerFailed { why: "no disk".into() },
+        Event::FollowUp { message: Message::user_text("m-2", "the --json one") },
+        Event::Cancel { reason: Some("not needed".into()) },
+        Event::Expire,
+        Event::Remind,
+        Event::Stall,
+        Event::Resume,
+        Event::Acknowledge,
+    ]
+}
+
+/// One outcome in a few words: the new state and marks, `same` for an idempotent repeat, or
+/// the refusal's kind.
+fn outcome(before: &Task, result: &Result<Task, TransitionError>) -> String {
+    match result {
+        Ok(t) if t == before => "same".to_owned(),
+        Ok(t) => {
+            let mut s = t.state().as_str().to_owned();
+            for (mark, on) in [
+                ("stalled", t.stalled_at.is_some()),
+                ("expired", t.expired_at.is_some()),
+                ("acked", t.acknowledged_at.is_some()),
+            ] {
+                if on {
+                    s.push('+');
+                    s.push_str(mark);
+                }
+            }
+            if t.reminders_sent > before.reminders_sent {
+                s.push_str("+reminded");
+            }
+            s
+        }
+        Err(e) => format!("!{}", format!("{e:?}").split([' ', '{']).next().unwrap_or("?")),
+    }
+}
+
+#[test]
+fn every_state_and_event() {
+    let now = T0.plus(Duration::from_secs(120));
+    let mut table = String::new();
+    for (name, task) in starting_points() {
+        write!(table, "{name:16}|").unwrap();
+        for event in events() {
+            let result = apply(&task, event, now);
+            write!(table, " {}", outcome(&task, &result)).unwrap();
+        }
+        table.push('\n');
+    }
+    // Columns: start done blocked failed follow-up cancel expire remind stall resume ack
+    let expected = [
+        "submitted       | working completed input-required failed submitted canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen",
+        "working         | !NotQueued completed input-required failed working canceled canceled+expired working+reminded working+stalled !NotStalled !StillOpen",
+        "working+stalled | !NotQueued completed+stalled input-required failed+stalled working canceled+stalled canceled+stalled+expired !NotWorking !NotWorking working !StillOpen",
+        "input-required  | !NotQueued completed input-required failed working canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen",
+        "auth-required   | !NotQueued completed input-required failed working canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen",
+        "completed       | !NotQueued !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled completed+acked",
+        "completed+acked | !NotQueued !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled same",
+        "failed          | !NotQueued !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled failed+acked",
+        "canceled        | !NotQueued !Ended !Ended !Ended !Ended same !Ended !NotWorking !NotWorking !NotStalled canceled+acked",
+        "rejected        | !NotQueued !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled rejected+acked",
+    ]
+    .join("\n")
+        + "\n";
+    assert_eq!(table, expected, "\n--- got ---\n{table}--- expected ---\n{expected}");
+}
+
+#[test]
+fn worker_endings_carry_their_text() {
+    let now = T0.plus(Duration::from_secs(5));
+    let working = apply(&submitted("t-1", 1), Event::Start, now).unwrap();
+
+    let done = apply(&working, Event::WorkerDone { summary: "Added --json".into() }, now).unwrap();
+    assert_eq!(done.status.message.as_ref().map(Message::text).as_deref(), Some("Added --json"));
+    assert_eq!(done.artifacts.len(), 1);
+    assert_eq!(done.artifacts[0].artifact_id, "result");
+    assert_eq!(done.history.last(), done.status.message.as_ref());
+
+    let blocked = apply(&working, Event::WorkerBlocked { need: "Which format?".into() }, now).unwrap();
+    assert_eq!(blocked.state(), TaskState::InputRequired);
+    let answered = apply(&blocked, Event::FollowUp { message: Message::user_text("m-9", "NDJSON") }, now).unwrap();
+    assert_eq!(answered.state(), TaskState::Working);
+    assert_eq!(answered.history.last().map(Message::text).as_deref(), Some("NDJSON"));
+    assert_eq!(answered.history.last().and_then(|m| m.task_id.clone()).as_deref(), Some("t-1"));
+
+    let expired = apply(&working, Event::Expire, now).unwrap();
+    assert_eq!(expired.state(), TaskState::Canceled);
+    assert_eq!(expired.expired_at, Some(now));
+}
+
+#[test]
+fn a_follow_up_starts_a_new_ladder() {
+    let now = T0.plus(Duration::from_secs(5));
+    let mut t = apply(&submitted("t-1", 1), Event::Start, now).unwrap();
+    t = apply(&t, Event::Remind, now).unwrap();
+    t = apply(&t, Event::Remind, now).unwrap();
+    t = apply(&t, Event::Stall, now).unwrap();
+    assert_eq!((t.reminders_sent, t.stalled_at.is_some()), (2, true));
+    t = apply(&t, Event::FollowUp { message: Message::user_text("m-3", "any news?") }, now).unwrap();
+    assert_eq!((t.reminders_sent, t.stalled_at), (0, None));
+}
+
+#[test]
+fn refusals_name_the_task_and_the_way_forward() {
+    let mut done = submitted("t-7", 1);
+    done.status.state = TaskState::Completed;
+    let err = apply(&done, Event::FollowUp { message: Message::user_text("m", "more") }, T0).unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("t-7") && text.contains("referenceTaskIds"), "{text}");
+    let err = apply(&submitted("t-8", 1), Event::Acknowledge, T0).unwrap_err();
+    assert!(err.to_string().contains("still open"), "{err}");
+}
+
+fn arb_event() -> impl Strategy<Value = Event> {
+    prop_oneof![
+        Just(Event::Start),
+        any::<u8>().prop_map(|n| Event::WorkerDone { summary: format!("summary {n}") }),
+        any::<u8>().prop_map(|n| Event::WorkerBlocked { need: format!("need {n}") }),
+        any::<u8>().prop_map(|n| Event::WorkerFailed { why: format!("why {n}") }),
+        any::<u8>().prop_map(|n| Event::FollowUp { message: Message::user_text(format!("m-{n}"), "more") }),
+        proptest::option::of(Just("stop".to_owned())).prop_map(|reason| Event::Cancel { reason }),
+        Just(Event::Expire),
+        Just(Event::Remind),
+        Just(Event::Stall),
+        Just(Event::Resume),
+        Just(Event::Acknowledge),
+    ]
+}
+
+proptest! {
+    /// Terminal states are final (only the acknowledgement mark may still be added), versions
+    /// only grow, by one per change, and a refusal leaves the task as it was.
+    #[test]
+    fn terminal_is_final_and_versions_only_grow(
+        events in proptest::collection::vec((arb_event(), 0u64..600), 0..40)
+    ) {
+        let mut task = submitted("t-p", 1);
+        let mut now = T0;
+        for (event, step) in events {
+            now = now.plus(Duration::from_secs(step));
+            let before = task.clone();
+            match apply(&task, event, now) {
+                Ok(next) => {
+                    prop_assert!(next.version == before.version || next.version == before.version + 1);
+                    prop_assert_eq!(next.version == before.version, next == before);
+                    if before.state().is_terminal() {
+                        prop_assert_eq!(next.state(), before.state());
+                        let mut only_ack = next.clone();
+                        only_ack.acknowledged_at = before.acknowledged_at;
+                        only_ack.version = before.version;
+                        only_ack.updated_at = before.updated_at;
+                        prop_assert_eq!(&only_ack, &before);
+                    }
+                    prop_assert!(next.updated_at >= before.updated_at);
+                    task = next;
+                }
+                Err(_) => prop_assert_eq!(&task, &before),
+            }
+        }
+    }
+}
