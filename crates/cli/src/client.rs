@@ -1,0 +1,96 @@
+//! A small blocking client of the owner API: where the daemon is (`TASKKEEPER_URL`), which
+//! token to send (`TASKKEEPER_TOKEN`, else the token file in the data directory), and error
+//! bodies turned into one readable line.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context as _, anyhow};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use taskkeeper_server::api::ErrorBody;
+
+pub struct Client {
+    base: String,
+    token: String,
+    agent: ureq::Agent,
+}
+
+impl Client {
+    pub fn from_env() -> anyhow::Result<Client> {
+        let base = std::env::var("TASKKEEPER_URL").unwrap_or_else(|_| "http://127.0.0.1:7717".to_owned());
+        let token = match std::env::var("TASKKEEPER_TOKEN") {
+            Ok(t) if !t.is_empty() => t,
+            _ => {
+                let dir = match std::env::var_os("TASKKEEPER_DATA_DIR") {
+                    Some(d) if !d.is_empty() => PathBuf::from(d),
+                    _ => taskkeeper_server::default_data_dir()?,
+                };
+                let path = dir.join("token");
+                std::fs::read_to_string(&path)
+                    .with_context(|| {
+                        format!("cannot read the owner token from {}; is the daemon set up (taskkeeper serve)? or set TASKKEEPER_TOKEN", path.display())
+                    })?
+                    .trim()
+                    .to_owned()
+            }
+        };
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(30)))
+            .build()
+            .new_agent();
+        Ok(Client { base: base.trim_end_matches('/').to_owned(), token, agent })
+    }
+
+    pub fn get<T: DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
+        let resp = self
+            .agent
+            .get(format!("{}{path}", self.base))
+            .header("Authorization", format!("Bearer {}", self.token))
+            .call();
+        self.finish(resp)
+    }
+
+    pub fn post<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> anyhow::Result<T> {
+        let resp = self
+            .agent
+            .post(format!("{}{path}", self.base))
+            .header("Authorization", format!("Bearer {}", self.token))
+            .send_json(body);
+        self.finish(resp)
+    }
+
+    pub fn delete(&self, path: &str) -> anyhow::Result<()> {
+        let resp = self
+            .agent
+            .delete(format!("{}{path}", self.base))
+            .header("Authorization", format!("Bearer {}", self.token))
+            .call();
+        self.text(resp).map(drop)
+    }
+
+    fn finish<T: DeserializeOwned>(&self, resp: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> anyhow::Result<T> {
+        let text = self.text(resp)?;
+        serde_json::from_str(&text).with_context(|| format!("unexpected answer from the daemon: {text}"))
+    }
+
+    /// The body of a successful answer, or the daemon's error message.
+    fn text(&self, resp: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> anyhow::Result<String> {
+        let mut resp = resp.map_err(|e| match e {
+            ureq::Error::ConnectionFailed | ureq::Error::Io(_) => {
+                anyhow!("cannot reach the daemon at {} ({e}); start it with `taskkeeper serve` or the app", self.base)
+            }
+            other => anyhow!("request to {} failed: {other}", self.base),
+        })?;
+        let status = resp.status();
+        let text = resp.body_mut().read_to_string().context("reading the daemon's answer")?;
+        if status.is_success() {
+            return Ok(text);
+        }
+        match serde_json::from_str::<ErrorBody>(&text) {
+            Ok(body) => Err(anyhow!("{}", body.error.message)),
+            Err(_) => Err(anyhow!("the daemon answered {status}: {text}")),
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! What each subcommand does. Listings print a short table, or the API's JSON with `--json`.
+
+use std::path::PathBuf;
+
+use anyhow::Context as _;
+use serde_json::json;
+use taskkeeper_core::Timestamp;
+use taskkeeper_server::api::{DeskList, DeskView, TaskDetail, TaskList, TaskView};
+use taskkeeper_server::{Daemon, DaemonConfig};
+
+use crate::client::Client;
+use crate::{DeskCommand, TaskCommand};
+
+pub fn serve(port: u16, data_dir: Option<PathBuf>) -> anyhow::Result<()> {
+    let mut config = DaemonConfig::from_env()?;
+    config.port = port;
+    if let Some(dir) = data_dir {
+        config.data_dir = dir;
+    }
+    let _log = taskkeeper_server::logging::init(&config.data_dir)
+        .with_context(|| format!("cannot open the log file in {}", config.data_dir.display()))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(async move {
+        let daemon = Daemon::start(config).await?;
+        println!("listening on http://{}", daemon.addr());
+        wait_for_signal().await?;
+        tracing::info!("stopping on signal");
+        daemon.shutdown().await;
+        Ok(())
+    })
+}
+
+async fn wait_for_signal() -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate())?;
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r?,
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    tokio::signal::ctrl_c().await?;
+    Ok(())
+}
+
+fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+pub fn desk(cmd: DeskCommand) -> anyhow::Result<()> {
+    let client = Client::from_env()?;
+    match cmd {
+        DeskCommand::Add { name, dir, agent } => {
+            let dir = std::path::absolute(&dir).with_context(|| format!("cannot resolve {}", dir.display()))?;
+            let desk: DeskView =
+                client.post("/api/desks", &json!({"name": name, "dir": dir.to_string_lossy(), "agent": agent}))?;
+            println!("added desk {} ({}) in {}", desk.name, desk.agent, desk.dir);
+        }
+        DeskCommand::List { json } => {
+            let list: DeskList = client.get("/api/desks")?;
+            if json {
+                return print_json(&list);
+            }
+            if list.desks.is_empty() {
+                println!("no desks; add one with `taskkeeper desk add NAME --dir DIR`");
+            }
+            for d in list.desks {
+                println!("{:<20} {:<12} {}", d.name, d.agent, d.dir);
+            }
+        }
+        DeskCommand::Remove { name } => {
+            client.delete(&format!("/api/desks/{}", encode(&name)))?;
+            println!("removed desk {name}");
+        }
+    }
+    Ok(())
+}
+
+pub fn task(cmd: TaskCommand) -> anyhow::Result<()> {
+    let client = Client::from_env()?;
+    match cmd {
+        TaskCommand::Add { desk, text } => {
+            let task: TaskView = client.post("/api/tasks", &json!({"desk": desk, "text": text}))?;
+            println!("{}", task.id);
+            eprintln!("{}", describe_state(&task));
+        }
+        TaskCommand::List { state, desk, json } => {
+            let mut path = format!("/api/tasks?state={}", encode(&state));
+            if let Some(d) = desk {
+                path.push_str(&format!("&desk={}", encode(&d)));
+            }
+            let list: TaskList = client.get(&path)?;
+            if json {
+                return print_json(&list);
+            }
+            if list.tasks.is_empty() {
+                println!("no {state} tasks");
+            }
+            let now = taskkeeper_core::Clock::now(&taskkeeper_core::SystemClock);
+            for t in list.tasks {
+                println!(
+                    "{}  {:<12} {:<16} {:>5}  {}",
+                    t.id,
+                    t.desk,
+                    describe_state(&t),
+                    age(now, t.created_at),
+                    first_line(&t.request)
+                );
+            }
+        }
+        TaskCommand::Get { id, json } => {
+            let task: TaskDetail = client.get(&format!("/api/tasks/{}", encode(&id)))?;
+            if json {
+                return print_json(&task);
+            }
+            let t = &task.task;
+            println!("task     {}\ndesk     {}\nasker    {}\nstate    {}", t.id, t.desk, t.asker, describe_state(t));
+            println!("created  {}\nupdated  {}", t.created_at, t.updated_at);
+            if let Some(w) = &t.last_words {
+                println!("last words  {}", first_line(w));
+            }
+            for m in &task.history {
+                println!("\n[{}]\n{}", m.from, m.text);
+            }
+        }
+        TaskCommand::Update { id, status, text } => {
+            let task: TaskView =
+                client.post(&format!("/api/tasks/{}/update", encode(&id)), &json!({"status": status, "text": text}))?;
+            println!("{} is {}", task.id, describe_state(&task));
+        }
+        TaskCommand::Cancel { id, reason } => {
+            let task: TaskView = client.post(&format!("/api/tasks/{}/cancel", encode(&id)), &json!({"reason": reason}))?;
+            println!("{} is {}", task.id, describe_state(&task));
+        }
+    }
+    Ok(())
+}
+
+fn describe_state(t: &TaskView) -> String {
+    match (t.state.as_str(), t.queue_position, t.stalled_at) {
+        ("submitted", Some(p), _) => format!("queued #{p}"),
+        ("working", _, Some(_)) => "stalled".to_owned(),
+        ("canceled", _, _) if t.expired_at.is_some() => "expired".to_owned(),
+        (s, _, _) => s.to_owned(),
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("")
+}
+
+fn age(now: Timestamp, then: Timestamp) -> String {
+    let s = now.since(then).as_secs();
+    match s {
+        s if s < 60 => format!("{s}s"),
+        s if s < 3600 => format!("{}m", s / 60),
+        s if s < 86_400 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86_400),
+    }
+}
+
+/// Percent-encode a path segment or query value.
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            b => format!("%{b:02X}"),
+        })
+        .collect()
+}

@@ -1,0 +1,192 @@
+//! The owner API's wire shapes (JSON over HTTP, and the same values through the tray app's
+//! commands), converted from the core's types so the core can change without changing them.
+
+use serde::{Deserialize, Serialize};
+use taskkeeper_core::task::PartContent;
+use taskkeeper_core::{Desk, Message, Role, Task, Timestamp};
+
+/// A task as the owner's list shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskView {
+    pub id: String,
+    pub context_id: String,
+    pub desk: String,
+    pub asker: String,
+    /// `submitted`, `working`, `input-required`, `completed`, `failed` or `canceled`.
+    pub state: String,
+    /// The asker's request.
+    pub request: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub queue_position: Option<u32>,
+    pub reminders_sent: u32,
+    pub last_reminder_at: Option<Timestamp>,
+    pub stalled_at: Option<Timestamp>,
+    pub expired_at: Option<Timestamp>,
+    pub acknowledged_at: Option<Timestamp>,
+    pub last_words: Option<String>,
+    /// The text of the latest status: the summary, what is needed, why it failed.
+    pub status_text: Option<String>,
+    pub version: u64,
+}
+
+impl From<&Task> for TaskView {
+    fn from(t: &Task) -> Self {
+        Self {
+            id: t.id.to_string(),
+            context_id: t.context_id.clone(),
+            desk: t.desk.to_string(),
+            asker: t.asker.clone(),
+            state: t.state().as_str().to_owned(),
+            request: t.request_text(),
+            created_at: t.created_at,
+            updated_at: t.updated_at,
+            queue_position: t.queue_position,
+            reminders_sent: t.reminders_sent,
+            last_reminder_at: t.last_reminder_at,
+            stalled_at: t.stalled_at,
+            expired_at: t.expired_at,
+            acknowledged_at: t.acknowledged_at,
+            last_words: t.last_words.clone(),
+            status_text: t.status.message.as_ref().map(Message::text),
+            version: t.version,
+        }
+    }
+}
+
+/// One message of a task's history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageView {
+    pub message_id: String,
+    /// `asker` or `worker`.
+    pub from: String,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ArtifactView {
+    pub artifact_id: String,
+    pub name: Option<String>,
+    pub text: String,
+}
+
+/// A task with its history and artifacts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskDetail {
+    #[serde(flatten)]
+    pub task: TaskView,
+    pub history: Vec<MessageView>,
+    pub artifacts: Vec<ArtifactView>,
+}
+
+impl From<&Task> for TaskDetail {
+    fn from(t: &Task) -> Self {
+        Self {
+            task: TaskView::from(t),
+            history: t
+                .history
+                .iter()
+                .map(|m| MessageView {
+                    message_id: m.message_id.clone(),
+                    from: match m.role {
+                        Role::User => "asker".to_owned(),
+                        Role::Agent => "worker".to_owned(),
+                    },
+                    text: m.text(),
+                })
+                .collect(),
+            artifacts: t
+                .artifacts
+                .iter()
+                .map(|a| ArtifactView {
+                    artifact_id: a.artifact_id.clone(),
+                    name: a.name.clone(),
+                    text: a
+                        .parts
+                        .iter()
+                        .filter_map(|p| match &p.content {
+                            PartContent::Text(t) => Some(t.as_str()),
+                            _ => None,
+                        })
+                        .collect::<Vec<_>>()
+                        .join("\n\n"),
+                })
+                .collect(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeskView {
+    pub name: String,
+    pub agent: String,
+    pub dir: String,
+    pub created_at: Timestamp,
+}
+
+impl From<&Desk> for DeskView {
+    fn from(d: &Desk) -> Self {
+        Self {
+            name: d.name.to_string(),
+            agent: d.agent.to_string(),
+            dir: d.dir.to_string_lossy().into_owned(),
+            created_at: d.created_at,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewDeskRequest {
+    pub name: String,
+    pub dir: String,
+    /// `claude-code` (the default), `codex`, `gemini` or `generic`.
+    #[serde(default)]
+    pub agent: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewTaskRequest {
+    pub desk: String,
+    pub text: String,
+    /// Makes a resend idempotent; a fresh id is made when absent.
+    #[serde(default)]
+    pub message_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UpdateRequest {
+    /// `done`, `blocked` or `failed`.
+    pub status: String,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CancelRequest {
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TaskList {
+    pub tasks: Vec<TaskView>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DeskList {
+    pub desks: Vec<DeskView>,
+}
+
+/// Every error body: `{"error": {"kind": ..., "message": ...}}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub error: crate::OwnerError,
+}

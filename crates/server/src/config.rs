@@ -1,0 +1,68 @@
+//! Where the daemon listens and keeps its data, from flags and the environment.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use taskkeeper_core::store::Synchronous;
+use taskkeeper_core::{Clock, SystemClock};
+
+/// The port the daemon listens on unless told otherwise.
+pub const DEFAULT_PORT: u16 = 7717;
+
+impl DaemonConfig {
+    pub const fn default_port() -> u16 {
+        DEFAULT_PORT
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct DaemonConfig {
+    /// Port on 127.0.0.1; 0 picks a free one ([`crate::Daemon::addr`] tells which).
+    pub port: u16,
+    /// Holds the database, the token file and the log file.
+    pub data_dir: PathBuf,
+    /// The owner token; `None` reads or creates `<data_dir>/token`.
+    pub token: Option<String>,
+    pub synchronous: Synchronous,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl DaemonConfig {
+    pub fn new(port: u16, data_dir: PathBuf) -> Self {
+        Self { port, data_dir, token: None, synchronous: Synchronous::Full, clock: Arc::new(SystemClock) }
+    }
+
+    /// `TASKKEEPER_PORT`, `TASKKEEPER_DATA_DIR` and `TASKKEEPER_TOKEN`, with the defaults.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        let port = match std::env::var("TASKKEEPER_PORT") {
+            Ok(p) => p.trim().parse().map_err(|_| ConfigError::Port(p))?,
+            Err(_) => DEFAULT_PORT,
+        };
+        let data_dir = match std::env::var_os("TASKKEEPER_DATA_DIR") {
+            Some(d) if !d.is_empty() => PathBuf::from(d),
+            _ => default_data_dir()?,
+        };
+        let mut config = Self::new(port, data_dir);
+        config.token = std::env::var("TASKKEEPER_TOKEN").ok().filter(|t| !t.is_empty());
+        Ok(config)
+    }
+
+    pub fn db_path(&self) -> PathBuf {
+        self.data_dir.join("taskkeeper.db")
+    }
+}
+
+/// The OS's per-user data directory for Taskkeeper (e.g. `~/.local/share/taskkeeper`).
+pub fn default_data_dir() -> Result<PathBuf, ConfigError> {
+    directories::ProjectDirs::from("", "", "taskkeeper")
+        .map(|d| d.data_dir().to_owned())
+        .ok_or(ConfigError::NoHome)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("TASKKEEPER_PORT={0:?} is not a port number (0-65535)")]
+    Port(String),
+    #[error("cannot find a home directory for the data; set TASKKEEPER_DATA_DIR or pass --data-dir")]
+    NoHome,
+}

@@ -1,0 +1,151 @@
+//! Starting and stopping the daemon: the data directory, the store, the token, the listener
+//! on 127.0.0.1, the router, and the housekeeping that prunes ended tasks when they are due
+//! (and does nothing while nothing is due).
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use taskkeeper_core::{Store, StoreError, StoreOptions};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::guard::Guard;
+use crate::owner::OwnerService;
+use crate::token::{Token, ensure_private_dir};
+use crate::{DaemonConfig, http};
+
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error("cannot create the data directory {path}: {source}")]
+    DataDir { path: std::path::PathBuf, source: std::io::Error },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot read or create the token file in {path}: {source}")]
+    Token { path: std::path::PathBuf, source: std::io::Error },
+    #[error("port {port} on 127.0.0.1 is already in use; stop what uses it or choose another with --port / TASKKEEPER_PORT")]
+    PortInUse { port: u16 },
+    #[error("cannot listen on 127.0.0.1:{port}: {source}")]
+    Listen { port: u16, source: std::io::Error },
+}
+
+/// A running daemon.
+#[derive(Debug)]
+pub struct Daemon {
+    addr: SocketAddr,
+    owner: OwnerService,
+    token: Token,
+    store: Store,
+    stop: watch::Sender<bool>,
+    server: JoinHandle<()>,
+    housekeeping: JoinHandle<()>,
+}
+
+impl Daemon {
+    /// Open the store, bind 127.0.0.1 and start serving. Refuses a second daemon on the same
+    /// data directory, a damaged database and a port in use, each with its own error.
+    pub async fn start(config: DaemonConfig) -> Result<Daemon, DaemonError> {
+        ensure_private_dir(&config.data_dir)
+            .map_err(|source| DaemonError::DataDir { path: config.data_dir.clone(), source })?;
+        let db = config.db_path();
+        let sync = config.synchronous;
+        let store = tokio::task::spawn_blocking(move || Store::open(&db, StoreOptions { synchronous: sync, ..Default::default() }))
+            .await
+            .map_err(|e| StoreError::Open { path: config.db_path(), reason: e.to_string() })??;
+
+        let token = match &config.token {
+            Some(t) => Token::new(t.clone()),
+            None => Token::load_or_create(&config.data_dir)
+                .map_err(|source| DaemonError::Token { path: config.data_dir.clone(), source })?,
+        };
+
+        let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, config.port)).await.map_err(|source| {
+            if source.kind() == std::io::ErrorKind::AddrInUse {
+                DaemonError::PortInUse { port: config.port }
+            } else {
+                DaemonError::Listen { port: config.port, source }
+            }
+        })?;
+        let addr = listener.local_addr().map_err(|source| DaemonError::Listen { port: config.port, source })?;
+
+        let owner = OwnerService::new(store.clone(), config.clock.clone());
+        let guard = Arc::new(Guard::new(token.clone(), addr.port()));
+        let app = http::router(owner.clone(), guard);
+
+        let (stop, mut stopped) = watch::channel(false);
+        let mut stopped_for_server = stopped.clone();
+        let server = tokio::spawn(async move {
+            let shutdown = async move {
+                let _ = stopped_for_server.wait_for(|s| *s).await;
+            };
+            if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(shutdown).await {
+                tracing::error!(error = %e, "the HTTP server stopped");
+            }
+        });
+
+        let housekeeping = {
+            let store = store.clone();
+            let clock = config.clock.clone();
+            tokio::spawn(async move {
+                loop {
+                    let next = prune_due(&store, clock.as_ref()).await;
+                    let sleep = next.unwrap_or(Duration::from_secs(86_400));
+                    tokio::select! {
+                        _ = tokio::time::sleep(sleep) => {}
+                        _ = stopped.wait_for(|s| *s) => return,
+                    }
+                }
+            })
+        };
+
+        tracing::info!(%addr, data_dir = %config.data_dir.display(), "daemon started");
+        Ok(Daemon { addr, owner, token, store, stop, server, housekeeping })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn owner(&self) -> OwnerService {
+        self.owner.clone()
+    }
+
+    pub fn token(&self) -> &Token {
+        &self.token
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Stop accepting requests, let those in flight finish, and stop.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        let _ = self.server.await;
+        let _ = self.housekeeping.await;
+        tracing::info!("daemon stopped");
+    }
+}
+
+/// Prune what is due; return how long until the next ended task is due, if any.
+async fn prune_due(store: &Store, clock: &dyn taskkeeper_core::Clock) -> Option<Duration> {
+    let store = store.clone();
+    let now = clock.now();
+    let result = tokio::task::spawn_blocking(move || {
+        let keep = store.settings()?.keep_ended;
+        let pruned = store.prune_ended(now, keep)?;
+        if pruned > 0 {
+            tracing::info!(pruned, "pruned ended tasks");
+        }
+        store.next_prune_at(keep)
+    })
+    .await;
+    match result {
+        Ok(Ok(next)) => next.map(|t| t.since(now).max(Duration::from_secs(1))),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "pruning ended tasks failed; trying again in an hour");
+            Some(Duration::from_secs(3600))
+        }
+        Err(_) => Some(Duration::from_secs(3600)),
+    }
+}

@@ -1,0 +1,80 @@
+//! The guard in front of every route (reliability.md §13): a `Host` that names loopback and
+//! our port (defeats DNS rebinding), an `Origin` that is absent or our own (defeats
+//! cross-site requests; `null` is refused), and the bearer token, compared in constant time.
+//! Only `GET /healthz` is open, and even it must pass the `Host` check.
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::OwnerError;
+use crate::owner::OwnerErrorKind;
+use crate::token::Token;
+
+#[derive(Debug)]
+pub(crate) struct Guard {
+    pub token: Token,
+    allowed_hosts: Vec<String>,
+    allowed_origins: Vec<String>,
+}
+
+impl Guard {
+    pub fn new(token: Token, port: u16) -> Self {
+        let allowed_hosts = vec![format!("127.0.0.1:{port}"), format!("localhost:{port}"), format!("[::1]:{port}")];
+        let allowed_origins = allowed_hosts.iter().map(|h| format!("http://{h}")).collect();
+        Self { token, allowed_hosts, allowed_origins }
+    }
+
+    fn check(&self, path: &str, headers: &HeaderMap) -> Result<(), Response> {
+        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
+        if !self.allowed_hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
+            tracing::warn!(%host, %path, "refused: foreign Host");
+            return Err(refuse(StatusCode::FORBIDDEN, format!("Host {host:?} is not this daemon; use 127.0.0.1 or localhost with the port")));
+        }
+        if let Some(origin) = headers.get(header::ORIGIN) {
+            let origin = origin.to_str().unwrap_or("");
+            if !self.allowed_origins.iter().any(|o| o.eq_ignore_ascii_case(origin)) {
+                tracing::warn!(%origin, %path, "refused: foreign Origin");
+                return Err(refuse(StatusCode::FORBIDDEN, format!("Origin {origin:?} may not call this daemon")));
+            }
+        }
+        if path == "/healthz" {
+            return Ok(());
+        }
+        let presented = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|h| h.to_str().ok())
+            .and_then(|h| h.strip_prefix("Bearer "))
+            .map(str::trim);
+        match presented {
+            Some(t) if self.token.matches(t) => Ok(()),
+            Some(_) => {
+                tracing::warn!(%path, "refused: wrong token");
+                Err(refuse(StatusCode::UNAUTHORIZED, "wrong bearer token; the owner's token is in the data directory's `token` file"))
+            }
+            None => Err(refuse(
+                StatusCode::UNAUTHORIZED,
+                "missing `Authorization: Bearer <token>`; the owner's token is in the data directory's `token` file",
+            )),
+        }
+    }
+}
+
+fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
+    let kind = if status == StatusCode::UNAUTHORIZED { OwnerErrorKind::Unauthorized } else { OwnerErrorKind::Forbidden };
+    let mut response = crate::http::error_response(status, OwnerError { kind, message: message.into() });
+    if status == StatusCode::UNAUTHORIZED {
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+    }
+    response
+}
+
+pub(crate) async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+    match guard.check(request.uri().path(), request.headers()) {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => refusal.into_response(),
+    }
+}

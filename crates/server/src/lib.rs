@@ -1,0 +1,21 @@
+//! Taskkeeper's daemon: one axum router on 127.0.0.1 serving the owner API (and, as later
+//! work lands, A2A, MCP and the hook intake), behind one guard that checks `Host`, `Origin`
+//! and the bearer token; plus the [`OwnerService`], the one place every owner action exists,
+//! which both the HTTP API and the tray app's commands call.
+//!
+//! The daemon translates; it decides nothing about tasks itself. Every change goes through
+//! `taskkeeper_core::Store`, which applies the core's transition table.
+
+pub mod api;
+mod config;
+mod daemon;
+mod guard;
+mod http;
+pub mod logging;
+mod owner;
+mod token;
+
+pub use config::{DaemonConfig, default_data_dir};
+pub use daemon::{Daemon, DaemonError};
+pub use owner::{OwnerError, OwnerErrorKind, OwnerService, TaskQuery, WorkerEnding};
+pub use token::Token;

@@ -1,0 +1,228 @@
+//! The owner service: every action the owner can take, once. The HTTP owner API and the tray
+//! app's commands are thin wrappers around it, so the two can never disagree.
+//!
+//! Store calls block (SQLite, fsync), so they run on tokio's blocking pool.
+
+use std::str::FromStr;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use taskkeeper_core::store::{NewDesk, StateFilter, TaskFilter};
+use taskkeeper_core::{
+    AgentKind, Clock, DeskName, Event, Message, NewTask, Store, StoreError, TaskId, TransitionError,
+};
+
+use crate::api::{DeskView, TaskDetail, TaskView};
+
+/// The asker name of tasks the owner gives.
+pub const OWNER_ASKER: &str = "owner";
+
+#[derive(Clone, Debug)]
+pub struct OwnerService {
+    store: Store,
+    clock: Arc<dyn Clock>,
+}
+
+/// What kind of error, for programs: the UI and the CLI branch on this, never on the text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OwnerErrorKind {
+    NotFound,
+    Invalid,
+    Conflict,
+    Unauthorized,
+    Forbidden,
+    TooLarge,
+    Internal,
+}
+
+/// An error as the owner's tools see it: `{kind, message}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("{message}")]
+pub struct OwnerError {
+    pub kind: OwnerErrorKind,
+    pub message: String,
+}
+
+impl OwnerError {
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self { kind: OwnerErrorKind::Invalid, message: message.into() }
+    }
+}
+
+impl From<StoreError> for OwnerError {
+    fn from(e: StoreError) -> Self {
+        let kind = match &e {
+            StoreError::NoSuchDesk(_) | StoreError::NoSuchTask(_) => OwnerErrorKind::NotFound,
+            StoreError::DeskExists(_)
+            | StoreError::DeskHasOpenTasks { .. }
+            | StoreError::Conflict(_)
+            | StoreError::Transition(_) => OwnerErrorKind::Conflict,
+            StoreError::Setting(_) => OwnerErrorKind::Invalid,
+            _ => OwnerErrorKind::Internal,
+        };
+        if kind == OwnerErrorKind::Internal {
+            tracing::error!(error = %e, "store error");
+        }
+        Self { kind, message: e.to_string() }
+    }
+}
+
+/// Which tasks to list.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct TaskQuery {
+    /// `open`, `ended` or absent for all.
+    pub state: Option<String>,
+    pub desk: Option<String>,
+}
+
+impl TaskQuery {
+    pub fn open() -> Self {
+        Self { state: Some("open".into()), desk: None }
+    }
+
+    fn to_filter(&self) -> Result<TaskFilter, OwnerError> {
+        let state = match self.state.as_deref() {
+            None | Some("all") => StateFilter::All,
+            Some("open") => StateFilter::Open,
+            Some("ended") => StateFilter::Ended,
+            Some(other) => return Err(OwnerError::invalid(format!("unknown state filter {other:?}: use open, ended or all"))),
+        };
+        let desk = self.desk.as_deref().map(parse_desk).transpose()?;
+        Ok(TaskFilter { state, desk, asker: None, limit: None })
+    }
+}
+
+/// The worker's word on how a task ended (`task_update`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkerEnding {
+    Done,
+    Blocked,
+    Failed,
+}
+
+impl FromStr for WorkerEnding {
+    type Err = OwnerError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "done" => Ok(Self::Done),
+            "blocked" => Ok(Self::Blocked),
+            "failed" => Ok(Self::Failed),
+            other => Err(OwnerError::invalid(format!("unknown status {other:?}: use done, blocked or failed"))),
+        }
+    }
+}
+
+impl WorkerEnding {
+    pub fn event(self, text: String) -> Event {
+        match self {
+            Self::Done => Event::WorkerDone { summary: text },
+            Self::Blocked => Event::WorkerBlocked { need: text },
+            Self::Failed => Event::WorkerFailed { why: text },
+        }
+    }
+}
+
+fn parse_desk(name: &str) -> Result<DeskName, OwnerError> {
+    name.parse().map_err(|e: taskkeeper_core::desk::InvalidDeskName| OwnerError::invalid(e.to_string()))
+}
+
+fn non_empty(field: &str, text: &str) -> Result<(), OwnerError> {
+    if text.trim().is_empty() {
+        Err(OwnerError::invalid(format!("{field} must not be empty")))
+    } else {
+        Ok(())
+    }
+}
+
+impl OwnerService {
+    pub fn new(store: Store, clock: Arc<dyn Clock>) -> Self {
+        Self { store, clock }
+    }
+
+    async fn blocking<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Store, taskkeeper_core::Timestamp) -> Result<R, StoreError> + Send + 'static,
+    ) -> Result<R, OwnerError> {
+        let store = self.store.clone();
+        let now = self.clock.now();
+        tokio::task::spawn_blocking(move || f(&store, now))
+            .await
+            .map_err(|e| OwnerError { kind: OwnerErrorKind::Internal, message: format!("store task failed: {e}") })?
+            .map_err(OwnerError::from)
+    }
+
+    pub async fn list_desks(&self) -> Result<Vec<DeskView>, OwnerError> {
+        self.blocking(|s, _| Ok(s.desks()?.iter().map(DeskView::from).collect())).await
+    }
+
+    pub async fn add_desk(&self, name: &str, agent: Option<&str>, dir: &str) -> Result<DeskView, OwnerError> {
+        let name = parse_desk(name)?;
+        let agent = match agent {
+            Some(a) => AgentKind::from_str(a).map_err(|e| OwnerError::invalid(e.to_string()))?,
+            None => AgentKind::ClaudeCode,
+        };
+        non_empty("dir", dir)?;
+        let dir = std::path::PathBuf::from(dir);
+        if !dir.is_absolute() {
+            return Err(OwnerError::invalid(format!("dir {} must be an absolute path", dir.display())));
+        }
+        let desk = NewDesk { name, agent, dir };
+        self.blocking(move |s, now| s.add_desk(desk, now).map(|d| DeskView::from(&d))).await
+    }
+
+    pub async fn remove_desk(&self, name: &str) -> Result<(), OwnerError> {
+        let name = parse_desk(name)?;
+        self.blocking(move |s, _| s.remove_desk(&name)).await
+    }
+
+    pub async fn list_tasks(&self, query: TaskQuery) -> Result<Vec<TaskView>, OwnerError> {
+        let filter = query.to_filter()?;
+        self.blocking(move |s, _| Ok(s.tasks(&filter)?.iter().map(TaskView::from).collect())).await
+    }
+
+    pub async fn get_task(&self, id: &str) -> Result<TaskDetail, OwnerError> {
+        let id = TaskId::from(id);
+        self.blocking(move |s, _| {
+            let task = s.task(&id)?.ok_or(StoreError::NoSuchTask(id))?;
+            Ok(TaskDetail::from(&task))
+        })
+        .await
+    }
+
+    /// The owner gives a desk a task (asker `owner`).
+    pub async fn create_task(&self, desk: &str, text: &str, message_id: Option<String>) -> Result<TaskView, OwnerError> {
+        let desk = parse_desk(desk)?;
+        non_empty("text", text)?;
+        let message_id = message_id.unwrap_or_else(|| TaskId::generate().to_string());
+        let new = NewTask {
+            desk,
+            asker: OWNER_ASKER.to_owned(),
+            request: Message::user_text(message_id, text),
+            context_id: None,
+            metadata: serde_json::Map::new(),
+        };
+        self.blocking(move |s, now| s.submit(new, now).map(|c| TaskView::from(&c.task))).await
+    }
+
+    /// The worker's ending, as `task update` gives it.
+    pub async fn update_task(&self, id: &str, ending: WorkerEnding, text: &str) -> Result<TaskView, OwnerError> {
+        non_empty("text", text)?;
+        let (id, event) = (TaskId::from(id), ending.event(text.to_owned()));
+        self.blocking(move |s, now| s.apply(&id, event, now).map(|c| TaskView::from(&c.task))).await
+    }
+
+    pub async fn cancel_task(&self, id: &str, reason: Option<String>) -> Result<TaskView, OwnerError> {
+        let id = TaskId::from(id);
+        let reason = reason.or_else(|| Some("Canceled by the owner.".to_owned()));
+        self.blocking(move |s, now| s.apply(&id, Event::Cancel { reason }, now).map(|c| TaskView::from(&c.task)))
+            .await
+    }
+}
+
+/// So a refused transition reads the same everywhere.
+impl From<TransitionError> for OwnerError {
+    fn from(e: TransitionError) -> Self {
+        Self { kind: OwnerErrorKind::Conflict, message: e.to_string() }
+    }
+}
