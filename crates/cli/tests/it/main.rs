@@ -1,0 +1,7 @@
+//! The `taskkeeper` binary as a user runs it: the daemon as a child process, the CLI against
+//! it, refusals at start-up, and kill -9 durability.
+
+mod cli;
+mod durability;
+mod refusals;
+mod support;
