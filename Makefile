@@ -1,0 +1,53 @@
+# Taskkeeper's two commands:
+#   make run    build the UI and the tray app, and run it
+#   make test   install what is missing, then run every test (Rust, UI, the real app under Xvfb)
+# Both install the Debian/Ubuntu packages and npm packages they need first.
+
+SHELL := /bin/bash
+CARGO ?= cargo
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+# Build the app: build-essential pkg-config libwebkit2gtk-4.1-dev. Run it:
+# libayatana-appindicator3-1. Test it headless: xvfb dbus dbus-x11 webkit2gtk-driver;
+# browser tests: chromium. Node and npm build ui/.
+APT_PACKAGES := build-essential pkg-config libwebkit2gtk-4.1-dev libayatana-appindicator3-1 \
+	xvfb dbus dbus-x11 webkit2gtk-driver chromium tmux curl
+
+.PHONY: run test deps apt npm ui test-rust test-ui clean
+
+run: deps ui
+	$(CARGO) run -p taskkeeper-app
+
+test: deps ui test-rust test-ui
+
+deps: apt npm
+
+# Installs only what is missing, so a warm machine pays one dpkg query.
+apt:
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing:" $$missing; \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+npm:
+	@if [ ! -d ui/node_modules ] || [ ui/package-lock.json -nt ui/node_modules/.package-lock.json ]; then \
+		cd ui && npm ci --no-audit --no-fund; \
+	fi
+
+ui:
+	cd ui && npm run build
+
+test-rust:
+	@if $(CARGO) nextest --version >/dev/null 2>&1; then \
+		$(CARGO) nextest run --workspace --no-fail-fast; \
+	else \
+		$(CARGO) test --workspace --no-fail-fast; \
+	fi
+
+test-ui:
+	cd ui && npm test
+
+clean:
+	$(CARGO) clean
+	rm -rf ui/dist ui/node_modules
