@@ -1,0 +1,16 @@
+//! The tray app's build script. The app package's root is the repository root (docs/tauri.md
+//! §3), so tauri-build finds the root `tauri.conf.json` by itself, but it must be told where
+//! the capabilities live: a plain `tauri_build::build()` would look in `./capabilities` and
+//! silently embed none.
+
+fn main() {
+    println!("cargo:rerun-if-changed=src-tauri/capabilities");
+    println!("cargo:rerun-if-changed=tauri.conf.json");
+    println!("cargo:rerun-if-changed=ui/dist");
+    let attributes = tauri_build::Attributes::new().capabilities_path_pattern("./src-tauri/capabilities/**/*");
+    if let Err(error) = tauri_build::try_build(attributes) {
+        // A build script reports through its exit status; the message is what the developer reads.
+        eprintln!("tauri build script failed: {error:#}");
+        std::process::exit(1);
+    }
+}

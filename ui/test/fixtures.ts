@@ -1,0 +1,25 @@
+import type { TaskView } from '../src/types';
+
+/** A plausible open task; tests override only what they are about. */
+export function task(overrides: Partial<TaskView> = {}): TaskView {
+  return {
+    id: 'task-1',
+    contextId: 'ctx-1',
+    desk: 'web',
+    asker: 'planner',
+    state: 'working',
+    request: 'Add a --json flag\n\nThe list command should print JSON.',
+    createdAt: '2026-11-30T10:00:00.000Z',
+    updatedAt: '2026-11-30T10:05:00.000Z',
+    queuePosition: null,
+    remindersSent: 0,
+    lastReminderAt: null,
+    stalledAt: null,
+    expiredAt: null,
+    acknowledgedAt: null,
+    lastWords: null,
+    statusText: null,
+    version: 1,
+    ...overrides,
+  };
+}
