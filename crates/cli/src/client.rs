@@ -18,7 +18,8 @@ pub struct Client {
 
 impl Client {
     pub fn from_env() -> anyhow::Result<Client> {
-        let base = std::env::var("TASKKEEPER_URL").unwrap_or_else(|_| "http://127.0.0.1:7717".to_owned());
+        let base =
+            std::env::var("TASKKEEPER_URL").unwrap_or_else(|_| "http://127.0.0.1:7717".to_owned());
         let token = match std::env::var("TASKKEEPER_TOKEN") {
             Ok(t) if !t.is_empty() => t,
             _ => {
@@ -40,7 +41,11 @@ impl Client {
             .timeout_global(Some(Duration::from_secs(30)))
             .build()
             .new_agent();
-        Ok(Client { base: base.trim_end_matches('/').to_owned(), token, agent })
+        Ok(Client {
+            base: base.trim_end_matches('/').to_owned(),
+            token,
+            agent,
+        })
     }
 
     pub fn get<T: DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
@@ -52,7 +57,11 @@ impl Client {
         self.finish(resp)
     }
 
-    pub fn post<B: Serialize, T: DeserializeOwned>(&self, path: &str, body: &B) -> anyhow::Result<T> {
+    pub fn post<B: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> anyhow::Result<T> {
         let resp = self
             .agent
             .post(format!("{}{path}", self.base))
@@ -70,13 +79,20 @@ impl Client {
         self.text(resp).map(drop)
     }
 
-    fn finish<T: DeserializeOwned>(&self, resp: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> anyhow::Result<T> {
+    fn finish<T: DeserializeOwned>(
+        &self,
+        resp: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+    ) -> anyhow::Result<T> {
         let text = self.text(resp)?;
-        serde_json::from_str(&text).with_context(|| format!("unexpected answer from the daemon: {text}"))
+        serde_json::from_str(&text)
+            .with_context(|| format!("unexpected answer from the daemon: {text}"))
     }
 
     /// The body of a successful answer, or the daemon's error message.
-    fn text(&self, resp: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> anyhow::Result<String> {
+    fn text(
+        &self,
+        resp: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+    ) -> anyhow::Result<String> {
         let mut resp = resp.map_err(|e| match e {
             ureq::Error::ConnectionFailed | ureq::Error::Io(_) => {
                 anyhow!("cannot reach the daemon at {} ({e}); start it with `taskkeeper serve` or the app", self.base)
@@ -84,7 +100,10 @@ impl Client {
             other => anyhow!("request to {} failed: {other}", self.base),
         })?;
         let status = resp.status();
-        let text = resp.body_mut().read_to_string().context("reading the daemon's answer")?;
+        let text = resp
+            .body_mut()
+            .read_to_string()
+            .context("reading the daemon's answer")?;
         if status.is_success() {
             return Ok(text);
         }

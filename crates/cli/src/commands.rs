@@ -19,7 +19,9 @@ pub fn serve(port: u16, data_dir: Option<PathBuf>) -> anyhow::Result<()> {
     }
     let _log = taskkeeper_server::logging::init(&config.data_dir)
         .with_context(|| format!("cannot open the log file in {}", config.data_dir.display()))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(async move {
         let daemon = Daemon::start(config).await?;
         println!("listening on http://{}", daemon.addr());
@@ -54,9 +56,12 @@ pub fn desk(cmd: DeskCommand) -> anyhow::Result<()> {
     let client = Client::from_env()?;
     match cmd {
         DeskCommand::Add { name, dir, agent } => {
-            let dir = std::path::absolute(&dir).with_context(|| format!("cannot resolve {}", dir.display()))?;
-            let desk: DeskView =
-                client.post("/api/desks", &json!({"name": name, "dir": dir.to_string_lossy(), "agent": agent}))?;
+            let dir = std::path::absolute(&dir)
+                .with_context(|| format!("cannot resolve {}", dir.display()))?;
+            let desk: DeskView = client.post(
+                "/api/desks",
+                &json!({"name": name, "dir": dir.to_string_lossy(), "agent": agent}),
+            )?;
             println!("added desk {} ({}) in {}", desk.name, desk.agent, desk.dir);
         }
         DeskCommand::List { json } => {
@@ -117,7 +122,13 @@ pub fn task(cmd: TaskCommand) -> anyhow::Result<()> {
                 return print_json(&task);
             }
             let t = &task.task;
-            println!("task     {}\ndesk     {}\nasker    {}\nstate    {}", t.id, t.desk, t.asker, describe_state(t));
+            println!(
+                "task     {}\ndesk     {}\nasker    {}\nstate    {}",
+                t.id,
+                t.desk,
+                t.asker,
+                describe_state(t)
+            );
             println!("created  {}\nupdated  {}", t.created_at, t.updated_at);
             if let Some(w) = &t.last_words {
                 println!("last words  {}", first_line(w));
@@ -127,12 +138,17 @@ pub fn task(cmd: TaskCommand) -> anyhow::Result<()> {
             }
         }
         TaskCommand::Update { id, status, text } => {
-            let task: TaskView =
-                client.post(&format!("/api/tasks/{}/update", encode(&id)), &json!({"status": status, "text": text}))?;
+            let task: TaskView = client.post(
+                &format!("/api/tasks/{}/update", encode(&id)),
+                &json!({"status": status, "text": text}),
+            )?;
             println!("{} is {}", task.id, describe_state(&task));
         }
         TaskCommand::Cancel { id, reason } => {
-            let task: TaskView = client.post(&format!("/api/tasks/{}/cancel", encode(&id)), &json!({"reason": reason}))?;
+            let task: TaskView = client.post(
+                &format!("/api/tasks/{}/cancel", encode(&id)),
+                &json!({"reason": reason}),
+            )?;
             println!("{} is {}", task.id, describe_state(&task));
         }
     }
@@ -166,7 +182,9 @@ fn age(now: Timestamp, then: Timestamp) -> String {
 fn encode(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
             b => format!("%{b:02X}"),
         })
         .collect()

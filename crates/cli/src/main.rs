@@ -10,7 +10,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "taskkeeper", version, about = "Keeps the tasks agents give your AI coding sessions open until they are finished")]
+#[command(
+    name = "taskkeeper",
+    version,
+    about = "Keeps the tasks agents give your AI coding sessions open until they are finished"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -77,7 +81,11 @@ enum TaskCommand {
         json: bool,
     },
     /// The worker's ending: done, blocked or failed, with a summary, a need or a reason.
-    Update { id: String, status: String, text: String },
+    Update {
+        id: String,
+        status: String,
+        text: String,
+    },
     /// Cancel a task.
     Cancel {
         id: String,

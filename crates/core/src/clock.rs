@@ -45,12 +45,15 @@ impl Timestamp {
     }
 
     pub fn to_datetime(self) -> DateTime<Utc> {
-        Utc.timestamp_millis_opt(self.0).single().unwrap_or(DateTime::<Utc>::MIN_UTC)
+        Utc.timestamp_millis_opt(self.0)
+            .single()
+            .unwrap_or(DateTime::<Utc>::MIN_UTC)
     }
 
     /// ISO 8601, UTC, millisecond precision, `Z` suffix.
     pub fn to_rfc3339(self) -> String {
-        self.to_datetime().to_rfc3339_opts(SecondsFormat::Millis, true)
+        self.to_datetime()
+            .to_rfc3339_opts(SecondsFormat::Millis, true)
     }
 
     pub fn parse_rfc3339(text: &str) -> Option<Self> {
@@ -138,7 +141,13 @@ mod tests {
         let shared = c.clone();
         c.advance(Duration::from_secs(2));
         assert_eq!(shared.now(), Timestamp::from_millis(3000));
-        assert_eq!(shared.now().since(Timestamp::from_millis(500)), Duration::from_millis(2500));
-        assert_eq!(Timestamp::from_millis(5).since(Timestamp::from_millis(9)), Duration::ZERO);
+        assert_eq!(
+            shared.now().since(Timestamp::from_millis(500)),
+            Duration::from_millis(2500)
+        );
+        assert_eq!(
+            Timestamp::from_millis(5).since(Timestamp::from_millis(9)),
+            Duration::ZERO
+        );
     }
 }

@@ -30,8 +30,12 @@ impl DeskName {
 impl FromStr for DeskName {
     type Err = InvalidDeskName;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let ok_char = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_';
-        let first_ok = s.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+        let ok_char =
+            |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_';
+        let first_ok = s
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
         if first_ok && s.len() <= 64 && s.chars().all(ok_char) {
             Ok(Self(s.to_owned()))
         } else {
@@ -89,7 +93,10 @@ pub struct UnknownAgentKind(pub String);
 impl FromStr for AgentKind {
     type Err = UnknownAgentKind;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL.into_iter().find(|k| k.as_str() == s).ok_or_else(|| UnknownAgentKind(s.to_owned()))
+        Self::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| UnknownAgentKind(s.to_owned()))
     }
 }
 
@@ -126,7 +133,16 @@ mod tests {
 
     #[test]
     fn agent_kinds_parse() {
-        assert_eq!("claude-code".parse::<AgentKind>(), Ok(AgentKind::ClaudeCode));
-        assert!("cursor".parse::<AgentKind>().unwrap_err().to_string().contains("claude-code"));
+        assert_eq!(
+            "claude-code".parse::<AgentKind>(),
+            Ok(AgentKind::ClaudeCode)
+        );
+        assert!(
+            "cursor"
+                .parse::<AgentKind>()
+                .unwrap_err()
+                .to_string()
+                .contains("claude-code")
+        );
     }
 }

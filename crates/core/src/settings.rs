@@ -67,11 +67,16 @@ pub enum SettingError {
     #[error("unknown setting {key:?}; the settings are: {}", KEYS.join(", "))]
     UnknownKey { key: String },
     #[error("invalid value {value:?} for {key}: {expected}")]
-    InvalidValue { key: String, value: String, expected: &'static str },
+    InvalidValue {
+        key: String,
+        value: String,
+        expected: &'static str,
+    },
 }
 
 const DURATION_HELP: &str = "a duration such as 90s, 5m, 2h or 7d (more than zero)";
-const LADDER_HELP: &str = "a comma-separated list of durations such as 1m,2m,5m,10m (at least one step)";
+const LADDER_HELP: &str =
+    "a comma-separated list of durations such as 1m,2m,5m,10m (at least one step)";
 const CAP_HELP: &str = "a whole number from 1 to 60";
 const BOOL_HELP: &str = "true or false";
 
@@ -88,27 +93,43 @@ impl Settings {
         Ok(match key {
             "reminders.first_after.claude-code" => format_duration(self.first_after_claude_code),
             "reminders.first_after.default" => format_duration(self.first_after_default),
-            "reminders.ladder" => self.ladder.iter().map(|d| format_duration(*d)).collect::<Vec<_>>().join(","),
+            "reminders.ladder" => self
+                .ladder
+                .iter()
+                .map(|d| format_duration(*d))
+                .collect::<Vec<_>>()
+                .join(","),
             "reminders.stall_after" => format_duration(self.stall_after),
             "reminders.hourly_cap" => self.hourly_cap.to_string(),
             "tasks.expire_after" => format_duration(self.expire_after),
             "tasks.keep_ended" => format_duration(self.keep_ended),
             "a2a.blocking_wait_max" => format_duration(self.blocking_wait_max),
             "notifications.enabled" => self.notifications_enabled.to_string(),
-            _ => return Err(SettingError::UnknownKey { key: key.to_owned() }),
+            _ => {
+                return Err(SettingError::UnknownKey {
+                    key: key.to_owned(),
+                });
+            }
         })
     }
 
     /// Set `key` from text; on error nothing changes.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
-        let invalid = |expected| SettingError::InvalidValue { key: key.to_owned(), value: value.to_owned(), expected };
+        let invalid = |expected| SettingError::InvalidValue {
+            key: key.to_owned(),
+            value: value.to_owned(),
+            expected,
+        };
         let duration = || parse_duration(value).ok_or_else(|| invalid(DURATION_HELP));
         match key {
             "reminders.first_after.claude-code" => self.first_after_claude_code = duration()?,
             "reminders.first_after.default" => self.first_after_default = duration()?,
             "reminders.ladder" => {
-                let steps: Option<Vec<Duration>> = value.split(',').map(|s| parse_duration(s.trim())).collect();
-                self.ladder = steps.filter(|s| !s.is_empty()).ok_or_else(|| invalid(LADDER_HELP))?;
+                let steps: Option<Vec<Duration>> =
+                    value.split(',').map(|s| parse_duration(s.trim())).collect();
+                self.ladder = steps
+                    .filter(|s| !s.is_empty())
+                    .ok_or_else(|| invalid(LADDER_HELP))?;
             }
             "reminders.stall_after" => self.stall_after = duration()?,
             "reminders.hourly_cap" => {
@@ -129,14 +150,20 @@ impl Settings {
                     _ => return Err(invalid(BOOL_HELP)),
                 }
             }
-            _ => return Err(SettingError::UnknownKey { key: key.to_owned() }),
+            _ => {
+                return Err(SettingError::UnknownKey {
+                    key: key.to_owned(),
+                });
+            }
         }
         Ok(())
     }
 
     /// Every setting as (key, value) text, in [`KEYS`] order.
     pub fn pairs(&self) -> Vec<(&'static str, String)> {
-        KEYS.iter().filter_map(|k| self.get(k).ok().map(|v| (*k, v))).collect()
+        KEYS.iter()
+            .filter_map(|k| self.get(k).ok().map(|v| (*k, v)))
+            .collect()
     }
 }
 
@@ -222,7 +249,12 @@ mod tests {
             let err = s.set(k, v).unwrap_err();
             assert!(err.to_string().contains(k), "{err}");
         }
-        assert!(s.set("reminders.nope", "1").unwrap_err().to_string().contains("unknown setting"));
+        assert!(
+            s.set("reminders.nope", "1")
+                .unwrap_err()
+                .to_string()
+                .contains("unknown setting")
+        );
         assert_eq!(s, before);
     }
 

@@ -83,7 +83,10 @@ impl TaskState {
 
     /// Terminal states are final: nothing changes a task in one but an acknowledgement.
     pub fn is_terminal(self) -> bool {
-        matches!(self, Self::Completed | Self::Failed | Self::Canceled | Self::Rejected)
+        matches!(
+            self,
+            Self::Completed | Self::Failed | Self::Canceled | Self::Rejected
+        )
     }
 
     /// Interrupted states wait on the asker; a blocking SendMessage returns on them.
@@ -150,7 +153,12 @@ pub struct Part {
 
 impl Part {
     pub fn text(text: impl Into<String>) -> Self {
-        Self { content: PartContent::Text(text.into()), metadata: None, filename: None, media_type: None }
+        Self {
+            content: PartContent::Text(text.into()),
+            metadata: None,
+            filename: None,
+            media_type: None,
+        }
     }
 }
 
@@ -298,16 +306,21 @@ impl Task {
     /// The submit transition: a new task is SUBMITTED (queued) at version 1. Whether it
     /// starts at once is the queue's decision ([`crate::queue::next_to_start`]).
     pub fn submit(id: TaskId, new: NewTask, queue_seq: i64, now: Timestamp) -> Self {
-        let context_id = new.context_id.or_else(|| new.request.context_id.clone()).unwrap_or_else(|| {
-            uuid::Uuid::new_v4().to_string()
-        });
+        let context_id = new
+            .context_id
+            .or_else(|| new.request.context_id.clone())
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let mut request = new.request;
         request.task_id = Some(id.as_str().to_owned());
         request.context_id = Some(context_id.clone());
         Self {
             id,
             context_id,
-            status: TaskStatus { state: TaskState::Submitted, message: None, timestamp: now },
+            status: TaskStatus {
+                state: TaskState::Submitted,
+                message: None,
+                timestamp: now,
+            },
             request_message_id: request.message_id.clone(),
             history: vec![request],
             artifacts: Vec::new(),
@@ -354,11 +367,15 @@ mod tests {
             serde_json::to_value(&m).unwrap_or_default(),
             json!({"messageId":"m-42","role":"ROLE_USER","parts":[{"text":"Add a --json flag"}]})
         );
-        let data: Part = serde_json::from_value(json!({"data":{"k":1},"mediaType":"application/json"}))
-            .unwrap_or_else(|_| Part::text("unparsed"));
+        let data: Part =
+            serde_json::from_value(json!({"data":{"k":1},"mediaType":"application/json"}))
+                .unwrap_or_else(|_| Part::text("unparsed"));
         assert_eq!(data.content, PartContent::Data(json!({"k":1})));
         assert_eq!(data.media_type.as_deref(), Some("application/json"));
-        assert_eq!(serde_json::to_value(TaskState::InputRequired).unwrap_or_default(), json!("TASK_STATE_INPUT_REQUIRED"));
+        assert_eq!(
+            serde_json::to_value(TaskState::InputRequired).unwrap_or_default(),
+            json!("TASK_STATE_INPUT_REQUIRED")
+        );
     }
 
     #[test]

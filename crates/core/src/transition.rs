@@ -72,7 +72,9 @@ pub enum TransitionError {
     StillOpen { id: TaskId, state: TaskState },
     #[error("task {id} is {state}, not queued; only a queued task can start")]
     NotQueued { id: TaskId, state: TaskState },
-    #[error("task {id} is {state}; only a working task that is not stalled gets reminders or stalls")]
+    #[error(
+        "task {id} is {state}; only a working task that is not stalled gets reminders or stalls"
+    )]
     NotWorking { id: TaskId, state: TaskState },
     #[error("task {id} is not stalled; only a stalled task can be resumed")]
     NotStalled { id: TaskId },
@@ -150,7 +152,8 @@ pub fn apply(task: &Task, event: Event, now: Timestamp) -> Result<Task, Transiti
             if state.is_terminal() {
                 return Err(ended());
             }
-            let msg = next.agent_message("Expired: the worker reported no ending within the expiry time.");
+            let msg = next
+                .agent_message("Expired: the worker reported no ending within the expiry time.");
             next.expired_at = Some(now);
             next.set_status(TaskState::Canceled, Some(msg), now);
         }

@@ -29,7 +29,13 @@ pub struct DaemonConfig {
 
 impl DaemonConfig {
     pub fn new(port: u16, data_dir: PathBuf) -> Self {
-        Self { port, data_dir, token: None, synchronous: Synchronous::Full, clock: Arc::new(SystemClock) }
+        Self {
+            port,
+            data_dir,
+            token: None,
+            synchronous: Synchronous::Full,
+            clock: Arc::new(SystemClock),
+        }
     }
 
     /// `TASKKEEPER_PORT`, `TASKKEEPER_DATA_DIR` and `TASKKEEPER_TOKEN`, with the defaults.
@@ -43,7 +49,9 @@ impl DaemonConfig {
             _ => default_data_dir()?,
         };
         let mut config = Self::new(port, data_dir);
-        config.token = std::env::var("TASKKEEPER_TOKEN").ok().filter(|t| !t.is_empty());
+        config.token = std::env::var("TASKKEEPER_TOKEN")
+            .ok()
+            .filter(|t| !t.is_empty());
         Ok(config)
     }
 
@@ -63,6 +71,8 @@ pub fn default_data_dir() -> Result<PathBuf, ConfigError> {
 pub enum ConfigError {
     #[error("TASKKEEPER_PORT={0:?} is not a port number (0-65535)")]
     Port(String),
-    #[error("cannot find a home directory for the data; set TASKKEEPER_DATA_DIR or pass --data-dir")]
+    #[error(
+        "cannot find a home directory for the data; set TASKKEEPER_DATA_DIR or pass --data-dir"
+    )]
     NoHome,
 }

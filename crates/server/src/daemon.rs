@@ -18,12 +18,20 @@ use crate::{DaemonConfig, http};
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
     #[error("cannot create the data directory {path}: {source}")]
-    DataDir { path: std::path::PathBuf, source: std::io::Error },
+    DataDir {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("cannot read or create the token file in {path}: {source}")]
-    Token { path: std::path::PathBuf, source: std::io::Error },
-    #[error("port {port} on 127.0.0.1 is already in use; stop what uses it or choose another with --port / TASKKEEPER_PORT")]
+    Token {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "port {port} on 127.0.0.1 is already in use; stop what uses it or choose another with --port / TASKKEEPER_PORT"
+    )]
     PortInUse { port: u16 },
     #[error("cannot listen on 127.0.0.1:{port}: {source}")]
     Listen { port: u16, source: std::io::Error },
@@ -45,28 +53,55 @@ impl Daemon {
     /// Open the store, bind 127.0.0.1 and start serving. Refuses a second daemon on the same
     /// data directory, a damaged database and a port in use, each with its own error.
     pub async fn start(config: DaemonConfig) -> Result<Daemon, DaemonError> {
-        ensure_private_dir(&config.data_dir)
-            .map_err(|source| DaemonError::DataDir { path: config.data_dir.clone(), source })?;
+        ensure_private_dir(&config.data_dir).map_err(|source| DaemonError::DataDir {
+            path: config.data_dir.clone(),
+            source,
+        })?;
         let db = config.db_path();
         let sync = config.synchronous;
-        let store = tokio::task::spawn_blocking(move || Store::open(&db, StoreOptions { synchronous: sync, ..Default::default() }))
-            .await
-            .map_err(|e| StoreError::Open { path: config.db_path(), reason: e.to_string() })??;
+        let store = tokio::task::spawn_blocking(move || {
+            Store::open(
+                &db,
+                StoreOptions {
+                    synchronous: sync,
+                    ..Default::default()
+                },
+            )
+        })
+        .await
+        .map_err(|e| StoreError::Open {
+            path: config.db_path(),
+            reason: e.to_string(),
+        })??;
 
         let token = match &config.token {
             Some(t) => Token::new(t.clone()),
-            None => Token::load_or_create(&config.data_dir)
-                .map_err(|source| DaemonError::Token { path: config.data_dir.clone(), source })?,
+            None => {
+                Token::load_or_create(&config.data_dir).map_err(|source| DaemonError::Token {
+                    path: config.data_dir.clone(),
+                    source,
+                })?
+            }
         };
 
-        let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, config.port)).await.map_err(|source| {
-            if source.kind() == std::io::ErrorKind::AddrInUse {
-                DaemonError::PortInUse { port: config.port }
-            } else {
-                DaemonError::Listen { port: config.port, source }
-            }
-        })?;
-        let addr = listener.local_addr().map_err(|source| DaemonError::Listen { port: config.port, source })?;
+        let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, config.port))
+            .await
+            .map_err(|source| {
+                if source.kind() == std::io::ErrorKind::AddrInUse {
+                    DaemonError::PortInUse { port: config.port }
+                } else {
+                    DaemonError::Listen {
+                        port: config.port,
+                        source,
+                    }
+                }
+            })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|source| DaemonError::Listen {
+                port: config.port,
+                source,
+            })?;
 
         let owner = OwnerService::new(store.clone(), config.clock.clone());
         let guard = Arc::new(Guard::new(token.clone(), addr.port()));
@@ -78,7 +113,10 @@ impl Daemon {
             let shutdown = async move {
                 let _ = stopped_for_server.wait_for(|s| *s).await;
             };
-            if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(shutdown).await {
+            if let Err(e) = axum::serve(listener, app)
+                .with_graceful_shutdown(shutdown)
+                .await
+            {
                 tracing::error!(error = %e, "the HTTP server stopped");
             }
         });
@@ -99,7 +137,15 @@ impl Daemon {
         };
 
         tracing::info!(%addr, data_dir = %config.data_dir.display(), "daemon started");
-        Ok(Daemon { addr, owner, token, store, stop, server, housekeeping })
+        Ok(Daemon {
+            addr,
+            owner,
+            token,
+            store,
+            stop,
+            server,
+            housekeeping,
+        })
     }
 
     pub fn addr(&self) -> SocketAddr {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
 use crate::OwnerError;
 use crate::owner::OwnerErrorKind;
@@ -23,22 +23,52 @@ pub(crate) struct Guard {
 
 impl Guard {
     pub fn new(token: Token, port: u16) -> Self {
-        let allowed_hosts = vec![format!("127.0.0.1:{port}"), format!("localhost:{port}"), format!("[::1]:{port}")];
-        let allowed_origins = allowed_hosts.iter().map(|h| format!("http://{h}")).collect();
-        Self { token, allowed_hosts, allowed_origins }
+        let allowed_hosts = vec![
+            format!("127.0.0.1:{port}"),
+            format!("localhost:{port}"),
+            format!("[::1]:{port}"),
+        ];
+        let allowed_origins = allowed_hosts
+            .iter()
+            .map(|h| format!("http://{h}"))
+            .collect();
+        Self {
+            token,
+            allowed_hosts,
+            allowed_origins,
+        }
     }
 
-    fn check(&self, path: &str, headers: &HeaderMap) -> Result<(), Response> {
-        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
-        if !self.allowed_hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
+    fn check(&self, path: &str, headers: &HeaderMap) -> Result<(), Box<Response>> {
+        let host = headers
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("");
+        if !self
+            .allowed_hosts
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case(host))
+        {
             tracing::warn!(%host, %path, "refused: foreign Host");
-            return Err(refuse(StatusCode::FORBIDDEN, format!("Host {host:?} is not this daemon; use 127.0.0.1 or localhost with the port")));
+            return Err(Box::new(refuse(
+                StatusCode::FORBIDDEN,
+                format!(
+                    "Host {host:?} is not this daemon; use 127.0.0.1 or localhost with the port"
+                ),
+            )));
         }
         if let Some(origin) = headers.get(header::ORIGIN) {
             let origin = origin.to_str().unwrap_or("");
-            if !self.allowed_origins.iter().any(|o| o.eq_ignore_ascii_case(origin)) {
+            if !self
+                .allowed_origins
+                .iter()
+                .any(|o| o.eq_ignore_ascii_case(origin))
+            {
                 tracing::warn!(%origin, %path, "refused: foreign Origin");
-                return Err(refuse(StatusCode::FORBIDDEN, format!("Origin {origin:?} may not call this daemon")));
+                return Err(Box::new(refuse(
+                    StatusCode::FORBIDDEN,
+                    format!("Origin {origin:?} may not call this daemon"),
+                )));
             }
         }
         if path == "/healthz" {
@@ -53,28 +83,48 @@ impl Guard {
             Some(t) if self.token.matches(t) => Ok(()),
             Some(_) => {
                 tracing::warn!(%path, "refused: wrong token");
-                Err(refuse(StatusCode::UNAUTHORIZED, "wrong bearer token; the owner's token is in the data directory's `token` file"))
+                Err(Box::new(refuse(
+                    StatusCode::UNAUTHORIZED,
+                    "wrong bearer token; the owner's token is in the data directory's `token` file",
+                )))
             }
-            None => Err(refuse(
+            None => Err(Box::new(refuse(
                 StatusCode::UNAUTHORIZED,
                 "missing `Authorization: Bearer <token>`; the owner's token is in the data directory's `token` file",
-            )),
+            ))),
         }
     }
 }
 
 fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
-    let kind = if status == StatusCode::UNAUTHORIZED { OwnerErrorKind::Unauthorized } else { OwnerErrorKind::Forbidden };
-    let mut response = crate::http::error_response(status, OwnerError { kind, message: message.into() });
+    let kind = if status == StatusCode::UNAUTHORIZED {
+        OwnerErrorKind::Unauthorized
+    } else {
+        OwnerErrorKind::Forbidden
+    };
+    let mut response = crate::http::error_response(
+        status,
+        OwnerError {
+            kind,
+            message: message.into(),
+        },
+    );
     if status == StatusCode::UNAUTHORIZED {
-        response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            header::HeaderValue::from_static("Bearer"),
+        );
     }
     response
 }
 
-pub(crate) async fn guard(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
+pub(crate) async fn guard(
+    State(guard): State<Arc<Guard>>,
+    request: Request,
+    next: Next,
+) -> Response {
     match guard.check(request.uri().path(), request.headers()) {
         Ok(()) => next.run(request).await,
-        Err(refusal) => refusal.into_response(),
+        Err(refusal) => *refusal,
     }
 }

@@ -12,7 +12,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Serialize;
 
-use crate::api::{CancelRequest, DeskList, ErrorBody, NewDeskRequest, NewTaskRequest, TaskList, UpdateRequest};
+use crate::api::{
+    CancelRequest, DeskList, ErrorBody, NewDeskRequest, NewTaskRequest, TaskList, UpdateRequest,
+};
 use crate::guard::{Guard, guard};
 use crate::owner::{OwnerError, OwnerErrorKind, OwnerService, TaskQuery, WorkerEnding};
 
@@ -31,7 +33,10 @@ pub(crate) fn router(owner: OwnerService, guard_state: Arc<Guard>) -> Router {
         .fallback(|| async {
             error_response(
                 StatusCode::NOT_FOUND,
-                OwnerError { kind: OwnerErrorKind::NotFound, message: "no such route".into() },
+                OwnerError {
+                    kind: OwnerErrorKind::NotFound,
+                    message: "no such route".into(),
+                },
             )
         })
         .with_state(owner)
@@ -77,7 +82,9 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequest<S> for Body<T> 
 
 fn json_refusal(rejection: JsonRejection) -> Response {
     let (status, kind) = match &rejection {
-        JsonRejection::MissingJsonContentType(_) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, OwnerErrorKind::Invalid),
+        JsonRejection::MissingJsonContentType(_) => {
+            (StatusCode::UNSUPPORTED_MEDIA_TYPE, OwnerErrorKind::Invalid)
+        }
         JsonRejection::BytesRejection(_) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
             (StatusCode::PAYLOAD_TOO_LARGE, OwnerErrorKind::TooLarge)
         }
@@ -85,14 +92,19 @@ fn json_refusal(rejection: JsonRejection) -> Response {
     };
     let message = match kind {
         OwnerErrorKind::TooLarge => format!("request body is larger than {MAX_BODY} bytes"),
-        _ if status == StatusCode::UNSUPPORTED_MEDIA_TYPE => "send the body as Content-Type: application/json".into(),
+        _ if status == StatusCode::UNSUPPORTED_MEDIA_TYPE => {
+            "send the body as Content-Type: application/json".into()
+        }
         _ => rejection.body_text(),
     };
     error_response(status, OwnerError { kind, message })
 }
 
 fn query_refusal(rejection: QueryRejection) -> Response {
-    error_response(StatusCode::BAD_REQUEST, OwnerError::invalid(rejection.body_text()))
+    error_response(
+        StatusCode::BAD_REQUEST,
+        OwnerError::invalid(rejection.body_text()),
+    )
 }
 
 fn reply<T: Serialize>(status: StatusCode, result: Result<T, OwnerError>) -> Response {
@@ -103,11 +115,19 @@ fn reply<T: Serialize>(status: StatusCode, result: Result<T, OwnerError>) -> Res
 }
 
 async fn list_desks(State(owner): State<OwnerService>) -> Response {
-    reply(StatusCode::OK, owner.list_desks().await.map(|desks| DeskList { desks }))
+    reply(
+        StatusCode::OK,
+        owner.list_desks().await.map(|desks| DeskList { desks }),
+    )
 }
 
 async fn add_desk(State(owner): State<OwnerService>, Body(req): Body<NewDeskRequest>) -> Response {
-    reply(StatusCode::CREATED, owner.add_desk(&req.name, req.agent.as_deref(), &req.dir).await)
+    reply(
+        StatusCode::CREATED,
+        owner
+            .add_desk(&req.name, req.agent.as_deref(), &req.dir)
+            .await,
+    )
 }
 
 async fn remove_desk(State(owner): State<OwnerService>, Path(name): Path<String>) -> Response {
@@ -117,37 +137,68 @@ async fn remove_desk(State(owner): State<OwnerService>, Path(name): Path<String>
     }
 }
 
-async fn list_tasks(State(owner): State<OwnerService>, query: Result<Query<TaskQuery>, QueryRejection>) -> Response {
+async fn list_tasks(
+    State(owner): State<OwnerService>,
+    query: Result<Query<TaskQuery>, QueryRejection>,
+) -> Response {
     let Query(query) = match query {
         Ok(q) => q,
         Err(r) => return query_refusal(r),
     };
-    reply(StatusCode::OK, owner.list_tasks(query).await.map(|tasks| TaskList { tasks }))
+    reply(
+        StatusCode::OK,
+        owner
+            .list_tasks(query)
+            .await
+            .map(|tasks| TaskList { tasks }),
+    )
 }
 
 async fn get_task(State(owner): State<OwnerService>, Path(id): Path<String>) -> Response {
     reply(StatusCode::OK, owner.get_task(&id).await)
 }
 
-async fn create_task(State(owner): State<OwnerService>, Body(req): Body<NewTaskRequest>) -> Response {
-    reply(StatusCode::CREATED, owner.create_task(&req.desk, &req.text, req.message_id).await)
+async fn create_task(
+    State(owner): State<OwnerService>,
+    Body(req): Body<NewTaskRequest>,
+) -> Response {
+    reply(
+        StatusCode::CREATED,
+        owner
+            .create_task(&req.desk, &req.text, req.message_id)
+            .await,
+    )
 }
 
-async fn update_task(State(owner): State<OwnerService>, Path(id): Path<String>, Body(req): Body<UpdateRequest>) -> Response {
+async fn update_task(
+    State(owner): State<OwnerService>,
+    Path(id): Path<String>,
+    Body(req): Body<UpdateRequest>,
+) -> Response {
     let ending = match req.status.parse::<WorkerEnding>() {
         Ok(e) => e,
         Err(e) => return e.into_response(),
     };
-    reply(StatusCode::OK, owner.update_task(&id, ending, &req.text).await)
+    reply(
+        StatusCode::OK,
+        owner.update_task(&id, ending, &req.text).await,
+    )
 }
 
 /// The body is optional (`{"reason": ...}`); an empty body cancels with the default reason.
-async fn cancel_task(State(owner): State<OwnerService>, Path(id): Path<String>, request: axum::extract::Request) -> Response {
+async fn cancel_task(
+    State(owner): State<OwnerService>,
+    Path(id): Path<String>,
+    request: axum::extract::Request,
+) -> Response {
     let empty = request
         .headers()
         .get(axum::http::header::CONTENT_LENGTH)
         .is_some_and(|len| len.as_bytes() == b"0")
-        || request.headers().get(axum::http::header::CONTENT_TYPE).is_none();
+        || request
+            .headers()
+            .get(axum::http::header::CONTENT_TYPE)
+            .is_none();
     let reason = if empty {
         None
     } else {

@@ -16,12 +16,24 @@ pub const LOG_FILE: &str = "taskkeeper.log";
 /// `TASKKEEPER_LOG` (an `EnvFilter` directive such as `debug`) sets the file's level.
 pub fn init(data_dir: &Path) -> std::io::Result<WorkerGuard> {
     crate::token::ensure_private_dir(data_dir)?;
-    let file = std::fs::OpenOptions::new().create(true).append(true).open(data_dir.join(LOG_FILE))?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(data_dir.join(LOG_FILE))?;
     let (writer, guard) = tracing_appender::non_blocking(file);
-    let file_filter = EnvFilter::try_from_env("TASKKEEPER_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
-    let file_layer = fmt::layer().with_writer(writer).with_ansi(false).with_filter(file_filter);
-    let stderr_layer = fmt::layer().with_writer(std::io::stderr).with_filter(EnvFilter::new("warn"));
+    let file_filter =
+        EnvFilter::try_from_env("TASKKEEPER_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let file_layer = fmt::layer()
+        .with_writer(writer)
+        .with_ansi(false)
+        .with_filter(file_filter);
+    let stderr_layer = fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_filter(EnvFilter::new("warn"));
     // A second init (tests, an embedding app) keeps the first subscriber.
-    let _ = tracing_subscriber::registry().with(file_layer).with(stderr_layer).try_init();
+    let _ = tracing_subscriber::registry()
+        .with(file_layer)
+        .with(stderr_layer)
+        .try_init();
     Ok(guard)
 }

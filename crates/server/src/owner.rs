@@ -46,7 +46,10 @@ pub struct OwnerError {
 
 impl OwnerError {
     pub fn invalid(message: impl Into<String>) -> Self {
-        Self { kind: OwnerErrorKind::Invalid, message: message.into() }
+        Self {
+            kind: OwnerErrorKind::Invalid,
+            message: message.into(),
+        }
     }
 }
 
@@ -64,7 +67,10 @@ impl From<StoreError> for OwnerError {
         if kind == OwnerErrorKind::Internal {
             tracing::error!(error = %e, "store error");
         }
-        Self { kind, message: e.to_string() }
+        Self {
+            kind,
+            message: e.to_string(),
+        }
     }
 }
 
@@ -78,7 +84,10 @@ pub struct TaskQuery {
 
 impl TaskQuery {
     pub fn open() -> Self {
-        Self { state: Some("open".into()), desk: None }
+        Self {
+            state: Some("open".into()),
+            desk: None,
+        }
     }
 
     fn to_filter(&self) -> Result<TaskFilter, OwnerError> {
@@ -86,10 +95,19 @@ impl TaskQuery {
             None | Some("all") => StateFilter::All,
             Some("open") => StateFilter::Open,
             Some("ended") => StateFilter::Ended,
-            Some(other) => return Err(OwnerError::invalid(format!("unknown state filter {other:?}: use open, ended or all"))),
+            Some(other) => {
+                return Err(OwnerError::invalid(format!(
+                    "unknown state filter {other:?}: use open, ended or all"
+                )));
+            }
         };
         let desk = self.desk.as_deref().map(parse_desk).transpose()?;
-        Ok(TaskFilter { state, desk, asker: None, limit: None })
+        Ok(TaskFilter {
+            state,
+            desk,
+            asker: None,
+            limit: None,
+        })
     }
 }
 
@@ -108,7 +126,9 @@ impl FromStr for WorkerEnding {
             "done" => Ok(Self::Done),
             "blocked" => Ok(Self::Blocked),
             "failed" => Ok(Self::Failed),
-            other => Err(OwnerError::invalid(format!("unknown status {other:?}: use done, blocked or failed"))),
+            other => Err(OwnerError::invalid(format!(
+                "unknown status {other:?}: use done, blocked or failed"
+            ))),
         }
     }
 }
@@ -124,7 +144,8 @@ impl WorkerEnding {
 }
 
 fn parse_desk(name: &str) -> Result<DeskName, OwnerError> {
-    name.parse().map_err(|e: taskkeeper_core::desk::InvalidDeskName| OwnerError::invalid(e.to_string()))
+    name.parse()
+        .map_err(|e: taskkeeper_core::desk::InvalidDeskName| OwnerError::invalid(e.to_string()))
 }
 
 fn non_empty(field: &str, text: &str) -> Result<(), OwnerError> {
@@ -148,15 +169,24 @@ impl OwnerService {
         let now = self.clock.now();
         tokio::task::spawn_blocking(move || f(&store, now))
             .await
-            .map_err(|e| OwnerError { kind: OwnerErrorKind::Internal, message: format!("store task failed: {e}") })?
+            .map_err(|e| OwnerError {
+                kind: OwnerErrorKind::Internal,
+                message: format!("store task failed: {e}"),
+            })?
             .map_err(OwnerError::from)
     }
 
     pub async fn list_desks(&self) -> Result<Vec<DeskView>, OwnerError> {
-        self.blocking(|s, _| Ok(s.desks()?.iter().map(DeskView::from).collect())).await
+        self.blocking(|s, _| Ok(s.desks()?.iter().map(DeskView::from).collect()))
+            .await
     }
 
-    pub async fn add_desk(&self, name: &str, agent: Option<&str>, dir: &str) -> Result<DeskView, OwnerError> {
+    pub async fn add_desk(
+        &self,
+        name: &str,
+        agent: Option<&str>,
+        dir: &str,
+    ) -> Result<DeskView, OwnerError> {
         let name = parse_desk(name)?;
         let agent = match agent {
             Some(a) => AgentKind::from_str(a).map_err(|e| OwnerError::invalid(e.to_string()))?,
@@ -165,10 +195,14 @@ impl OwnerService {
         non_empty("dir", dir)?;
         let dir = std::path::PathBuf::from(dir);
         if !dir.is_absolute() {
-            return Err(OwnerError::invalid(format!("dir {} must be an absolute path", dir.display())));
+            return Err(OwnerError::invalid(format!(
+                "dir {} must be an absolute path",
+                dir.display()
+            )));
         }
         let desk = NewDesk { name, agent, dir };
-        self.blocking(move |s, now| s.add_desk(desk, now).map(|d| DeskView::from(&d))).await
+        self.blocking(move |s, now| s.add_desk(desk, now).map(|d| DeskView::from(&d)))
+            .await
     }
 
     pub async fn remove_desk(&self, name: &str) -> Result<(), OwnerError> {
@@ -178,7 +212,8 @@ impl OwnerService {
 
     pub async fn list_tasks(&self, query: TaskQuery) -> Result<Vec<TaskView>, OwnerError> {
         let filter = query.to_filter()?;
-        self.blocking(move |s, _| Ok(s.tasks(&filter)?.iter().map(TaskView::from).collect())).await
+        self.blocking(move |s, _| Ok(s.tasks(&filter)?.iter().map(TaskView::from).collect()))
+            .await
     }
 
     pub async fn get_task(&self, id: &str) -> Result<TaskDetail, OwnerError> {
@@ -191,7 +226,12 @@ impl OwnerService {
     }
 
     /// The owner gives a desk a task (asker `owner`).
-    pub async fn create_task(&self, desk: &str, text: &str, message_id: Option<String>) -> Result<TaskView, OwnerError> {
+    pub async fn create_task(
+        &self,
+        desk: &str,
+        text: &str,
+        message_id: Option<String>,
+    ) -> Result<TaskView, OwnerError> {
         let desk = parse_desk(desk)?;
         non_empty("text", text)?;
         let message_id = message_id.unwrap_or_else(|| TaskId::generate().to_string());
@@ -202,27 +242,44 @@ impl OwnerService {
             context_id: None,
             metadata: serde_json::Map::new(),
         };
-        self.blocking(move |s, now| s.submit(new, now).map(|c| TaskView::from(&c.task))).await
+        self.blocking(move |s, now| s.submit(new, now).map(|c| TaskView::from(&c.task)))
+            .await
     }
 
     /// The worker's ending, as `task update` gives it.
-    pub async fn update_task(&self, id: &str, ending: WorkerEnding, text: &str) -> Result<TaskView, OwnerError> {
+    pub async fn update_task(
+        &self,
+        id: &str,
+        ending: WorkerEnding,
+        text: &str,
+    ) -> Result<TaskView, OwnerError> {
         non_empty("text", text)?;
         let (id, event) = (TaskId::from(id), ending.event(text.to_owned()));
-        self.blocking(move |s, now| s.apply(&id, event, now).map(|c| TaskView::from(&c.task))).await
+        self.blocking(move |s, now| s.apply(&id, event, now).map(|c| TaskView::from(&c.task)))
+            .await
     }
 
-    pub async fn cancel_task(&self, id: &str, reason: Option<String>) -> Result<TaskView, OwnerError> {
+    pub async fn cancel_task(
+        &self,
+        id: &str,
+        reason: Option<String>,
+    ) -> Result<TaskView, OwnerError> {
         let id = TaskId::from(id);
         let reason = reason.or_else(|| Some("Canceled by the owner.".to_owned()));
-        self.blocking(move |s, now| s.apply(&id, Event::Cancel { reason }, now).map(|c| TaskView::from(&c.task)))
-            .await
+        self.blocking(move |s, now| {
+            s.apply(&id, Event::Cancel { reason }, now)
+                .map(|c| TaskView::from(&c.task))
+        })
+        .await
     }
 }
 
 /// So a refused transition reads the same everywhere.
 impl From<TransitionError> for OwnerError {
     fn from(e: TransitionError) -> Self {
-        Self { kind: OwnerErrorKind::Conflict, message: e.to_string() }
+        Self {
+            kind: OwnerErrorKind::Conflict,
+            message: e.to_string(),
+        }
     }
 }

@@ -29,7 +29,9 @@ struct Ledger {
 }
 
 fn create(port: u16, message_id: &str) -> Option<String> {
-    let body = json!({"desk": "web", "text": format!("request {message_id}"), "messageId": message_id}).to_string();
+    let body =
+        json!({"desk": "web", "text": format!("request {message_id}"), "messageId": message_id})
+            .to_string();
     let (status, answer) = request(port, "POST", "/api/tasks", &body)?;
     assert_eq!(status, 201, "{answer}");
     let v: Value = serde_json::from_str(&answer).unwrap();
@@ -53,7 +55,10 @@ fn verify(port: u16, ledger: &mut Ledger) {
     for message_id in std::mem::take(&mut ledger.unanswered) {
         let id = create(port, &message_id).expect("the restarted daemon answers");
         if let Some(before) = ledger.created.insert(message_id.clone(), id.clone()) {
-            assert_eq!(before, id, "{message_id} was answered twice with different tasks");
+            assert_eq!(
+                before, id,
+                "{message_id} was answered twice with different tasks"
+            );
         }
     }
     let (status, body) = request(port, "GET", "/api/tasks", "").expect("list");
@@ -63,15 +68,30 @@ fn verify(port: u16, ledger: &mut Ledger) {
         .as_array()
         .unwrap()
         .iter()
-        .map(|t| (t["id"].as_str().unwrap().to_owned(), t["state"].as_str().unwrap().to_owned()))
+        .map(|t| {
+            (
+                t["id"].as_str().unwrap().to_owned(),
+                t["state"].as_str().unwrap().to_owned(),
+            )
+        })
         .collect();
     for (message_id, id) in &ledger.created {
-        assert!(states.contains_key(id), "acknowledged task {id} ({message_id}) is lost");
+        assert!(
+            states.contains_key(id),
+            "acknowledged task {id} ({message_id}) is lost"
+        );
     }
     for id in &ledger.done {
-        assert_eq!(states[id], "completed", "acknowledged ending of {id} is lost");
+        assert_eq!(
+            states[id], "completed",
+            "acknowledged ending of {id} is lost"
+        );
     }
-    assert_eq!(states.len(), ledger.created.len(), "a task exists that no write created, or one was duplicated");
+    assert_eq!(
+        states.len(),
+        ledger.created.len(),
+        "a task exists that no write created, or one was duplicated"
+    );
 }
 
 fn run(kill_points: usize) {
@@ -89,8 +109,13 @@ fn run(kill_points: usize) {
         let mut daemon = Served::start(dir.path());
         let port = daemon.port;
         if round == 0 {
-            let (status, body) = request(port, "POST", "/api/desks", r#"{"name":"web","dir":"/tmp","agent":"generic"}"#)
-                .expect("add desk");
+            let (status, body) = request(
+                port,
+                "POST",
+                "/api/desks",
+                r#"{"name":"web","dir":"/tmp","agent":"generic"}"#,
+            )
+            .expect("add desk");
             assert_eq!(status, 201, "{body}");
         }
         verify(port, &mut ledger);
@@ -107,7 +132,11 @@ fn run(kill_points: usize) {
                             shared.lock().unwrap().unanswered.insert(message_id);
                             return;
                         };
-                        shared.lock().unwrap().created.insert(message_id, id.clone());
+                        shared
+                            .lock()
+                            .unwrap()
+                            .created
+                            .insert(message_id, id.clone());
                         if n % finish_every == 0 {
                             if !finish(port, &id) {
                                 return;
@@ -132,8 +161,16 @@ fn run(kill_points: usize) {
 
     let daemon = Served::start(dir.path());
     verify(daemon.port, &mut ledger);
-    assert!(ledger.created.len() > kill_points, "the clients got writes through: {}", ledger.created.len());
-    eprintln!("{} tasks created, {} finished, over {kill_points} kills", ledger.created.len(), ledger.done.len());
+    assert!(
+        ledger.created.len() > kill_points,
+        "the clients got writes through: {}",
+        ledger.created.len()
+    );
+    eprintln!(
+        "{} tasks created, {} finished, over {kill_points} kills",
+        ledger.created.len(),
+        ledger.done.len()
+    );
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! The `taskkeeper` binary as a user runs it: the daemon as a child process, the CLI against
 //! it, refusals at start-up, and kill -9 durability.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail loudly
+
 mod cli;
 mod durability;
 mod refusals;

@@ -13,8 +13,14 @@ fn a_corrupt_database_is_refused_and_left_untouched() {
     std::fs::write(&db, &garbage).unwrap();
     let (code, stderr) = Served::try_start(dir.path(), 0).err().expect("must refuse");
     assert_ne!(code, Some(0));
-    assert!(stderr.contains(&db.display().to_string()), "names the file: {stderr}");
-    assert!(stderr.contains("move it aside"), "says what to do: {stderr}");
+    assert!(
+        stderr.contains(&db.display().to_string()),
+        "names the file: {stderr}"
+    );
+    assert!(
+        stderr.contains("move it aside"),
+        "says what to do: {stderr}"
+    );
     assert_eq!(std::fs::read(&db).unwrap(), garbage);
 }
 
@@ -24,8 +30,15 @@ fn a_second_daemon_on_the_same_data_is_refused() {
     let first = Served::start(dir.path());
     let (code, stderr) = Served::try_start(dir.path(), 0).err().expect("must refuse");
     assert_ne!(code, Some(0));
-    assert!(stderr.contains("another Taskkeeper is already using"), "{stderr}");
-    assert_eq!(request(first.port, "GET", "/healthz", "").map(|r| r.0), Some(200), "the first keeps running");
+    assert!(
+        stderr.contains("another Taskkeeper is already using"),
+        "{stderr}"
+    );
+    assert_eq!(
+        request(first.port, "GET", "/healthz", "").map(|r| r.0),
+        Some(200),
+        "the first keeps running"
+    );
 }
 
 #[test]
@@ -33,7 +46,12 @@ fn a_port_in_use_is_refused() {
     let busy = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = busy.local_addr().unwrap().port();
     let dir = tempfile::tempdir().unwrap();
-    let (code, stderr) = Served::try_start(dir.path(), port).err().expect("must refuse");
+    let (code, stderr) = Served::try_start(dir.path(), port)
+        .err()
+        .expect("must refuse");
     assert_ne!(code, Some(0));
-    assert!(stderr.contains(&format!("port {port}")) && stderr.contains("already in use"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("port {port}")) && stderr.contains("already in use"),
+        "{stderr}"
+    );
 }

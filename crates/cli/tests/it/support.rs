@@ -23,7 +23,8 @@ pub struct Served {
 impl Served {
     /// Start `taskkeeper serve --port 0` on `data_dir` and wait for its `listening on` line.
     pub fn start(data_dir: &Path) -> Served {
-        Self::try_start(data_dir, 0).unwrap_or_else(|(_, stderr)| panic!("daemon did not start: {stderr}"))
+        Self::try_start(data_dir, 0)
+            .unwrap_or_else(|(_, stderr)| panic!("daemon did not start: {stderr}"))
     }
 
     /// Start, or return the exit status and stderr of a daemon that refused to start.
@@ -47,11 +48,20 @@ impl Served {
         });
         let line = rx.recv_timeout(Duration::from_secs(20)).unwrap_or_default();
         match line.trim().strip_prefix("listening on http://127.0.0.1:") {
-            Some(port) => Ok(Served { child, port: port.parse().unwrap(), data_dir: data_dir.to_owned() }),
+            Some(port) => Ok(Served {
+                child,
+                port: port.parse().unwrap(),
+                data_dir: data_dir.to_owned(),
+            }),
             None => {
                 let status = child.wait().unwrap();
                 let mut stderr = String::new();
-                child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+                child
+                    .stderr
+                    .take()
+                    .unwrap()
+                    .read_to_string(&mut stderr)
+                    .unwrap();
                 Err((status.code(), stderr))
             }
         }
@@ -108,9 +118,11 @@ pub fn request(port: u16, method: &str, path: &str, body: &str) -> Option<(u16, 
     let text = String::from_utf8(out).ok()?;
     let (head, body) = text.split_once("\r\n\r\n")?;
     let status: u16 = head.split(' ').nth(1)?.parse().ok()?;
-    let len: usize = head
-        .lines()
-        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().ok()))??;
+    let len: usize = head.lines().find_map(|l| {
+        l.to_ascii_lowercase()
+            .strip_prefix("content-length:")
+            .map(|v| v.trim().parse().ok())
+    })??;
     (body.len() == len).then(|| (status, body.to_owned()))
 }
 

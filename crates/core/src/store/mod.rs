@@ -46,7 +46,10 @@ pub struct StoreOptions {
 
 impl Default for StoreOptions {
     fn default() -> Self {
-        Self { synchronous: Synchronous::Full, readers: 4 }
+        Self {
+            synchronous: Synchronous::Full,
+            readers: 4,
+        }
     }
 }
 
@@ -61,7 +64,11 @@ pub enum StoreError {
     #[error(
         "{path} was written by a newer Taskkeeper (schema version {found}, this one knows up to {known}); upgrade Taskkeeper"
     )]
-    TooNew { path: PathBuf, found: i64, known: i64 },
+    TooNew {
+        path: PathBuf,
+        found: i64,
+        known: i64,
+    },
     #[error(
         "another Taskkeeper is already using {path}; stop it first, or give this one another data directory"
     )]
@@ -145,7 +152,9 @@ pub struct Store {
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("path", &self.inner.path).finish()
+        f.debug_struct("Store")
+            .field("path", &self.inner.path)
+            .finish()
     }
 }
 
@@ -162,8 +171,16 @@ struct Inner {
 impl Drop for Inner {
     fn drop(&mut self) {
         // Closing the channel ends the writer after it has committed what is queued.
-        self.writer.lock().unwrap_or_else(PoisonError::into_inner).take();
-        if let Some(h) = self.writer_thread.lock().unwrap_or_else(PoisonError::into_inner).take() {
+        self.writer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(h) = self
+            .writer_thread
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
             let _ = h.join();
         }
     }
@@ -177,39 +194,68 @@ impl Store {
     /// Refuses, without touching the file: a file that is not a SQLite database or fails its
     /// quick check, a database from a newer Taskkeeper, and a database another process holds.
     pub fn open(path: &Path, options: StoreOptions) -> Result<Store, StoreError> {
-        let open_err = |reason: String| StoreError::Open { path: path.to_owned(), reason };
+        let open_err = |reason: String| StoreError::Open {
+            path: path.to_owned(),
+            reason,
+        };
         let lock_path = lock_path(path);
         let lock = OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
             .open(&lock_path)
-            .map_err(|e| open_err(format!("cannot create the lock file {}: {e}", lock_path.display())))?;
+            .map_err(|e| {
+                open_err(format!(
+                    "cannot create the lock file {}: {e}",
+                    lock_path.display()
+                ))
+            })?;
         match lock.try_lock() {
             Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => return Err(StoreError::Locked { path: path.to_owned() }),
-            Err(std::fs::TryLockError::Error(e)) => return Err(open_err(format!("cannot lock {}: {e}", lock_path.display()))),
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(StoreError::Locked {
+                    path: path.to_owned(),
+                });
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(open_err(format!(
+                    "cannot lock {}: {e}",
+                    lock_path.display()
+                )));
+            }
         }
 
         check_header(path)?;
         let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
-        let corrupt = |detail: String| StoreError::Corrupt { path: path.to_owned(), detail };
+        let corrupt = |detail: String| StoreError::Corrupt {
+            path: path.to_owned(),
+            detail,
+        };
         let check: String = conn
             .query_row("PRAGMA quick_check", [], |r| r.get(0))
             .map_err(|e| corrupt(e.to_string()))?;
         if check != "ok" {
             return Err(corrupt(check));
         }
-        let found: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| corrupt(e.to_string()))?;
+        let found: i64 = conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| corrupt(e.to_string()))?;
         if found > schema::LATEST {
-            return Err(StoreError::TooNew { path: path.to_owned(), found, known: schema::LATEST });
+            return Err(StoreError::TooNew {
+                path: path.to_owned(),
+                found,
+                known: schema::LATEST,
+            });
         }
 
         let mut conn = conn;
         configure(&conn, options.synchronous, false).map_err(|e| open_err(e.to_string()))?;
-        schema::migrations().to_latest(&mut conn).map_err(|e| open_err(format!("migration failed: {e}")))?;
+        schema::migrations()
+            .to_latest(&mut conn)
+            .map_err(|e| open_err(format!("migration failed: {e}")))?;
 
-        let (tx, handle) = writer::spawn(conn).map_err(|e| open_err(format!("cannot start the writer thread: {e}")))?;
+        let (tx, handle) = writer::spawn(conn)
+            .map_err(|e| open_err(format!("cannot start the writer thread: {e}")))?;
         Ok(Store {
             inner: Arc::new(Inner {
                 path: path.to_owned(),
@@ -228,21 +274,35 @@ impl Store {
 
     // ---- plumbing -------------------------------------------------------------------
 
-    fn read<R>(&self, f: impl FnOnce(&Connection) -> Result<R, StoreError>) -> Result<R, StoreError> {
-        let pooled = self.inner.readers.lock().unwrap_or_else(PoisonError::into_inner).pop();
+    fn read<R>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<R, StoreError>,
+    ) -> Result<R, StoreError> {
+        let pooled = self
+            .inner
+            .readers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
         let conn = match pooled {
             Some(c) => c,
             None => {
                 let c = Connection::open_with_flags(
                     &self.inner.path,
-                    OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI,
+                    OpenFlags::SQLITE_OPEN_READ_ONLY
+                        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                        | OpenFlags::SQLITE_OPEN_URI,
                 )?;
                 configure(&c, self.inner.options.synchronous, true)?;
                 c
             }
         };
         let result = f(&conn);
-        let mut pool = self.inner.readers.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut pool = self
+            .inner
+            .readers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         if pool.len() < self.inner.options.readers {
             pool.push(conn);
         }
@@ -263,8 +323,16 @@ impl Store {
             });
             (keep, reply)
         });
-        let sender = self.inner.writer.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        sender.ok_or(StoreError::Closed)?.send(job).map_err(|_| StoreError::Closed)?;
+        let sender = self
+            .inner
+            .writer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        sender
+            .ok_or(StoreError::Closed)?
+            .send(job)
+            .map_err(|_| StoreError::Closed)?;
         rx.recv().map_err(|_| StoreError::Closed)?
     }
 
@@ -272,16 +340,29 @@ impl Store {
 
     pub fn add_desk(&self, desk: NewDesk, now: Timestamp) -> Result<Desk, StoreError> {
         self.write(move |c| {
-            let exists: bool =
-                c.query_row("SELECT EXISTS(SELECT 1 FROM desks WHERE name = ?1)", [desk.name.as_str()], |r| r.get(0))?;
+            let exists: bool = c.query_row(
+                "SELECT EXISTS(SELECT 1 FROM desks WHERE name = ?1)",
+                [desk.name.as_str()],
+                |r| r.get(0),
+            )?;
             if exists {
                 return Err(StoreError::DeskExists(desk.name));
             }
             c.execute(
                 "INSERT INTO desks (name, agent, dir, created_at) VALUES (?1, ?2, ?3, ?4)",
-                params![desk.name.as_str(), desk.agent.as_str(), desk.dir.to_string_lossy(), now.as_millis()],
+                params![
+                    desk.name.as_str(),
+                    desk.agent.as_str(),
+                    desk.dir.to_string_lossy(),
+                    now.as_millis()
+                ],
             )?;
-            Ok(Desk { name: desk.name, agent: desk.agent, dir: desk.dir, created_at: now })
+            Ok(Desk {
+                name: desk.name,
+                agent: desk.agent,
+                dir: desk.dir,
+                created_at: now,
+            })
         })
     }
 
@@ -298,7 +379,10 @@ impl Store {
                 |r| r.get(0),
             )?;
             if open > 0 {
-                return Err(StoreError::DeskHasOpenTasks { name, open: open.unsigned_abs() });
+                return Err(StoreError::DeskHasOpenTasks {
+                    name,
+                    open: open.unsigned_abs(),
+                });
             }
             c.execute("DELETE FROM desks WHERE name = ?1", [name.as_str()])?;
             Ok(())
@@ -307,7 +391,8 @@ impl Store {
 
     pub fn desks(&self) -> Result<Vec<Desk>, StoreError> {
         self.read(|c| {
-            let mut stmt = c.prepare_cached("SELECT name, agent, dir, created_at FROM desks ORDER BY name")?;
+            let mut stmt =
+                c.prepare_cached("SELECT name, agent, dir, created_at FROM desks ORDER BY name")?;
             let rows = stmt.query_map([], desk_from_row)?;
             rows.map(|r| r?).collect()
         })
@@ -324,9 +409,15 @@ impl Store {
     /// free, else it waits in the desk's queue.
     pub fn submit(&self, new: NewTask, now: Timestamp) -> Result<Changed, StoreError> {
         self.write(move |c| {
-            if let Some(mut existing) = load_task_by_request(c, &new.asker, &new.request.message_id)? {
+            if let Some(mut existing) =
+                load_task_by_request(c, &new.asker, &new.request.message_id)?
+            {
                 fill_positions(c, std::slice::from_mut(&mut existing))?;
-                return Ok(Changed { task: existing, changed: false, others: Vec::new() });
+                return Ok(Changed {
+                    task: existing,
+                    changed: false,
+                    others: Vec::new(),
+                });
             }
             if load_desk(c, new.desk.as_str())?.is_none() {
                 return Err(StoreError::NoSuchDesk(new.desk.to_string()));
@@ -339,10 +430,15 @@ impl Store {
             let task = Task::submit(TaskId::generate(), new, seq, now);
             insert_task(c, &task)?;
             let started = start_next(c, &task.desk, now)?;
-            let mut task = load_task(c, &task.id)?.ok_or_else(|| StoreError::NoSuchTask(task.id.clone()))?;
+            let mut task =
+                load_task(c, &task.id)?.ok_or_else(|| StoreError::NoSuchTask(task.id.clone()))?;
             fill_positions(c, std::slice::from_mut(&mut task))?;
             let others = started.into_iter().filter(|t| t.id != task.id).collect();
-            Ok(Changed { task, changed: true, others })
+            Ok(Changed {
+                task,
+                changed: true,
+                others,
+            })
         })
     }
 
@@ -355,19 +451,29 @@ impl Store {
             if after.version == before.version {
                 let mut task = after;
                 fill_positions(c, std::slice::from_mut(&mut task))?;
-                return Ok(Changed { task, changed: false, others: Vec::new() });
+                return Ok(Changed {
+                    task,
+                    changed: false,
+                    others: Vec::new(),
+                });
             }
             update_task(c, &before, &after)?;
             let others = start_next(c, &after.desk, now)?;
             let mut task = load_task(c, &id)?.ok_or_else(|| StoreError::NoSuchTask(id.clone()))?;
             fill_positions(c, std::slice::from_mut(&mut task))?;
-            Ok(Changed { task, changed: true, others })
+            Ok(Changed {
+                task,
+                changed: true,
+                others,
+            })
         })
     }
 
     pub fn task(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
         self.read(|c| {
-            let Some(mut t) = load_task(c, id)? else { return Ok(None) };
+            let Some(mut t) = load_task(c, id)? else {
+                return Ok(None);
+            };
             fill_positions(c, std::slice::from_mut(&mut t))?;
             Ok(Some(t))
         })
@@ -403,13 +509,19 @@ impl Store {
     /// Delete tasks that ended more than `keep` before `now`; returns how many.
     pub fn prune_ended(&self, now: Timestamp, keep: Duration) -> Result<usize, StoreError> {
         let cutoff = now.minus(keep).as_millis();
-        self.write(move |c| Ok(c.execute("DELETE FROM tasks WHERE ended_at IS NOT NULL AND ended_at < ?1", [cutoff])?))
+        self.write(move |c| {
+            Ok(c.execute(
+                "DELETE FROM tasks WHERE ended_at IS NOT NULL AND ended_at < ?1",
+                [cutoff],
+            )?)
+        })
     }
 
     /// When the oldest ended task is due to be pruned, if any ended task is kept.
     pub fn next_prune_at(&self, keep: Duration) -> Result<Option<Timestamp>, StoreError> {
         self.read(|c| {
-            let oldest: Option<i64> = c.query_row("SELECT MIN(ended_at) FROM tasks", [], |r| r.get(0))?;
+            let oldest: Option<i64> =
+                c.query_row("SELECT MIN(ended_at) FROM tasks", [], |r| r.get(0))?;
             Ok(oldest.map(|t| Timestamp::from_millis(t).plus(keep)))
         })
     }
@@ -454,11 +566,19 @@ pub fn lock_path(db: &Path) -> PathBuf {
 /// Refuse a file that is not empty and does not start with SQLite's header, before SQLite
 /// gets a chance to open (and possibly write) it.
 fn check_header(path: &Path) -> Result<(), StoreError> {
-    let corrupt = |detail: String| StoreError::Corrupt { path: path.to_owned(), detail };
+    let corrupt = |detail: String| StoreError::Corrupt {
+        path: path.to_owned(),
+        detail,
+    };
     let mut file = match File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(StoreError::Open { path: path.to_owned(), reason: e.to_string() }),
+        Err(e) => {
+            return Err(StoreError::Open {
+                path: path.to_owned(),
+                reason: e.to_string(),
+            });
+        }
     };
     let mut header = [0u8; 16];
     let mut read = 0;
@@ -466,7 +586,12 @@ fn check_header(path: &Path) -> Result<(), StoreError> {
         match file.read(&mut header[read..]) {
             Ok(0) => break,
             Ok(n) => read += n,
-            Err(e) => return Err(StoreError::Open { path: path.to_owned(), reason: e.to_string() }),
+            Err(e) => {
+                return Err(StoreError::Open {
+                    path: path.to_owned(),
+                    reason: e.to_string(),
+                });
+            }
         }
     }
     match read {
@@ -502,8 +627,12 @@ fn desk_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Desk, StoreEr
     let created: i64 = r.get(3)?;
     Ok((|| {
         Ok(Desk {
-            name: name.parse().map_err(|e: crate::desk::InvalidDeskName| StoreError::Decode(e.to_string()))?,
-            agent: agent.parse().map_err(|e: crate::desk::UnknownAgentKind| StoreError::Decode(e.to_string()))?,
+            name: name
+                .parse()
+                .map_err(|e: crate::desk::InvalidDeskName| StoreError::Decode(e.to_string()))?,
+            agent: agent
+                .parse()
+                .map_err(|e: crate::desk::UnknownAgentKind| StoreError::Decode(e.to_string()))?,
             dir: PathBuf::from(dir),
             created_at: Timestamp::from_millis(created),
         })
@@ -511,8 +640,11 @@ fn desk_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Desk, StoreEr
 }
 
 fn load_desk(c: &Connection, name: &str) -> Result<Option<Desk>, StoreError> {
-    let mut stmt = c.prepare_cached("SELECT name, agent, dir, created_at FROM desks WHERE name = ?1")?;
-    stmt.query_row([name], desk_from_row).optional()?.transpose()
+    let mut stmt =
+        c.prepare_cached("SELECT name, agent, dir, created_at FROM desks WHERE name = ?1")?;
+    stmt.query_row([name], desk_from_row)
+        .optional()?
+        .transpose()
 }
 
 fn decode_task(body: &str) -> Result<Task, StoreError> {
@@ -525,14 +657,23 @@ fn load_task(c: &Connection, id: &TaskId) -> Result<Option<Task>, StoreError> {
     body.map(|b| decode_task(&b)).transpose()
 }
 
-fn load_task_by_request(c: &Connection, asker: &str, message_id: &str) -> Result<Option<Task>, StoreError> {
-    let mut stmt = c.prepare_cached("SELECT body FROM tasks WHERE asker = ?1 AND request_message_id = ?2")?;
-    let body: Option<String> = stmt.query_row([asker, message_id], |r| r.get(0)).optional()?;
+fn load_task_by_request(
+    c: &Connection,
+    asker: &str,
+    message_id: &str,
+) -> Result<Option<Task>, StoreError> {
+    let mut stmt =
+        c.prepare_cached("SELECT body FROM tasks WHERE asker = ?1 AND request_message_id = ?2")?;
+    let body: Option<String> = stmt
+        .query_row([asker, message_id], |r| r.get(0))
+        .optional()?;
     body.map(|b| decode_task(&b)).transpose()
 }
 
 fn open_tasks_of(c: &Connection, desk: &DeskName) -> Result<Vec<Task>, StoreError> {
-    let mut stmt = c.prepare_cached("SELECT body FROM tasks WHERE desk = ?1 AND ended_at IS NULL ORDER BY queue_seq")?;
+    let mut stmt = c.prepare_cached(
+        "SELECT body FROM tasks WHERE desk = ?1 AND ended_at IS NULL ORDER BY queue_seq",
+    )?;
     let rows = stmt.query_map([desk.as_str()], |r| r.get::<_, String>(0))?;
     let mut tasks = Vec::new();
     for body in rows {
@@ -542,7 +683,9 @@ fn open_tasks_of(c: &Connection, desk: &DeskName) -> Result<Vec<Task>, StoreErro
 }
 
 fn ended_at(t: &Task) -> Option<i64> {
-    t.state().is_terminal().then_some(t.status.timestamp.as_millis())
+    t.state()
+        .is_terminal()
+        .then_some(t.status.timestamp.as_millis())
 }
 
 fn insert_task(c: &Connection, t: &Task) -> Result<(), StoreError> {
@@ -585,13 +728,19 @@ fn update_task(c: &Connection, before: &Task, after: &Task) -> Result<(), StoreE
             body,
             i64::try_from(before.version).unwrap_or(i64::MAX),
         ])?;
-    if n == 1 { Ok(()) } else { Err(StoreError::Conflict(after.id.clone())) }
+    if n == 1 {
+        Ok(())
+    } else {
+        Err(StoreError::Conflict(after.id.clone()))
+    }
 }
 
 /// Start the desk's next queued task if the desk is free. Returns the task that started.
 fn start_next(c: &Connection, desk: &DeskName, now: Timestamp) -> Result<Vec<Task>, StoreError> {
     let open = open_tasks_of(c, desk)?;
-    let Some(next) = queue::next_to_start(&open) else { return Ok(Vec::new()) };
+    let Some(next) = queue::next_to_start(&open) else {
+        return Ok(Vec::new());
+    };
     let started = transition::apply(next, Event::Start, now)?;
     update_task(c, next, &started)?;
     Ok(vec![started])
@@ -599,13 +748,19 @@ fn start_next(c: &Connection, desk: &DeskName, now: Timestamp) -> Result<Vec<Tas
 
 /// Fill in queue positions for the queued tasks among `tasks`.
 fn fill_positions(c: &Connection, tasks: &mut [Task]) -> Result<(), StoreError> {
-    let desks: BTreeSet<DeskName> =
-        tasks.iter().filter(|t| t.state() == TaskState::Submitted).map(|t| t.desk.clone()).collect();
+    let desks: BTreeSet<DeskName> = tasks
+        .iter()
+        .filter(|t| t.state() == TaskState::Submitted)
+        .map(|t| t.desk.clone())
+        .collect();
     let mut positions: BTreeMap<TaskId, u32> = BTreeMap::new();
     for desk in desks {
         let mut open = open_tasks_of(c, &desk)?;
         queue::positions(&mut open);
-        positions.extend(open.into_iter().filter_map(|t| t.queue_position.map(|p| (t.id, p))));
+        positions.extend(
+            open.into_iter()
+                .filter_map(|t| t.queue_position.map(|p| (t.id, p))),
+        );
     }
     for t in tasks.iter_mut() {
         t.queue_position = positions.get(&t.id).copied();

@@ -20,9 +20,13 @@ pub(super) type Job = Box<dyn FnOnce(Result<&Connection, StoreError>) -> (bool, 
 /// The most writes one commit carries; beyond it the rest wait for the next commit.
 const MAX_GROUP: usize = 256;
 
-pub(super) fn spawn(conn: Connection) -> std::io::Result<(mpsc::Sender<Job>, thread::JoinHandle<()>)> {
+pub(super) fn spawn(
+    conn: Connection,
+) -> std::io::Result<(mpsc::Sender<Job>, thread::JoinHandle<()>)> {
     let (tx, rx) = mpsc::channel::<Job>();
-    let handle = thread::Builder::new().name("taskkeeper-store-writer".into()).spawn(move || run(conn, rx))?;
+    let handle = thread::Builder::new()
+        .name("taskkeeper-store-writer".into())
+        .spawn(move || run(conn, rx))?;
     Ok((tx, handle))
 }
 
@@ -63,7 +67,11 @@ fn commit_group(conn: &Connection, group: Vec<Job>) {
             continue;
         }
         let (keep, reply) = job(Ok(conn));
-        let end = if keep { "RELEASE job" } else { "ROLLBACK TO job; RELEASE job" };
+        let end = if keep {
+            "RELEASE job"
+        } else {
+            "ROLLBACK TO job; RELEASE job"
+        };
         if let Err(e) = conn.execute_batch(end) {
             broken = Some(e.into());
         }

@@ -1,6 +1,8 @@
 //! Integration tests of the core: one binary (links are slow on two cores), one module per
 //! area.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail loudly
+
 mod queue;
 mod store;
 mod support;

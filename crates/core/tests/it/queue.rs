@@ -22,12 +22,18 @@ fn a_working_task_holds_the_desk_until_it_is_blocked_or_stalls() {
     let mut blocked = working.clone();
     blocked.status.state = TaskState::InputRequired;
     assert!(!holds_desk(&blocked));
-    assert_eq!(next_to_start([&blocked, &queued]).map(|t| t.id.as_str()), Some("q"));
+    assert_eq!(
+        next_to_start([&blocked, &queued]).map(|t| t.id.as_str()),
+        Some("q")
+    );
 
     let mut stalled = working.clone();
     stalled.stalled_at = Some(Timestamp::from_millis(1));
     assert!(!holds_desk(&stalled));
-    assert_eq!(next_to_start([&stalled, &queued]).map(|t| t.id.as_str()), Some("q"));
+    assert_eq!(
+        next_to_start([&stalled, &queued]).map(|t| t.id.as_str()),
+        Some("q")
+    );
 }
 
 #[test]
@@ -36,6 +42,9 @@ fn positions_count_from_one_in_queue_order() {
     working.status.state = TaskState::Working;
     let mut tasks = vec![submitted("z", 9), working, submitted("y", 4)];
     positions(&mut tasks);
-    let got: Vec<_> = tasks.iter().map(|t| (t.id.as_str(), t.queue_position)).collect();
+    let got: Vec<_> = tasks
+        .iter()
+        .map(|t| (t.id.as_str(), t.queue_position))
+        .collect();
     assert_eq!(got, vec![("z", Some(2)), ("w", None), ("y", Some(1))]);
 }

@@ -5,7 +5,9 @@ use std::thread;
 use std::time::Duration;
 
 use taskkeeper_core::store::{NewDesk, StateFilter, Synchronous, TaskFilter};
-use taskkeeper_core::{AgentKind, Event, Store, StoreError, StoreOptions, TaskId, TaskState, TransitionError};
+use taskkeeper_core::{
+    AgentKind, Event, Store, StoreError, StoreOptions, TaskId, TaskState, TransitionError,
+};
 
 use crate::support::{T0, new_task};
 
@@ -15,7 +17,14 @@ fn open(dir: &tempfile::TempDir) -> Store {
 
 fn with_desk(store: &Store, name: &str) {
     store
-        .add_desk(NewDesk { name: name.parse().unwrap(), agent: AgentKind::ClaudeCode, dir: "/src/web".into() }, T0)
+        .add_desk(
+            NewDesk {
+                name: name.parse().unwrap(),
+                agent: AgentKind::ClaudeCode,
+                dir: "/src/web".into(),
+            },
+            T0,
+        )
         .unwrap();
 }
 
@@ -25,27 +34,81 @@ fn a_desk_works_on_one_task_at_a_time_in_order() {
     let store = open(&dir);
     with_desk(&store, "web");
 
-    let first = store.submit(new_task("web", "a", "m1", "first"), T0).unwrap().task;
-    let second = store.submit(new_task("web", "a", "m2", "second"), T0).unwrap().task;
-    let third = store.submit(new_task("web", "b", "m3", "third"), T0).unwrap().task;
+    let first = store
+        .submit(new_task("web", "a", "m1", "first"), T0)
+        .unwrap()
+        .task;
+    let second = store
+        .submit(new_task("web", "a", "m2", "second"), T0)
+        .unwrap()
+        .task;
+    let third = store
+        .submit(new_task("web", "b", "m3", "third"), T0)
+        .unwrap()
+        .task;
     assert_eq!(first.state(), TaskState::Working);
-    assert_eq!((second.state(), second.queue_position), (TaskState::Submitted, Some(1)));
+    assert_eq!(
+        (second.state(), second.queue_position),
+        (TaskState::Submitted, Some(1))
+    );
     assert_eq!(third.queue_position, Some(2));
 
     // Blocked frees the desk: the next starts.
-    let blocked = store.apply(&first.id, Event::WorkerBlocked { need: "which?".into() }, T0).unwrap();
-    assert_eq!(blocked.others.iter().map(|t| t.id.clone()).collect::<Vec<_>>(), vec![second.id.clone()]);
-    assert_eq!(store.task(&third.id).unwrap().unwrap().queue_position, Some(1));
+    let blocked = store
+        .apply(
+            &first.id,
+            Event::WorkerBlocked {
+                need: "which?".into(),
+            },
+            T0,
+        )
+        .unwrap();
+    assert_eq!(
+        blocked
+            .others
+            .iter()
+            .map(|t| t.id.clone())
+            .collect::<Vec<_>>(),
+        vec![second.id.clone()]
+    );
+    assert_eq!(
+        store.task(&third.id).unwrap().unwrap().queue_position,
+        Some(1)
+    );
 
     // Stalled frees it too.
     store.apply(&second.id, Event::Stall, T0).unwrap();
-    assert_eq!(store.task(&third.id).unwrap().unwrap().state(), TaskState::Working);
+    assert_eq!(
+        store.task(&third.id).unwrap().unwrap().state(),
+        TaskState::Working
+    );
 
     // Finished tasks leave the open list.
-    store.apply(&third.id, Event::WorkerDone { summary: "ok".into() }, T0).unwrap();
-    let open = store.tasks(&TaskFilter { state: StateFilter::Open, ..Default::default() }).unwrap();
-    assert_eq!(open.iter().map(|t| t.id.clone()).collect::<Vec<_>>(), vec![first.id, second.id]);
-    let ended = store.tasks(&TaskFilter { state: StateFilter::Ended, ..Default::default() }).unwrap();
+    store
+        .apply(
+            &third.id,
+            Event::WorkerDone {
+                summary: "ok".into(),
+            },
+            T0,
+        )
+        .unwrap();
+    let open = store
+        .tasks(&TaskFilter {
+            state: StateFilter::Open,
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(
+        open.iter().map(|t| t.id.clone()).collect::<Vec<_>>(),
+        vec![first.id, second.id]
+    );
+    let ended = store
+        .tasks(&TaskFilter {
+            state: StateFilter::Ended,
+            ..Default::default()
+        })
+        .unwrap();
     assert_eq!(ended.len(), 1);
 }
 
@@ -54,12 +117,18 @@ fn resending_the_same_message_creates_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(&dir);
     with_desk(&store, "web");
-    let a = store.submit(new_task("web", "alice", "m-1", "do it"), T0).unwrap();
-    let again = store.submit(new_task("web", "alice", "m-1", "do it"), T0).unwrap();
+    let a = store
+        .submit(new_task("web", "alice", "m-1", "do it"), T0)
+        .unwrap();
+    let again = store
+        .submit(new_task("web", "alice", "m-1", "do it"), T0)
+        .unwrap();
     assert!(a.changed && !again.changed);
     assert_eq!(a.task.id, again.task.id);
     // The same messageId from another asker is another task.
-    let bob = store.submit(new_task("web", "bob", "m-1", "do it"), T0).unwrap();
+    let bob = store
+        .submit(new_task("web", "bob", "m-1", "do it"), T0)
+        .unwrap();
     assert_ne!(bob.task.id, a.task.id);
     assert_eq!(store.tasks(&TaskFilter::default()).unwrap().len(), 2);
 }
@@ -69,17 +138,40 @@ fn refusals_change_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(&dir);
     with_desk(&store, "web");
-    let t = store.submit(new_task("web", "a", "m1", "x"), T0).unwrap().task;
-    store.apply(&t.id, Event::WorkerDone { summary: "ok".into() }, T0).unwrap();
+    let t = store
+        .submit(new_task("web", "a", "m1", "x"), T0)
+        .unwrap()
+        .task;
+    store
+        .apply(
+            &t.id,
+            Event::WorkerDone {
+                summary: "ok".into(),
+            },
+            T0,
+        )
+        .unwrap();
     let before = store.task(&t.id).unwrap();
 
-    let err = store.apply(&t.id, Event::Cancel { reason: None }, T0).unwrap_err();
-    assert!(matches!(err, StoreError::Transition(TransitionError::NotCancelable { .. })), "{err}");
+    let err = store
+        .apply(&t.id, Event::Cancel { reason: None }, T0)
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::Transition(TransitionError::NotCancelable { .. })
+        ),
+        "{err}"
+    );
     assert_eq!(store.task(&t.id).unwrap(), before);
 
-    let err = store.apply(&TaskId::from("nope"), Event::Start, T0).unwrap_err();
+    let err = store
+        .apply(&TaskId::from("nope"), Event::Start, T0)
+        .unwrap_err();
     assert_eq!(err, StoreError::NoSuchTask(TaskId::from("nope")));
-    let err = store.submit(new_task("nowhere", "a", "m2", "x"), T0).unwrap_err();
+    let err = store
+        .submit(new_task("nowhere", "a", "m2", "x"), T0)
+        .unwrap_err();
     assert!(err.to_string().contains("no desk named nowhere"), "{err}");
     let err = store.remove_desk(&"web".parse().unwrap());
     assert!(err.is_ok(), "a desk with only ended tasks can go: {err:?}");
@@ -95,7 +187,14 @@ fn a_desk_with_open_tasks_cannot_be_removed() {
     assert!(err.to_string().contains("1 open task"), "{err}");
     assert_eq!(store.desks().unwrap().len(), 1);
     let err = store
-        .add_desk(NewDesk { name: "web".parse().unwrap(), agent: AgentKind::Generic, dir: "/x".into() }, T0)
+        .add_desk(
+            NewDesk {
+                name: "web".parse().unwrap(),
+                agent: AgentKind::Generic,
+                dir: "/x".into(),
+            },
+            T0,
+        )
         .unwrap_err();
     assert!(matches!(err, StoreError::DeskExists(_)));
 }
@@ -107,14 +206,26 @@ fn everything_survives_a_reopen() {
     {
         let store = open(&dir);
         with_desk(&store, "web");
-        id = store.submit(new_task("web", "a", "m1", "x"), T0).unwrap().task.id;
-        store.apply(&id, Event::Remind, T0.plus(Duration::from_secs(300))).unwrap();
+        id = store
+            .submit(new_task("web", "a", "m1", "x"), T0)
+            .unwrap()
+            .task
+            .id;
+        store
+            .apply(&id, Event::Remind, T0.plus(Duration::from_secs(300)))
+            .unwrap();
         store.set_setting("reminders.ladder", "10s,20s").unwrap();
     }
     let store = open(&dir);
     let t = store.task(&id).unwrap().unwrap();
-    assert_eq!((t.state(), t.reminders_sent, t.version), (TaskState::Working, 1, 3));
-    assert_eq!(store.settings().unwrap().get("reminders.ladder").unwrap(), "10s,20s");
+    assert_eq!(
+        (t.state(), t.reminders_sent, t.version),
+        (TaskState::Working, 1, 3)
+    );
+    assert_eq!(
+        store.settings().unwrap().get("reminders.ladder").unwrap(),
+        "10s,20s"
+    );
     assert_eq!(store.integrity_check().unwrap(), "ok");
 }
 
@@ -122,7 +233,9 @@ fn everything_survives_a_reopen() {
 fn invalid_settings_are_refused_and_not_written() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(&dir);
-    let err = store.set_setting("reminders.hourly_cap", "lots").unwrap_err();
+    let err = store
+        .set_setting("reminders.hourly_cap", "lots")
+        .unwrap_err();
     assert!(err.to_string().contains("reminders.hourly_cap"), "{err}");
     assert_eq!(store.settings().unwrap().hourly_cap, 6);
 }
@@ -132,16 +245,43 @@ fn ended_tasks_are_pruned_after_the_keep_time() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(&dir);
     with_desk(&store, "web");
-    let old = store.submit(new_task("web", "a", "m1", "x"), T0).unwrap().task;
-    store.apply(&old.id, Event::WorkerDone { summary: "ok".into() }, T0).unwrap();
+    let old = store
+        .submit(new_task("web", "a", "m1", "x"), T0)
+        .unwrap()
+        .task;
+    store
+        .apply(
+            &old.id,
+            Event::WorkerDone {
+                summary: "ok".into(),
+            },
+            T0,
+        )
+        .unwrap();
     let day = Duration::from_secs(86_400);
-    let young = store.submit(new_task("web", "a", "m2", "y"), T0).unwrap().task;
-    store.apply(&young.id, Event::WorkerFailed { why: "no".into() }, T0.plus(3 * day)).unwrap();
-    let open = store.submit(new_task("web", "a", "m3", "z"), T0).unwrap().task;
+    let young = store
+        .submit(new_task("web", "a", "m2", "y"), T0)
+        .unwrap()
+        .task;
+    store
+        .apply(
+            &young.id,
+            Event::WorkerFailed { why: "no".into() },
+            T0.plus(3 * day),
+        )
+        .unwrap();
+    let open = store
+        .submit(new_task("web", "a", "m3", "z"), T0)
+        .unwrap()
+        .task;
 
     let keep = 7 * day;
     assert_eq!(store.next_prune_at(keep).unwrap(), Some(T0.plus(keep)));
-    assert_eq!(store.prune_ended(T0.plus(keep), keep).unwrap(), 0, "not before the keep time");
+    assert_eq!(
+        store.prune_ended(T0.plus(keep), keep).unwrap(),
+        0,
+        "not before the keep time"
+    );
     assert_eq!(store.prune_ended(T0.plus(8 * day), keep).unwrap(), 1);
     assert!(store.task(&old.id).unwrap().is_none());
     assert!(store.task(&young.id).unwrap().is_some());
@@ -152,8 +292,14 @@ fn ended_tasks_are_pruned_after_the_keep_time() {
 fn concurrent_writers_share_commits_and_lose_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(
-        Store::open(&dir.path().join("tasks.db"), StoreOptions { synchronous: Synchronous::Normal, readers: 4 })
-            .unwrap(),
+        Store::open(
+            &dir.path().join("tasks.db"),
+            StoreOptions {
+                synchronous: Synchronous::Normal,
+                readers: 4,
+            },
+        )
+        .unwrap(),
     );
     with_desk(&store, "web");
     let handles: Vec<_> = (0..8)
@@ -161,8 +307,12 @@ fn concurrent_writers_share_commits_and_lose_nothing() {
             let store = Arc::clone(&store);
             thread::spawn(move || {
                 for i in 0..25 {
-                    let t = store.submit(new_task("web", &format!("w{w}"), &format!("m{i}"), "x"), T0).unwrap();
-                    store.apply(&t.task.id, Event::Cancel { reason: None }, T0).unwrap();
+                    let t = store
+                        .submit(new_task("web", &format!("w{w}"), &format!("m{i}"), "x"), T0)
+                        .unwrap();
+                    store
+                        .apply(&t.task.id, Event::Cancel { reason: None }, T0)
+                        .unwrap();
                 }
             })
         })
@@ -205,7 +355,12 @@ fn a_damaged_database_is_refused() {
         let store = open(&dir);
         with_desk(&store, "web");
         for i in 0..200 {
-            store.submit(new_task("web", "a", &format!("m{i}"), &"long request ".repeat(40)), T0).unwrap();
+            store
+                .submit(
+                    new_task("web", "a", &format!("m{i}"), &"long request ".repeat(40)),
+                    T0,
+                )
+                .unwrap();
         }
     }
     // Keep the header, scribble over the pages behind it.
@@ -217,5 +372,9 @@ fn a_damaged_database_is_refused() {
     std::fs::write(&path, &bytes).unwrap();
     let err = Store::open(&path, StoreOptions::default()).unwrap_err();
     assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
-    assert_eq!(std::fs::read(&path).unwrap(), bytes, "the damaged file must not be touched");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        bytes,
+        "the damaged file must not be touched"
+    );
 }

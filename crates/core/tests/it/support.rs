@@ -16,5 +16,10 @@ pub fn new_task(desk: &str, asker: &str, message_id: &str, text: &str) -> NewTas
 }
 
 pub fn submitted(id: &str, seq: i64) -> Task {
-    Task::submit(TaskId::from(id), new_task("web", "asker", &format!("m-{id}"), "do it"), seq, T0)
+    Task::submit(
+        TaskId::from(id),
+        new_task("web", "asker", &format!("m-{id}"), "do it"),
+        seq,
+        T0,
+    )
 }

@@ -40,11 +40,21 @@ fn starting_points() -> Vec<(&'static str, Task)> {
 fn events() -> Vec<Event> {
     vec![
         Event::Start,
-        Event::WorkerDone { summary: "done it".into() },
-        Event::WorkerBlocked { need: "which flag?".into() },
-        Event::WorkerFailed { why: "no disk".into() },
-        Event::FollowUp { message: Message::user_text("m-2", "the --json one") },
-        Event::Cancel { reason: Some("not needed".into()) },
+        Event::WorkerDone {
+            summary: "done it".into(),
+        },
+        Event::WorkerBlocked {
+            need: "which flag?".into(),
+        },
+        Event::WorkerFailed {
+            why: "no disk".into(),
+        },
+        Event::FollowUp {
+            message: Message::user_text("m-2", "the --json one"),
+        },
+        Event::Cancel {
+            reason: Some("not needed".into()),
+        },
         Event::Expire,
         Event::Remind,
         Event::Stall,
@@ -75,7 +85,10 @@ fn outcome(before: &Task, result: &Result<Task, TransitionError>) -> String {
             }
             s
         }
-        Err(e) => format!("!{}", format!("{e:?}").split([' ', '{']).next().unwrap_or("?")),
+        Err(e) => format!(
+            "!{}",
+            format!("{e:?}").split([' ', '{']).next().unwrap_or("?")
+        ),
     }
 }
 
@@ -106,7 +119,10 @@ fn every_state_and_event() {
     ]
     .join("\n")
         + "\n";
-    assert_eq!(table, expected, "\n--- got ---\n{table}--- expected ---\n{expected}");
+    assert_eq!(
+        table, expected,
+        "\n--- got ---\n{table}--- expected ---\n{expected}"
+    );
 }
 
 #[test]
@@ -114,18 +130,52 @@ fn worker_endings_carry_their_text() {
     let now = T0.plus(Duration::from_secs(5));
     let working = apply(&submitted("t-1", 1), Event::Start, now).unwrap();
 
-    let done = apply(&working, Event::WorkerDone { summary: "Added --json".into() }, now).unwrap();
-    assert_eq!(done.status.message.as_ref().map(Message::text).as_deref(), Some("Added --json"));
+    let done = apply(
+        &working,
+        Event::WorkerDone {
+            summary: "Added --json".into(),
+        },
+        now,
+    )
+    .unwrap();
+    assert_eq!(
+        done.status.message.as_ref().map(Message::text).as_deref(),
+        Some("Added --json")
+    );
     assert_eq!(done.artifacts.len(), 1);
     assert_eq!(done.artifacts[0].artifact_id, "result");
     assert_eq!(done.history.last(), done.status.message.as_ref());
 
-    let blocked = apply(&working, Event::WorkerBlocked { need: "Which format?".into() }, now).unwrap();
+    let blocked = apply(
+        &working,
+        Event::WorkerBlocked {
+            need: "Which format?".into(),
+        },
+        now,
+    )
+    .unwrap();
     assert_eq!(blocked.state(), TaskState::InputRequired);
-    let answered = apply(&blocked, Event::FollowUp { message: Message::user_text("m-9", "NDJSON") }, now).unwrap();
+    let answered = apply(
+        &blocked,
+        Event::FollowUp {
+            message: Message::user_text("m-9", "NDJSON"),
+        },
+        now,
+    )
+    .unwrap();
     assert_eq!(answered.state(), TaskState::Working);
-    assert_eq!(answered.history.last().map(Message::text).as_deref(), Some("NDJSON"));
-    assert_eq!(answered.history.last().and_then(|m| m.task_id.clone()).as_deref(), Some("t-1"));
+    assert_eq!(
+        answered.history.last().map(Message::text).as_deref(),
+        Some("NDJSON")
+    );
+    assert_eq!(
+        answered
+            .history
+            .last()
+            .and_then(|m| m.task_id.clone())
+            .as_deref(),
+        Some("t-1")
+    );
 
     let expired = apply(&working, Event::Expire, now).unwrap();
     assert_eq!(expired.state(), TaskState::Canceled);
@@ -140,7 +190,14 @@ fn a_follow_up_starts_a_new_ladder() {
     t = apply(&t, Event::Remind, now).unwrap();
     t = apply(&t, Event::Stall, now).unwrap();
     assert_eq!((t.reminders_sent, t.stalled_at.is_some()), (2, true));
-    t = apply(&t, Event::FollowUp { message: Message::user_text("m-3", "any news?") }, now).unwrap();
+    t = apply(
+        &t,
+        Event::FollowUp {
+            message: Message::user_text("m-3", "any news?"),
+        },
+        now,
+    )
+    .unwrap();
     assert_eq!((t.reminders_sent, t.stalled_at), (0, None));
 }
 
@@ -148,9 +205,19 @@ fn a_follow_up_starts_a_new_ladder() {
 fn refusals_name_the_task_and_the_way_forward() {
     let mut done = submitted("t-7", 1);
     done.status.state = TaskState::Completed;
-    let err = apply(&done, Event::FollowUp { message: Message::user_text("m", "more") }, T0).unwrap_err();
+    let err = apply(
+        &done,
+        Event::FollowUp {
+            message: Message::user_text("m", "more"),
+        },
+        T0,
+    )
+    .unwrap_err();
     let text = err.to_string();
-    assert!(text.contains("t-7") && text.contains("referenceTaskIds"), "{text}");
+    assert!(
+        text.contains("t-7") && text.contains("referenceTaskIds"),
+        "{text}"
+    );
     let err = apply(&submitted("t-8", 1), Event::Acknowledge, T0).unwrap_err();
     assert!(err.to_string().contains("still open"), "{err}");
 }
@@ -158,10 +225,18 @@ fn refusals_name_the_task_and_the_way_forward() {
 fn arb_event() -> impl Strategy<Value = Event> {
     prop_oneof![
         Just(Event::Start),
-        any::<u8>().prop_map(|n| Event::WorkerDone { summary: format!("summary {n}") }),
-        any::<u8>().prop_map(|n| Event::WorkerBlocked { need: format!("need {n}") }),
-        any::<u8>().prop_map(|n| Event::WorkerFailed { why: format!("why {n}") }),
-        any::<u8>().prop_map(|n| Event::FollowUp { message: Message::user_text(format!("m-{n}"), "more") }),
+        any::<u8>().prop_map(|n| Event::WorkerDone {
+            summary: format!("summary {n}")
+        }),
+        any::<u8>().prop_map(|n| Event::WorkerBlocked {
+            need: format!("need {n}")
+        }),
+        any::<u8>().prop_map(|n| Event::WorkerFailed {
+            why: format!("why {n}")
+        }),
+        any::<u8>().prop_map(|n| Event::FollowUp {
+            message: Message::user_text(format!("m-{n}"), "more")
+        }),
         proptest::option::of(Just("stop".to_owned())).prop_map(|reason| Event::Cancel { reason }),
         Just(Event::Expire),
         Just(Event::Remind),

@@ -25,8 +25,17 @@ fn healthz_is_open_but_everything_else_needs_the_token() {
     let (status, body) = d.raw("POST", "/api/tasks", &d.host(), &[json_type()], NEW_TASK);
     assert_eq!(status, 401, "{body}");
     assert!(body.contains("Authorization: Bearer"), "{body}");
-    let wrong = ("Authorization".to_owned(), "Bearer not-the-token".to_owned());
-    let (status, body) = d.raw("POST", "/api/tasks", &d.host(), &[wrong, json_type()], NEW_TASK);
+    let wrong = (
+        "Authorization".to_owned(),
+        "Bearer not-the-token".to_owned(),
+    );
+    let (status, body) = d.raw(
+        "POST",
+        "/api/tasks",
+        &d.host(),
+        &[wrong, json_type()],
+        NEW_TASK,
+    );
     assert_eq!(status, 401, "{body}");
     let basic = ("Authorization".to_owned(), format!("Basic {TOKEN}"));
     let (status, _) = d.raw("GET", "/api/tasks", &d.host(), &[basic], "");
@@ -46,7 +55,13 @@ fn foreign_hosts_are_refused_against_dns_rebinding() {
         "127.0.0.1".to_owned(),
         String::new(),
     ] {
-        let (status, body) = d.raw("POST", "/api/tasks", &host, &[auth(), json_type()], NEW_TASK);
+        let (status, body) = d.raw(
+            "POST",
+            "/api/tasks",
+            &host,
+            &[auth(), json_type()],
+            NEW_TASK,
+        );
         assert_eq!(status, 403, "Host {host:?}: {body}");
     }
     for host in [format!("localhost:{port}"), format!("LOCALHOST:{port}")] {
@@ -60,13 +75,30 @@ fn foreign_hosts_are_refused_against_dns_rebinding() {
 fn foreign_and_null_origins_are_refused() {
     let d = TestDaemon::start();
     d.with_desk("web");
-    for origin in ["https://evil.example", "null", "http://127.0.0.1:1", "tauri://localhost"] {
+    for origin in [
+        "https://evil.example",
+        "null",
+        "http://127.0.0.1:1",
+        "tauri://localhost",
+    ] {
         let o = ("Origin".to_owned(), origin.to_owned());
-        let (status, body) = d.raw("POST", "/api/tasks", &d.host(), &[auth(), json_type(), o], NEW_TASK);
+        let (status, body) = d.raw(
+            "POST",
+            "/api/tasks",
+            &d.host(),
+            &[auth(), json_type(), o],
+            NEW_TASK,
+        );
         assert_eq!(status, 403, "Origin {origin}: {body}");
     }
     let own = ("Origin".to_owned(), format!("http://{}", d.host()));
-    let (status, body) = d.raw("POST", "/api/tasks", &d.host(), &[auth(), json_type(), own], NEW_TASK);
+    let (status, body) = d.raw(
+        "POST",
+        "/api/tasks",
+        &d.host(),
+        &[auth(), json_type(), own],
+        NEW_TASK,
+    );
     assert_eq!(status, 201, "{body}");
     assert_eq!(d.task_count(), 1);
 }
@@ -75,18 +107,36 @@ fn foreign_and_null_origins_are_refused() {
 fn bodies_must_be_json_and_small() {
     let d = TestDaemon::start();
     d.with_desk("web");
-    let form = ("Content-Type".to_owned(), "application/x-www-form-urlencoded".to_owned());
-    let (status, body) = d.raw("POST", "/api/tasks", &d.host(), &[auth(), form], "desk=web&text=hi");
+    let form = (
+        "Content-Type".to_owned(),
+        "application/x-www-form-urlencoded".to_owned(),
+    );
+    let (status, body) = d.raw(
+        "POST",
+        "/api/tasks",
+        &d.host(),
+        &[auth(), form],
+        "desk=web&text=hi",
+    );
     assert_eq!(status, 415, "{body}");
 
     let huge = json!({"desk": "web", "text": "x".repeat(1024 * 1024 + 1)}).to_string();
-    let (status, body) = d.raw("POST", "/api/tasks", &d.host(), &[auth(), json_type()], &huge);
+    let (status, body) = d.raw(
+        "POST",
+        "/api/tasks",
+        &d.host(),
+        &[auth(), json_type()],
+        &huge,
+    );
     assert_eq!(status, 413, "{body}");
 
     for (bad, says) in [
         (r#"{"desk":"web","text":"#, "EOF"),
         (r#"{"desk":"web"}"#, "missing field `text`"),
-        (r#"{"desk":"web","text":"hi","priority":9}"#, "unknown field `priority`"),
+        (
+            r#"{"desk":"web","text":"hi","priority":9}"#,
+            "unknown field `priority`",
+        ),
         (r#"{"desk":"web","text":42}"#, "invalid type"),
         (r#"[1,2]"#, "invalid type"),
     ] {

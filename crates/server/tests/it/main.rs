@@ -1,5 +1,7 @@
 //! The daemon over real HTTP on 127.0.0.1, one integration binary.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail loudly
+
 mod guard;
 mod owner_api;
 mod support;

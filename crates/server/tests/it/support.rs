@@ -11,7 +11,8 @@ pub const TOKEN: &str = "test-token-0123456789abcdef0123456789abcdef";
 
 pub struct TestDaemon {
     pub addr: SocketAddr,
-    pub dir: tempfile::TempDir,
+    /// Kept so the data directory lives as long as the daemon.
+    _dir: tempfile::TempDir,
     runtime: Option<tokio::runtime::Runtime>,
     daemon: Option<Daemon>,
 }
@@ -19,11 +20,20 @@ pub struct TestDaemon {
 impl TestDaemon {
     pub fn start() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
         let mut config = DaemonConfig::new(0, dir.path().to_owned());
         config.token = Some(TOKEN.to_owned());
         let daemon = runtime.block_on(Daemon::start(config)).unwrap();
-        Self { addr: daemon.addr(), dir, runtime: Some(runtime), daemon: Some(daemon) }
+        Self {
+            addr: daemon.addr(),
+            _dir: dir,
+            runtime: Some(runtime),
+            daemon: Some(daemon),
+        }
     }
 
     pub fn host(&self) -> String {
@@ -37,14 +47,31 @@ impl TestDaemon {
             headers.push(("Content-Type".to_owned(), "application/json".to_owned()));
             b.to_string()
         });
-        let (status, text) = self.raw(method, path, &self.host(), &headers, body.as_deref().unwrap_or(""));
-        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+        let (status, text) = self.raw(
+            method,
+            path,
+            &self.host(),
+            &headers,
+            body.as_deref().unwrap_or(""),
+        );
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
     }
 
     /// Send exactly these headers (plus Content-Length and Connection: close).
-    pub fn raw(&self, method: &str, path: &str, host: &str, headers: &[(String, String)], body: &str) -> (u16, String) {
+    pub fn raw(
+        &self,
+        method: &str,
+        path: &str,
+        host: &str,
+        headers: &[(String, String)],
+        body: &str,
+    ) -> (u16, String) {
         let mut stream = TcpStream::connect(self.addr).unwrap();
-        let mut request = format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
+        let mut request =
+            format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
         for (k, v) in headers {
             request.push_str(&format!("{k}: {v}\r\n"));
         }
@@ -55,8 +82,15 @@ impl TestDaemon {
         // The server may close early on an oversize body; what was read is enough.
         let _ = stream.read_to_end(&mut response);
         let text = String::from_utf8_lossy(&response).into_owned();
-        let status = text.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
-        let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+        let status = text
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let body = text
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b.to_owned())
+            .unwrap_or_default();
         (status, body)
     }
 
@@ -68,8 +102,11 @@ impl TestDaemon {
     }
 
     pub fn with_desk(&self, name: &str) {
-        let (status, body) =
-            self.call("POST", "/api/desks", Some(&serde_json::json!({"name": name, "dir": "/tmp", "agent": "generic"})));
+        let (status, body) = self.call(
+            "POST",
+            "/api/desks",
+            Some(&serde_json::json!({"name": name, "dir": "/tmp", "agent": "generic"})),
+        );
         assert_eq!(status, 201, "{body}");
     }
 }
