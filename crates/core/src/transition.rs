@@ -130,6 +130,14 @@ pub fn apply(task: &Task, event: Event, now: Timestamp) -> Result<Task, Transiti
             if state.is_terminal() {
                 return Err(ended());
             }
+            // A resend of a message the task already has changes nothing.
+            if task
+                .history
+                .iter()
+                .any(|m| m.message_id == message.message_id)
+            {
+                return Ok(next);
+            }
             message.task_id = Some(task.id.as_str().to_owned());
             message.context_id = Some(task.context_id.clone());
             next.history.push(message);

@@ -190,3 +190,40 @@ pub struct DeskList {
 pub struct ErrorBody {
     pub error: crate::OwnerError,
 }
+
+/// An asker as the owner sees it (never its token).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AskerView {
+    pub name: String,
+    pub created_at: Timestamp,
+}
+
+impl From<&taskkeeper_core::store::Asker> for AskerView {
+    fn from(a: &taskkeeper_core::store::Asker) -> Self {
+        Self {
+            name: a.name.clone(),
+            created_at: a.created_at,
+        }
+    }
+}
+
+/// A new asker and its token, shown once.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NewAsker {
+    #[serde(flatten)]
+    pub asker: AskerView,
+    pub token: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewAskerRequest {
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AskerList {
+    pub askers: Vec<AskerView>,
+}

@@ -10,8 +10,10 @@ use taskkeeper_core::{Store, StoreError, StoreOptions};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::auth::Credentials;
 use crate::guard::Guard;
 use crate::owner::OwnerService;
+use crate::tasks::Tasks;
 use crate::token::{Token, ensure_private_dir};
 use crate::{DaemonConfig, http};
 
@@ -103,8 +105,16 @@ impl Daemon {
                 source,
             })?;
 
-        let owner = OwnerService::new(store.clone(), config.clock.clone());
-        let guard = Arc::new(Guard::new(token.clone(), addr.port()));
+        let askers = {
+            let store = store.clone();
+            tokio::task::spawn_blocking(move || store.askers())
+                .await
+                .map_err(|e| StoreError::Sqlite(e.to_string()))??
+        };
+        let credentials = Credentials::new(token.clone(), &askers);
+        let tasks = Tasks::new(store.clone(), config.clock.clone());
+        let owner = OwnerService::new(tasks.clone(), credentials.clone());
+        let guard = Arc::new(Guard::new(credentials, addr.port()));
         let app = http::router(owner.clone(), guard);
 
         let (stop, mut stopped) = watch::channel(false);

@@ -11,18 +11,18 @@ use axum::middleware::Next;
 use axum::response::Response;
 
 use crate::OwnerError;
+use crate::auth::{Caller, Credentials};
 use crate::owner::OwnerErrorKind;
-use crate::token::Token;
 
 #[derive(Debug)]
 pub(crate) struct Guard {
-    pub token: Token,
+    credentials: Credentials,
     allowed_hosts: Vec<String>,
     allowed_origins: Vec<String>,
 }
 
 impl Guard {
-    pub fn new(token: Token, port: u16) -> Self {
+    pub fn new(credentials: Credentials, port: u16) -> Self {
         let allowed_hosts = vec![
             format!("127.0.0.1:{port}"),
             format!("localhost:{port}"),
@@ -33,13 +33,13 @@ impl Guard {
             .map(|h| format!("http://{h}"))
             .collect();
         Self {
-            token,
+            credentials,
             allowed_hosts,
             allowed_origins,
         }
     }
 
-    fn check(&self, path: &str, headers: &HeaderMap) -> Result<(), Box<Response>> {
+    fn check(&self, path: &str, headers: &HeaderMap) -> Result<Option<Caller>, Box<Response>> {
         let host = headers
             .get(header::HOST)
             .and_then(|h| h.to_str().ok())
@@ -72,7 +72,7 @@ impl Guard {
             }
         }
         if path == "/healthz" {
-            return Ok(());
+            return Ok(None);
         }
         let presented = headers
             .get(header::AUTHORIZATION)
@@ -80,14 +80,23 @@ impl Guard {
             .and_then(|h| h.strip_prefix("Bearer "))
             .map(str::trim);
         match presented {
-            Some(t) if self.token.matches(t) => Ok(()),
-            Some(_) => {
-                tracing::warn!(%path, "refused: wrong token");
-                Err(Box::new(refuse(
-                    StatusCode::UNAUTHORIZED,
-                    "wrong bearer token; the owner's token is in the data directory's `token` file",
-                )))
-            }
+            Some(t) => match self.credentials.identify(t) {
+                Some(Caller::Asker(name)) if path == "/api" || path.starts_with("/api/") => {
+                    tracing::warn!(asker = %name, %path, "refused: an asker on the owner API");
+                    Err(Box::new(refuse(
+                        StatusCode::FORBIDDEN,
+                        "the owner API needs the owner's token; askers use /a2a",
+                    )))
+                }
+                Some(caller) => Ok(Some(caller)),
+                None => {
+                    tracing::warn!(%path, "refused: wrong token");
+                    Err(Box::new(refuse(
+                        StatusCode::UNAUTHORIZED,
+                        "wrong bearer token; the owner's token is in the data directory's `token` file",
+                    )))
+                }
+            },
             None => Err(Box::new(refuse(
                 StatusCode::UNAUTHORIZED,
                 "missing `Authorization: Bearer <token>`; the owner's token is in the data directory's `token` file",
@@ -120,11 +129,16 @@ fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
 
 pub(crate) async fn guard(
     State(guard): State<Arc<Guard>>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     match guard.check(request.uri().path(), request.headers()) {
-        Ok(()) => next.run(request).await,
+        Ok(caller) => {
+            if let Some(caller) = caller {
+                request.extensions_mut().insert(caller);
+            }
+            next.run(request).await
+        }
         Err(refusal) => *refusal,
     }
 }

@@ -13,7 +13,8 @@ use axum::routing::{get, post};
 use serde::Serialize;
 
 use crate::api::{
-    CancelRequest, DeskList, ErrorBody, NewDeskRequest, NewTaskRequest, TaskList, UpdateRequest,
+    AskerList, CancelRequest, DeskList, ErrorBody, NewAskerRequest, NewDeskRequest, NewTaskRequest,
+    TaskList, UpdateRequest,
 };
 use crate::guard::{Guard, guard};
 use crate::owner::{OwnerError, OwnerErrorKind, OwnerService, TaskQuery, WorkerEnding};
@@ -30,6 +31,8 @@ pub(crate) fn router(owner: OwnerService, guard_state: Arc<Guard>) -> Router {
         .route("/api/tasks/{id}", get(get_task))
         .route("/api/tasks/{id}/update", post(update_task))
         .route("/api/tasks/{id}/cancel", post(cancel_task))
+        .route("/api/askers", get(list_askers).post(add_asker))
+        .route("/api/askers/{name}", axum::routing::delete(remove_asker))
         .fallback(|| async {
             error_response(
                 StatusCode::NOT_FOUND,
@@ -208,4 +211,25 @@ async fn cancel_task(
         }
     };
     reply(StatusCode::OK, owner.cancel_task(&id, reason).await)
+}
+
+async fn list_askers(State(owner): State<OwnerService>) -> Response {
+    reply(
+        StatusCode::OK,
+        owner.list_askers().await.map(|askers| AskerList { askers }),
+    )
+}
+
+async fn add_asker(
+    State(owner): State<OwnerService>,
+    Body(req): Body<NewAskerRequest>,
+) -> Response {
+    reply(StatusCode::CREATED, owner.add_asker(&req.name).await)
+}
+
+async fn remove_asker(State(owner): State<OwnerService>, Path(name): Path<String>) -> Response {
+    match owner.remove_asker(&name).await {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(e) => e.into_response(),
+    }
 }

@@ -7,15 +7,19 @@
 //! `taskkeeper_core::Store`, which applies the core's transition table.
 
 pub mod api;
+mod auth;
 mod config;
 mod daemon;
 mod guard;
 mod http;
 pub mod logging;
 mod owner;
+mod tasks;
 mod token;
 
+pub use auth::Caller;
 pub use config::{DaemonConfig, default_data_dir};
 pub use daemon::{Daemon, DaemonError};
 pub use owner::{OwnerError, OwnerErrorKind, OwnerService, TaskQuery, WorkerEnding};
+pub use tasks::Tasks;
 pub use token::Token;

@@ -1,26 +1,26 @@
 //! The owner service: every action the owner can take, once. The HTTP owner API and the tray
 //! app's commands are thin wrappers around it, so the two can never disagree.
 //!
-//! Store calls block (SQLite, fsync), so they run on tokio's blocking pool.
+//! Task changes go through [`Tasks`], so they are published like every other change.
 
 use std::str::FromStr;
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use taskkeeper_core::store::{NewDesk, StateFilter, TaskFilter};
+use taskkeeper_core::store::{NewDesk, OWNER_ASKER, StateFilter, TaskFilter};
 use taskkeeper_core::{
-    AgentKind, Clock, DeskName, Event, Message, NewTask, Store, StoreError, TaskId, TransitionError,
+    AgentKind, DeskName, Event, Message, NewTask, Store, StoreError, TaskId, Timestamp,
+    TransitionError,
 };
 
-use crate::api::{DeskView, TaskDetail, TaskView};
-
-/// The asker name of tasks the owner gives.
-pub const OWNER_ASKER: &str = "owner";
+use crate::api::{AskerView, DeskView, NewAsker, TaskDetail, TaskView};
+use crate::auth::{Credentials, token_hash};
+use crate::tasks::Tasks;
+use crate::token::Token;
 
 #[derive(Clone, Debug)]
 pub struct OwnerService {
-    store: Store,
-    clock: Arc<dyn Clock>,
+    tasks: Tasks,
+    credentials: Credentials,
 }
 
 /// What kind of error, for programs: the UI and the CLI branch on this, never on the text.
@@ -56,7 +56,11 @@ impl OwnerError {
 impl From<StoreError> for OwnerError {
     fn from(e: StoreError) -> Self {
         let kind = match &e {
-            StoreError::NoSuchDesk(_) | StoreError::NoSuchTask(_) => OwnerErrorKind::NotFound,
+            StoreError::NoSuchDesk(_) | StoreError::NoSuchTask(_) | StoreError::NoSuchAsker(_) => {
+                OwnerErrorKind::NotFound
+            }
+            StoreError::InvalidAskerName(_) => OwnerErrorKind::Invalid,
+            StoreError::AskerExists(_) => OwnerErrorKind::Conflict,
             StoreError::DeskExists(_)
             | StoreError::DeskHasOpenTasks { .. }
             | StoreError::Conflict(_)
@@ -157,23 +161,15 @@ fn non_empty(field: &str, text: &str) -> Result<(), OwnerError> {
 }
 
 impl OwnerService {
-    pub fn new(store: Store, clock: Arc<dyn Clock>) -> Self {
-        Self { store, clock }
+    pub(crate) fn new(tasks: Tasks, credentials: Credentials) -> Self {
+        Self { tasks, credentials }
     }
 
     async fn blocking<R: Send + 'static>(
         &self,
-        f: impl FnOnce(&Store, taskkeeper_core::Timestamp) -> Result<R, StoreError> + Send + 'static,
+        f: impl FnOnce(&Store, Timestamp) -> Result<R, StoreError> + Send + 'static,
     ) -> Result<R, OwnerError> {
-        let store = self.store.clone();
-        let now = self.clock.now();
-        tokio::task::spawn_blocking(move || f(&store, now))
-            .await
-            .map_err(|e| OwnerError {
-                kind: OwnerErrorKind::Internal,
-                message: format!("store task failed: {e}"),
-            })?
-            .map_err(OwnerError::from)
+        Ok(self.tasks.blocking(f).await?)
     }
 
     pub async fn list_desks(&self) -> Result<Vec<DeskView>, OwnerError> {
@@ -212,17 +208,23 @@ impl OwnerService {
 
     pub async fn list_tasks(&self, query: TaskQuery) -> Result<Vec<TaskView>, OwnerError> {
         let filter = query.to_filter()?;
-        self.blocking(move |s, _| Ok(s.tasks(&filter)?.iter().map(TaskView::from).collect()))
-            .await
+        Ok(self
+            .tasks
+            .list(filter)
+            .await?
+            .iter()
+            .map(TaskView::from)
+            .collect())
     }
 
     pub async fn get_task(&self, id: &str) -> Result<TaskDetail, OwnerError> {
         let id = TaskId::from(id);
-        self.blocking(move |s, _| {
-            let task = s.task(&id)?.ok_or(StoreError::NoSuchTask(id))?;
-            Ok(TaskDetail::from(&task))
-        })
-        .await
+        let task = self
+            .tasks
+            .get(&id)
+            .await?
+            .ok_or(StoreError::NoSuchTask(id))?;
+        Ok(TaskDetail::from(&task))
     }
 
     /// The owner gives a desk a task (asker `owner`).
@@ -242,8 +244,7 @@ impl OwnerService {
             context_id: None,
             metadata: serde_json::Map::new(),
         };
-        self.blocking(move |s, now| s.submit(new, now).map(|c| TaskView::from(&c.task)))
-            .await
+        Ok(TaskView::from(&self.tasks.submit(new).await?.task))
     }
 
     /// The worker's ending, as `task update` gives it.
@@ -254,9 +255,10 @@ impl OwnerService {
         text: &str,
     ) -> Result<TaskView, OwnerError> {
         non_empty("text", text)?;
-        let (id, event) = (TaskId::from(id), ending.event(text.to_owned()));
-        self.blocking(move |s, now| s.apply(&id, event, now).map(|c| TaskView::from(&c.task)))
-            .await
+        let event = ending.event(text.to_owned());
+        Ok(TaskView::from(
+            &self.tasks.apply(&TaskId::from(id), event).await?.task,
+        ))
     }
 
     pub async fn cancel_task(
@@ -264,13 +266,42 @@ impl OwnerService {
         id: &str,
         reason: Option<String>,
     ) -> Result<TaskView, OwnerError> {
-        let id = TaskId::from(id);
         let reason = reason.or_else(|| Some("Canceled by the owner.".to_owned()));
-        self.blocking(move |s, now| {
-            s.apply(&id, Event::Cancel { reason }, now)
-                .map(|c| TaskView::from(&c.task))
+        let event = Event::Cancel { reason };
+        Ok(TaskView::from(
+            &self.tasks.apply(&TaskId::from(id), event).await?.task,
+        ))
+    }
+
+    /// Register an asker; the answer carries its token, which is not kept and cannot be
+    /// shown again.
+    pub async fn add_asker(&self, name: &str) -> Result<NewAsker, OwnerError> {
+        let token = Token::generate();
+        let hash = token_hash(token.as_str());
+        let name = name.to_owned();
+        let asker = self
+            .blocking(move |s, now| s.add_asker(&name, &hash, now))
+            .await?;
+        self.credentials.add_asker(&asker);
+        tracing::info!(asker = %asker.name, "asker added");
+        Ok(NewAsker {
+            asker: AskerView::from(&asker),
+            token: token.as_str().to_owned(),
         })
-        .await
+    }
+
+    pub async fn list_askers(&self) -> Result<Vec<AskerView>, OwnerError> {
+        self.blocking(|s, _| Ok(s.askers()?.iter().map(AskerView::from).collect()))
+            .await
+    }
+
+    /// Remove an asker: its token stops working at once; its tasks stay.
+    pub async fn remove_asker(&self, name: &str) -> Result<(), OwnerError> {
+        let owned = name.to_owned();
+        self.blocking(move |s, _| s.remove_asker(&owned)).await?;
+        self.credentials.remove_asker(name);
+        tracing::info!(asker = %name, "asker removed");
+        Ok(())
     }
 }
 

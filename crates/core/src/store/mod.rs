@@ -81,6 +81,14 @@ pub enum StoreError {
     DeskHasOpenTasks { name: DeskName, open: u64 },
     #[error("no task {0}")]
     NoSuchTask(TaskId),
+    #[error("an asker named {0} already exists (or the name is reserved)")]
+    AskerExists(String),
+    #[error("no asker named {0}; `taskkeeper asker list` shows the askers")]
+    NoSuchAsker(String),
+    #[error(
+        "invalid asker name {0:?}: use 1-64 lower-case letters, digits, '-' or '_', starting with a letter or digit"
+    )]
+    InvalidAskerName(String),
     #[error(transparent)]
     Transition(#[from] TransitionError),
     #[error("task {0} was changed by someone else at the same moment; try again")]
@@ -132,6 +140,42 @@ pub struct TaskFilter {
     pub desk: Option<DeskName>,
     pub asker: Option<String>,
     pub limit: Option<u32>,
+}
+
+/// A page of [`Store::task_page`].
+#[derive(Debug, Clone)]
+pub struct PageQuery {
+    pub asker: Option<String>,
+    pub desk: Option<DeskName>,
+    pub context_id: Option<String>,
+    pub state: Option<TaskState>,
+    /// Only tasks whose status changed at or after this time.
+    pub status_after: Option<Timestamp>,
+    /// Continue after this (status time, id).
+    pub after: Option<(Timestamp, TaskId)>,
+    pub limit: u32,
+}
+
+/// An agent allowed to give tasks, known by the hash of its token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Asker {
+    pub name: String,
+    pub token_hash: String,
+    pub created_at: Timestamp,
+}
+
+/// The asker name the owner's own tasks carry; no registered asker may take it.
+pub const OWNER_ASKER: &str = "owner";
+
+/// Asker names follow the desk-name rule (they appear in listings and logs), and `owner` is
+/// taken.
+fn validate_asker_name(name: &str) -> Result<(), StoreError> {
+    if name == OWNER_ASKER {
+        return Err(StoreError::AskerExists(name.to_owned()));
+    }
+    name.parse::<DeskName>()
+        .map(drop)
+        .map_err(|_| StoreError::InvalidAskerName(name.to_owned()))
 }
 
 /// The outcome of a change: the task as it is now, plus other tasks that changed with it
@@ -506,6 +550,109 @@ impl Store {
         })
     }
 
+    /// One page of tasks, newest status first (ties broken by id, descending), and how many
+    /// match the filters in all. The cursor is the (status time, id) of the last task of the
+    /// previous page.
+    pub fn task_page(&self, q: &PageQuery) -> Result<(Vec<Task>, u64), StoreError> {
+        self.read(|c| {
+            const FILTERS: &str = "(?1 IS NULL OR asker = ?1) AND (?2 IS NULL OR desk = ?2) \
+                 AND (?3 IS NULL OR context_id = ?3) AND (?4 IS NULL OR state = ?4) \
+                 AND (?5 IS NULL OR status_at >= ?5)";
+            let filters = params![
+                q.asker.as_deref(),
+                q.desk.as_ref().map(DeskName::as_str),
+                q.context_id.as_deref(),
+                q.state.map(TaskState::as_str),
+                q.status_after.map(Timestamp::as_millis),
+            ];
+            let total: i64 = c
+                .prepare_cached(&format!("SELECT COUNT(*) FROM tasks WHERE {FILTERS}"))?
+                .query_row(filters, |r| r.get(0))?;
+            let sql = format!(
+                "SELECT body FROM tasks WHERE {FILTERS} \
+                 AND (?6 IS NULL OR status_at < ?6 OR (status_at = ?6 AND id < ?7)) \
+                 ORDER BY status_at DESC, id DESC LIMIT ?8"
+            );
+            let mut stmt = c.prepare_cached(&sql)?;
+            let rows = stmt.query_map(
+                params![
+                    q.asker.as_deref(),
+                    q.desk.as_ref().map(DeskName::as_str),
+                    q.context_id.as_deref(),
+                    q.state.map(TaskState::as_str),
+                    q.status_after.map(Timestamp::as_millis),
+                    q.after.as_ref().map(|(t, _)| t.as_millis()),
+                    q.after.as_ref().map(|(_, id)| id.as_str()),
+                    i64::from(q.limit),
+                ],
+                |r| r.get::<_, String>(0),
+            )?;
+            let mut tasks = Vec::new();
+            for body in rows {
+                tasks.push(decode_task(&body?)?);
+            }
+            fill_positions(c, &mut tasks)?;
+            Ok((tasks, total.unsigned_abs()))
+        })
+    }
+
+    // ---- askers ---------------------------------------------------------------------
+
+    /// Register an asker by the hash of its token.
+    pub fn add_asker(
+        &self,
+        name: &str,
+        token_hash: &str,
+        now: Timestamp,
+    ) -> Result<Asker, StoreError> {
+        validate_asker_name(name)?;
+        let (name, hash) = (name.to_owned(), token_hash.to_owned());
+        self.write(move |c| {
+            let exists: bool = c.query_row(
+                "SELECT EXISTS(SELECT 1 FROM askers WHERE name = ?1)",
+                [&name],
+                |r| r.get(0),
+            )?;
+            if exists {
+                return Err(StoreError::AskerExists(name));
+            }
+            c.execute(
+                "INSERT INTO askers (name, token_hash, created_at) VALUES (?1, ?2, ?3)",
+                params![name, hash, now.as_millis()],
+            )?;
+            Ok(Asker {
+                name,
+                token_hash: hash,
+                created_at: now,
+            })
+        })
+    }
+
+    pub fn remove_asker(&self, name: &str) -> Result<(), StoreError> {
+        let name = name.to_owned();
+        self.write(
+            move |c| match c.execute("DELETE FROM askers WHERE name = ?1", [&name])? {
+                0 => Err(StoreError::NoSuchAsker(name)),
+                _ => Ok(()),
+            },
+        )
+    }
+
+    pub fn askers(&self) -> Result<Vec<Asker>, StoreError> {
+        self.read(|c| {
+            let mut stmt =
+                c.prepare_cached("SELECT name, token_hash, created_at FROM askers ORDER BY name")?;
+            let rows = stmt.query_map([], |r| {
+                Ok(Asker {
+                    name: r.get(0)?,
+                    token_hash: r.get(1)?,
+                    created_at: Timestamp::from_millis(r.get(2)?),
+                })
+            })?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+    }
+
     /// Delete tasks that ended more than `keep` before `now`; returns how many.
     pub fn prune_ended(&self, now: Timestamp, keep: Duration) -> Result<usize, StoreError> {
         let cutoff = now.minus(keep).as_millis();
@@ -692,7 +839,8 @@ fn insert_task(c: &Connection, t: &Task) -> Result<(), StoreError> {
     let body = serde_json::to_string(t)?;
     c.prepare_cached(
         "INSERT INTO tasks (id, desk, asker, request_message_id, context_id, state, queue_seq, created_at, \
-         updated_at, ended_at, version, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+         updated_at, ended_at, version, body, status_at) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     )?
     .execute(params![
         t.id.as_str(),
@@ -707,6 +855,7 @@ fn insert_task(c: &Connection, t: &Task) -> Result<(), StoreError> {
         ended_at(t),
         i64::try_from(t.version).unwrap_or(i64::MAX),
         body,
+        t.status.timestamp.as_millis(),
     ])?;
     Ok(())
 }
@@ -716,8 +865,8 @@ fn update_task(c: &Connection, before: &Task, after: &Task) -> Result<(), StoreE
     let body = serde_json::to_string(after)?;
     let n = c
         .prepare_cached(
-            "UPDATE tasks SET state = ?2, updated_at = ?3, ended_at = ?4, version = ?5, body = ?6 \
-             WHERE id = ?1 AND version = ?7",
+            "UPDATE tasks SET state = ?2, updated_at = ?3, ended_at = ?4, version = ?5, body = ?6, \
+             status_at = ?8 WHERE id = ?1 AND version = ?7",
         )?
         .execute(params![
             after.id.as_str(),
@@ -727,6 +876,7 @@ fn update_task(c: &Connection, before: &Task, after: &Task) -> Result<(), StoreE
             i64::try_from(after.version).unwrap_or(i64::MAX),
             body,
             i64::try_from(before.version).unwrap_or(i64::MAX),
+            after.status.timestamp.as_millis(),
         ])?;
     if n == 1 {
         Ok(())

@@ -31,6 +31,7 @@ CREATE TABLE tasks (
     queue_seq           INTEGER NOT NULL,
     created_at          INTEGER NOT NULL,
     updated_at          INTEGER NOT NULL,
+    status_at           INTEGER NOT NULL,
     ended_at            INTEGER,
     version             INTEGER NOT NULL,
     body                TEXT NOT NULL,
@@ -39,6 +40,15 @@ CREATE TABLE tasks (
 CREATE INDEX tasks_open_by_desk ON tasks (desk, queue_seq) WHERE ended_at IS NULL;
 CREATE INDEX tasks_ended ON tasks (ended_at) WHERE ended_at IS NOT NULL;
 CREATE INDEX tasks_context ON tasks (context_id);
+-- ListTasks: an asker's tasks, newest status first, the task id breaking ties.
+CREATE INDEX tasks_by_asker_status ON tasks (asker, status_at DESC, id DESC);
+
+-- Askers: agents allowed to give tasks. Only a hash of each token is kept.
+CREATE TABLE askers (
+    name        TEXT PRIMARY KEY,
+    token_hash  TEXT NOT NULL UNIQUE,
+    created_at  INTEGER NOT NULL
+) STRICT;
 
 -- Agent sessions attached to desks (filled by the worker-side adapters).
 CREATE TABLE sessions (

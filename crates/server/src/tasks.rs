@@ -1,0 +1,137 @@
+//! The task service: the store's task operations made async (they block on SQLite and fsync,
+//! so they run on the blocking pool) and published. After every committed change the new
+//! version of each changed task goes to that task's channel and to the all-tasks feed, so
+//! blocking SendMessage calls, SSE streams and the owner's event stream are pushed from the
+//! transition that made the change, with no polling.
+//!
+//! Every task write of the daemon goes through here; nothing else calls `Store::submit` or
+//! `Store::apply`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use taskkeeper_core::store::{Changed, PageQuery, TaskFilter};
+use taskkeeper_core::{Clock, Event, NewTask, Store, StoreError, Task, TaskId, Timestamp};
+use tokio::sync::broadcast;
+
+/// Events buffered per task channel; a subscriber that falls further behind re-reads the
+/// task from the store.
+const TASK_CHANNEL: usize = 64;
+const FEED_CHANNEL: usize = 1024;
+
+#[derive(Clone, Debug)]
+pub struct Tasks {
+    store: Store,
+    clock: Arc<dyn Clock>,
+    hub: Arc<Hub>,
+}
+
+#[derive(Debug)]
+struct Hub {
+    per_task: Mutex<HashMap<TaskId, broadcast::Sender<Arc<Task>>>>,
+    feed: broadcast::Sender<Arc<Task>>,
+}
+
+impl Hub {
+    fn publish(&self, task: Task) {
+        let task = Arc::new(task);
+        let mut map = self.per_task.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(tx) = map.get(&task.id) {
+            // No receivers left, or nothing more will come: drop the channel.
+            if tx.send(Arc::clone(&task)).is_err() || !task.is_open() {
+                map.remove(&task.id);
+            }
+        }
+        drop(map);
+        let _ = self.feed.send(task);
+    }
+}
+
+impl Tasks {
+    pub fn new(store: Store, clock: Arc<dyn Clock>) -> Self {
+        let hub = Hub {
+            per_task: Mutex::new(HashMap::new()),
+            feed: broadcast::channel(FEED_CHANNEL).0,
+        };
+        Self {
+            store,
+            clock,
+            hub: Arc::new(hub),
+        }
+    }
+
+    pub fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Run a store call on the blocking pool.
+    pub async fn blocking<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Store, Timestamp) -> Result<R, StoreError> + Send + 'static,
+    ) -> Result<R, StoreError> {
+        let store = self.store.clone();
+        let now = self.clock.now();
+        tokio::task::spawn_blocking(move || f(&store, now))
+            .await
+            .map_err(|e| StoreError::Sqlite(format!("the store call did not finish: {e}")))?
+    }
+
+    fn publish(&self, changed: &Changed) {
+        if changed.changed {
+            self.hub.publish(changed.task.clone());
+        }
+        for other in &changed.others {
+            self.hub.publish(other.clone());
+        }
+    }
+
+    pub async fn submit(&self, new: NewTask) -> Result<Changed, StoreError> {
+        let changed = self.blocking(move |s, now| s.submit(new, now)).await?;
+        self.publish(&changed);
+        Ok(changed)
+    }
+
+    pub async fn apply(&self, id: &TaskId, event: Event) -> Result<Changed, StoreError> {
+        let id = id.clone();
+        let changed = self
+            .blocking(move |s, now| s.apply(&id, event, now))
+            .await?;
+        self.publish(&changed);
+        Ok(changed)
+    }
+
+    pub async fn get(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
+        let id = id.clone();
+        self.blocking(move |s, _| s.task(&id)).await
+    }
+
+    pub async fn list(&self, filter: TaskFilter) -> Result<Vec<Task>, StoreError> {
+        self.blocking(move |s, _| s.tasks(&filter)).await
+    }
+
+    pub async fn page(&self, query: PageQuery) -> Result<(Vec<Task>, u64), StoreError> {
+        self.blocking(move |s, _| s.task_page(&query)).await
+    }
+
+    /// Every later version of task `id`. Subscribe before reading the task, so no change can
+    /// fall between the read and the subscription.
+    pub fn watch(&self, id: &TaskId) -> broadcast::Receiver<Arc<Task>> {
+        let mut map = self
+            .hub
+            .per_task
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        map.entry(id.clone())
+            .or_insert_with(|| broadcast::channel(TASK_CHANNEL).0)
+            .subscribe()
+    }
+
+    /// Every change to any task (the owner's event stream).
+    pub fn feed(&self) -> broadcast::Receiver<Arc<Task>> {
+        self.hub.feed.subscribe()
+    }
+}
