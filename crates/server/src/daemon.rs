@@ -115,7 +115,12 @@ impl Daemon {
         let tasks = Tasks::new(store.clone(), config.clock.clone());
         let owner = OwnerService::new(tasks.clone(), credentials.clone());
         let guard = Arc::new(Guard::new(credentials, addr.port()));
-        let app = http::router(owner.clone(), guard);
+        let a2a = crate::a2a::A2a {
+            tasks: tasks.clone(),
+            port: addr.port(),
+            card: crate::a2a::CardOptionsConfig { v03_fields: true },
+        };
+        let app = http::router(owner.clone(), a2a, guard);
 
         let (stop, mut stopped) = watch::channel(false);
         let mut stopped_for_server = stopped.clone();

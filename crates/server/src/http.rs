@@ -22,8 +22,8 @@ use crate::owner::{OwnerError, OwnerErrorKind, OwnerService, TaskQuery, WorkerEn
 /// The largest request body accepted.
 pub const MAX_BODY: usize = 1024 * 1024;
 
-pub(crate) fn router(owner: OwnerService, guard_state: Arc<Guard>) -> Router {
-    Router::new()
+pub(crate) fn router(owner: OwnerService, a2a: crate::a2a::A2a, guard_state: Arc<Guard>) -> Router {
+    let owner_routes = Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/api/desks", get(list_desks).post(add_desk))
         .route("/api/desks/{name}", axum::routing::delete(remove_desk))
@@ -33,6 +33,10 @@ pub(crate) fn router(owner: OwnerService, guard_state: Arc<Guard>) -> Router {
         .route("/api/tasks/{id}/cancel", post(cancel_task))
         .route("/api/askers", get(list_askers).post(add_asker))
         .route("/api/askers/{name}", axum::routing::delete(remove_asker))
+        .with_state(owner);
+    Router::new()
+        .merge(owner_routes)
+        .merge(crate::a2a::router(a2a))
         .fallback(|| async {
             error_response(
                 StatusCode::NOT_FOUND,
@@ -42,7 +46,6 @@ pub(crate) fn router(owner: OwnerService, guard_state: Arc<Guard>) -> Router {
                 },
             )
         })
-        .with_state(owner)
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(axum::middleware::from_fn_with_state(guard_state, guard))
 }

@@ -6,6 +6,7 @@
 //! The daemon translates; it decides nothing about tasks itself. Every change goes through
 //! `taskkeeper_core::Store`, which applies the core's transition table.
 
+pub mod a2a;
 pub mod api;
 mod auth;
 mod config;

@@ -1,0 +1,748 @@
+//! The A2A server: JSON-RPC 2.0 over HTTP with SSE, v1.0 and v0.3 on one endpoint per desk
+//! (`POST /a2a/{desk}`), a machine endpoint (`POST /a2a`) for reading and ending the
+//! caller's tasks on any desk, and the Agent Cards.
+//!
+//! This module only translates: requests become core [`Event`]s and store calls through
+//! [`Tasks`]; the task rules stay in the core. An asker sees only the tasks it created;
+//! another asker's task answers as not found.
+
+mod card;
+mod rpc;
+mod stream;
+pub mod wire;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use base64::Engine as _;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+use taskkeeper_core::store::PageQuery;
+use taskkeeper_core::task::PartContent;
+use taskkeeper_core::{
+    DeskName, Event, Message, NewTask, Role, Task, TaskId, TaskState, Timestamp,
+};
+
+use crate::auth::Caller;
+use crate::tasks::Tasks;
+use card::CardOptions;
+use rpc::{RpcError, failure, success};
+use wire::{Dialect, Shape};
+
+pub use card::extension;
+
+#[derive(Clone, Debug)]
+pub(crate) struct A2a {
+    pub tasks: Tasks,
+    pub port: u16,
+    pub card: CardOptionsConfig,
+}
+
+/// Card options as configured for the daemon.
+#[derive(Clone, Copy, Debug)]
+pub struct CardOptionsConfig {
+    pub v03_fields: bool,
+}
+
+pub(crate) fn router(a2a: A2a) -> Router {
+    Router::new()
+        .route("/a2a", post(rpc_machine))
+        .route("/a2a/{desk}", post(rpc_desk))
+        .route("/a2a/{desk}/.well-known/agent-card.json", get(desk_card))
+        .route("/.well-known/agent-card.json", get(machine_card))
+        .with_state(a2a)
+}
+
+// ---- cards ----------------------------------------------------------------------------
+
+fn card_response(headers: &HeaderMap, card: &Value) -> Response {
+    let body = card.to_string();
+    let etag = format!("\"{}\"", &crate::auth::token_hash(&body)[..32]);
+    let matches = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        == Some(etag.as_str());
+    let mut response = if matches {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+    };
+    let h = response.headers_mut();
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("max-age=60"),
+    );
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        h.insert(header::ETAG, v);
+    }
+    response
+}
+
+fn not_found_json(message: String) -> Response {
+    crate::http::error_response(
+        StatusCode::NOT_FOUND,
+        crate::OwnerError {
+            kind: crate::OwnerErrorKind::NotFound,
+            message,
+        },
+    )
+}
+
+async fn desk_card(
+    State(a2a): State<A2a>,
+    Path(desk): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let result = a2a
+        .tasks
+        .blocking(move |s, _| {
+            Ok((
+                s.desk(&desk)?
+                    .ok_or(taskkeeper_core::StoreError::NoSuchDesk(desk))?,
+                s.settings()?,
+            ))
+        })
+        .await;
+    match result {
+        Ok((desk, settings)) => {
+            let opts = CardOptions {
+                v03_fields: a2a.card.v03_fields,
+            };
+            card_response(&headers, &card::desk_card(&desk, a2a.port, &settings, opts))
+        }
+        Err(taskkeeper_core::StoreError::NoSuchDesk(d)) => not_found_json(format!(
+            "no desk named {d}; the machine card at /.well-known/agent-card.json lists the desks"
+        )),
+        Err(e) => crate::OwnerError::from(e).into_response(),
+    }
+}
+
+async fn machine_card(State(a2a): State<A2a>, headers: HeaderMap) -> Response {
+    match a2a
+        .tasks
+        .blocking(|s, _| Ok((s.desks()?, s.settings()?)))
+        .await
+    {
+        Ok((desks, settings)) => {
+            let opts = CardOptions {
+                v03_fields: a2a.card.v03_fields,
+            };
+            card_response(
+                &headers,
+                &card::machine_card(&desks, a2a.port, &settings, opts),
+            )
+        }
+        Err(e) => crate::OwnerError::from(e).into_response(),
+    }
+}
+
+// ---- JSON-RPC ---------------------------------------------------------------------------
+
+#[derive(Debug, Deserialize)]
+struct VersionQuery {
+    #[serde(rename = "A2A-Version")]
+    version: Option<String>,
+}
+
+fn rpc_json(status: StatusCode, body: Value) -> Response {
+    (status, axum::Json(body)).into_response()
+}
+
+/// Which dialect a request speaks, from `A2A-Version` (header, or query parameter).
+fn dialect_of(headers: &HeaderMap, query: &VersionQuery) -> Result<Dialect, String> {
+    let requested = headers
+        .get("a2a-version")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| query.version.clone())
+        .unwrap_or_default();
+    let requested = requested.trim();
+    let major_minor: Vec<&str> = requested.split('.').take(2).collect();
+    match major_minor.as_slice() {
+        [""] => Ok(Dialect::V03),
+        ["0", "3"] => Ok(Dialect::V03),
+        ["1", "0"] => Ok(Dialect::V1),
+        _ => Err(requested.to_owned()),
+    }
+}
+
+async fn rpc_machine(
+    State(a2a): State<A2a>,
+    caller: axum::Extension<Caller>,
+    query: Query<VersionQuery>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    handle(a2a, None, caller.0, &query, &headers, body).await
+}
+
+async fn rpc_desk(
+    State(a2a): State<A2a>,
+    Path(desk): Path<String>,
+    caller: axum::Extension<Caller>,
+    query: Query<VersionQuery>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    handle(a2a, Some(desk), caller.0, &query, &headers, body).await
+}
+
+async fn handle(
+    a2a: A2a,
+    desk: Option<String>,
+    caller: Caller,
+    query: &VersionQuery,
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    // An unsupported version is answered after the envelope is read, so the error carries the
+    // request's id; until then errors are rendered as v1.0.
+    let version = dialect_of(headers, query);
+    let dialect = *version.as_ref().unwrap_or(&Dialect::V1);
+    let json_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .is_some_and(|t| t == "application/json" || t == "application/a2a+json");
+    if !json_type {
+        let e = RpcError::content_type("send JSON-RPC requests as Content-Type: application/json");
+        return rpc_json(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            failure(&Value::Null, &e, dialect),
+        );
+    }
+    let body = match body {
+        Ok(b) => b,
+        Err(rejection) => {
+            let status = rejection.status();
+            let e = RpcError::invalid_request(format!(
+                "the request body could not be read: {}",
+                rejection.body_text()
+            ));
+            return rpc_json(status, failure(&Value::Null, &e, dialect));
+        }
+    };
+    let request = match rpc::parse(&body) {
+        Ok(r) => r,
+        Err((id, e)) => return rpc_json(StatusCode::OK, failure(&id, &e, dialect)),
+    };
+    if let Err(requested) = &version {
+        return rpc_json(
+            StatusCode::OK,
+            failure(&request.id, &RpcError::version(requested), dialect),
+        );
+    }
+    let desk = match desk {
+        None => None,
+        Some(name) => match check_desk(&a2a, name).await {
+            Ok(d) => Some(d),
+            Err(e) => return rpc_json(StatusCode::NOT_FOUND, failure(&request.id, &e, dialect)),
+        },
+    };
+    let ctx = Ctx {
+        a2a,
+        desk,
+        caller,
+        dialect,
+        id: request.id.clone(),
+    };
+    let mut response = match dispatch(&ctx, &request.method, request.params).await {
+        Ok(Reply::Json(result)) => rpc_json(StatusCode::OK, success(&request.id, result)),
+        Ok(Reply::Stream(response)) => response,
+        Err(e) => rpc_json(StatusCode::OK, failure(&request.id, &e, dialect)),
+    };
+    echo_extension(headers, &mut response);
+    response
+}
+
+async fn check_desk(a2a: &A2a, name: String) -> Result<DeskName, RpcError> {
+    let parsed: DeskName = name
+        .parse()
+        .map_err(|e: taskkeeper_core::desk::InvalidDeskName| {
+            RpcError::unsupported(e.to_string())
+        })?;
+    let lookup = parsed.clone();
+    match a2a
+        .tasks
+        .blocking(move |s, _| s.desk(lookup.as_str()))
+        .await
+    {
+        Ok(Some(_)) => Ok(parsed),
+        Ok(None) => Err(RpcError::unsupported(format!(
+            "no desk named {parsed}; the machine card at /.well-known/agent-card.json lists the desks"
+        ))),
+        Err(e) => Err(RpcError::from_store(e)),
+    }
+}
+
+/// Echo our extension's URI when the client activated it (both header spellings).
+fn echo_extension(headers: &HeaderMap, response: &mut Response) {
+    for name in ["a2a-extensions", "x-a2a-extensions"] {
+        let activated = headers
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .any(|uri| uri.trim() == wire::EXTENSION_URI);
+        if activated {
+            response.headers_mut().insert(
+                axum::http::HeaderName::from_static(if name == "a2a-extensions" {
+                    "a2a-extensions"
+                } else {
+                    "x-a2a-extensions"
+                }),
+                HeaderValue::from_static(wire::EXTENSION_URI),
+            );
+        }
+    }
+}
+
+/// One request's context.
+pub(crate) struct Ctx {
+    pub a2a: A2a,
+    pub desk: Option<DeskName>,
+    pub caller: Caller,
+    pub dialect: Dialect,
+    pub id: Value,
+}
+
+pub(crate) enum Reply {
+    Json(Value),
+    Stream(Response),
+}
+
+async fn dispatch(ctx: &Ctx, method: &str, params: Value) -> Result<Reply, RpcError> {
+    use Dialect::{V1, V03};
+    match (ctx.dialect, method) {
+        (V1, "SendMessage") | (V03, "message/send") => send(ctx, params, false).await,
+        (V1, "SendStreamingMessage") | (V03, "message/stream") => send(ctx, params, true).await,
+        (V1, "GetTask") | (V03, "tasks/get") => get_task(ctx, params).await.map(Reply::Json),
+        (V1, "ListTasks") => list_tasks(ctx, params).await.map(Reply::Json),
+        (V1, "CancelTask") | (V03, "tasks/cancel") => {
+            cancel_task(ctx, params).await.map(Reply::Json)
+        }
+        (V1, "SubscribeToTask") | (V03, "tasks/resubscribe") => subscribe(ctx, params).await,
+        (_, "AckTask") => ack_task(ctx, params).await.map(Reply::Json),
+        (
+            V1,
+            "CreateTaskPushNotificationConfig"
+            | "GetTaskPushNotificationConfig"
+            | "ListTaskPushNotificationConfigs"
+            | "DeleteTaskPushNotificationConfig",
+        )
+        | (
+            V03,
+            "tasks/pushNotificationConfig/set"
+            | "tasks/pushNotificationConfig/get"
+            | "tasks/pushNotificationConfig/list"
+            | "tasks/pushNotificationConfig/delete",
+        ) => Err(RpcError::push_not_supported()),
+        (V1, "GetExtendedAgentCard") => {
+            Err(RpcError::unsupported("this agent has no extended card"))
+        }
+        (V03, "agent/getAuthenticatedExtendedCard") => {
+            Err(RpcError::unsupported("this agent has no extended card"))
+        }
+        (V03, m) if is_v1_name(m) => Err(RpcError::version("0.3").with("method", m)),
+        (_, m) => Err(RpcError::method_not_found(m)),
+    }
+}
+
+fn is_v1_name(m: &str) -> bool {
+    matches!(
+        m,
+        "SendMessage"
+            | "SendStreamingMessage"
+            | "GetTask"
+            | "ListTasks"
+            | "CancelTask"
+            | "SubscribeToTask"
+            | "GetExtendedAgentCard"
+    )
+}
+
+/// Decode params, naming the field that is wrong.
+fn decode<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
+    serde_path_to_error::deserialize(params).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path == "." {
+            RpcError::invalid_params(inner.to_string())
+        } else {
+            RpcError::invalid_params(format!("{path}: {inner}"))
+        }
+    })
+}
+
+// ---- methods ------------------------------------------------------------------------------
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SendParams {
+    message: Message,
+    #[serde(default)]
+    configuration: Option<SendConfiguration>,
+    #[serde(default)]
+    metadata: Option<Map<String, Value>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SendConfiguration {
+    #[serde(default)]
+    return_immediately: Option<bool>,
+    /// v0.3's name, the other way round.
+    #[serde(default)]
+    blocking: Option<bool>,
+    #[serde(default)]
+    history_length: Option<u32>,
+    #[serde(default)]
+    task_push_notification_config: Option<Value>,
+    #[serde(default)]
+    push_notification_config: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct IdParams {
+    id: String,
+    #[serde(default)]
+    history_length: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ListParams {
+    #[serde(default)]
+    context_id: Option<String>,
+    #[serde(default)]
+    status: Option<TaskState>,
+    #[serde(default)]
+    page_size: Option<i64>,
+    #[serde(default)]
+    page_token: Option<String>,
+    #[serde(default)]
+    history_length: Option<u32>,
+    #[serde(default)]
+    status_timestamp_after: Option<String>,
+    #[serde(default)]
+    include_artifacts: Option<bool>,
+}
+
+/// v0.3 params carry v0.3 messages: translate before decoding.
+fn message_params(ctx: &Ctx, mut params: Value) -> Result<SendParams, RpcError> {
+    if ctx.dialect == Dialect::V03 {
+        if let Some(m) = params.get_mut("message") {
+            *m = wire::v03::message_to_v1(m.take()).map_err(RpcError::invalid_params)?;
+        }
+    }
+    decode(params)
+}
+
+fn validate_message(m: &Message) -> Result<(), RpcError> {
+    if m.message_id.trim().is_empty() {
+        return Err(RpcError::invalid_params(
+            "message.messageId must not be empty",
+        ));
+    }
+    if m.role != Role::User {
+        return Err(RpcError::invalid_params(
+            "message.role must be ROLE_USER: a request comes from the asker's side",
+        ));
+    }
+    if m.parts.is_empty() {
+        return Err(RpcError::invalid_params(
+            "message.parts must have at least one part",
+        ));
+    }
+    for p in &m.parts {
+        if matches!(p.content, PartContent::Raw(_) | PartContent::Url(_)) {
+            return Err(RpcError::content_type(
+                "a desk takes text and data parts; file parts (raw bytes or a URL) are not supported",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The caller's task, or not found (another asker's task is not found too).
+async fn own_task(ctx: &Ctx, id: &str) -> Result<Task, RpcError> {
+    let task = ctx
+        .a2a
+        .tasks
+        .get(&TaskId::from(id))
+        .await
+        .map_err(RpcError::from_store)?;
+    match task {
+        Some(t)
+            if t.asker == ctx.caller.asker_name()
+                && ctx.desk.as_ref().is_none_or(|d| *d == t.desk) =>
+        {
+            Ok(t)
+        }
+        _ => Err(RpcError::task_not_found(id)),
+    }
+}
+
+fn settled(t: &Task) -> bool {
+    t.state().is_terminal() || t.state().is_interrupted()
+}
+
+async fn send(ctx: &Ctx, params: Value, streaming: bool) -> Result<Reply, RpcError> {
+    let params = message_params(ctx, params)?;
+    let config = params.configuration.unwrap_or_default();
+    if config.task_push_notification_config.is_some() || config.push_notification_config.is_some() {
+        return Err(RpcError::push_not_supported());
+    }
+    let message = params.message;
+    validate_message(&message)?;
+    let tasks = &ctx.a2a.tasks;
+
+    let task = if let Some(task_id) = message.task_id.clone() {
+        let task = own_task(ctx, &task_id).await?;
+        if let Some(context) = &message.context_id {
+            if *context != task.context_id {
+                return Err(RpcError::invalid_params(format!(
+                    "message.contextId {context} does not match task {task_id}'s context {}",
+                    task.context_id
+                )));
+            }
+        }
+        if task.state().is_terminal() {
+            return Err(RpcError::unsupported(format!(
+                "task {task_id} has ended ({}); an ended task takes no more messages: send a new task that names it in referenceTaskIds",
+                task.state()
+            ))
+            .with("taskId", task_id));
+        }
+        tasks
+            .apply(&task.id, Event::FollowUp { message })
+            .await
+            .map_err(RpcError::from_store)?
+            .task
+    } else {
+        let Some(desk) = ctx.desk.clone() else {
+            return Err(RpcError::invalid_params(
+                "a new task goes to a desk: send it to /a2a/{desk}",
+            ));
+        };
+        let new = NewTask {
+            desk,
+            asker: ctx.caller.asker_name().to_owned(),
+            context_id: message.context_id.clone(),
+            request: message,
+            metadata: params.metadata.unwrap_or_default(),
+        };
+        tasks.submit(new).await.map_err(RpcError::from_store)?.task
+    };
+
+    if streaming {
+        return Ok(Reply::Stream(stream::task_stream(ctx, task)));
+    }
+    let blocking = match ctx.dialect {
+        Dialect::V1 => !config.return_immediately.unwrap_or(false),
+        Dialect::V03 => config.blocking.unwrap_or(true),
+    };
+    let task = if blocking {
+        wait_settled(tasks, task).await
+    } else {
+        task
+    };
+    let shape = Shape {
+        history_length: config.history_length,
+        include_artifacts: true,
+    };
+    Ok(Reply::Json(match ctx.dialect {
+        Dialect::V1 => json!({"task": wire::task_v1(&task, shape)}),
+        Dialect::V03 => wire::task_result(Dialect::V03, &task, shape),
+    }))
+}
+
+/// Wait until the task ends or needs input, at most `a2a.blocking_wait_max`; then the task as
+/// it is. Pushed by the task's channel, no polling; a client that leaves drops this future
+/// and the task is untouched.
+async fn wait_settled(tasks: &Tasks, task: Task) -> Task {
+    if settled(&task) {
+        return task;
+    }
+    let mut rx = tasks.watch(&task.id);
+    let cap = match tasks.blocking(|s, _| s.settings()).await {
+        Ok(s) => s.blocking_wait_max,
+        Err(_) => Duration::from_secs(600),
+    };
+    let reread = |t: &Task| {
+        let (tasks, id, fallback) = (tasks.clone(), t.id.clone(), t.clone());
+        async move { tasks.get(&id).await.ok().flatten().unwrap_or(fallback) }
+    };
+    // Read after subscribing: a change between the two is seen either way.
+    let mut latest = reread(&task).await;
+    let deadline = tokio::time::Instant::now() + cap;
+    while !settled(&latest) {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Err(_) => return reread(&latest).await,
+            Ok(Ok(t)) => {
+                if t.version >= latest.version {
+                    latest = Arc::unwrap_or_clone(t);
+                }
+            }
+            Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => {
+                latest = reread(&latest).await
+            }
+            Ok(Err(tokio::sync::broadcast::error::RecvError::Closed)) => {
+                latest = reread(&latest).await;
+                if !settled(&latest) {
+                    rx = tasks.watch(&latest.id);
+                    latest = reread(&latest).await;
+                }
+            }
+        }
+    }
+    latest
+}
+
+async fn get_task(ctx: &Ctx, params: Value) -> Result<Value, RpcError> {
+    let p: IdParams = decode(params)?;
+    let task = own_task(ctx, &p.id).await?;
+    Ok(wire::task_result(
+        ctx.dialect,
+        &task,
+        Shape {
+            history_length: p.history_length,
+            include_artifacts: true,
+        },
+    ))
+}
+
+async fn cancel_task(ctx: &Ctx, params: Value) -> Result<Value, RpcError> {
+    let p: IdParams = decode(params)?;
+    let task = own_task(ctx, &p.id).await?;
+    let event = Event::Cancel {
+        reason: Some("Canceled by the asker.".to_owned()),
+    };
+    let task = ctx
+        .a2a
+        .tasks
+        .apply(&task.id, event)
+        .await
+        .map_err(RpcError::from_store)?
+        .task;
+    Ok(wire::task_result(ctx.dialect, &task, Shape::FULL))
+}
+
+async fn ack_task(ctx: &Ctx, params: Value) -> Result<Value, RpcError> {
+    let p: IdParams = decode(params)?;
+    let task = own_task(ctx, &p.id).await?;
+    let task = ctx
+        .a2a
+        .tasks
+        .apply(&task.id, Event::Acknowledge)
+        .await
+        .map_err(RpcError::from_store)?
+        .task;
+    Ok(wire::task_result(ctx.dialect, &task, Shape::FULL))
+}
+
+async fn subscribe(ctx: &Ctx, params: Value) -> Result<Reply, RpcError> {
+    let p: IdParams = decode(params)?;
+    let task = own_task(ctx, &p.id).await?;
+    if task.state().is_terminal() {
+        return Err(RpcError::unsupported(format!(
+            "task {} has ended ({}); there is nothing to subscribe to",
+            task.id,
+            task.state()
+        ))
+        .with("taskId", task.id.as_str()));
+    }
+    Ok(Reply::Stream(stream::task_stream(ctx, task)))
+}
+
+const PAGE_DEFAULT: i64 = 50;
+const PAGE_MAX: i64 = 100;
+
+fn encode_cursor(t: &Task) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!(
+        "{}:{}",
+        t.status.timestamp.as_millis(),
+        t.id
+    ))
+}
+
+fn decode_cursor(token: &str) -> Option<(Timestamp, TaskId)> {
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .ok()?;
+    let text = String::from_utf8(bytes).ok()?;
+    let (ms, id) = text.split_once(':')?;
+    Some((Timestamp::from_millis(ms.parse().ok()?), TaskId::from(id)))
+}
+
+async fn list_tasks(ctx: &Ctx, params: Value) -> Result<Value, RpcError> {
+    let p: ListParams = decode(params)?;
+    let page_size = p.page_size.unwrap_or(PAGE_DEFAULT);
+    if !(1..=PAGE_MAX).contains(&page_size) {
+        return Err(RpcError::invalid_params(format!(
+            "pageSize must be from 1 to {PAGE_MAX}, not {page_size}"
+        )));
+    }
+    let after = match p.page_token.as_deref() {
+        None | Some("") => None,
+        Some(token) => Some(
+            decode_cursor(token)
+                .ok_or_else(|| RpcError::invalid_params("pageToken is not one this server gave"))?,
+        ),
+    };
+    let status_after = match p.status_timestamp_after.as_deref() {
+        None => None,
+        Some(text) => Some(Timestamp::parse_rfc3339(text).ok_or_else(|| {
+            RpcError::invalid_params(format!(
+                "statusTimestampAfter {text:?} is not an ISO 8601 timestamp"
+            ))
+        })?),
+    };
+    let query = PageQuery {
+        asker: Some(ctx.caller.asker_name().to_owned()),
+        desk: ctx.desk.clone(),
+        context_id: p.context_id,
+        state: p.status,
+        status_after,
+        after,
+        limit: u32::try_from(page_size).unwrap_or(50) + 1,
+    };
+    let (mut tasks, total) = ctx
+        .a2a
+        .tasks
+        .page(query)
+        .await
+        .map_err(RpcError::from_store)?;
+    let more = tasks.len() > page_size as usize;
+    tasks.truncate(page_size as usize);
+    let next = if more {
+        tasks.last().map(encode_cursor).unwrap_or_default()
+    } else {
+        String::new()
+    };
+    let shape = Shape {
+        history_length: p.history_length,
+        include_artifacts: p.include_artifacts.unwrap_or(false),
+    };
+    Ok(json!({
+        "tasks": tasks.iter().map(|t| wire::task_v1(t, shape)).collect::<Vec<_>>(),
+        "nextPageToken": next,
+        "pageSize": page_size,
+        "totalSize": total,
+    }))
+}

@@ -1,0 +1,110 @@
+//! SSE task streams (SendStreamingMessage, SubscribeToTask and their v0.3 names): the current
+//! Task first (read from the store, so it works after a restart), then an event for every
+//! change as the transition publishes it, closed after a terminal state. A client that goes
+//! away ends only its own stream.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+use taskkeeper_core::Task;
+use tokio::sync::{broadcast, mpsc};
+use tokio_stream::wrappers::ReceiverStream;
+
+use super::Ctx;
+use super::rpc::success;
+use super::wire::{self, Dialect, Shape};
+use crate::tasks::Tasks;
+
+pub(crate) fn task_stream(ctx: &Ctx, task: Task) -> Response {
+    let (tx, rx) = mpsc::channel::<Result<SseEvent, Infallible>>(16);
+    // Subscribe before the relay starts: nothing published from now on is missed.
+    let watch = ctx.a2a.tasks.watch(&task.id);
+    let relay = Relay {
+        tasks: ctx.a2a.tasks.clone(),
+        id: ctx.id.clone(),
+        dialect: ctx.dialect,
+        tx,
+    };
+    tokio::spawn(relay.run(task, watch));
+    Sse::new(ReceiverStream::new(rx))
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+struct Relay {
+    tasks: Tasks,
+    id: Value,
+    dialect: Dialect,
+    tx: mpsc::Sender<Result<SseEvent, Infallible>>,
+}
+
+impl Relay {
+    async fn send(&self, item: &str, v1: Value, is_final: bool) -> bool {
+        let result = wire::stream_item(self.dialect, item, v1, is_final);
+        let event = SseEvent::default().data(success(&self.id, result).to_string());
+        self.tx.send(Ok(event)).await.is_ok()
+    }
+
+    /// Events for the step from `last` to `next`: changed artifacts, then the status.
+    async fn send_change(&self, last: &Task, next: &Task) -> bool {
+        for a in &next.artifacts {
+            if !last.artifacts.contains(a)
+                && !self
+                    .send("artifactUpdate", wire::artifact_update_v1(next, a), false)
+                    .await
+            {
+                return false;
+            }
+        }
+        self.send(
+            "statusUpdate",
+            wire::status_update_v1(next),
+            !next.is_open(),
+        )
+        .await
+    }
+
+    async fn reread(&self, fallback: &Task) -> Task {
+        self.tasks
+            .get(&fallback.id)
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| fallback.clone())
+    }
+
+    async fn run(self, first: Task, mut watch: broadcast::Receiver<Arc<Task>>) {
+        // The snapshot may be older than what is stored by now; take the newest.
+        let mut last = self.reread(&first).await;
+        if !self
+            .send("task", wire::task_v1(&last, Shape::FULL), false)
+            .await
+            || !last.is_open()
+        {
+            return;
+        }
+        loop {
+            let next = match watch.recv().await {
+                Ok(t) => Arc::unwrap_or_clone(t),
+                Err(broadcast::error::RecvError::Lagged(_)) => self.reread(&last).await,
+                Err(broadcast::error::RecvError::Closed) => {
+                    let t = self.reread(&last).await;
+                    if t.is_open() {
+                        watch = self.tasks.watch(&t.id);
+                    }
+                    t
+                }
+            };
+            if next.version <= last.version {
+                continue;
+            }
+            if !self.send_change(&last, &next).await || !next.is_open() {
+                return;
+            }
+            last = next;
+        }
+    }
+}
