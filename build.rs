@@ -7,7 +7,8 @@ fn main() {
     println!("cargo:rerun-if-changed=src-tauri/capabilities");
     println!("cargo:rerun-if-changed=tauri.conf.json");
     println!("cargo:rerun-if-changed=ui/dist");
-    let attributes = tauri_build::Attributes::new().capabilities_path_pattern("./src-tauri/capabilities/**/*");
+    let attributes =
+        tauri_build::Attributes::new().capabilities_path_pattern("./src-tauri/capabilities/**/*");
     if let Err(error) = tauri_build::try_build(attributes) {
         // A build script reports through its exit status; the message is what the developer reads.
         eprintln!("tauri build script failed: {error:#}");

@@ -51,7 +51,11 @@ impl<R: Runtime> Tray<R> {
     pub fn build(app: &AppHandle<R>) -> tauri::Result<Self> {
         let open_item = MenuItemBuilder::with_id(MENU_OPEN, "Open").build(app)?;
         let quit_item = MenuItemBuilder::with_id(MENU_QUIT, "Quit").build(app)?;
-        let menu = MenuBuilder::new(app).item(&open_item).separator().item(&quit_item).build()?;
+        let menu = MenuBuilder::new(app)
+            .item(&open_item)
+            .separator()
+            .item(&quit_item)
+            .build()?;
         let icon = TrayIconBuilder::with_id(TRAY_ID)
             .icon(Counts::default().icon())
             .tooltip("Taskkeeper")
@@ -73,7 +77,10 @@ impl<R: Runtime> Tray<R> {
         let text = counts.menu_text();
         self.icon.set_icon(Some(counts.icon()))?;
         self.open_item.set_text(&text)?;
-        self.icon.set_tooltip(Some(format!("Taskkeeper: {}", text.trim_start_matches("Open — "))))?;
+        self.icon.set_tooltip(Some(format!(
+            "Taskkeeper: {}",
+            text.trim_start_matches("Open — ")
+        )))?;
         Ok(())
     }
 }
@@ -84,7 +91,10 @@ pub fn show_main_window<R: Runtime>(app: &AppHandle<R>) {
         tracing::warn!("the main window is gone; nothing to show");
         return;
     };
-    let shown = window.show().and_then(|()| window.unminimize()).and_then(|()| window.set_focus());
+    let shown = window
+        .show()
+        .and_then(|()| window.unminimize())
+        .and_then(|()| window.set_focus());
     if let Err(error) = shown {
         tracing::warn!(%error, "could not show the main window");
     }

@@ -6,7 +6,9 @@ use taskkeeper_app_lib::tray::Counts;
 use taskkeeper_server::{Daemon, DaemonConfig};
 use tauri::async_runtime::block_on;
 use tauri::ipc::{CallbackFn, InvokeBody};
-use tauri::test::{INVOKE_KEY, MockRuntime, get_ipc_response, mock_builder, mock_context, noop_assets};
+use tauri::test::{
+    INVOKE_KEY, MockRuntime, get_ipc_response, mock_builder, mock_context, noop_assets,
+};
 use tauri::webview::InvokeRequest;
 use tauri::{WebviewUrl, WebviewWindow, WebviewWindowBuilder};
 
@@ -34,12 +36,18 @@ fn list_open_tasks_returns_the_owner_services_open_tasks() {
     let app = taskkeeper_app_lib::with_commands(mock_builder(), owner.clone())
         .build(mock_context(noop_assets()))
         .unwrap();
-    let webview = WebviewWindowBuilder::new(&app, "main", WebviewUrl::default()).build().unwrap();
+    let webview = WebviewWindowBuilder::new(&app, "main", WebviewUrl::default())
+        .build()
+        .unwrap();
 
-    assert_eq!(invoke(&webview, "list_open_tasks", json!({})), Ok(json!([])));
+    assert_eq!(
+        invoke(&webview, "list_open_tasks", json!({})),
+        Ok(json!([]))
+    );
 
     block_on(owner.add_desk("web", Some("claude-code"), "/tmp")).unwrap();
-    let created = block_on(owner.create_task("web", "Add a --json flag\nand a test for it", None)).unwrap();
+    let created =
+        block_on(owner.create_task("web", "Add a --json flag\nand a test for it", None)).unwrap();
 
     let listed = invoke(&webview, "list_open_tasks", json!({})).unwrap();
     let tasks = listed.as_array().unwrap();
@@ -48,15 +56,31 @@ fn list_open_tasks_returns_the_owner_services_open_tasks() {
     // The page reads camelCase keys; a rename on the Rust side would break it silently.
     assert_eq!(task["id"], json!(created.id));
     assert_eq!(task["desk"], json!("web"));
-    assert_eq!(task["request"], json!("Add a --json flag\nand a test for it"));
+    assert_eq!(
+        task["request"],
+        json!("Add a --json flag\nand a test for it")
+    );
     assert_eq!(task["remindersSent"], json!(0));
-    for key in ["contextId", "asker", "state", "createdAt", "updatedAt", "queuePosition", "lastWords", "stalledAt", "version"] {
+    for key in [
+        "contextId",
+        "asker",
+        "state",
+        "createdAt",
+        "updatedAt",
+        "queuePosition",
+        "lastWords",
+        "stalledAt",
+        "version",
+    ] {
         assert!(task.get(key).is_some(), "missing {key} in {task:#}");
     }
 
     // Once the task is cancelled it is no longer open.
     block_on(owner.cancel_task(&created.id, None)).unwrap();
-    assert_eq!(invoke(&webview, "list_open_tasks", json!({})), Ok(json!([])));
+    assert_eq!(
+        invoke(&webview, "list_open_tasks", json!({})),
+        Ok(json!([]))
+    );
 
     block_on(daemon.shutdown());
 }
@@ -68,9 +92,14 @@ fn ui_rendered_takes_a_count_and_refuses_anything_else() {
     let app = taskkeeper_app_lib::with_commands(mock_builder(), daemon.owner())
         .build(mock_context(noop_assets()))
         .unwrap();
-    let webview = WebviewWindowBuilder::new(&app, "main", WebviewUrl::default()).build().unwrap();
+    let webview = WebviewWindowBuilder::new(&app, "main", WebviewUrl::default())
+        .build()
+        .unwrap();
 
-    assert_eq!(invoke(&webview, "ui_rendered", json!({ "count": 2 })), Ok(Value::Null));
+    assert_eq!(
+        invoke(&webview, "ui_rendered", json!({ "count": 2 })),
+        Ok(Value::Null)
+    );
     assert!(invoke(&webview, "ui_rendered", json!({ "count": "two" })).is_err());
     assert!(invoke(&webview, "no_such_command", json!({})).is_err());
 
@@ -79,7 +108,28 @@ fn ui_rendered_takes_a_count_and_refuses_anything_else() {
 
 #[test]
 fn the_tray_menu_names_open_and_stalled_counts() {
-    assert_eq!(Counts { open: 0, stalled: 0 }.menu_text(), "Open — nothing open");
-    assert_eq!(Counts { open: 3, stalled: 0 }.menu_text(), "Open — 3 open");
-    assert_eq!(Counts { open: 3, stalled: 1 }.menu_text(), "Open — 3 open · 1 stalled");
+    assert_eq!(
+        Counts {
+            open: 0,
+            stalled: 0
+        }
+        .menu_text(),
+        "Open — nothing open"
+    );
+    assert_eq!(
+        Counts {
+            open: 3,
+            stalled: 0
+        }
+        .menu_text(),
+        "Open — 3 open"
+    );
+    assert_eq!(
+        Counts {
+            open: 3,
+            stalled: 1
+        }
+        .menu_text(),
+        "Open — 3 open · 1 stalled"
+    );
 }

@@ -10,7 +10,11 @@ use serde_json::Value;
 /// A port that was free a moment ago. The app binds it itself, so there is a small window for
 /// another process to take it; good enough for tests on one machine.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// A token nobody else uses: the test's pid and the time, hashed by the standard library's
@@ -18,12 +22,23 @@ pub fn free_port() -> u16 {
 pub fn random_token() -> String {
     use std::hash::{BuildHasher as _, RandomState};
     let state = RandomState::new();
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    format!("{:016x}{:016x}", state.hash_one((std::process::id(), nanos)), state.hash_one(nanos))
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!(
+        "{:016x}{:016x}",
+        state.hash_one((std::process::id(), nanos)),
+        state.hash_one(nanos)
+    )
 }
 
 /// Calls `check` every 100 ms until it gives a value or `timeout` passes.
-pub fn wait_for<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> Option<T>) -> Result<T, String> {
+pub fn wait_for<T>(
+    what: &str,
+    timeout: Duration,
+    mut check: impl FnMut() -> Option<T>,
+) -> Result<T, String> {
     let start = Instant::now();
     loop {
         if let Some(value) = check() {
@@ -55,13 +70,19 @@ impl Owner {
             .http_status_as_error(false)
             .build()
             .into();
-        Owner { agent, base: format!("http://127.0.0.1:{port}"), token: token.to_owned() }
+        Owner {
+            agent,
+            base: format!("http://127.0.0.1:{port}"),
+            token: token.to_owned(),
+        }
     }
 
     /// `GET /healthz` answers "ok".
     pub fn healthy(&self) -> bool {
         match self.agent.get(format!("{}/healthz", self.base)).call() {
-            Ok(mut res) => res.status() == 200 && res.body_mut().read_to_string().is_ok_and(|b| b == "ok"),
+            Ok(mut res) => {
+                res.status() == 200 && res.body_mut().read_to_string().is_ok_and(|b| b == "ok")
+            }
             Err(_) => false,
         }
     }

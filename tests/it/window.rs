@@ -29,20 +29,32 @@ fn the_window_lists_a_task_added_over_the_owner_api() {
 
     let mut app = RunningApp::start(&data_dir, &fb_dir, port, &token, tmp.path());
     let owner = Owner::new(port, &token);
-    app.wait("the daemon's /healthz", Duration::from_secs(60), || owner.healthy());
-    // The page's first report proves it loaded and asked the daemon; then the count must change.
-    app.wait("the page to render the empty list", Duration::from_secs(60), || {
-        file_contains(&log, "ui rendered 0 open tasks")
+    app.wait("the daemon's /healthz", Duration::from_secs(60), || {
+        owner.healthy()
     });
+    // The page's first report proves it loaded and asked the daemon; then the count must change.
+    app.wait(
+        "the page to render the empty list",
+        Duration::from_secs(60),
+        || file_contains(&log, "ui rendered 0 open tasks"),
+    );
 
-    let (status, body) = owner.post("/api/desks", json!({ "name": "web", "dir": "/tmp", "agent": "claude-code" }));
+    let (status, body) = owner.post(
+        "/api/desks",
+        json!({ "name": "web", "dir": "/tmp", "agent": "claude-code" }),
+    );
     assert_eq!(status, 201, "creating the desk: {body}");
-    let (status, body) = owner.post("/api/tasks", json!({ "desk": "web", "text": "Add a --json flag" }));
+    let (status, body) = owner.post(
+        "/api/tasks",
+        json!({ "desk": "web", "text": "Add a --json flag" }),
+    );
     assert_eq!(status, 201, "creating the task: {body}");
 
-    app.wait("the page to render the new task", Duration::from_secs(30), || {
-        file_contains(&log, "ui rendered 1 open tasks")
-    });
+    app.wait(
+        "the page to render the new task",
+        Duration::from_secs(30),
+        || file_contains(&log, "ui rendered 1 open tasks"),
+    );
 
     // Give the compositor a moment to paint what the DOM holds, then keep the picture.
     std::thread::sleep(Duration::from_millis(500));
@@ -52,11 +64,22 @@ fn the_window_lists_a_task_added_over_the_owner_api() {
     fs::create_dir_all(&artifacts).unwrap();
     fs::write(artifacts.join("app-window.png"), window.to_png()).unwrap();
     // A blank or unpainted window is one or two colours; text and badges give many.
-    assert!(window.distinct_colours() > 20, "the window looks empty ({} colours)", window.distinct_colours());
+    assert!(
+        window.distinct_colours() > 20,
+        "the window looks empty ({} colours)",
+        window.distinct_colours()
+    );
 
     let status = app.stop();
-    assert!(status.success(), "the app exited with {status}; stderr:\n{}", app.stderr());
-    assert!(file_contains(&log, "daemon stopped"), "no graceful shutdown in the log");
+    assert!(
+        status.success(),
+        "the app exited with {status}:\n{}",
+        app.diagnostics()
+    );
+    assert!(
+        file_contains(&log, "daemon stopped"),
+        "no graceful shutdown in the log"
+    );
 }
 
 /// The app and everything it started (dbus-daemon, Xvfb, WebKit's processes), in one process
@@ -65,6 +88,7 @@ struct RunningApp {
     child: Child,
     group: i32,
     stderr_path: PathBuf,
+    log_path: PathBuf,
 }
 
 impl RunningApp {
@@ -90,11 +114,19 @@ impl RunningApp {
             .spawn()
             .expect("starting dbus-run-session (packages dbus and xvfb)");
         let group = i32::try_from(child.id()).unwrap();
-        RunningApp { child, group, stderr_path }
+        RunningApp {
+            child,
+            group,
+            stderr_path,
+            log_path: data_dir.join("taskkeeper.log"),
+        }
     }
 
-    fn stderr(&self) -> String {
-        fs::read_to_string(&self.stderr_path).unwrap_or_default()
+    /// What to print when something goes wrong: the app's stderr and its log.
+    fn diagnostics(&self) -> String {
+        let stderr = fs::read_to_string(&self.stderr_path).unwrap_or_default();
+        let log = fs::read_to_string(&self.log_path).unwrap_or_default();
+        format!("{stderr}\n--- {} ---\n{log}", self.log_path.display())
     }
 
     /// Waits for `check`, failing early (with the app's stderr) if the app died.
@@ -103,11 +135,17 @@ impl RunningApp {
             if check() {
                 return Some(Ok(()));
             }
-            self.child.try_wait().unwrap().map(|status| Err(format!("the app exited ({status})")))
+            self.child.try_wait().unwrap().map(|status| {
+                Err(format!(
+                    "the app exited ({status}) while waiting for {what}"
+                ))
+            })
         });
         match result {
             Ok(Ok(())) => {}
-            Ok(Err(why)) | Err(why) => panic!("{why} while waiting for {what}; stderr:\n{}", self.stderr()),
+            Ok(Err(why)) | Err(why) => {
+                panic!("{why}:\n{}", self.diagnostics())
+            }
         }
     }
 
@@ -116,16 +154,26 @@ impl RunningApp {
         let app = processes_in_group(self.group)
             .into_iter()
             .find(|&pid| is_app(pid))
-            .unwrap_or_else(|| panic!("the app's process is gone; stderr:\n{}", self.stderr()));
+            .unwrap_or_else(|| panic!("the app's process is gone:\n{}", self.diagnostics()));
         signal(&["-TERM", &app.to_string()]);
         // xvfb-run and dbus-run-session pass the app's exit status through.
-        let status = wait_for("the app to quit", Duration::from_secs(30), || self.child.try_wait().unwrap())
-            .unwrap_or_else(|why| panic!("{why}; stderr:\n{}", self.stderr()));
-        let left = wait_for("the process group to empty", Duration::from_secs(10), || {
-            let left = processes_in_group(self.group);
-            left.is_empty().then_some(())
-        });
-        assert!(left.is_ok(), "processes left behind: {:?}", describe(&processes_in_group(self.group)));
+        let status = wait_for("the app to quit", Duration::from_secs(30), || {
+            self.child.try_wait().unwrap()
+        })
+        .unwrap_or_else(|why| panic!("{why}:\n{}", self.diagnostics()));
+        let left = wait_for(
+            "the process group to empty",
+            Duration::from_secs(10),
+            || {
+                let left = processes_in_group(self.group);
+                left.is_empty().then_some(())
+            },
+        );
+        assert!(
+            left.is_ok(),
+            "processes left behind: {:?}",
+            describe(&processes_in_group(self.group))
+        );
         status
     }
 }
@@ -169,22 +217,32 @@ fn private_bus_config(scratch: &Path) -> PathBuf {
 }
 
 fn signal(args: &[&str]) {
-    let _ = Command::new("kill").args(args).stderr(Stdio::null()).status();
+    let _ = Command::new("kill")
+        .args(args)
+        .stderr(Stdio::null())
+        .status();
 }
 
 /// Pids whose process group is `group`, from /proc.
 fn processes_in_group(group: i32) -> Vec<i32> {
-    let Ok(entries) = fs::read_dir("/proc") else { return Vec::new() };
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
     entries
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
         .filter(|&pid| {
             // Fields after the command name, which is in parentheses and may hold spaces:
             // state, ppid, pgrp, ...
-            let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
-            let Some((_, rest)) = stat.rsplit_once(')') else { return false };
+            let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            let Some((_, rest)) = stat.rsplit_once(')') else {
+                return false;
+            };
             let fields: Vec<&str> = rest.split_whitespace().collect();
             // A zombie has exited already; it is only waiting for its parent to reap it.
-            fields.first() != Some(&"Z") && fields.get(2).and_then(|g| g.parse().ok()) == Some(group)
+            fields.first() != Some(&"Z")
+                && fields.get(2).and_then(|g| g.parse().ok()) == Some(group)
         })
         .collect()
 }
@@ -196,6 +254,13 @@ fn is_app(pid: i32) -> bool {
 
 fn describe(pids: &[i32]) -> Vec<String> {
     pids.iter()
-        .map(|pid| format!("{pid} {}", fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default().replace('\0', " ")))
+        .map(|pid| {
+            format!(
+                "{pid} {}",
+                fs::read_to_string(format!("/proc/{pid}/cmdline"))
+                    .unwrap_or_default()
+                    .replace('\0', " ")
+            )
+        })
         .collect()
 }

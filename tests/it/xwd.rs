@@ -16,17 +16,27 @@ impl Screen {
         let data = std::fs::read(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
         // The header is 25 big-endian CARD32s, then the window name, then the colour map.
         let field = |i: usize| -> Result<u32, String> {
-            let bytes = data.get(i * 4..i * 4 + 4).ok_or("XWD header is cut short")?;
-            Ok(u32::from_be_bytes(bytes.try_into().map_err(|_| "bad header")?))
+            let bytes = data
+                .get(i * 4..i * 4 + 4)
+                .ok_or("XWD header is cut short")?;
+            Ok(u32::from_be_bytes(
+                bytes.try_into().map_err(|_| "bad header")?,
+            ))
         };
         let header_size = field(0)? as usize;
         let (format, width, height) = (field(2)?, field(4)? as usize, field(5)? as usize);
-        let (lsb_first, bits_per_pixel, bytes_per_line) = (field(7)? == 0, field(11)? as usize, field(12)? as usize);
-        let (red_mask, green_mask, blue_mask, ncolors) = (field(14)?, field(15)?, field(16)?, field(19)? as usize);
+        let (lsb_first, bits_per_pixel, bytes_per_line) =
+            (field(7)? == 0, field(11)? as usize, field(12)? as usize);
+        let (red_mask, green_mask, blue_mask, ncolors) =
+            (field(14)?, field(15)?, field(16)?, field(19)? as usize);
         if format != 2 || !(bits_per_pixel == 24 || bits_per_pixel == 32) {
-            return Err(format!("unsupported XWD: format {format}, {bits_per_pixel} bits per pixel"));
+            return Err(format!(
+                "unsupported XWD: format {format}, {bits_per_pixel} bits per pixel"
+            ));
         }
-        let pixels = data.get(header_size + ncolors * 12..).ok_or("XWD pixel data missing")?;
+        let pixels = data
+            .get(header_size + ncolors * 12..)
+            .ok_or("XWD pixel data missing")?;
         if pixels.len() < bytes_per_line * height {
             return Err("XWD pixel data is cut short".into());
         }
@@ -48,7 +58,11 @@ impl Screen {
                     let shift = if lsb_first { 8 * i } else { 8 * (step - 1 - i) };
                     acc | (u32::from(b) << shift)
                 });
-                rgb.extend([channel(pixel, red_mask), channel(pixel, green_mask), channel(pixel, blue_mask)]);
+                rgb.extend([
+                    channel(pixel, red_mask),
+                    channel(pixel, green_mask),
+                    channel(pixel, blue_mask),
+                ]);
             }
         }
         Ok(Screen { width, height, rgb })
@@ -67,7 +81,11 @@ impl Screen {
     }
 
     pub fn distinct_colours(&self) -> usize {
-        let mut seen: Vec<[u8; 3]> = self.rgb.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect();
+        let mut seen: Vec<[u8; 3]> = self
+            .rgb
+            .chunks_exact(3)
+            .map(|c| [c[0], c[1], c[2]])
+            .collect();
         seen.sort_unstable();
         seen.dedup();
         seen.len()
@@ -123,7 +141,11 @@ fn crc32(data: &[u8]) -> u32 {
     for &byte in data {
         crc ^= u32::from(byte);
         for _ in 0..8 {
-            crc = if crc & 1 == 1 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
         }
     }
     !crc

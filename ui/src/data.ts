@@ -126,11 +126,12 @@ async function fromHttpError(res: Response, hadToken: boolean): Promise<DataErro
   } catch {
     // Not every failure comes from the daemon (a proxy, a crash); fall back to the status line.
   }
-  const inner = isRecord(body) ? body.error : undefined;
-  if (isErrorBody(inner)) return new DataError(inner.kind, inner.message);
   if (res.status === 401 && !hadToken) {
+    // The daemon's own message can't know why the token is missing; this page does.
     return new DataError('unauthorized', 'No owner token. Open the link that `taskkeeper serve` printed.');
   }
+  const inner = isRecord(body) ? body.error : undefined;
+  if (isErrorBody(inner)) return new DataError(inner.kind, inner.message);
   return new DataError('http', `The daemon answered HTTP ${res.status} ${res.statusText}`.trim() + '.');
 }
 

@@ -74,6 +74,15 @@ describe('browser transport', () => {
     expect(err).toMatchObject({ kind: 'unauthorized', message: 'bad token' });
   });
 
+  it('tells how to get a token when the page was opened without one', async () => {
+    const { env, rec } = fakeEnv({
+      respond: () => json(401, { error: { kind: 'unauthorized', message: 'missing or wrong owner token' } }),
+    });
+    const err = await createDataSource(env).listOpenTasks().catch((e: unknown) => e);
+    expect(rec.fetches[0]?.headers.Authorization).toBeUndefined();
+    expect(err).toMatchObject({ kind: 'unauthorized', message: expect.stringContaining('taskkeeper serve') });
+  });
+
   it('reports an unreachable daemon and a non-JSON failure readably', async () => {
     const down = fakeEnv({ stored: 't', respond: () => Promise.reject(new TypeError('Failed to fetch')) });
     await expect(createDataSource(down.env).listOpenTasks()).rejects.toMatchObject({ kind: 'unreachable' });
