@@ -7,6 +7,12 @@ fn main() {
     println!("cargo:rerun-if-changed=src-tauri/capabilities");
     println!("cargo:rerun-if-changed=tauri.conf.json");
     println!("cargo:rerun-if-changed=ui/dist");
+    // The config embeds ui/dist at compile time; say how to make it rather than let the
+    // context macro fail with a bare "path doesn't exist".
+    if !std::path::Path::new("ui/dist/index.html").exists() {
+        eprintln!("ui/dist is missing: build the UI first with `cd ui && npm ci && npm run build`");
+        std::process::exit(1);
+    }
     let attributes =
         tauri_build::Attributes::new().capabilities_path_pattern("./src-tauri/capabilities/**/*");
     if let Err(error) = tauri_build::try_build(attributes) {

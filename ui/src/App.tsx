@@ -31,8 +31,9 @@ export function App({ data }: { data: DataSource }) {
         // Keep the last good list on screen under the error: a hiccup shouldn't blank the window.
         if (!stopped) setLoad((prev) => ({ status: 'error', error, tasks: prev.status === 'loading' ? null : prev.tasks }));
       }
-      // Chained timeouts, not an interval: a slow answer never stacks requests.
-      if (!stopped) timer = setTimeout(refresh, REFRESH_MS);
+      // Chained timeouts, not an interval: a slow answer never stacks requests. A hidden
+      // window (the app in the tray) doesn't poll; showing it again fetches at once.
+      if (!stopped && document.visibilityState !== 'hidden') timer = setTimeout(refresh, REFRESH_MS);
     };
     const onVisible = () => {
       if (document.visibilityState === 'visible') void refresh();
