@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail loudly
 
+mod a2a;
 mod guard;
 mod owner_api;
 mod support;

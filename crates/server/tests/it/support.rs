@@ -11,6 +11,7 @@ pub const TOKEN: &str = "test-token-0123456789abcdef0123456789abcdef";
 
 pub struct TestDaemon {
     pub addr: SocketAddr,
+    pub data_dir: std::path::PathBuf,
     /// Kept so the data directory lives as long as the daemon.
     _dir: tempfile::TempDir,
     runtime: Option<tokio::runtime::Runtime>,
@@ -30,10 +31,82 @@ impl TestDaemon {
         let daemon = runtime.block_on(Daemon::start(config)).unwrap();
         Self {
             addr: daemon.addr(),
+            data_dir: dir.path().to_owned(),
             _dir: dir,
             runtime: Some(runtime),
             daemon: Some(daemon),
         }
+    }
+
+    /// Stop the daemon and start a new one on the same data directory and port.
+    pub fn restart(&mut self) {
+        let (rt, d) = (self.runtime.as_ref().unwrap(), self.daemon.take().unwrap());
+        rt.block_on(d.shutdown());
+        let mut config = DaemonConfig::new(self.addr.port(), self.data_dir.clone());
+        config.token = Some(TOKEN.to_owned());
+        self.daemon = Some(rt.block_on(Daemon::start(config)).unwrap());
+    }
+
+    pub fn daemon(&self) -> &Daemon {
+        self.daemon.as_ref().unwrap()
+    }
+
+    pub fn set_setting(&self, key: &str, value: &str) {
+        self.daemon().store().set_setting(key, value).unwrap();
+    }
+
+    /// A JSON-RPC call to `path` with `token`; `version` is the A2A-Version header.
+    pub fn rpc(&self, path: &str, token: &str, version: Option<&str>, body: &Value) -> Value {
+        let mut headers = vec![
+            ("Authorization".to_owned(), format!("Bearer {token}")),
+            ("Content-Type".to_owned(), "application/json".to_owned()),
+        ];
+        if let Some(v) = version {
+            headers.push(("A2A-Version".to_owned(), v.to_owned()));
+        }
+        let (status, text) = self.raw("POST", path, &self.host(), &headers, &body.to_string());
+        assert!(status == 200 || status == 404, "HTTP {status}: {text}");
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+    }
+
+    /// Open an SSE stream; each `data:` line arrives parsed on the channel, which closes
+    /// when the server ends the stream.
+    pub fn sse(
+        &self,
+        path: &str,
+        token: &str,
+        version: Option<&str>,
+        body: &Value,
+    ) -> std::sync::mpsc::Receiver<Value> {
+        let mut stream = TcpStream::connect(self.addr).unwrap();
+        let body = body.to_string();
+        let version = version
+            .map(|v| format!("A2A-Version: {v}\r\n"))
+            .unwrap_or_default();
+        let request = format!(
+            "POST {path} HTTP/1.0\r\nHost: {}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\n{version}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            self.host(),
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead as _;
+            for line in std::io::BufReader::new(stream).lines() {
+                let Ok(line) = line else { return };
+                if let Some(data) = line
+                    .strip_prefix("data: ")
+                    .or_else(|| line.strip_prefix("data:"))
+                {
+                    if let Ok(v) = serde_json::from_str(data.trim()) {
+                        if tx.send(v).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        rx
     }
 
     pub fn host(&self) -> String {
