@@ -445,10 +445,10 @@ struct ListParams {
 
 /// v0.3 params carry v0.3 messages: translate before decoding.
 fn message_params(ctx: &Ctx, mut params: Value) -> Result<SendParams, RpcError> {
-    if ctx.dialect == Dialect::V03 {
-        if let Some(m) = params.get_mut("message") {
-            *m = wire::v03::message_to_v1(m.take()).map_err(RpcError::invalid_params)?;
-        }
+    if ctx.dialect == Dialect::V03
+        && let Some(m) = params.get_mut("message")
+    {
+        *m = wire::v03::message_to_v1(m.take()).map_err(RpcError::invalid_params)?;
     }
     decode(params)
 }
@@ -514,13 +514,13 @@ async fn send(ctx: &Ctx, params: Value, streaming: bool) -> Result<Reply, RpcErr
 
     let task = if let Some(task_id) = message.task_id.clone() {
         let task = own_task(ctx, &task_id).await?;
-        if let Some(context) = &message.context_id {
-            if *context != task.context_id {
-                return Err(RpcError::invalid_params(format!(
-                    "message.contextId {context} does not match task {task_id}'s context {}",
-                    task.context_id
-                )));
-            }
+        if let Some(context) = &message.context_id
+            && *context != task.context_id
+        {
+            return Err(RpcError::invalid_params(format!(
+                "message.contextId {context} does not match task {task_id}'s context {}",
+                task.context_id
+            )));
         }
         if task.state().is_terminal() {
             return Err(RpcError::unsupported(format!(

@@ -97,12 +97,10 @@ impl TestDaemon {
                 if let Some(data) = line
                     .strip_prefix("data: ")
                     .or_else(|| line.strip_prefix("data:"))
+                    && let Ok(v) = serde_json::from_str(data.trim())
+                    && tx.send(v).is_err()
                 {
-                    if let Ok(v) = serde_json::from_str(data.trim()) {
-                        if tx.send(v).is_err() {
-                            return;
-                        }
-                    }
+                    return;
                 }
             }
         });
