@@ -10,6 +10,37 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use taskkeeper_server::api::ErrorBody;
 
+/// The daemon's address: `TASKKEEPER_URL`, default `http://127.0.0.1:7717`.
+pub fn base_url() -> String {
+    std::env::var("TASKKEEPER_URL")
+        .unwrap_or_else(|_| "http://127.0.0.1:7717".to_owned())
+        .trim_end_matches('/')
+        .to_owned()
+}
+
+/// `TASKKEEPER_TOKEN`, else the owner's token file in the data directory.
+pub fn token_from_env() -> anyhow::Result<String> {
+    if let Ok(t) = std::env::var("TASKKEEPER_TOKEN") {
+        if !t.is_empty() {
+            return Ok(t);
+        }
+    }
+    let dir = match std::env::var_os("TASKKEEPER_DATA_DIR") {
+        Some(d) if !d.is_empty() => PathBuf::from(d),
+        _ => taskkeeper_server::default_data_dir()?,
+    };
+    let path = dir.join("token");
+    Ok(std::fs::read_to_string(&path)
+        .with_context(|| {
+            format!(
+                "cannot read the owner token from {}; is the daemon set up (taskkeeper serve)? or set TASKKEEPER_TOKEN",
+                path.display()
+            )
+        })?
+        .trim()
+        .to_owned())
+}
+
 pub struct Client {
     base: String,
     token: String,

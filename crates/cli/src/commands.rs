@@ -5,11 +5,14 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use serde_json::json;
 use taskkeeper_core::Timestamp;
-use taskkeeper_server::api::{DeskList, DeskView, TaskDetail, TaskList, TaskView};
+use taskkeeper_server::api::{
+    AskerList, DeskList, DeskView, NewAsker, TaskDetail, TaskList, TaskView,
+};
 use taskkeeper_server::{Daemon, DaemonConfig};
 
+use crate::a2a_client::{A2aClient, describe, state_name};
 use crate::client::Client;
-use crate::{DeskCommand, TaskCommand};
+use crate::{A2aArgs, AskerCommand, DeskCommand, TaskCommand};
 
 pub fn serve(port: u16, data_dir: Option<PathBuf>) -> anyhow::Result<()> {
     let mut config = DaemonConfig::from_env()?;
@@ -188,4 +191,141 @@ fn encode(s: &str) -> String {
             b => format!("%{b:02X}"),
         })
         .collect()
+}
+
+pub fn asker(cmd: AskerCommand) -> anyhow::Result<()> {
+    let client = Client::from_env()?;
+    match cmd {
+        AskerCommand::Add { name } => {
+            let added: NewAsker = client.post("/api/askers", &json!({"name": name}))?;
+            eprintln!(
+                "added asker {}; its token (shown only now):",
+                added.asker.name
+            );
+            println!("{}", added.token);
+        }
+        AskerCommand::List { json } => {
+            let list: AskerList = client.get("/api/askers")?;
+            if json {
+                return print_json(&list);
+            }
+            if list.askers.is_empty() {
+                println!("no askers; add one with `taskkeeper asker add NAME`");
+            }
+            for a in list.askers {
+                println!("{:<20} since {}", a.name, a.created_at);
+            }
+        }
+        AskerCommand::Remove { name } => {
+            client.delete(&format!("/api/askers/{}", encode(&name)))?;
+            println!("removed asker {name}");
+        }
+    }
+    Ok(())
+}
+
+fn a2a(args: &A2aArgs, desk: Option<&str>) -> anyhow::Result<A2aClient> {
+    A2aClient::new(
+        args.url.clone(),
+        desk.or(args.desk.as_deref()),
+        args.token.clone(),
+    )
+}
+
+fn print_task(task: &serde_json::Value, json: bool) -> anyhow::Result<()> {
+    if json {
+        return print_json(task);
+    }
+    println!("{}", describe(task));
+    Ok(())
+}
+
+pub fn send(
+    desk: &str,
+    text: &str,
+    wait: bool,
+    context: Option<String>,
+    task: Option<String>,
+    args: A2aArgs,
+) -> anyhow::Result<()> {
+    let client = a2a(&args, Some(desk))?;
+    let message_id = taskkeeper_core::TaskId::generate().to_string();
+    let mut message =
+        json!({"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]});
+    if let Some(c) = context {
+        message["contextId"] = json!(c);
+    }
+    if let Some(t) = task {
+        message["taskId"] = json!(t);
+    }
+    let result = client.call(
+        "SendMessage",
+        json!({"message": message, "configuration": {"returnImmediately": !wait}}),
+    )?;
+    let task = result.get("task").cloned().unwrap_or(result);
+    print_task(&task, args.json)
+}
+
+pub fn a2a_get(id: &str, args: A2aArgs) -> anyhow::Result<()> {
+    let task = a2a(&args, None)?.call("GetTask", json!({"id": id}))?;
+    print_task(&task, args.json)
+}
+
+pub fn a2a_list(args: A2aArgs) -> anyhow::Result<()> {
+    let client = a2a(&args, None)?;
+    let mut token = String::new();
+    let mut all = Vec::new();
+    loop {
+        let page = client.call(
+            "ListTasks",
+            json!({"pageSize": 100, "pageToken": token, "historyLength": 0}),
+        )?;
+        all.extend(page["tasks"].as_array().cloned().unwrap_or_default());
+        token = page["nextPageToken"].as_str().unwrap_or("").to_owned();
+        if token.is_empty() {
+            break;
+        }
+    }
+    if args.json {
+        return print_json(&json!({"tasks": all}));
+    }
+    if all.is_empty() {
+        println!("no tasks");
+    }
+    for t in &all {
+        println!("{}", describe(t));
+    }
+    Ok(())
+}
+
+pub fn a2a_cancel(id: &str, args: A2aArgs) -> anyhow::Result<()> {
+    let task = a2a(&args, None)?.call("CancelTask", json!({"id": id}))?;
+    print_task(&task, args.json)
+}
+
+pub fn a2a_ack(id: &str, args: A2aArgs) -> anyhow::Result<()> {
+    let task = a2a(&args, None)?.call("AckTask", json!({"id": id}))?;
+    print_task(&task, args.json)
+}
+
+pub fn a2a_watch(id: &str, args: A2aArgs) -> anyhow::Result<()> {
+    let client = a2a(&args, None)?;
+    client.stream("SubscribeToTask", json!({"id": id}), |event| {
+        if args.json {
+            println!("{event}");
+        } else if let Some(task) = event.get("task") {
+            println!("{}", describe(task));
+        } else if let Some(update) = event.get("statusUpdate") {
+            let state = state_name(update["status"]["state"].as_str().unwrap_or("?"));
+            let text: Vec<&str> = update["status"]["message"]["parts"]
+                .as_array()
+                .map(|p| p.iter().filter_map(|p| p["text"].as_str()).collect())
+                .unwrap_or_default();
+            println!("{state}  {}", text.join(" "));
+        } else if let Some(update) = event.get("artifactUpdate") {
+            let name = update["artifact"]["name"].as_str().unwrap_or("artifact");
+            println!("artifact {name}");
+        }
+        true
+    })
 }

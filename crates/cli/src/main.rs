@@ -1,6 +1,7 @@
 //! `taskkeeper`: runs the daemon (`serve`) and talks to a running one over the owner API
 //! (desks and tasks). Errors print one line that says what went wrong and what to do.
 
+mod a2a_client;
 mod client;
 mod commands;
 
@@ -37,6 +38,89 @@ enum Command {
     /// Tasks: give a desk a task, list, read, end or cancel them.
     #[command(subcommand)]
     Task(TaskCommand),
+    /// Askers: agents allowed to give tasks over A2A, each with its own token.
+    #[command(subcommand)]
+    Asker(AskerCommand),
+    /// A2A: send a task to a desk (or continue one with --task).
+    Send {
+        /// The desk (ignored with --url).
+        #[arg(value_name = "DESK")]
+        to: String,
+        text: String,
+        /// Wait until the task ends or needs input (the default).
+        #[arg(long, conflicts_with = "no_wait")]
+        wait: bool,
+        /// Answer at once with the task as it is.
+        #[arg(long)]
+        no_wait: bool,
+        /// Put the task in this context.
+        #[arg(long)]
+        context: Option<String>,
+        /// Continue this task (an answer to a question, or more detail).
+        #[arg(long)]
+        task: Option<String>,
+        #[command(flatten)]
+        a2a: A2aArgs,
+    },
+    /// A2A: show a task.
+    Get {
+        id: String,
+        #[command(flatten)]
+        a2a: A2aArgs,
+    },
+    /// A2A: list your tasks, newest first.
+    List {
+        #[command(flatten)]
+        a2a: A2aArgs,
+    },
+    /// A2A: cancel a task.
+    Cancel {
+        id: String,
+        #[command(flatten)]
+        a2a: A2aArgs,
+    },
+    /// A2A: acknowledge an ended task (the AckTask extension method).
+    Ack {
+        id: String,
+        #[command(flatten)]
+        a2a: A2aArgs,
+    },
+    /// A2A: follow a task's changes until it ends.
+    Watch {
+        id: String,
+        #[command(flatten)]
+        a2a: A2aArgs,
+    },
+}
+
+/// Where the A2A verbs send their requests.
+#[derive(Debug, clap::Args)]
+struct A2aArgs {
+    /// The desk whose endpoint to use (default: the machine endpoint /a2a).
+    #[arg(long)]
+    desk: Option<String>,
+    /// Any A2A JSON-RPC endpoint instead of the local daemon.
+    #[arg(long, env = "TASKKEEPER_A2A_URL")]
+    url: Option<String>,
+    /// The bearer token (default: TASKKEEPER_TOKEN or the owner's token file).
+    #[arg(long, env = "TASKKEEPER_A2A_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Print the A2A JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum AskerCommand {
+    /// Register an asker and print its token (shown only this once).
+    Add { name: String },
+    /// List the askers.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove an asker: its token stops working; its tasks stay.
+    Remove { name: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -100,6 +184,21 @@ fn main() -> ExitCode {
         Command::Serve { port, data_dir } => commands::serve(port, data_dir),
         Command::Desk(cmd) => commands::desk(cmd),
         Command::Task(cmd) => commands::task(cmd),
+        Command::Asker(cmd) => commands::asker(cmd),
+        Command::Send {
+            to,
+            text,
+            wait: _,
+            no_wait,
+            context,
+            task,
+            a2a,
+        } => commands::send(&to, &text, !no_wait, context, task, a2a),
+        Command::Get { id, a2a } => commands::a2a_get(&id, a2a),
+        Command::List { a2a } => commands::a2a_list(a2a),
+        Command::Cancel { id, a2a } => commands::a2a_cancel(&id, a2a),
+        Command::Ack { id, a2a } => commands::a2a_ack(&id, a2a),
+        Command::Watch { id, a2a } => commands::a2a_watch(&id, a2a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -107,5 +206,13 @@ fn main() -> ExitCode {
             eprintln!("taskkeeper: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_command_line_is_well_formed() {
+        <super::Cli as clap::CommandFactory>::command().debug_assert();
     }
 }

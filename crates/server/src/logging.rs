@@ -28,6 +28,7 @@ pub fn init(data_dir: &Path) -> std::io::Result<WorkerGuard> {
         .with_ansi(false)
         .with_filter(file_filter);
     let stderr_layer = fmt::layer()
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .with_filter(EnvFilter::new("warn"));
     // A second init (tests, an embedding app) keeps the first subscriber.

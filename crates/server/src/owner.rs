@@ -273,6 +273,14 @@ impl OwnerService {
         ))
     }
 
+    /// Every task change as it is committed: the tray and the UI follow this instead of
+    /// polling.
+    pub fn changes(
+        &self,
+    ) -> tokio::sync::broadcast::Receiver<std::sync::Arc<taskkeeper_core::Task>> {
+        self.tasks.feed()
+    }
+
     /// Register an asker; the answer carries its token, which is not kept and cannot be
     /// shown again.
     pub async fn add_asker(&self, name: &str) -> Result<NewAsker, OwnerError> {

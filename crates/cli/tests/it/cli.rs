@@ -108,3 +108,108 @@ fn a_wrong_token_or_no_daemon_is_a_clear_error() {
         stderr(&out)
     );
 }
+
+#[test]
+fn askers_and_the_a2a_verbs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = Served::start(dir.path());
+    assert!(
+        d.cli(&["desk", "add", "web", "--dir", "/tmp"])
+            .status
+            .success()
+    );
+    let out = d.cli(&["asker", "add", "ci-bot"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let token = stdout(&out).trim().to_owned();
+    assert_eq!(token.len(), 64);
+    assert!(stdout(&d.cli(&["asker", "list"])).contains("ci-bot"));
+
+    let as_bot = |args: &[&str]| {
+        std::process::Command::new(crate::support::bin())
+            .args(args)
+            .env("TASKKEEPER_URL", d.url())
+            .env("TASKKEEPER_A2A_TOKEN", &token)
+            .env_remove("TASKKEEPER_TOKEN")
+            .output()
+            .unwrap()
+    };
+    let out = as_bot(&["send", "web", "Add a --json flag", "--no-wait", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let task: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let id = task["id"].as_str().unwrap().to_owned();
+    assert_eq!(task["status"]["state"], "TASK_STATE_WORKING");
+
+    // A blocking send returns when the worker ends the task.
+    let waiting = std::thread::scope(|s| {
+        let h = s.spawn(|| as_bot(&["send", "web", "Second", "--wait"]));
+        let out = as_bot(&["list", "--json"]);
+        let list: Value = serde_json::from_str(&stdout(&out)).unwrap();
+        assert!(
+            list["tasks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t["id"] == id.as_str())
+        );
+        assert!(
+            d.cli(&["task", "update", &id, "done", "Added it"])
+                .status
+                .success()
+        );
+        // The second task is now the desk's; end it so the blocked send returns.
+        let second = loop {
+            let open: Value =
+                serde_json::from_str(&stdout(&d.cli(&["task", "list", "--json"]))).unwrap();
+            if let Some(t) = open["tasks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["state"] == "working")
+            {
+                break t["id"].as_str().unwrap().to_owned();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        assert!(
+            d.cli(&["task", "update", &second, "blocked", "Which format?"])
+                .status
+                .success()
+        );
+        h.join().unwrap()
+    });
+    assert!(
+        stdout(&waiting).contains("input-required  Which format?"),
+        "{}",
+        stdout(&waiting)
+    );
+
+    let out = as_bot(&["get", &id]);
+    assert!(
+        stdout(&out).contains("completed  Added it"),
+        "{}",
+        stdout(&out)
+    );
+    let out = as_bot(&["ack", &id, "--json"]);
+    let acked: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert!(acked["metadata"].to_string().contains("acknowledgedAt"));
+    let out = as_bot(&["watch", &id]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("A2A error -32004"),
+        "{}",
+        stderr(&out)
+    );
+    let out = as_bot(&["cancel", &id]);
+    assert!(
+        stderr(&out).contains("cannot be canceled"),
+        "{}",
+        stderr(&out)
+    );
+
+    // Another asker's task is not found, and so is an unknown one.
+    let out = d.cli(&["get", &id]);
+    assert!(stderr(&out).contains("Task not found"), "{}", stderr(&out));
+    assert!(d.cli(&["asker", "remove", "ci-bot"]).status.success());
+    let out = as_bot(&["list"]);
+    assert!(!out.status.success());
+}
