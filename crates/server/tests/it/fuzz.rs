@@ -1,0 +1,134 @@
+//! The JSON-RPC decoder under random input: whatever arrives, the daemon answers with a
+//! well-formed JSON-RPC response (a result, or an error with a known code), never a panic,
+//! a hang or a bare HTTP error for a readable body.
+
+use std::sync::OnceLock;
+
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+use crate::support::{TOKEN, TestDaemon};
+
+/// One daemon for all cases: starting one per case would dominate the run.
+fn daemon() -> &'static TestDaemon {
+    static D: OnceLock<TestDaemon> = OnceLock::new();
+    D.get_or_init(|| {
+        let d = TestDaemon::start();
+        d.with_desk("web");
+        d
+    })
+}
+
+const KNOWN_CODES: [i64; 14] = [
+    -32700, -32600, -32601, -32602, -32603, -32001, -32002, -32003, -32004, -32005, -32006, -32007,
+    -32008, -32009,
+];
+
+fn arb_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        "[a-zA-Z_ -]{0,12}".prop_map(Value::String),
+        prop_oneof![
+            Just("TASK_STATE_WORKING"),
+            Just("ROLE_USER"),
+            Just("user"),
+            Just("text"),
+            Just("2.0")
+        ]
+        .prop_map(|s| json!(s)),
+    ];
+    leaf.prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::btree_map(
+                prop_oneof![
+                    Just("message".to_owned()),
+                    Just("messageId".to_owned()),
+                    Just("role".to_owned()),
+                    Just("parts".to_owned()),
+                    Just("text".to_owned()),
+                    Just("id".to_owned()),
+                    Just("taskId".to_owned()),
+                    Just("configuration".to_owned()),
+                    Just("pageSize".to_owned()),
+                    Just("kind".to_owned()),
+                    "[a-z]{1,6}",
+                ],
+                inner,
+                0..5
+            )
+            .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+fn arb_method() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("SendMessage".to_owned()),
+        Just("GetTask".to_owned()),
+        Just("ListTasks".to_owned()),
+        Just("CancelTask".to_owned()),
+        Just("AckTask".to_owned()),
+        Just("message/send".to_owned()),
+        Just("tasks/get".to_owned()),
+        Just("tasks/cancel".to_owned()),
+        "[A-Za-z/]{0,16}",
+    ]
+}
+
+fn check_answer(status: u16, text: &str) -> Result<(), TestCaseError> {
+    prop_assert!([200, 404].contains(&status), "HTTP {status}: {text}");
+    let v: Value =
+        serde_json::from_str(text).map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
+    prop_assert_eq!(&v["jsonrpc"], "2.0");
+    match v.get("error") {
+        Some(e) => {
+            let code = e["code"].as_i64().unwrap_or(0);
+            prop_assert!(KNOWN_CODES.contains(&code), "unknown code: {v}");
+            prop_assert!(e["message"].as_str().is_some_and(|m| !m.is_empty()));
+        }
+        None => prop_assert!(v.get("result").is_some(), "neither result nor error: {v}"),
+    }
+    Ok(())
+}
+
+fn post(body: &str, version: Option<&str>) -> (u16, String) {
+    let d = daemon();
+    let mut headers = vec![
+        ("Authorization".to_owned(), format!("Bearer {TOKEN}")),
+        ("Content-Type".to_owned(), "application/json".to_owned()),
+    ];
+    if let Some(v) = version {
+        headers.push(("A2A-Version".to_owned(), v.to_owned()));
+    }
+    d.raw("POST", "/a2a/web", &d.host(), &headers, body)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn any_params_to_any_method_get_a_json_rpc_answer(
+        method in arb_method(),
+        params in arb_json(),
+        id in prop_oneof![Just(json!(1)), Just(json!("x")), Just(Value::Null), Just(json!([1]))],
+        version in prop_oneof![Just(None), Just(Some("1.0")), Just(Some("0.3")), Just(Some("7"))],
+    ) {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let (status, text) = post(&body.to_string(), version);
+        check_answer(status, &text)?;
+    }
+
+    #[test]
+    fn arbitrary_bodies_get_a_json_rpc_error(body in prop_oneof![
+        ".{0,64}",
+        arb_json().prop_map(|v| v.to_string()),
+    ]) {
+        let (status, text) = post(&body, Some("1.0"));
+        check_answer(status, &text)?;
+        let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        prop_assert!(v.get("error").is_some(), "{body} → {text}");
+    }
+}
