@@ -14,9 +14,10 @@ use crate::a2a_client::{A2aClient, describe, state_name};
 use crate::client::Client;
 use crate::{A2aArgs, AskerCommand, DeskCommand, TaskCommand};
 
-pub fn serve(port: u16, data_dir: Option<PathBuf>) -> anyhow::Result<()> {
+pub fn serve(port: u16, data_dir: Option<PathBuf>, conformance: bool) -> anyhow::Result<()> {
     let mut config = DaemonConfig::from_env()?;
     config.port = port;
+    config.conformance = conformance;
     if let Some(dir) = data_dir {
         config.data_dir = dir;
     }

@@ -31,6 +31,9 @@ enum Command {
         /// Where the database, token and log live (default: the OS data directory).
         #[arg(long, env = "TASKKEEPER_DATA_DIR")]
         data_dir: Option<PathBuf>,
+        /// Add the scripted `tck` desk for the official A2A conformance kit (never for real work).
+        #[arg(long)]
+        conformance: bool,
     },
     /// Desks: named workers bound to a directory and an agent kind.
     #[command(subcommand)]
@@ -181,7 +184,11 @@ enum TaskCommand {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Serve { port, data_dir } => commands::serve(port, data_dir),
+        Command::Serve {
+            port,
+            data_dir,
+            conformance,
+        } => commands::serve(port, data_dir, conformance),
         Command::Desk(cmd) => commands::desk(cmd),
         Command::Task(cmd) => commands::task(cmd),
         Command::Asker(cmd) => commands::asker(cmd),

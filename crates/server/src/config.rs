@@ -25,6 +25,8 @@ pub struct DaemonConfig {
     pub token: Option<String>,
     pub synchronous: Synchronous,
     pub clock: Arc<dyn Clock>,
+    /// Add the scripted `tck` desk for the A2A conformance kit.
+    pub conformance: bool,
 }
 
 impl DaemonConfig {
@@ -35,6 +37,7 @@ impl DaemonConfig {
             token: None,
             synchronous: Synchronous::Full,
             clock: Arc::new(SystemClock),
+            conformance: false,
         }
     }
 

@@ -49,6 +49,7 @@ pub struct Daemon {
     stop: watch::Sender<bool>,
     server: JoinHandle<()>,
     housekeeping: JoinHandle<()>,
+    conformance: Option<JoinHandle<()>>,
 }
 
 impl Daemon {
@@ -118,11 +119,21 @@ impl Daemon {
         let a2a = crate::a2a::A2a {
             tasks: tasks.clone(),
             port: addr.port(),
-            card: crate::a2a::CardOptionsConfig { v03_fields: true },
+            // The kit's strict v1.0 card check rejects v0.3's extra fields (a2a.md §10).
+            card: crate::a2a::CardOptionsConfig {
+                v03_fields: !config.conformance,
+                machine_desk: config
+                    .conformance
+                    .then(|| crate::conformance::DESK.to_owned()),
+            },
         };
+        crate::conformance::prepare(&tasks, &config.data_dir, config.conformance).await?;
         let app = http::router(owner.clone(), a2a, guard);
 
         let (stop, mut stopped) = watch::channel(false);
+        let conformance = config
+            .conformance
+            .then(|| tokio::spawn(crate::conformance::run(tasks.clone(), stopped.clone())));
         let mut stopped_for_server = stopped.clone();
         let server = tokio::spawn(async move {
             let shutdown = async move {
@@ -160,6 +171,7 @@ impl Daemon {
             stop,
             server,
             housekeeping,
+            conformance,
         })
     }
 
@@ -184,6 +196,9 @@ impl Daemon {
         let _ = self.stop.send(true);
         let _ = self.server.await;
         let _ = self.housekeeping.await;
+        if let Some(worker) = self.conformance {
+            let _ = worker.await;
+        }
         tracing::info!("daemon stopped");
     }
 }

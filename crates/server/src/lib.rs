@@ -10,6 +10,7 @@ pub mod a2a;
 pub mod api;
 mod auth;
 mod config;
+pub mod conformance;
 mod daemon;
 mod guard;
 mod http;

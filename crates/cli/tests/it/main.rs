@@ -5,5 +5,6 @@
 
 mod cli;
 mod durability;
+mod interop;
 mod refusals;
 mod support;

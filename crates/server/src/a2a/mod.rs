@@ -47,9 +47,12 @@ pub(crate) struct A2a {
 }
 
 /// Card options as configured for the daemon.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct CardOptionsConfig {
     pub v03_fields: bool,
+    /// In conformance mode the machine card points at the conformance desk, where the v0.3
+    /// kit looks for it.
+    pub machine_desk: Option<String>,
 }
 
 pub(crate) fn router(a2a: A2a) -> Router {
@@ -135,10 +138,16 @@ async fn machine_card(State(a2a): State<A2a>, headers: HeaderMap) -> Response {
             let opts = CardOptions {
                 v03_fields: a2a.card.v03_fields,
             };
-            card_response(
-                &headers,
-                &card::machine_card(&desks, a2a.port, &settings, opts),
-            )
+            let conformance_desk = a2a
+                .card
+                .machine_desk
+                .as_deref()
+                .and_then(|d| desks.iter().find(|x| x.name.as_str() == d));
+            let card = match conformance_desk {
+                Some(desk) => card::desk_card(desk, a2a.port, &settings, opts),
+                None => card::machine_card(&desks, a2a.port, &settings, opts),
+            };
+            card_response(&headers, &card)
         }
         Err(e) => crate::OwnerError::from(e).into_response(),
     }

@@ -896,3 +896,81 @@ fn a2a_routes_are_guarded_too() {
     assert_eq!(status, 403);
     assert_eq!(d.task_count(), 0);
 }
+
+#[test]
+fn conformance_mode_scripts_the_tck_desk_and_leaves_with_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let start = |conformance: bool| {
+        let mut config = taskkeeper_server::DaemonConfig::new(0, dir.path().to_owned());
+        config.token = Some(TOKEN.to_owned());
+        config.conformance = conformance;
+        rt.block_on(taskkeeper_server::Daemon::start(config))
+            .unwrap()
+    };
+    let daemon = start(true);
+    let port = daemon.addr().port();
+    let post = |body: &Value| -> Value {
+        let out = ureq::post(format!("http://127.0.0.1:{port}/a2a/tck"))
+            .header("Authorization", format!("Bearer {TOKEN}"))
+            .header("A2A-Version", "1.0")
+            .header("Content-Type", "application/json")
+            .send(body.to_string())
+            .unwrap()
+            .body_mut()
+            .read_to_string()
+            .unwrap();
+        serde_json::from_str(&out).unwrap()
+    };
+    let v = post(&send_v1("tck-complete-task-0a1b2c3d", "hi", false));
+    assert_eq!(
+        v["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{v}"
+    );
+    assert_eq!(
+        v["result"]["task"]["status"]["message"]["parts"][0]["text"],
+        "Hello from TCK"
+    );
+    let v = post(&send_v1("tck-input-required-0a1b2c3d", "hi", false));
+    assert_eq!(
+        v["result"]["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{v}"
+    );
+    let v = post(&send_v1("tck-reject-task-0a1b2c3d", "hi", false));
+    assert_eq!(
+        v["result"]["task"]["status"]["state"], "TASK_STATE_FAILED",
+        "{v}"
+    );
+    let card: Value = serde_json::from_str(
+        &ureq::get(format!(
+            "http://127.0.0.1:{port}/.well-known/agent-card.json"
+        ))
+        .header("Authorization", format!("Bearer {TOKEN}"))
+        .call()
+        .unwrap()
+        .body_mut()
+        .read_to_string()
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        card["name"], "tck",
+        "the machine card points at the conformance desk"
+    );
+    assert!(
+        card.get("url").is_none() && card.get("protocolVersion").is_none(),
+        "strict v1.0 card: {card}"
+    );
+    rt.block_on(daemon.shutdown());
+
+    let daemon = start(false);
+    assert!(
+        daemon.store().desk("tck").unwrap().is_none(),
+        "no tck desk without the flag"
+    );
+    rt.block_on(daemon.shutdown());
+}

@@ -1,0 +1,231 @@
+//! `taskkeeper serve --conformance`: a desk named `tck` whose scripted worker answers the
+//! official A2A conformance kit's scenarios (a2a.md §16), chosen by the prefix of each
+//! message's `messageId`, so the kit can be run against this server. It is off by default
+//! and never touches another desk; without the flag the desk is removed at start-up.
+//!
+//! The worker acts through the same task service as a real session's `task_update`, so the
+//! kit tests the real transitions, queue, store and streams. Scenarios that need what no
+//! Taskkeeper desk can do (answer with a bare Message, reject a task, return file or data
+//! artifacts, stream chunked artifacts) end the task FAILED with a message that says so.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use taskkeeper_core::store::NewDesk;
+use taskkeeper_core::{AgentKind, Event, Role, StoreError, Task, TaskId};
+use tokio::sync::{broadcast, watch};
+
+use crate::tasks::Tasks;
+
+/// The conformance desk's name.
+pub const DESK: &str = "tck";
+
+/// The conformance desk's directory: how it is told apart from a user's desk of that name.
+fn marker_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("conformance")
+}
+
+/// What the scripted worker does for a message id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Script {
+    Done(&'static str),
+    Blocked(&'static str),
+    /// Done after a pause, so a stream shows WORKING first.
+    DoneAfter(Duration, &'static str),
+    Unsupported(&'static str),
+    /// Unscripted: ask for input after a pause (releases blocking waiters, stays open).
+    AskLater(Duration),
+}
+
+fn script_for(message_id: &str, streaming_timeout: Duration) -> Script {
+    let brief = Duration::from_millis(200);
+    match message_id {
+        m if m.starts_with("tck-complete-task") => Script::Done("Hello from TCK"),
+        m if m.starts_with("tck-artifact-text") => Script::Done("Generated text content"),
+        m if m.starts_with("tck-input-required") => {
+            Script::Blocked("The TCK scenario needs more input.")
+        }
+        m if m.starts_with("tck-stream-002") => Script::Done("Generated text content"),
+        m if m.starts_with("tck-stream-artifact-file")
+            || m.starts_with("tck-stream-artifact-chunked") =>
+        {
+            Script::Unsupported(
+                "a Taskkeeper desk returns only its text summary, not file or chunked artifacts",
+            )
+        }
+        m if m.starts_with("tck-stream-") => Script::DoneAfter(brief, "Generated text content"),
+        m if m.starts_with("test-resubscribe-message-id") => {
+            Script::DoneAfter(streaming_timeout * 2, "Generated text content")
+        }
+        m if m.starts_with("tck-artifact-") => Script::Unsupported(
+            "a Taskkeeper desk returns only its text summary, not file or data artifacts",
+        ),
+        m if m.starts_with("tck-message-response") => Script::Unsupported(
+            "a Taskkeeper desk always answers with a task, never a bare message",
+        ),
+        m if m.starts_with("tck-reject-task") => {
+            Script::Unsupported("a Taskkeeper desk never rejects a task")
+        }
+        _ => Script::AskLater(Duration::from_secs(3)),
+    }
+}
+
+/// Make sure the conformance desk exists (with the flag) or is gone (without it).
+pub(crate) async fn prepare(
+    tasks: &Tasks,
+    data_dir: &Path,
+    enabled: bool,
+) -> Result<(), StoreError> {
+    let marker = marker_dir(data_dir);
+    tasks
+        .blocking(move |s, now| {
+            let existing = s.desk(DESK)?;
+            match (enabled, existing) {
+                (true, None) => {
+                    let name = DESK
+                        .parse()
+                        .map_err(|_| StoreError::NoSuchDesk(DESK.into()))?;
+                    s.add_desk(
+                        NewDesk {
+                            name,
+                            agent: AgentKind::Generic,
+                            dir: marker,
+                        },
+                        now,
+                    )?;
+                }
+                (false, Some(desk)) if desk.dir == marker => {
+                    let open = s.tasks(&taskkeeper_core::store::TaskFilter {
+                        state: taskkeeper_core::store::StateFilter::Open,
+                        desk: Some(desk.name.clone()),
+                        ..Default::default()
+                    })?;
+                    for t in open {
+                        s.apply(
+                            &t.id,
+                            Event::Cancel {
+                                reason: Some("Conformance mode ended.".into()),
+                            },
+                            now,
+                        )?;
+                    }
+                    s.remove_desk(&desk.name)?;
+                }
+                _ => {}
+            }
+            Ok(())
+        })
+        .await
+}
+
+/// The latest message from the asker's side, which the worker answers.
+fn latest_request(t: &Task) -> Option<&str> {
+    t.history
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::User)
+        .map(|m| m.message_id.as_str())
+}
+
+/// Run the scripted worker until `stop`.
+pub(crate) async fn run(tasks: Tasks, mut stop: watch::Receiver<bool>) {
+    let streaming_timeout = std::env::var("TCK_STREAMING_TIMEOUT")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .map_or(Duration::from_secs(2), Duration::from_secs_f64);
+    let mut feed = tasks.feed();
+    let mut handled: HashSet<(TaskId, String)> = HashSet::new();
+    loop {
+        let task = tokio::select! {
+            r = feed.recv() => match r {
+                Ok(t) => t,
+                Err(broadcast::error::RecvError::Lagged(n)) => {
+                    tracing::warn!(missed = n, "conformance worker fell behind");
+                    continue;
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            },
+            _ = stop.wait_for(|s| *s) => return,
+        };
+        if task.desk.as_str() != DESK || !task.is_open() || task.state().is_interrupted() {
+            continue;
+        }
+        let Some(message_id) = latest_request(&task).map(str::to_owned) else {
+            continue;
+        };
+        if !handled.insert((task.id.clone(), message_id.clone())) {
+            continue;
+        }
+        let script = script_for(&message_id, streaming_timeout);
+        let (tasks, id) = (tasks.clone(), task.id.clone());
+        tokio::spawn(async move {
+            let event = match script {
+                Script::Done(text) => Event::WorkerDone {
+                    summary: text.into(),
+                },
+                Script::Blocked(text) => Event::WorkerBlocked { need: text.into() },
+                Script::DoneAfter(pause, text) => {
+                    tokio::time::sleep(pause).await;
+                    Event::WorkerDone {
+                        summary: text.into(),
+                    }
+                }
+                Script::Unsupported(why) => Event::WorkerFailed {
+                    why: format!("Not supported by Taskkeeper: {why}."),
+                },
+                Script::AskLater(pause) => {
+                    tokio::time::sleep(pause).await;
+                    Event::WorkerBlocked {
+                        need: "Send another message to continue.".into(),
+                    }
+                }
+            };
+            match tasks.apply(&id, event).await {
+                // The asker may have ended or continued it meanwhile; that is fine.
+                Ok(_) | Err(StoreError::Transition(_)) => {}
+                Err(e) => {
+                    tracing::warn!(task = %id, error = %e, "conformance worker could not act")
+                }
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scenarios_follow_the_message_id_prefix() {
+        let t = Duration::from_secs(2);
+        assert_eq!(
+            script_for("tck-complete-task-1a2b3c4d", t),
+            Script::Done("Hello from TCK")
+        );
+        assert!(matches!(
+            script_for("tck-input-required-00", t),
+            Script::Blocked(_)
+        ));
+        assert_eq!(
+            script_for("test-resubscribe-message-id-9", t),
+            Script::DoneAfter(Duration::from_secs(4), "Generated text content")
+        );
+        assert!(matches!(
+            script_for("tck-stream-001-x", t),
+            Script::DoneAfter(_, _)
+        ));
+        assert!(matches!(
+            script_for("tck-stream-artifact-chunked-x", t),
+            Script::Unsupported(_)
+        ));
+        assert!(matches!(
+            script_for("tck-reject-task-x", t),
+            Script::Unsupported(_)
+        ));
+        assert!(matches!(
+            script_for("anything-else", t),
+            Script::AskLater(_)
+        ));
+    }
+}
