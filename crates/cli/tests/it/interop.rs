@@ -67,13 +67,18 @@ fn sdk_python() -> PathBuf {
         return python;
     }
     std::fs::create_dir_all(&root).unwrap();
-    let building = root.join(format!("venv-a2a-sdk-{A2A_SDK}.building-{}", std::process::id()));
+    let building = root.join(format!(
+        "venv-a2a-sdk-{A2A_SDK}.building-{}",
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&building);
     let made = Command::new("python3")
         .args(["-m", "venv"])
         .arg(&building)
         .output()
-        .unwrap_or_else(|e| panic!("cannot run python3 to make a venv (is Python 3 installed?): {e}"));
+        .unwrap_or_else(|e| {
+            panic!("cannot run python3 to make a venv (is Python 3 installed?): {e}")
+        });
     assert!(
         made.status.success(),
         "python3 -m venv failed (Debian needs the python3-venv package): {}",
@@ -119,7 +124,11 @@ fn sdk_python() -> PathBuf {
     // Another run may have finished first; either venv is as good.
     if std::fs::rename(&building, &venv).is_err() {
         let _ = std::fs::remove_dir_all(&building);
-        assert!(ready.exists(), "could not move the new venv into {}", venv.display());
+        assert!(
+            ready.exists(),
+            "could not move the new venv into {}",
+            venv.display()
+        );
     }
     python
 }
@@ -130,8 +139,13 @@ fn sdk_python() -> PathBuf {
 fn end_as_worker(port: u16, desk: &str, text: &str, status: &str, summary: &str) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let (code, body) = request(port, "GET", &format!("/api/tasks?state=open&desk={desk}"), "")
-            .expect("the daemon answers the owner API");
+        let (code, body) = request(
+            port,
+            "GET",
+            &format!("/api/tasks?state=open&desk={desk}"),
+            "",
+        )
+        .expect("the daemon answers the owner API");
         assert_eq!(code, 200, "{body}");
         let tasks: Value = serde_json::from_str(&body).unwrap();
         let found = tasks["tasks"]
@@ -206,7 +220,9 @@ fn run_script(python: &Path, served: &Served, desk: &str, version: &str) -> Vec<
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                panic!("the v{version} SDK run did not finish within {SCRIPT_DEADLINE:?}: {lines:#?}");
+                panic!(
+                    "the v{version} SDK run did not finish within {SCRIPT_DEADLINE:?}: {lines:#?}"
+                );
             }
         }
     }
