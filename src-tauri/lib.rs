@@ -10,7 +10,6 @@ pub mod commands;
 pub mod tray;
 
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::Context as _;
 use taskkeeper_server::{Daemon, DaemonConfig, OwnerService, TaskQuery};
@@ -23,7 +22,6 @@ pub const MAIN_WINDOW: &str = "main";
 
 /// How often the tray re-reads the counts. A later issue replaces this poll with the owner
 /// event stream; until then a few seconds of lag in the icon is the price.
-const TRAY_REFRESH: Duration = Duration::from_secs(3);
 
 /// Runs the app until Quit (or SIGTERM/SIGINT). A daemon that can't start (port in use,
 /// database locked by another instance) is reported on stderr and in the log, and the process
@@ -146,15 +144,21 @@ pub fn with_commands<R: Runtime>(
     builder.manage(owner).invoke_handler(commands::handler())
 }
 
-/// Polls the counts and updates the tray when they change. Errors are logged once per change
-/// of message, not every tick, so a broken store doesn't flood the log.
+/// Recounts after every task change the daemon publishes (and once at start) and updates the
+/// tray when the counts differ: no work while nothing changes. Errors are logged once per
+/// change of message, so a broken store doesn't flood the log.
 async fn keep_tray_current<R: Runtime>(tray: Tray<R>, owner: OwnerService) {
     let mut shown: Option<Counts> = None;
     let mut last_error: Option<String> = None;
-    let mut ticks = tokio::time::interval(TRAY_REFRESH);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut changes = owner.changes();
+    let mut first = true;
     loop {
-        ticks.tick().await;
+        if !std::mem::take(&mut first) {
+            match changes.recv().await {
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            }
+        }
         let tasks = match owner.list_tasks(TaskQuery::open()).await {
             Ok(tasks) => tasks,
             Err(error) => {
