@@ -14,6 +14,7 @@
 pub mod clock;
 pub mod desk;
 pub mod queue;
+pub mod session;
 pub mod settings;
 pub mod store;
 pub mod task;
@@ -21,6 +22,7 @@ pub mod transition;
 
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp};
 pub use desk::{AgentKind, Desk, DeskName};
+pub use session::{Activity, Session, SessionId};
 pub use store::{Store, StoreError, StoreOptions};
 pub use task::{Artifact, Message, NewTask, Part, Role, Task, TaskId, TaskState, TaskStatus};
 pub use transition::{Event, TransitionError};

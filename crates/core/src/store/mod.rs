@@ -24,6 +24,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use crate::clock::Timestamp;
 use crate::desk::{AgentKind, Desk, DeskName};
 use crate::queue;
+use crate::session::{Session, SessionId};
 use crate::settings::{SettingError, Settings};
 use crate::task::{NewTask, Task, TaskId, TaskState};
 use crate::transition::{self, Event, TransitionError};
@@ -593,6 +594,53 @@ impl Store {
             }
             fill_positions(c, &mut tasks)?;
             Ok((tasks, total.unsigned_abs()))
+        })
+    }
+
+    // ---- sessions -------------------------------------------------------------------
+
+    /// Insert or replace a session (the adapters fold edges in and write the result).
+    pub fn put_session(&self, session: Session) -> Result<Session, StoreError> {
+        self.write(move |c| {
+            if load_desk(c, session.desk.as_str())?.is_none() {
+                return Err(StoreError::NoSuchDesk(session.desk.to_string()));
+            }
+            let body = serde_json::to_string(&session)?;
+            c.prepare_cached(
+                "INSERT INTO sessions (id, desk, body, updated_at) VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT (id) DO UPDATE SET desk = excluded.desk, body = excluded.body, \
+                 updated_at = excluded.updated_at",
+            )?
+            .execute(params![
+                session.id.as_str(),
+                session.desk.as_str(),
+                body,
+                session.updated_at.as_millis()
+            ])?;
+            Ok(session)
+        })
+    }
+
+    pub fn session(&self, id: &SessionId) -> Result<Option<Session>, StoreError> {
+        self.read(|c| {
+            let mut stmt = c.prepare_cached("SELECT body FROM sessions WHERE id = ?1")?;
+            let body: Option<String> = stmt.query_row([id.as_str()], |r| r.get(0)).optional()?;
+            Ok(body.map(|b| serde_json::from_str(&b)).transpose()?)
+        })
+    }
+
+    /// Sessions, most recently changed first; `desk` narrows to one desk.
+    pub fn sessions(&self, desk: Option<&DeskName>) -> Result<Vec<Session>, StoreError> {
+        self.read(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT body FROM sessions WHERE (?1 IS NULL OR desk = ?1) ORDER BY updated_at DESC, id",
+            )?;
+            let rows = stmt.query_map([desk.map(DeskName::as_str)], |r| r.get::<_, String>(0))?;
+            let mut out = Vec::new();
+            for body in rows {
+                out.push(serde_json::from_str(&body?)?);
+            }
+            Ok(out)
         })
     }
 

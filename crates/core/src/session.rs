@@ -1,0 +1,415 @@
+//! Sessions: live agent processes attached to desks, and what each is doing.
+//!
+//! A session's activity is a *level* state rebuilt from *edges* (DESIGN §5): the adapters
+//! translate an agent's hooks into [`Edge`]s, and [`Session::apply`] folds them in. Edges can
+//! be missed — an Esc interrupt fires no hook, a killed process sends nothing — so
+//! [`Session::reconcile`] corrects the state from a level signal (the agent's own status
+//! file, whether the process is alive) and the state never stays "busy" on hooks alone.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::clock::Timestamp;
+use crate::desk::{AgentKind, DeskName};
+
+/// A session id as the agent names it (Claude Code's `session_id`; `/clear` makes a new one).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SessionId(String);
+
+impl SessionId {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<&str> for SessionId {
+    fn from(s: &str) -> Self {
+        Self(s.to_owned())
+    }
+}
+
+impl From<String> for SessionId {
+    fn from(s: String) -> Self {
+        Self(s)
+    }
+}
+
+impl fmt::Display for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What a session is doing, as a level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Activity {
+    /// A turn is running.
+    Busy,
+    /// Between turns.
+    Idle,
+    /// A permission prompt or a question waits on the owner.
+    WaitingOnOwner,
+    /// The owner interrupted it (Esc); nobody has written to it since.
+    StoppedByOwner,
+    /// The process ended.
+    Ended,
+}
+
+impl Activity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Busy => "busy",
+            Self::Idle => "idle",
+            Self::WaitingOnOwner => "waiting-on-owner",
+            Self::StoppedByOwner => "stopped-by-owner",
+            Self::Ended => "ended",
+        }
+    }
+}
+
+/// Who started the current turn: a turn the watchdog's own reminder started must not restart
+/// the ladder; one the owner typed does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TurnOrigin {
+    /// The owner (or anyone at the keyboard) typed a prompt.
+    Owner,
+    /// Taskkeeper delivered a task or a reminder.
+    Taskkeeper,
+    /// A background command finished and woke the session.
+    Background,
+}
+
+/// Where a session can be reached, as its hooks report it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Reach {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tmux_pane: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messaging_socket: Option<String>,
+}
+
+/// One thing that happened to a session, in agent-neutral words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Edge {
+    /// The session started (or was cleared, resumed, compacted into a new id).
+    Started,
+    /// A turn started.
+    TurnStarted { origin: TurnOrigin },
+    /// A tool call began or ended: the session is evidently working.
+    ToolActivity,
+    /// A background command was started (its id).
+    BackgroundStarted { id: String },
+    /// A permission prompt or question is shown to the owner.
+    WaitingOnOwner,
+    /// The turn ended; `background` is the full set of background commands still running.
+    TurnEnded {
+        last_words: Option<String>,
+        background: Vec<String>,
+    },
+    /// The turn ended on an API error; rate limits say until when.
+    TurnFailed {
+        rate_limited_until: Option<Timestamp>,
+    },
+    /// The session ended.
+    Ended,
+}
+
+/// A level signal about a session, read from outside its hooks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// The agent's own status says idle (e.g. Claude Code's session file).
+    Idle,
+    Busy,
+    Waiting,
+    /// The process is gone.
+    Gone,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Session {
+    pub id: SessionId,
+    pub desk: DeskName,
+    pub agent: AgentKind,
+    pub cwd: PathBuf,
+    pub activity: Activity,
+    /// When `activity` last changed.
+    pub since: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_origin: Option<TurnOrigin>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_ended_at: Option<Timestamp>,
+    /// Background commands still running.
+    #[serde(default)]
+    pub background: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background_ended_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limited_until: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_words: Option<String>,
+    #[serde(default)]
+    pub reach: Reach,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl Session {
+    pub fn new(
+        id: SessionId,
+        desk: DeskName,
+        agent: AgentKind,
+        cwd: PathBuf,
+        now: Timestamp,
+    ) -> Self {
+        Self {
+            id,
+            desk,
+            agent,
+            cwd,
+            activity: Activity::Idle,
+            since: now,
+            turn_origin: None,
+            turn_ended_at: None,
+            background: Vec::new(),
+            background_ended_at: None,
+            rate_limited_until: None,
+            last_words: None,
+            reach: Reach::default(),
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    fn set_activity(&mut self, activity: Activity, now: Timestamp) {
+        if self.activity != activity {
+            self.activity = activity;
+            self.since = now;
+        }
+    }
+
+    /// Fold one edge in. An ended session stays ended unless it starts again.
+    pub fn apply(&mut self, edge: Edge, now: Timestamp) {
+        self.updated_at = now;
+        if self.activity == Activity::Ended && edge != Edge::Started {
+            return;
+        }
+        match edge {
+            Edge::Started => {
+                self.set_activity(Activity::Idle, now);
+                self.turn_origin = None;
+            }
+            Edge::TurnStarted { origin } => {
+                self.turn_origin = Some(origin);
+                self.rate_limited_until = None;
+                self.set_activity(Activity::Busy, now);
+            }
+            Edge::ToolActivity => self.set_activity(Activity::Busy, now),
+            Edge::BackgroundStarted { id } => {
+                if !self.background.contains(&id) {
+                    self.background.push(id);
+                }
+            }
+            Edge::WaitingOnOwner => self.set_activity(Activity::WaitingOnOwner, now),
+            Edge::TurnEnded {
+                last_words,
+                background,
+            } => {
+                if let Some(w) = last_words.filter(|w| !w.trim().is_empty()) {
+                    self.last_words = Some(w);
+                }
+                if background.is_empty() && !self.background.is_empty() {
+                    self.background_ended_at = Some(now);
+                }
+                self.background = background;
+                self.turn_ended_at = Some(now);
+                self.set_activity(Activity::Idle, now);
+            }
+            Edge::TurnFailed { rate_limited_until } => {
+                self.rate_limited_until = rate_limited_until;
+                self.turn_ended_at = Some(now);
+                self.set_activity(Activity::Idle, now);
+            }
+            Edge::Ended => self.set_activity(Activity::Ended, now),
+        }
+    }
+
+    /// Correct the state from a level signal. Hooks say busy or waiting but the agent says
+    /// idle: the owner interrupted (Esc fires no hook). The process is gone: ended.
+    pub fn reconcile(&mut self, level: Level, now: Timestamp) {
+        let next = match (self.activity, level) {
+            (Activity::Ended, _) => return,
+            (_, Level::Gone) => Activity::Ended,
+            (Activity::Busy | Activity::WaitingOnOwner, Level::Idle) => Activity::StoppedByOwner,
+            (Activity::Idle | Activity::StoppedByOwner, Level::Busy) => Activity::Busy,
+            (_, Level::Waiting) => Activity::WaitingOnOwner,
+            (current, _) => current,
+        };
+        if next != self.activity {
+            self.updated_at = now;
+            self.set_activity(next, now);
+        }
+    }
+
+    /// Live: attached and not ended.
+    pub fn is_live(&self) -> bool {
+        self.activity != Activity::Ended
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: i64) -> Timestamp {
+        Timestamp::from_millis(s * 1000)
+    }
+
+    fn session() -> Session {
+        Session::new(
+            "s-1".into(),
+            "web".parse().unwrap(),
+            AgentKind::ClaudeCode,
+            "/src/web".into(),
+            t(0),
+        )
+    }
+
+    #[test]
+    fn a_turn_with_a_tool_and_a_background_command() {
+        let mut s = session();
+        s.apply(
+            Edge::TurnStarted {
+                origin: TurnOrigin::Owner,
+            },
+            t(1),
+        );
+        s.apply(Edge::ToolActivity, t(2));
+        s.apply(Edge::BackgroundStarted { id: "b1".into() }, t(3));
+        s.apply(
+            Edge::TurnEnded {
+                last_words: Some("Now writing the probe…".into()),
+                background: vec!["b1".into()],
+            },
+            t(4),
+        );
+        assert_eq!(
+            (s.activity, s.since, s.background.len()),
+            (Activity::Idle, t(4), 1)
+        );
+        assert_eq!(s.last_words.as_deref(), Some("Now writing the probe…"));
+        // The background command finished: it woke the session, whose next Stop lists none.
+        s.apply(
+            Edge::TurnStarted {
+                origin: TurnOrigin::Background,
+            },
+            t(60),
+        );
+        s.apply(
+            Edge::TurnEnded {
+                last_words: None,
+                background: vec![],
+            },
+            t(61),
+        );
+        assert_eq!(
+            (s.background.len(), s.background_ended_at),
+            (0, Some(t(61)))
+        );
+        assert_eq!(
+            s.last_words.as_deref(),
+            Some("Now writing the probe…"),
+            "empty last words keep the old ones"
+        );
+    }
+
+    #[test]
+    fn esc_fires_no_hook_and_the_level_signal_says_stopped() {
+        let mut s = session();
+        s.apply(
+            Edge::TurnStarted {
+                origin: TurnOrigin::Owner,
+            },
+            t(1),
+        );
+        s.reconcile(Level::Busy, t(2));
+        assert_eq!(s.activity, Activity::Busy);
+        s.reconcile(Level::Idle, t(3));
+        assert_eq!((s.activity, s.since), (Activity::StoppedByOwner, t(3)));
+        // Someone writes to it again.
+        s.apply(
+            Edge::TurnStarted {
+                origin: TurnOrigin::Owner,
+            },
+            t(9),
+        );
+        assert_eq!(s.activity, Activity::Busy);
+    }
+
+    #[test]
+    fn a_permission_prompt_then_esc() {
+        let mut s = session();
+        s.apply(
+            Edge::TurnStarted {
+                origin: TurnOrigin::Owner,
+            },
+            t(1),
+        );
+        s.apply(Edge::WaitingOnOwner, t(2));
+        assert_eq!(s.activity, Activity::WaitingOnOwner);
+        s.reconcile(Level::Idle, t(5));
+        assert_eq!(s.activity, Activity::StoppedByOwner);
+    }
+
+    #[test]
+    fn a_killed_session_ends_and_stays_ended() {
+        let mut s = session();
+        s.apply(
+            Edge::TurnStarted {
+                origin: TurnOrigin::Owner,
+            },
+            t(1),
+        );
+        s.reconcile(Level::Gone, t(2));
+        assert_eq!(s.activity, Activity::Ended);
+        s.apply(Edge::ToolActivity, t(3));
+        s.reconcile(Level::Busy, t(3));
+        assert_eq!(s.activity, Activity::Ended);
+    }
+
+    #[test]
+    fn a_rate_limit_is_kept_until_the_next_turn() {
+        let mut s = session();
+        s.apply(
+            Edge::TurnStarted {
+                origin: TurnOrigin::Owner,
+            },
+            t(1),
+        );
+        s.apply(
+            Edge::TurnFailed {
+                rate_limited_until: Some(t(3600)),
+            },
+            t(2),
+        );
+        assert_eq!(
+            (s.activity, s.rate_limited_until),
+            (Activity::Idle, Some(t(3600)))
+        );
+        s.apply(
+            Edge::TurnStarted {
+                origin: TurnOrigin::Owner,
+            },
+            t(4000),
+        );
+        assert_eq!(s.rate_limited_until, None);
+    }
+}
