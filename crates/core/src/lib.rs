@@ -12,6 +12,7 @@
 //! - [`settings`] parses and validates every tunable number.
 
 pub mod clock;
+pub mod delivery;
 pub mod desk;
 pub mod queue;
 pub mod session;

@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::desk::AgentKind;
 
 /// The keys, in the order the settings panel shows them.
-pub const KEYS: [&str; 9] = [
+pub const KEYS: [&str; 10] = [
     "reminders.first_after.claude-code",
     "reminders.first_after.default",
     "reminders.ladder",
@@ -21,6 +21,7 @@ pub const KEYS: [&str; 9] = [
     "tasks.keep_ended",
     "a2a.blocking_wait_max",
     "notifications.enabled",
+    "sessions.create_desks",
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +43,8 @@ pub struct Settings {
     /// The longest a blocking SendMessage waits before it answers with the current task.
     pub blocking_wait_max: Duration,
     pub notifications_enabled: bool,
+    /// A session in a directory no desk covers gets a desk of its own.
+    pub create_desks: bool,
 }
 
 impl Default for Settings {
@@ -57,6 +60,7 @@ impl Default for Settings {
             keep_ended: min(7 * 24 * 60),
             blocking_wait_max: min(10),
             notifications_enabled: true,
+            create_desks: true,
         }
     }
 }
@@ -105,6 +109,7 @@ impl Settings {
             "tasks.keep_ended" => format_duration(self.keep_ended),
             "a2a.blocking_wait_max" => format_duration(self.blocking_wait_max),
             "notifications.enabled" => self.notifications_enabled.to_string(),
+            "sessions.create_desks" => self.create_desks.to_string(),
             _ => {
                 return Err(SettingError::UnknownKey {
                     key: key.to_owned(),
@@ -144,11 +149,10 @@ impl Settings {
             "tasks.keep_ended" => self.keep_ended = duration()?,
             "a2a.blocking_wait_max" => self.blocking_wait_max = duration()?,
             "notifications.enabled" => {
-                self.notifications_enabled = match value.trim() {
-                    "true" => true,
-                    "false" => false,
-                    _ => return Err(invalid(BOOL_HELP)),
-                }
+                self.notifications_enabled = parse_bool(value).ok_or_else(|| invalid(BOOL_HELP))?
+            }
+            "sessions.create_desks" => {
+                self.create_desks = parse_bool(value).ok_or_else(|| invalid(BOOL_HELP))?
             }
             _ => {
                 return Err(SettingError::UnknownKey {
@@ -173,6 +177,14 @@ impl fmt::Display for Settings {
             writeln!(f, "{k} = {v}")?;
         }
         Ok(())
+    }
+}
+
+fn parse_bool(text: &str) -> Option<bool> {
+    match text.trim() {
+        "true" => Some(true),
+        "false" => Some(false),
+        _ => None,
     }
 }
 
@@ -222,6 +234,7 @@ mod tests {
             "tasks.keep_ended = 7d",
             "a2a.blocking_wait_max = 10m",
             "notifications.enabled = true",
+            "sessions.create_desks = true",
         ] {
             assert!(text.contains(line), "missing {line} in\n{text}");
         }

@@ -298,6 +298,17 @@ pub struct Task {
     /// The worker's last message, so a reminder can remind it where it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_words: Option<String>,
+    /// When the desk's session was handed the task (and its latest message from the asker);
+    /// `None` while a WORKING task still waits to be delivered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivered_at: Option<Timestamp>,
+    /// When the session was told that a task it had was canceled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel_told_at: Option<Timestamp>,
+    /// A permission prompt or question of the desk's session waits on the owner. The task
+    /// stays WORKING: INPUT_REQUIRED is for the asker, never for the owner's prompts.
+    #[serde(default)]
+    pub waiting_on_owner: bool,
     /// Grows by one with every change; the store writes only over the version it read.
     pub version: u64,
 }
@@ -337,6 +348,9 @@ impl Task {
             expired_at: None,
             acknowledged_at: None,
             last_words: None,
+            delivered_at: None,
+            cancel_told_at: None,
+            waiting_on_owner: false,
             version: 1,
         }
     }
@@ -347,6 +361,19 @@ impl Task {
 
     pub fn is_open(&self) -> bool {
         !self.status.state.is_terminal()
+    }
+
+    /// The session was handed this task and must now be told it was canceled.
+    pub fn cancel_to_tell(&self) -> bool {
+        self.state() == TaskState::Canceled
+            && self.delivered_at.is_some()
+            && self.cancel_told_at.is_none()
+    }
+
+    /// The task is the desk's and its session has not been handed it (or the asker's latest
+    /// message) yet.
+    pub fn to_deliver(&self) -> bool {
+        self.state() == TaskState::Working && self.delivered_at.is_none()
     }
 
     /// The asker's request: the first message of the history.

@@ -38,6 +38,14 @@ pub enum Event {
     Resume,
     /// The asker acknowledges an ended task (bookkeeping only).
     Acknowledge,
+    /// The desk's session was handed the task (or the asker's latest message).
+    Delivered,
+    /// The session was told that a task it had was canceled.
+    CancelTold,
+    /// The worker's latest words at the end of a turn.
+    WorkerSaid { text: String },
+    /// The desk's session started or stopped waiting on the owner.
+    OwnerWait { waiting: bool },
 }
 
 impl Event {
@@ -55,6 +63,10 @@ impl Event {
             Event::Stall => "stall",
             Event::Resume => "resume",
             Event::Acknowledge => "acknowledge",
+            Event::Delivered => "delivered",
+            Event::CancelTold => "cancel-told",
+            Event::WorkerSaid { .. } => "worker-said",
+            Event::OwnerWait { .. } => "owner-wait",
         }
     }
 }
@@ -78,6 +90,8 @@ pub enum TransitionError {
     NotWorking { id: TaskId, state: TaskState },
     #[error("task {id} is not stalled; only a stalled task can be resumed")]
     NotStalled { id: TaskId },
+    #[error("task {id} has nothing to deliver ({state})")]
+    NothingToDeliver { id: TaskId, state: TaskState },
 }
 
 /// Apply `event` to `task` at `now`.
@@ -141,6 +155,8 @@ pub fn apply(task: &Task, event: Event, now: Timestamp) -> Result<Task, Transiti
             message.task_id = Some(task.id.as_str().to_owned());
             message.context_id = Some(task.context_id.clone());
             next.history.push(message);
+            // The session has not seen this message yet.
+            next.delivered_at = None;
             if state.is_interrupted() {
                 next.set_status(TaskState::Working, None, now);
             }
@@ -185,6 +201,36 @@ pub fn apply(task: &Task, event: Event, now: Timestamp) -> Result<Task, Transiti
             next.stalled_at = None;
             next.reminders_sent = 0;
         }
+        Event::Delivered => {
+            if !task.to_deliver() {
+                return Err(TransitionError::NothingToDeliver { id: id(), state });
+            }
+            next.delivered_at = Some(now);
+        }
+        Event::CancelTold => {
+            if !task.cancel_to_tell() {
+                return Err(TransitionError::NothingToDeliver { id: id(), state });
+            }
+            next.cancel_told_at = Some(now);
+        }
+        Event::WorkerSaid { text } => {
+            if state.is_terminal() {
+                return Err(ended());
+            }
+            if task.last_words.as_deref() == Some(text.as_str()) {
+                return Ok(next);
+            }
+            next.last_words = Some(text);
+        }
+        Event::OwnerWait { waiting } => {
+            if state.is_terminal() {
+                return Err(ended());
+            }
+            if task.waiting_on_owner == waiting {
+                return Ok(next);
+            }
+            next.waiting_on_owner = waiting;
+        }
         Event::Acknowledge => {
             if !state.is_terminal() {
                 return Err(TransitionError::StillOpen { id: id(), state });
@@ -211,6 +257,9 @@ impl Task {
         }
         self.status.state = state;
         self.status.message = message;
+        if state != TaskState::Working {
+            self.waiting_on_owner = false;
+        }
         self.status.timestamp = now;
         if state != TaskState::Submitted {
             self.queue_position = None;

@@ -60,6 +60,12 @@ fn events() -> Vec<Event> {
         Event::Stall,
         Event::Resume,
         Event::Acknowledge,
+        Event::Delivered,
+        Event::CancelTold,
+        Event::WorkerSaid {
+            text: "Now writing the probe".into(),
+        },
+        Event::OwnerWait { waiting: true },
     ]
 }
 
@@ -74,6 +80,10 @@ fn outcome(before: &Task, result: &Result<Task, TransitionError>) -> String {
                 ("stalled", t.stalled_at.is_some()),
                 ("expired", t.expired_at.is_some()),
                 ("acked", t.acknowledged_at.is_some()),
+                ("delivered", t.delivered_at.is_some()),
+                ("waiting", t.waiting_on_owner),
+                ("said", t.last_words.is_some()),
+                ("told", t.cancel_told_at.is_some()),
             ] {
                 if on {
                     s.push('+');
@@ -105,17 +115,18 @@ fn every_state_and_event() {
         table.push('\n');
     }
     // Columns: start done blocked failed follow-up cancel expire remind stall resume ack
+    //          delivered cancel-told worker-said owner-wait
     let expected = [
-        "submitted       | working completed input-required failed submitted canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen",
-        "working         | !NotQueued completed input-required failed working canceled canceled+expired working+reminded working+stalled !NotStalled !StillOpen",
-        "working+stalled | !NotQueued completed+stalled input-required failed+stalled working canceled+stalled canceled+stalled+expired !NotWorking !NotWorking working !StillOpen",
-        "input-required  | !NotQueued completed input-required failed working canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen",
-        "auth-required   | !NotQueued completed input-required failed working canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen",
-        "completed       | !NotQueued !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled completed+acked",
-        "completed+acked | !NotQueued !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled same",
-        "failed          | !NotQueued !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled failed+acked",
-        "canceled        | !NotQueued !Ended !Ended !Ended !Ended same !Ended !NotWorking !NotWorking !NotStalled canceled+acked",
-        "rejected        | !NotQueued !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled rejected+acked",
+        "submitted       | working completed input-required failed submitted canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen !NothingToDeliver !NothingToDeliver submitted+said submitted+waiting",
+        "working         | !NotQueued completed input-required failed working canceled canceled+expired working+reminded working+stalled !NotStalled !StillOpen working+delivered !NothingToDeliver working+said working+waiting",
+        "working+stalled | !NotQueued completed+stalled input-required failed+stalled working canceled+stalled canceled+stalled+expired !NotWorking !NotWorking working !StillOpen working+stalled+delivered !NothingToDeliver working+stalled+said working+stalled+waiting",
+        "input-required  | !NotQueued completed input-required failed working canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen !NothingToDeliver !NothingToDeliver input-required+said input-required+waiting",
+        "auth-required   | !NotQueued completed input-required failed working canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen !NothingToDeliver !NothingToDeliver auth-required+said auth-required+waiting",
+        "completed       | !NotQueued !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled completed+acked !NothingToDeliver !NothingToDeliver !Ended !Ended",
+        "completed+acked | !NotQueued !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled same !NothingToDeliver !NothingToDeliver !Ended !Ended",
+        "failed          | !NotQueued !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled failed+acked !NothingToDeliver !NothingToDeliver !Ended !Ended",
+        "canceled        | !NotQueued !Ended !Ended !Ended !Ended same !Ended !NotWorking !NotWorking !NotStalled canceled+acked !NothingToDeliver !NothingToDeliver !Ended !Ended",
+        "rejected        | !NotQueued !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled rejected+acked !NothingToDeliver !NothingToDeliver !Ended !Ended",
     ]
     .join("\n")
         + "\n";
@@ -243,11 +254,17 @@ fn arb_event() -> impl Strategy<Value = Event> {
         Just(Event::Stall),
         Just(Event::Resume),
         Just(Event::Acknowledge),
+        Just(Event::Delivered),
+        Just(Event::CancelTold),
+        any::<u8>().prop_map(|n| Event::WorkerSaid {
+            text: format!("words {n}")
+        }),
+        any::<bool>().prop_map(|waiting| Event::OwnerWait { waiting }),
     ]
 }
 
 proptest! {
-    /// Terminal states are final (only the acknowledgement mark may still be added), versions
+    /// Terminal states are final (only the acknowledgement and cancel-told marks may still be added), versions
     /// only grow, by one per change, and a refusal leaves the task as it was.
     #[test]
     fn terminal_is_final_and_versions_only_grow(
@@ -266,6 +283,7 @@ proptest! {
                         prop_assert_eq!(next.state(), before.state());
                         let mut only_ack = next.clone();
                         only_ack.acknowledged_at = before.acknowledged_at;
+                        only_ack.cancel_told_at = before.cancel_told_at;
                         only_ack.version = before.version;
                         only_ack.updated_at = before.updated_at;
                         prop_assert_eq!(&only_ack, &before);

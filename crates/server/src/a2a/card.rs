@@ -38,7 +38,7 @@ pub fn extension(settings: &Settings) -> Value {
             "maxSessionMessagesPerHour": settings.hourly_cap,
             "metadataKeys": [
                 "desk", "asker", "queuePosition", "reminders", "lastReminderAt", "stalled", "stalledAt",
-                "expired", "expiredAt", "acknowledgedAt", "waitingOnOwner", "lastWords"
+                "expired", "expiredAt", "acknowledgedAt", "waitingOnOwner", "deliveredAt", "lastWords"
             ],
             "methods": ["AckTask"],
         },

@@ -119,7 +119,8 @@ impl RpcError {
                 | TransitionError::StillOpen { id, .. }
                 | TransitionError::NotQueued { id, .. }
                 | TransitionError::NotWorking { id, .. }
-                | TransitionError::NotStalled { id } => {
+                | TransitionError::NotStalled { id }
+                | TransitionError::NothingToDeliver { id, .. } => {
                     Self::unsupported(t.to_string()).with("taskId", id.as_str())
                 }
             },

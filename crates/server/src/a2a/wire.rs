@@ -40,6 +40,10 @@ pub fn extension_metadata(t: &Task) -> Value {
     if let Some(at) = t.acknowledged_at {
         m.insert("acknowledgedAt".into(), json!(at));
     }
+    m.insert("waitingOnOwner".into(), json!(t.waiting_on_owner));
+    if let Some(at) = t.delivered_at {
+        m.insert("deliveredAt".into(), json!(at));
+    }
     if let Some(w) = &t.last_words {
         m.insert("lastWords".into(), json!(w));
     }

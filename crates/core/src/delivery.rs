@@ -1,0 +1,146 @@
+//! The words Taskkeeper puts into a session: deterministic text (no model writes it), always
+//! marked as coming from Taskkeeper, naming the task id, the asker and how to end the task,
+//! so the session knows what it holds and resumes instead of starting over.
+
+use crate::desk::Desk;
+use crate::task::{Role, Task};
+
+/// Every text Taskkeeper writes into a session starts with this.
+pub const MARK: &str = "[Taskkeeper]";
+
+fn how_to_end(t: &Task) -> String {
+    format!(
+        "When you have finished, call the `task_update` tool with task_id \"{id}\" and status \"done\" \
+         with a short summary; \"blocked\" with what you need from the asker; or \"failed\" with why. \
+         (Without the tool: `taskkeeper task update {id} done \"summary\"`.) The task stays open until you do.",
+        id = t.id
+    )
+}
+
+/// A task handed to the session: header, the request, the asker's latest message if the
+/// task was continued, and how to end it.
+pub fn task_text(t: &Task) -> String {
+    let mut text = format!(
+        "{MARK} Task {} from {} (desk {}):\n\n{}",
+        t.id,
+        t.asker,
+        t.desk,
+        t.request_text()
+    );
+    let followups: Vec<_> = t
+        .history
+        .iter()
+        .skip(1)
+        .filter(|m| m.role == Role::User)
+        .collect();
+    if let Some(last) = followups.last() {
+        text.push_str(&format!(
+            "\n\n{MARK} {} wrote again on this task:\n\n{}",
+            t.asker,
+            last.text()
+        ));
+    }
+    text.push_str("\n\n");
+    text.push_str(&how_to_end(t));
+    text
+}
+
+/// The session must stop working on a canceled task.
+pub fn cancel_text(t: &Task) -> String {
+    let why = t
+        .status
+        .message
+        .as_ref()
+        .map(|m| m.text())
+        .filter(|s| !s.is_empty());
+    format!(
+        "{MARK} Task {} from {} was canceled{}. Stop working on it; no task_update is needed for it.",
+        t.id,
+        t.asker,
+        why.map(|w| format!(" ({w})")).unwrap_or_default()
+    )
+}
+
+/// The note a session gets once when it starts.
+pub fn session_note(desk: &Desk) -> String {
+    format!(
+        "{MARK} This session works at desk \"{name}\" ({dir}). Tasks from other agents arrive as messages \
+         that start with \"{MARK} Task <id> from <asker>\". A task stays open until you end it: call the \
+         `task_update` tool with its task_id and status \"done\" (with a summary), \"blocked\" (with what you \
+         need) or \"failed\" (with why). If you stop without ending it, Taskkeeper will remind you.",
+        name = desk.name,
+        dir = desk.dir.display()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::Timestamp;
+    use crate::task::{Message, NewTask, TaskId};
+    use crate::transition::{Event, apply};
+
+    fn task() -> Task {
+        let new = NewTask {
+            desk: "web".parse().unwrap(),
+            asker: "ci-bot".into(),
+            request: Message::user_text("m-1", "Add a --json flag"),
+            context_id: None,
+            metadata: Default::default(),
+        };
+        Task::submit(TaskId::from("t-1"), new, 1, Timestamp::from_millis(0))
+    }
+
+    #[test]
+    fn a_task_names_its_id_asker_and_ending() {
+        let text = task_text(&task());
+        assert!(
+            text.starts_with("[Taskkeeper] Task t-1 from ci-bot (desk web):\n\nAdd a --json flag"),
+            "{text}"
+        );
+        assert!(
+            text.contains("task_update") && text.contains("\"t-1\""),
+            "{text}"
+        );
+        assert!(!text.contains("wrote again"));
+    }
+
+    #[test]
+    fn a_continued_task_carries_the_askers_latest_message() {
+        let now = Timestamp::from_millis(5);
+        let mut t = apply(&task(), Event::Start, now).unwrap();
+        t = apply(
+            &t,
+            Event::WorkerBlocked {
+                need: "Which format?".into(),
+            },
+            now,
+        )
+        .unwrap();
+        t = apply(
+            &t,
+            Event::FollowUp {
+                message: Message::user_text("m-2", "NDJSON"),
+            },
+            now,
+        )
+        .unwrap();
+        let text = task_text(&t);
+        assert!(
+            text.contains("ci-bot wrote again on this task:\n\nNDJSON"),
+            "{text}"
+        );
+        let canceled = apply(
+            &t,
+            Event::Cancel {
+                reason: Some("not needed".into()),
+            },
+            now,
+        )
+        .unwrap();
+        assert_eq!(
+            cancel_text(&canceled),
+            "[Taskkeeper] Task t-1 from ci-bot was canceled (not needed). Stop working on it; no task_update is needed for it."
+        );
+    }
+}
