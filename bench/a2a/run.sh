@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# The A2A server benchmark, side by side: Taskkeeper's daemon (release build, its durable
+# SQLite store at synchronous=FULL) against the A2A reference server (a2a-sdk with its SQLite
+# task store, bench/a2a/reference_server.py), both on 127.0.0.1 on this machine, driven by the
+# same load generator (crates/server/benches/a2a_load.rs) in one run.
+#
+#   bench/a2a/run.sh [SECONDS_PER_CELL]      (default 5; plus 1 s of warm-up per cell)
+#
+# Cells: v1.0 GetTask (of one existing task) and SendMessage with returnImmediately: true (a
+# fresh messageId per call), at 1 and 16 keep-alive connections. Prints a markdown table with
+# throughput, p50/p99 and the ratios ours/reference; the raw lines stay in the work directory
+# it names. Loopback only; every server it starts is stopped on exit.
+#
+# Needs: cargo, python3 with venv, and PyPI the first time (the SDK goes into a venv cached
+# under the Cargo target directory, keyed by its version).
+set -euo pipefail
+
+SECONDS_PER_CELL="${1:-5}"
+WARMUP=1
+A2A_SDK=1.3.0
+UVICORN=0.54.0
+
+cd "$(dirname "$0")/../.."
+ROOT="$PWD"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+export CARGO_TERM_COLOR=never
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/a2a-bench.XXXXXX")"
+PIDS=()
+cleanup() {
+	for pid in "${PIDS[@]}"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in "${PIDS[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	# Keep the results; drop the databases.
+	rm -rf "$WORK/ours-data" "$WORK"/reference.db*
+}
+trap cleanup EXIT
+
+say() { echo "== $*" >&2; }
+
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# ---- builds -------------------------------------------------------------------------------
+say "building the daemon and the load generator (release)"
+cargo build --release -q -p taskkeeper-cli
+TASKKEEPER="$CARGO_TARGET_DIR/release/taskkeeper"
+LOAD="$(cargo bench -q -p taskkeeper-server --bench a2a_load --no-run --message-format=json |
+	python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "a2a_load" and m.get("executable"):
+        print(m["executable"])
+')"
+[ -x "$LOAD" ] || { echo "could not find the a2a_load bench binary" >&2; exit 1; }
+
+# ---- the reference SDK --------------------------------------------------------------------
+VENV="$CARGO_TARGET_DIR/a2a-bench/venv-a2a-sdk-$A2A_SDK-uvicorn-$UVICORN"
+if [ ! -f "$VENV/.installed" ]; then
+	say "installing a2a-sdk[http-server,sqlite]==$A2A_SDK and uvicorn[standard]==$UVICORN into $VENV"
+	# Built under a temporary name and moved into place, so a broken install never looks ready.
+	rm -rf "$VENV.building"
+	mkdir -p "$(dirname "$VENV")"
+	python3 -m venv "$VENV.building"
+	"$VENV.building/bin/python" -m pip install -q --disable-pip-version-check --no-input \
+		"a2a-sdk[http-server,sqlite]==$A2A_SDK" "uvicorn[standard]==$UVICORN"
+	touch "$VENV.building/.installed"
+	rm -rf "$VENV"
+	mv "$VENV.building" "$VENV"
+fi
+PY="$VENV/bin/python"
+
+# ---- servers ------------------------------------------------------------------------------
+TOKEN="$(python3 -c 'import secrets; print(secrets.token_hex(24))')"
+OURS_PORT="$(free_port)"
+REF_PORT="$(free_port)"
+
+say "starting taskkeeper serve on 127.0.0.1:$OURS_PORT"
+TASKKEEPER_TOKEN="$TOKEN" "$TASKKEEPER" serve --port "$OURS_PORT" --data-dir "$WORK/ours-data" \
+	>"$WORK/ours.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 200); do
+	grep -q "^listening on http://127.0.0.1:$OURS_PORT" "$WORK/ours.log" && break
+	sleep 0.1
+done
+grep -q "^listening on" "$WORK/ours.log" || { cat "$WORK/ours.log" >&2; exit 1; }
+
+say "starting the reference server on 127.0.0.1:$REF_PORT"
+"$PY" "$ROOT/bench/a2a/reference_server.py" --port "$REF_PORT" --db "$WORK/reference.db" \
+	>"$WORK/reference.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 300); do
+	curl -fsS -o /dev/null "http://127.0.0.1:$REF_PORT/.well-known/agent-card.json" 2>/dev/null && break
+	sleep 0.1
+done
+curl -fsS -o /dev/null "http://127.0.0.1:$REF_PORT/.well-known/agent-card.json" ||
+	{ cat "$WORK/reference.log" >&2; exit 1; }
+
+# Each cell gets its own desk: a desk works on one task at a time and queues the rest, so
+# sends pile up in its queue; a fresh desk per cell keeps one cell from loading the next.
+add_desk() {
+	curl -fsS -o /dev/null -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
+		-d "{\"name\":\"$1\",\"dir\":\"/tmp\",\"agent\":\"generic\"}" "http://127.0.0.1:$OURS_PORT/api/desks"
+}
+
+# ---- cells --------------------------------------------------------------------------------
+RESULTS="$WORK/results.jsonl"
+: >"$RESULTS"
+LOAD_BEFORE="$(cut -d' ' -f1-3 /proc/loadavg)"
+cell() { # label url method connections [token]
+	local args=(--label "$1" --url "$2" --method "$3" --connections "$4"
+		--seconds "$SECONDS_PER_CELL" --warmup "$WARMUP")
+	[ -n "${5:-}" ] && args+=(--token "$5")
+	say "$1 $3 c=$4"
+	timeout $((SECONDS_PER_CELL + WARMUP + 60)) "$LOAD" "${args[@]}" >>"$RESULTS"
+}
+for method in get send; do
+	for conns in 1 16; do
+		desk="bench-$method-$conns"
+		add_desk "$desk"
+		# Ours first, then the reference, cell by cell: any drift in the machine hits both.
+		cell ours "http://127.0.0.1:$OURS_PORT/a2a/$desk" "$method" "$conns" "$TOKEN"
+		cell reference "http://127.0.0.1:$REF_PORT/" "$method" "$conns"
+	done
+done
+LOAD_AFTER="$(cut -d' ' -f1-3 /proc/loadavg)"
+
+# ---- report -------------------------------------------------------------------------------
+python3 - "$RESULTS" "$SECONDS_PER_CELL" "$LOAD_BEFORE" "$LOAD_AFTER" "$A2A_SDK" "$UVICORN" <<'EOF'
+import json, os, platform, sys
+
+path, secs, load_before, load_after, sdk, uvicorn = sys.argv[1:]
+rows = [json.loads(l) for l in open(path)]
+cells = {(r["label"], r["method"], r["connections"]): r for r in rows}
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+
+def ms(us):
+    return f"{us / 1000:.2f}"
+
+print(f"Machine: {os.cpu_count()} cores ({cpu}), Linux {platform.release()}; "
+      f"client and both servers share them. Load average before/after: {load_before} / {load_after}.")
+print(f"{secs} s per cell after 1 s of warm-up; reference: a2a-sdk {sdk}, uvicorn[standard] {uvicorn}, one process.")
+print()
+print("| workload | conns | ours req/s | ours p50 ms | ours p99 ms | reference req/s | reference p50 ms | reference p99 ms | ours/reference req/s | p50 ratio (ref/ours) |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+failed = False
+for method in ("GetTask", "SendMessage"):
+    for c in (1, 16):
+        o, r = cells.get(("ours", method, c)), cells.get(("reference", method, c))
+        if not o or not r:
+            failed = True
+            continue
+        for x in (o, r):
+            if x["errors"]:
+                failed = True
+                print(f"<!-- {x['label']} {method} c={c}: {x['errors']} errors, first: {x['firstError']} -->")
+        ratio = o["rps"] / r["rps"] if r["rps"] else float("inf")
+        p50 = r["p50Us"] / o["p50Us"] if o["p50Us"] else float("inf")
+        print(f"| {method} | {c} | {o['rps']:,.0f} | {ms(o['p50Us'])} | {ms(o['p99Us'])} | "
+              f"{r['rps']:,.0f} | {ms(r['p50Us'])} | {ms(r['p99Us'])} | **{ratio:.1f}×** | {p50:.1f}× |")
+print()
+print(f"raw results: {path}")
+sys.exit(1 if failed else 0)
+EOF

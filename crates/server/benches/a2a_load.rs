@@ -1,0 +1,394 @@
+//! A2A JSON-RPC load generator for the side-by-side benchmark (`bench/a2a/run.sh`): N
+//! keep-alive HTTP/1.1 connections, one thread each, send v1.0 `GetTask` (of a task it creates
+//! first) or `SendMessage` with `returnImmediately: true` and a fresh `messageId` per call, for
+//! a fixed time after a warm-up; then one JSON line with throughput and latency percentiles.
+//!
+//! ```text
+//! cargo bench -p taskkeeper-server --bench a2a_load -- \
+//!     --url http://127.0.0.1:PORT/a2a/web [--token T] --method get|send \
+//!     [--connections 16] [--seconds 5] [--warmup 1] [--label ours]
+//! ```
+//!
+//! Plain threads and blocking sockets keep the client cheap and its cost easy to reason about:
+//! on a 2-core machine it shares the CPU with the server, and a heavier client would take the
+//! server's share. Only loopback addresses are accepted.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+
+#[derive(Debug, Clone)]
+struct Args {
+    host: String,
+    port: u16,
+    path: String,
+    token: Option<String>,
+    method: Method,
+    connections: usize,
+    seconds: f64,
+    warmup: f64,
+    label: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Method {
+    Get,
+    Send,
+}
+
+fn usage() -> String {
+    "usage: a2a_load --url http://127.0.0.1:PORT/PATH [--token T] --method get|send \
+     [--connections N] [--seconds S] [--warmup S] [--label NAME]"
+        .to_owned()
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut url = None;
+    let mut token = None;
+    let mut method = None;
+    let mut connections = 1usize;
+    let mut seconds = 5.0f64;
+    let mut warmup = 1.0f64;
+    let mut label = String::from("server");
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        // `cargo bench` passes `--bench` to every bench binary; it means nothing here.
+        if flag == "--bench" {
+            continue;
+        }
+        let mut value = || {
+            it.next()
+                .ok_or_else(|| format!("{flag} needs a value\n{}", usage()))
+        };
+        match flag.as_str() {
+            "--url" => url = Some(value()?),
+            "--token" => token = Some(value()?),
+            "--method" => {
+                method = Some(match value()?.as_str() {
+                    "get" => Method::Get,
+                    "send" => Method::Send,
+                    other => return Err(format!("--method get|send, not {other}")),
+                })
+            }
+            "--connections" => {
+                connections = value()?
+                    .parse()
+                    .map_err(|e| format!("--connections: {e}"))?
+            }
+            "--seconds" => seconds = value()?.parse().map_err(|e| format!("--seconds: {e}"))?,
+            "--warmup" => warmup = value()?.parse().map_err(|e| format!("--warmup: {e}"))?,
+            "--label" => label = value()?,
+            other => return Err(format!("unknown argument {other}\n{}", usage())),
+        }
+    }
+    let url = url.ok_or_else(usage)?;
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or("only http:// URLs (loopback) are supported")?;
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let (host, port) = authority
+        .rsplit_once(':')
+        .ok_or("the URL needs an explicit port")?;
+    // A load test sends traffic to this machine only.
+    if host != "127.0.0.1" && host != "localhost" && host != "[::1]" {
+        return Err(format!("refusing a non-loopback host: {host}"));
+    }
+    if connections == 0 || seconds <= 0.0 || seconds > 120.0 || warmup < 0.0 {
+        return Err("need 1+ connections and 0 < seconds <= 120".into());
+    }
+    Ok(Args {
+        host: host.to_owned(),
+        port: port.parse().map_err(|e| format!("port: {e}"))?,
+        path: path.to_owned(),
+        token,
+        method: method.ok_or_else(usage)?,
+        connections,
+        seconds,
+        warmup,
+        label,
+    })
+}
+
+/// One keep-alive HTTP/1.1 connection.
+struct Conn {
+    reader: BufReader<TcpStream>,
+    writer: TcpStream,
+    head: String,
+}
+
+impl Conn {
+    fn open(a: &Args) -> Result<Conn, String> {
+        let stream = TcpStream::connect((a.host.trim_matches(['[', ']']), a.port))
+            .map_err(|e| format!("connect {}:{}: {e}", a.host, a.port))?;
+        // Small request/response pairs: Nagle would add its delay to every call.
+        stream.set_nodelay(true).map_err(|e| e.to_string())?;
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .map_err(|e| e.to_string())?;
+        let writer = stream.try_clone().map_err(|e| e.to_string())?;
+        let auth = a
+            .token
+            .as_ref()
+            .map(|t| format!("Authorization: Bearer {t}\r\n"))
+            .unwrap_or_default();
+        let head = format!(
+            "POST {} HTTP/1.1\r\nHost: {}:{}\r\n{auth}Content-Type: application/json\r\nA2A-Version: 1.0\r\n",
+            a.path, a.host, a.port
+        );
+        Ok(Conn {
+            reader: BufReader::new(stream),
+            writer,
+            head,
+        })
+    }
+
+    /// One request; the status and body of its answer.
+    fn call(&mut self, body: &str) -> Result<(u16, Vec<u8>), String> {
+        let req = format!("{}Content-Length: {}\r\n\r\n{body}", self.head, body.len());
+        self.writer
+            .write_all(req.as_bytes())
+            .map_err(|e| format!("write: {e}"))?;
+        let mut line = String::new();
+        self.reader
+            .read_line(&mut line)
+            .map_err(|e| format!("read status: {e}"))?;
+        let status: u16 = line
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| format!("not an HTTP status line: {line:?}"))?;
+        let mut length = None;
+        let mut chunked = false;
+        loop {
+            line.clear();
+            self.reader
+                .read_line(&mut line)
+                .map_err(|e| format!("read header: {e}"))?;
+            let l = line.trim_end();
+            if l.is_empty() {
+                break;
+            }
+            let lower = l.to_ascii_lowercase();
+            if let Some(v) = lower.strip_prefix("content-length:") {
+                length = v.trim().parse::<usize>().ok();
+            } else if lower.starts_with("transfer-encoding:") && lower.contains("chunked") {
+                chunked = true;
+            }
+        }
+        let mut body = Vec::new();
+        if chunked {
+            loop {
+                line.clear();
+                self.reader
+                    .read_line(&mut line)
+                    .map_err(|e| format!("read chunk size: {e}"))?;
+                let size = usize::from_str_radix(line.trim().split(';').next().unwrap_or(""), 16)
+                    .map_err(|e| format!("chunk size {line:?}: {e}"))?;
+                let mut chunk = vec![0; size + 2];
+                self.reader
+                    .read_exact(&mut chunk)
+                    .map_err(|e| format!("read chunk: {e}"))?;
+                if size == 0 {
+                    break;
+                }
+                body.extend_from_slice(&chunk[..size]);
+            }
+        } else {
+            let n = length.ok_or("an answer with neither Content-Length nor chunks")?;
+            body.resize(n, 0);
+            self.reader
+                .read_exact(&mut body)
+                .map_err(|e| format!("read body: {e}"))?;
+        }
+        Ok((status, body))
+    }
+}
+
+fn send_body(message_id: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+        "message": {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": "benchmark request"}]},
+        "configuration": {"returnImmediately": true}}})
+    .to_string()
+}
+
+fn get_body(task_id: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task_id}}).to_string()
+}
+
+/// A JSON-RPC success, or why not.
+fn result_of(status: u16, body: &[u8]) -> Result<Value, String> {
+    let text = String::from_utf8_lossy(body);
+    if status != 200 {
+        return Err(format!("HTTP {status}: {text}"));
+    }
+    let v: Value = serde_json::from_slice(body).map_err(|e| format!("not JSON ({e}): {text}"))?;
+    match v.get("result") {
+        Some(r) => Ok(r.clone()),
+        None => Err(format!("not a JSON-RPC result: {text}")),
+    }
+}
+
+/// Fresh message ids across runs too: both servers may dedupe on messageId.
+fn run_nonce() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
+}
+
+struct Tally {
+    latencies_us: Vec<u32>,
+    errors: u64,
+    first_error: Option<String>,
+    bytes: u64,
+}
+
+fn worker(
+    a: &Args,
+    index: usize,
+    task_id: &str,
+    nonce: u128,
+    start: Instant,
+    stop: &AtomicBool,
+) -> Tally {
+    let mut t = Tally {
+        latencies_us: Vec::with_capacity(100_000),
+        errors: 0,
+        first_error: None,
+        bytes: 0,
+    };
+    let measure_from = start + Duration::from_secs_f64(a.warmup);
+    let get = get_body(task_id);
+    let mut conn = None;
+    let mut n = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        let c = match &mut conn {
+            Some(c) => c,
+            None => match Conn::open(a) {
+                Ok(c) => conn.insert(c),
+                Err(e) => {
+                    t.errors += 1;
+                    t.first_error.get_or_insert(e);
+                    std::thread::sleep(Duration::from_millis(10));
+                    continue;
+                }
+            },
+        };
+        n += 1;
+        let body = match a.method {
+            Method::Get => get.clone(),
+            Method::Send => send_body(&format!("bench-{nonce}-{index}-{n}")),
+        };
+        let sent = Instant::now();
+        let answer = c.call(&body);
+        let took = sent.elapsed();
+        let counted = sent >= measure_from && !stop.load(Ordering::Relaxed);
+        match answer {
+            Ok((200, b)) if b.windows(9).any(|w| w == b"\"result\":") => {
+                if counted {
+                    t.latencies_us
+                        .push(u32::try_from(took.as_micros()).unwrap_or(u32::MAX));
+                    t.bytes += b.len() as u64;
+                }
+            }
+            Ok((status, b)) => {
+                t.errors += 1;
+                t.first_error.get_or_insert_with(|| {
+                    format!("HTTP {status}: {}", String::from_utf8_lossy(&b))
+                });
+            }
+            Err(e) => {
+                // A broken connection is reopened; the failed call counts as an error.
+                t.errors += 1;
+                t.first_error.get_or_insert(e);
+                conn = None;
+            }
+        }
+    }
+    t
+}
+
+fn percentile(sorted: &[u32], p: f64) -> u32 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn run(a: Args) -> Result<Value, String> {
+    // Set-up on its own connection: a task to read, and a check that the server answers as
+    // expected before anything is timed.
+    let mut setup = Conn::open(&a)?;
+    let (status, body) = setup.call(&send_body(&format!("bench-setup-{}", run_nonce())))?;
+    let created = result_of(status, &body)?;
+    let task_id = created["task"]["id"]
+        .as_str()
+        .ok_or_else(|| format!("SendMessage did not answer a task: {created}"))?
+        .to_owned();
+    let (status, body) = setup.call(&get_body(&task_id))?;
+    let got = result_of(status, &body)?;
+    if got["id"] != task_id.as_str() {
+        return Err(format!("GetTask({task_id}) answered {got}"));
+    }
+    drop(setup);
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let nonce = run_nonce();
+    let start = Instant::now();
+    let threads: Vec<_> = (0..a.connections)
+        .map(|i| {
+            let (a, id, stop) = (a.clone(), task_id.clone(), stop.clone());
+            std::thread::spawn(move || worker(&a, i, &id, nonce, start, &stop))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs_f64(a.warmup + a.seconds));
+    stop.store(true, Ordering::Relaxed);
+    let mut all = Vec::new();
+    let (mut errors, mut bytes, mut first_error) = (0, 0, None);
+    for t in threads {
+        let t = t.join().map_err(|_| "a load thread panicked")?;
+        all.extend(t.latencies_us);
+        errors += t.errors;
+        bytes += t.bytes;
+        if first_error.is_none() {
+            first_error = t.first_error;
+        }
+    }
+    all.sort_unstable();
+    let n = all.len() as f64;
+    Ok(json!({
+        "label": a.label,
+        "method": match a.method { Method::Get => "GetTask", Method::Send => "SendMessage" },
+        "connections": a.connections,
+        "seconds": a.seconds,
+        "requests": all.len(),
+        "errors": errors,
+        "firstError": first_error,
+        "rps": (n / a.seconds).round(),
+        "p50Us": percentile(&all, 50.0),
+        "p99Us": percentile(&all, 99.0),
+        "meanBodyBytes": if all.is_empty() { 0 } else { bytes / all.len() as u64 },
+    }))
+}
+
+fn main() -> std::process::ExitCode {
+    let result = parse_args().and_then(run);
+    match result {
+        Ok(line) => {
+            println!("{line}");
+            std::process::ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("a2a_load: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
