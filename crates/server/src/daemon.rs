@@ -128,7 +128,16 @@ impl Daemon {
             },
         };
         crate::conformance::prepare(&tasks, &config.data_dir, config.conformance).await?;
-        let app = http::router(owner.clone(), a2a, guard);
+        // Cancelled at shutdown: ends any open MCP response so the graceful shutdown
+        // does not wait on a connected client.
+        let mcp_cancel = tokio_util::sync::CancellationToken::new();
+        let mcp = crate::mcp::router(
+            tasks.clone(),
+            addr.port(),
+            http::MAX_BODY,
+            mcp_cancel.child_token(),
+        );
+        let app = http::router(owner.clone(), a2a, mcp, guard);
 
         let (stop, mut stopped) = watch::channel(false);
         let conformance = config
@@ -138,6 +147,7 @@ impl Daemon {
         let server = tokio::spawn(async move {
             let shutdown = async move {
                 let _ = stopped_for_server.wait_for(|s| *s).await;
+                mcp_cancel.cancel();
             };
             if let Err(e) = axum::serve(listener, app)
                 .with_graceful_shutdown(shutdown)

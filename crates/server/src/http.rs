@@ -22,7 +22,12 @@ use crate::owner::{OwnerError, OwnerErrorKind, OwnerService, TaskQuery, WorkerEn
 /// The largest request body accepted.
 pub const MAX_BODY: usize = 1024 * 1024;
 
-pub(crate) fn router(owner: OwnerService, a2a: crate::a2a::A2a, guard_state: Arc<Guard>) -> Router {
+pub(crate) fn router(
+    owner: OwnerService,
+    a2a: crate::a2a::A2a,
+    mcp: Router,
+    guard_state: Arc<Guard>,
+) -> Router {
     let owner_routes = Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/api/desks", get(list_desks).post(add_desk))
@@ -37,6 +42,8 @@ pub(crate) fn router(owner: OwnerService, a2a: crate::a2a::A2a, guard_state: Arc
     Router::new()
         .merge(owner_routes)
         .merge(crate::a2a::router(a2a))
+        // `/mcp` (crate::mcp) sits inside the guard and the body limit like every route.
+        .merge(mcp)
         .fallback(|| async {
             error_response(
                 StatusCode::NOT_FOUND,

@@ -15,6 +15,7 @@ mod daemon;
 mod guard;
 mod http;
 pub mod logging;
+mod mcp;
 mod owner;
 mod tasks;
 mod token;

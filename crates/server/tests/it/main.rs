@@ -5,5 +5,6 @@
 mod a2a;
 mod fuzz;
 mod guard;
+mod mcp;
 mod owner_api;
 mod support;

@@ -1,0 +1,856 @@
+//! The MCP server at `/mcp` with a real MCP client — rmcp's own streamable-HTTP client
+//! (reqwest, plain HTTP) — over real HTTP against a real daemon; plus raw HTTP for the exact
+//! handshake Claude Code 2.1.33x makes and for the guard's refusals.
+
+use std::io::{Read as _, Write as _};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig, ProtocolVersion};
+use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientLifecycleMode, ClientServiceExt as _, RoleClient, ServiceError};
+use serde_json::{Value, json};
+use taskkeeper_core::{AgentKind, Session, SessionId, Timestamp};
+
+use crate::support::{TOKEN, TestDaemon};
+
+/// An MCP client session on its own runtime, so tests stay plain `#[test]`s.
+struct Client {
+    rt: tokio::runtime::Runtime,
+    service: RunningService<RoleClient, ClientConfig>,
+}
+
+impl Client {
+    /// The legacy handshake Claude Code falls back to: `initialize` with 2025-11-25.
+    fn connect(d: &TestDaemon, token: &str) -> Self {
+        Self::connect_with(d, token, ClientLifecycleMode::Initialize)
+    }
+
+    fn connect_with(d: &TestDaemon, token: &str, lifecycle: ClientLifecycleMode) -> Self {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let url = format!("http://127.0.0.1:{}/mcp", d.addr.port());
+        let mut config = ClientConfig::default();
+        config.protocol_version = ProtocolVersion::V_2025_11_25;
+        let service = rt
+            .block_on(async {
+                let transport = StreamableHttpClientTransport::from_config(
+                    StreamableHttpClientTransportConfig::with_uri(url).auth_header(token),
+                );
+                config.serve_with_lifecycle(transport, lifecycle).await
+            })
+            .unwrap();
+        Self { rt, service }
+    }
+
+    fn protocol(&self) -> String {
+        self.service
+            .peer_info()
+            .map(|i| i.protocol_version.to_string())
+            .unwrap_or_default()
+    }
+
+    fn try_call(&self, tool: &str, args: Value) -> Result<CallToolResult, ServiceError> {
+        let Value::Object(args) = args else {
+            panic!("arguments must be an object")
+        };
+        let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(args);
+        self.rt.block_on(self.service.call_tool(params))
+    }
+
+    /// A call that must succeed.
+    fn ok(&self, tool: &str, args: Value) -> (String, Value) {
+        let r = self.try_call(tool, args).unwrap();
+        let text = text_of(&r);
+        assert_eq!(r.is_error, Some(false), "{tool} failed: {text}");
+        (text, r.structured_content.unwrap_or(Value::Null))
+    }
+
+    /// A call that must be refused with a tool error (not a protocol error); its message.
+    fn refused(&self, tool: &str, args: Value) -> String {
+        let r = self.try_call(tool, args).unwrap();
+        let text = text_of(&r);
+        assert_eq!(r.is_error, Some(true), "{tool} should have failed: {text}");
+        let structured = r.structured_content.unwrap();
+        assert_eq!(structured["error"]["message"], text.as_str());
+        text
+    }
+}
+
+fn text_of(r: &CallToolResult) -> String {
+    r.content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn session(d: &TestDaemon, id: &str, desk: &str) {
+    let s = Session::new(
+        SessionId::from(id),
+        desk.parse().unwrap(),
+        AgentKind::ClaudeCode,
+        "/tmp".into(),
+        Timestamp::from_millis(1_700_000_000_000),
+    );
+    d.daemon().store().put_session(s).unwrap();
+}
+
+fn add_task(d: &TestDaemon, desk: &str, text: &str) -> String {
+    let (status, body) = d.call(
+        "POST",
+        "/api/tasks",
+        Some(&json!({"desk": desk, "text": text})),
+    );
+    assert_eq!(status, 201, "{body}");
+    body["id"].as_str().unwrap().to_owned()
+}
+
+fn task(d: &TestDaemon, id: &str) -> Value {
+    let (status, body) = d.call("GET", &format!("/api/tasks/{id}"), None);
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+fn add_asker(d: &TestDaemon, name: &str) -> String {
+    let (status, body) = d.call("POST", "/api/askers", Some(&json!({"name": name})));
+    assert_eq!(status, 201, "{body}");
+    body["token"].as_str().unwrap().to_owned()
+}
+
+/// Two desks, each with a session.
+fn two_desks() -> TestDaemon {
+    let d = TestDaemon::start();
+    d.with_desk("api");
+    d.with_desk("web");
+    session(&d, "s-api", "api");
+    session(&d, "s-web", "web");
+    d
+}
+
+#[test]
+fn initialize_lists_the_seven_tools_with_their_schemas() {
+    let d = TestDaemon::start();
+    let c = Client::connect(&d, TOKEN);
+    assert_eq!(c.protocol(), "2025-11-25");
+    let info = c.service.peer_info().unwrap();
+    assert_eq!(info.server_info.as_ref().unwrap().name, "taskkeeper");
+    assert!(
+        info.instructions
+            .as_deref()
+            .unwrap()
+            .contains("task_update")
+    );
+
+    let tools = c.rt.block_on(c.service.list_all_tools()).unwrap();
+    let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "desks_list",
+            "task_ack",
+            "task_get",
+            "task_list",
+            "task_send",
+            "task_status",
+            "task_update"
+        ]
+    );
+    let schema = |name: &str| -> Value {
+        let t = tools.iter().find(|t| t.name == name).unwrap();
+        assert!(
+            t.description.as_deref().is_some_and(|d| d.len() > 40),
+            "{name} needs a description"
+        );
+        Value::Object((*t.input_schema).clone())
+    };
+    let required = |s: &Value| -> Vec<String> {
+        let mut r: Vec<String> = s["required"]
+            .as_array()
+            .map(|a| a.iter().map(|v| v.as_str().unwrap().to_owned()).collect())
+            .unwrap_or_default();
+        r.sort_unstable();
+        r
+    };
+
+    let update = schema("task_update");
+    assert_eq!(required(&update), ["status", "task_id", "text"]);
+    assert_eq!(
+        update["properties"]["status"]["enum"],
+        json!(["done", "blocked", "failed"])
+    );
+    for name in [
+        "task_update",
+        "task_list",
+        "task_get",
+        "desks_list",
+        "task_send",
+        "task_status",
+        "task_ack",
+    ] {
+        let s = schema(name);
+        assert_eq!(s["type"], "object", "{name}");
+        let session = &s["properties"]["session_id"];
+        assert!(session.is_object(), "{name} takes session_id: {s}");
+        assert!(
+            session["description"]
+                .as_str()
+                .unwrap()
+                .contains("automatically"),
+            "{name}: {session}"
+        );
+        assert!(!required(&s).contains(&"session_id".to_owned()), "{name}");
+    }
+    assert!(
+        schema("task_list")["description"].is_null() || required(&schema("task_list")).is_empty()
+    );
+    assert_eq!(required(&schema("task_get")), ["task_id"]);
+    assert_eq!(required(&schema("task_send")), ["desk", "text"]);
+    assert_eq!(required(&schema("task_status")), ["task_id"]);
+    assert_eq!(required(&schema("task_ack")), ["task_id"]);
+    assert!(required(&schema("desks_list")).is_empty());
+    let list_tool = tools.iter().find(|t| t.name == "task_list").unwrap();
+    assert!(
+        list_tool
+            .description
+            .as_deref()
+            .unwrap()
+            .contains("every desk")
+    );
+}
+
+#[test]
+fn protocol_2026_07_28_through_server_discover_works_too() {
+    let d = two_desks();
+    let id = add_task(&d, "api", "Add a --json flag");
+    for lifecycle in [
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
+        ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            legacy_version: Some(ProtocolVersion::V_2025_11_25),
+        },
+    ] {
+        let c = Client::connect_with(&d, TOKEN, lifecycle);
+        assert_eq!(c.protocol(), "2026-07-28");
+        let tools = c.rt.block_on(c.service.list_all_tools()).unwrap();
+        assert_eq!(tools.len(), 7);
+        // The caller and the session reach the tools on this path as well.
+        let (text, _) = c.ok("task_get", json!({"task_id": id, "session_id": "s-api"}));
+        assert!(text.contains("Add a --json flag"), "{text}");
+        let refusal = c.refused("task_get", json!({"task_id": id, "session_id": "s-web"}));
+        assert!(refusal.contains("held by desk api"), "{refusal}");
+    }
+    let c = Client::connect_with(
+        &d,
+        TOKEN,
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
+    );
+    c.ok(
+        "task_update",
+        json!({"task_id": id, "status": "done", "text": "Added.", "session_id": "s-api"}),
+    );
+    assert_eq!(task(&d, &id)["state"], "completed");
+}
+
+#[test]
+fn task_update_done_blocked_failed_reach_the_task() {
+    let d = two_desks();
+    let c = Client::connect(&d, TOKEN);
+
+    let done = add_task(&d, "api", "Add a --json flag");
+    let (text, structured) = c.ok(
+        "task_update",
+        json!({"task_id": done, "status": "done", "text": "Added --json; tests pass.", "session_id": "s-api"}),
+    );
+    assert!(text.contains("completed"), "{text}");
+    assert_eq!(structured["id"], done.as_str());
+    assert_eq!(structured["state"], "completed");
+    assert_eq!(structured["result"], "Added --json; tests pass.");
+    let t = task(&d, &done);
+    assert_eq!(t["state"], "completed");
+    assert_eq!(t["statusText"], "Added --json; tests pass.");
+    assert_eq!(t["artifacts"][0]["text"], "Added --json; tests pass.");
+
+    let blocked = add_task(&d, "api", "Rename the crate");
+    c.ok(
+        "task_update",
+        json!({"task_id": blocked, "status": "blocked", "text": "Which name?", "session_id": "s-api"}),
+    );
+    let t = task(&d, &blocked);
+    assert_eq!(t["state"], "input-required");
+    assert_eq!(t["statusText"], "Which name?");
+
+    // Without session_id the owner's token acts as the owner (like `taskkeeper task update`).
+    let failed = add_task(&d, "web", "Port it to COBOL");
+    let (_, structured) = c.ok(
+        "task_update",
+        json!({"task_id": failed, "status": " failed ", "text": "No COBOL toolchain here."}),
+    );
+    assert_eq!(structured["state"], "failed");
+    let t = task(&d, &failed);
+    assert_eq!(t["state"], "failed");
+    assert_eq!(t["statusText"], "No COBOL toolchain here.");
+
+    // The store agrees with the API.
+    let stored = d
+        .daemon()
+        .store()
+        .task(&taskkeeper_core::TaskId::from(done.as_str()))
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.state(), taskkeeper_core::TaskState::Completed);
+}
+
+#[test]
+fn task_update_refusals_are_tool_errors_and_change_nothing() {
+    let d = two_desks();
+    let asker = add_asker(&d, "bob");
+    let c = Client::connect(&d, TOKEN);
+    let open = add_task(&d, "api", "Add a --json flag");
+    let ended = add_task(&d, "web", "Fix the footer");
+    c.ok(
+        "task_update",
+        json!({"task_id": ended, "status": "done", "text": "Fixed.", "session_id": "s-web"}),
+    );
+    let before_open = task(&d, &open);
+    let before_ended = task(&d, &ended);
+    let count = d.task_count();
+
+    let m = c.refused(
+        "task_update",
+        json!({"task_id": "t-nope", "status": "done", "text": "x", "session_id": "s-api"}),
+    );
+    assert!(
+        m.contains("no task t-nope") && m.contains("task_list"),
+        "{m}"
+    );
+
+    let m = c.refused(
+        "task_update",
+        json!({"task_id": open, "status": "done", "text": "x", "session_id": "s-web"}),
+    );
+    assert!(
+        m.contains(&format!(
+            "task {open} is held by desk api, not by this session's desk web"
+        )),
+        "{m}"
+    );
+    assert!(m.contains("nothing changed"), "{m}");
+
+    let m = c.refused(
+        "task_update",
+        json!({"task_id": ended, "status": "failed", "text": "x", "session_id": "s-web"}),
+    );
+    assert!(
+        m.contains(&format!("task {ended} has already ended (completed)")),
+        "{m}"
+    );
+
+    let m = c.refused(
+        "task_update",
+        json!({"task_id": open, "status": "finished", "text": "x", "session_id": "s-api"}),
+    );
+    assert!(
+        m.contains("unknown status \"finished\"") && m.contains("done, blocked or failed"),
+        "{m}"
+    );
+
+    let m = c.refused(
+        "task_update",
+        json!({"task_id": open, "status": "done", "text": "  ", "session_id": "s-api"}),
+    );
+    assert!(m.contains("text must not be empty"), "{m}");
+
+    let m = c.refused(
+        "task_update",
+        json!({"task_id": open, "status": "done", "text": "x", "session_id": "s-ghost"}),
+    );
+    assert!(
+        m.contains("no session \"s-ghost\"") && m.contains("taskkeeper connect"),
+        "{m}"
+    );
+
+    let as_asker = Client::connect(&d, &asker);
+    for (tool, args) in [
+        (
+            "task_update",
+            json!({"task_id": open, "status": "done", "text": "x"}),
+        ),
+        ("task_list", json!({})),
+        ("task_get", json!({"task_id": open})),
+    ] {
+        let m = as_asker.refused(tool, args);
+        assert!(
+            m.contains(&format!("{tool} is for the sessions")) && m.contains("asker bob"),
+            "{m}"
+        );
+    }
+
+    // Arguments rmcp cannot decode are refused by rmcp itself, also as a tool error.
+    let r = c
+        .try_call("task_update", json!({"status": "done", "text": "x"}))
+        .unwrap();
+    assert_eq!(r.is_error, Some(true));
+    assert!(text_of(&r).contains("missing field `task_id`"), "{r:?}");
+    let err = c.try_call("task_finish", json!({})).unwrap_err();
+    assert!(matches!(&err, ServiceError::McpError(_)), "{err:?}");
+
+    assert_eq!(task(&d, &open), before_open);
+    assert_eq!(task(&d, &ended), before_ended);
+    assert_eq!(d.task_count(), count);
+}
+
+#[test]
+fn task_list_and_task_get_are_scoped_by_the_session() {
+    let d = two_desks();
+    let c = Client::connect(&d, TOKEN);
+    let a1 = add_task(&d, "api", "First for api");
+    let a2 = add_task(&d, "api", "Second for api");
+    let w1 = add_task(&d, "web", "First for web");
+    let a0 = add_task(&d, "api", "Already done");
+    c.ok(
+        "task_update",
+        json!({"task_id": a0, "status": "done", "text": "ok"}),
+    );
+
+    let (text, list) = c.ok("task_list", json!({"session_id": "s-api"}));
+    let ids: Vec<&str> = list["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [a1.as_str(), a2.as_str()], "{text}");
+    assert_eq!(list["desk"], "api");
+    assert_eq!(list["tasks"][0]["state"], "working");
+    assert_eq!(list["tasks"][1]["state"], "submitted");
+    assert_eq!(list["tasks"][1]["queue_position"], 1);
+    assert!(
+        text.contains(&a1) && text.contains("queued, position 1"),
+        "{text}"
+    );
+    assert!(!text.contains(&w1), "{text}");
+
+    let (text, list) = c.ok("task_list", json!({}));
+    assert_eq!(list["tasks"].as_array().unwrap().len(), 3, "{text}");
+    assert!(text.contains("all desks"), "{text}");
+    assert!(list["desk"].is_null());
+    assert!(
+        list["next"].as_str().unwrap().contains("task_get"),
+        "{list}"
+    );
+
+    let (_, list) = c.ok("task_list", json!({"session_id": "s-web"}));
+    assert_eq!(list["tasks"].as_array().unwrap().len(), 1);
+    assert_eq!(list["tasks"][0]["id"], w1.as_str());
+
+    let (text, one) = c.ok("task_get", json!({"task_id": a2, "session_id": "s-api"}));
+    assert_eq!(one["request"], "Second for api");
+    assert_eq!(one["desk"], "api");
+    assert_eq!(one["asker"], "owner");
+    assert!(
+        one["next"].as_str().unwrap().contains("task_update"),
+        "{one}"
+    );
+    assert!(
+        text.contains("Second for api") && text.contains("task_update"),
+        "{text}"
+    );
+    let m = c.refused("task_get", json!({"task_id": w1, "session_id": "s-api"}));
+    assert!(m.contains("held by desk web"), "{m}");
+    let m = c.refused("task_get", json!({"task_id": "t-missing"}));
+    assert!(m.contains("no task t-missing"), "{m}");
+    let m = c.refused("task_list", json!({"session_id": "nobody"}));
+    assert!(m.contains("no session \"nobody\""), "{m}");
+}
+
+#[test]
+fn task_send_status_ack_round_trip_with_asker_isolation() {
+    let d = two_desks();
+    d.with_desk("ops");
+    session(&d, "s-ops", "ops");
+    let bob = add_asker(&d, "bob");
+    let c = Client::connect(&d, TOKEN);
+
+    let (text, desks) = c.ok("desks_list", json!({"session_id": "s-api"}));
+    let names: Vec<&str> = desks["desks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["api", "ops", "web"]);
+    assert!(
+        text.contains("api (claude-code) (this session's own desk)")
+            || text.contains("this session's own desk"),
+        "{text}"
+    );
+
+    // A session asks another desk: the asker is `desk:<its desk>`.
+    let (text, sent) = c.ok(
+        "task_send",
+        json!({"desk": "web", "text": "Review the API change", "session_id": "s-api"}),
+    );
+    let id = sent["id"].as_str().unwrap().to_owned();
+    assert_eq!(sent["asker"], "desk:api");
+    assert_eq!(sent["desk"], "web");
+    assert_eq!(sent["state"], "working");
+    assert!(text.contains(&id) && text.contains("task_status"), "{text}");
+    assert_eq!(task(&d, &id)["asker"], "desk:api");
+
+    let (_, status) = c.ok("task_status", json!({"task_id": id, "session_id": "s-api"}));
+    assert_eq!(status["state"], "working");
+    assert_eq!(status["request"], "Review the API change");
+
+    // Nobody else finds it: another desk's session, the owner, an asker.
+    let not_found = |m: &str| assert!(m.contains(&format!("no task {id} sent by")), "{m}");
+    not_found(&c.refused("task_status", json!({"task_id": id, "session_id": "s-ops"})));
+    not_found(&c.refused("task_status", json!({"task_id": id})));
+    not_found(&c.refused("task_ack", json!({"task_id": id, "session_id": "s-ops"})));
+    let as_bob = Client::connect(&d, &bob);
+    not_found(&as_bob.refused("task_status", json!({"task_id": id})));
+
+    // Not yet ended: no acknowledgement.
+    let m = c.refused("task_ack", json!({"task_id": id, "session_id": "s-api"}));
+    assert!(m.contains("still open"), "{m}");
+
+    // The web desk's session ends it; the asking session reads the answer and acks.
+    c.ok(
+        "task_update",
+        json!({"task_id": id, "status": "done", "text": "Looks good.", "session_id": "s-web"}),
+    );
+    let (text, status) = c.ok("task_status", json!({"task_id": id, "session_id": "s-api"}));
+    assert_eq!(status["state"], "completed");
+    assert_eq!(status["result"], "Looks good.");
+    assert_eq!(status["acknowledged"], false);
+    assert!(
+        status["next"].as_str().unwrap().contains("task_ack"),
+        "{status}"
+    );
+    assert!(
+        text.contains("Looks good.") && text.contains("task_ack"),
+        "{text}"
+    );
+    let (_, acked) = c.ok("task_ack", json!({"task_id": id, "session_id": "s-api"}));
+    assert_eq!(acked["acknowledged"], true);
+    assert_eq!(acked["state"], "completed");
+    assert!(acked.get("next").is_none(), "{acked}");
+    assert!(task(&d, &id)["acknowledgedAt"].is_string());
+    // Again: idempotent.
+    c.ok("task_ack", json!({"task_id": id, "session_id": "s-api"}));
+
+    // Refusals: own desk, unknown desk, empty text; none creates a task.
+    let count = d.task_count();
+    let m = c.refused(
+        "task_send",
+        json!({"desk": "api", "text": "x", "session_id": "s-api"}),
+    );
+    assert!(m.contains("own desk"), "{m}");
+    let m = c.refused("task_send", json!({"desk": "nowhere", "text": "x"}));
+    assert!(
+        m.contains("no desk named nowhere") && m.contains("desks_list"),
+        "{m}"
+    );
+    let m = c.refused("task_send", json!({"desk": "Bad Name!", "text": "x"}));
+    assert!(m.contains("desks_list"), "{m}");
+    let m = c.refused("task_send", json!({"desk": "web", "text": " "}));
+    assert!(m.contains("text must not be empty"), "{m}");
+    assert_eq!(d.task_count(), count);
+}
+
+#[test]
+fn askers_use_the_asking_tools_as_themselves() {
+    let d = two_desks();
+    let bob = add_asker(&d, "bob");
+    let alice = add_asker(&d, "alice");
+    let as_bob = Client::connect(&d, &bob);
+    let as_alice = Client::connect(&d, &alice);
+
+    let (_, desks) = as_bob.ok("desks_list", json!({}));
+    assert_eq!(desks["desks"].as_array().unwrap().len(), 2);
+    let (_, sent) = as_bob.ok(
+        "task_send",
+        json!({"desk": "api", "text": "Bump the version"}),
+    );
+    let id = sent["id"].as_str().unwrap().to_owned();
+    assert_eq!(sent["asker"], "bob");
+    let (_, status) = as_bob.ok("task_status", json!({"task_id": id}));
+    assert_eq!(status["state"], "working");
+    let m = as_alice.refused("task_status", json!({"task_id": id}));
+    assert!(m.contains(&format!("no task {id} sent by alice")), "{m}");
+    let m = as_alice.refused("task_ack", json!({"task_id": id}));
+    assert!(m.contains(&format!("no task {id} sent by alice")), "{m}");
+
+    // An asker never speaks for a session.
+    let count = d.task_count();
+    let m = as_bob.refused(
+        "task_send",
+        json!({"desk": "web", "text": "x", "session_id": "s-api"}),
+    );
+    assert!(m.contains("asker bob acts as itself"), "{m}");
+    let m = as_bob.refused("task_status", json!({"task_id": id, "session_id": "s-api"}));
+    assert!(m.contains("leave session_id out"), "{m}");
+    assert_eq!(d.task_count(), count);
+
+    // The owner's token without a session asks as `owner`, like the owner API.
+    let c = Client::connect(&d, TOKEN);
+    let (_, sent) = c.ok("task_send", json!({"desk": "web", "text": "Owner asks"}));
+    assert_eq!(sent["asker"], "owner");
+    let owner_task = sent["id"].as_str().unwrap().to_owned();
+    c.ok("task_status", json!({"task_id": owner_task}));
+    as_bob.refused("task_status", json!({"task_id": owner_task}));
+}
+
+// ---- raw HTTP ---------------------------------------------------------------------------
+
+/// One HTTP/1.1 exchange: status, lower-cased headers, body.
+fn exchange(
+    d: &TestDaemon,
+    method: &str,
+    headers: &[(&str, String)],
+    body: &str,
+) -> (u16, Vec<(String, String)>, String) {
+    let mut stream = TcpStream::connect(d.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut request = format!("{method} /mcp HTTP/1.1\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    (status, headers, body.to_owned())
+}
+
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// The JSON-RPC message of a response, whether sent as JSON or as one SSE event.
+fn message(headers: &[(String, String)], body: &str) -> Value {
+    if header(headers, "content-type").is_some_and(|t| t.starts_with("text/event-stream")) {
+        let data = body
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .map(str::trim)
+            .find(|l| l.starts_with('{'))
+            .unwrap_or_else(|| panic!("no message in {body}"));
+        serde_json::from_str(data).unwrap()
+    } else {
+        serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
+    }
+}
+
+fn mcp_headers(d: &TestDaemon, protocol: Option<&str>) -> Vec<(&'static str, String)> {
+    let mut h = vec![
+        ("Host", d.host()),
+        ("Authorization", format!("Bearer {TOKEN}")),
+        ("Content-Type", "application/json".to_owned()),
+        ("Accept", "application/json, text/event-stream".to_owned()),
+    ];
+    if let Some(p) = protocol {
+        h.push(("MCP-Protocol-Version", p.to_owned()));
+    }
+    h
+}
+
+#[test]
+fn the_claude_code_handshake_over_raw_http() {
+    let d = two_desks();
+    let id = add_task(&d, "api", "Add a --json flag");
+
+    // 1. The 2026-07-28 probe: answered, so a client that speaks it may stay on it.
+    let discover = json!({"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "claude-code", "version": "2.1.332"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    }}});
+    let mut probe = mcp_headers(&d, Some("2026-07-28"));
+    probe.push(("Mcp-Method", "server/discover".to_owned()));
+    let (status, headers, body) = exchange(&d, "POST", &probe, &discover.to_string());
+    assert_eq!(status, 200, "{body}");
+    let reply = message(&headers, &body);
+    let versions = reply["result"]["supportedVersions"].to_string();
+    assert!(
+        versions.contains("2026-07-28") && versions.contains("2025-11-25"),
+        "{reply}"
+    );
+
+    // 2. The fallback Claude Code 2.1.332 was seen to take: initialize 2025-11-25.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"roots": {}},
+        "clientInfo": {"name": "claude-code", "version": "2.1.332"}}});
+    let (status, headers, body) = exchange(&d, "POST", &mcp_headers(&d, None), &init.to_string());
+    assert_eq!(status, 200, "{body}");
+    let reply = message(&headers, &body);
+    assert_eq!(reply["result"]["protocolVersion"], "2025-11-25", "{reply}");
+    assert_eq!(reply["result"]["serverInfo"]["name"], "taskkeeper");
+    assert!(reply["result"]["capabilities"]["tools"].is_object());
+    // Stateless: no transport session to lose when the daemon restarts.
+    assert_eq!(header(&headers, "mcp-session-id"), None);
+
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let (status, _, body) = exchange(
+        &d,
+        "POST",
+        &mcp_headers(&d, Some("2025-11-25")),
+        &initialized.to_string(),
+    );
+    assert_eq!(status, 202, "{body}");
+
+    // The GET for a server-sent stream: 405, which Claude Code accepts.
+    let get = vec![
+        ("Host", d.host()),
+        ("Authorization", format!("Bearer {TOKEN}")),
+        ("Accept", "text/event-stream".to_owned()),
+        ("MCP-Protocol-Version", "2025-11-25".to_owned()),
+    ];
+    let (status, _, _) = exchange(&d, "GET", &get, "");
+    assert_eq!(status, 405);
+
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}});
+    let (status, headers, body) = exchange(
+        &d,
+        "POST",
+        &mcp_headers(&d, Some("2025-11-25")),
+        &list.to_string(),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        message(&headers, &body)["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .len(),
+        7
+    );
+
+    // tools/call as Claude Code sends it after the PreToolUse hook added session_id.
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "task_update",
+        "arguments": {"task_id": id, "status": "done", "text": "Added.", "session_id": "s-api"},
+        "_meta": {"claudecode/toolUseId": "toolu_01"}}});
+    let (status, headers, body) = exchange(
+        &d,
+        "POST",
+        &mcp_headers(&d, Some("2025-11-25")),
+        &call.to_string(),
+    );
+    assert_eq!(status, 200, "{body}");
+    let reply = message(&headers, &body);
+    assert_eq!(reply["result"]["isError"], false, "{reply}");
+    assert_eq!(reply["result"]["structuredContent"]["state"], "completed");
+    assert_eq!(task(&d, &id)["state"], "completed");
+
+    // A refusal is a tool result with isError, not a JSON-RPC error.
+    let call = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+        "name": "task_update",
+        "arguments": {"task_id": id, "status": "done", "text": "Again."}}});
+    let (_, headers, body) = exchange(
+        &d,
+        "POST",
+        &mcp_headers(&d, Some("2025-11-25")),
+        &call.to_string(),
+    );
+    let reply = message(&headers, &body);
+    assert!(reply["error"].is_null(), "{reply}");
+    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    assert_eq!(
+        reply["result"]["structuredContent"]["error"]["kind"],
+        "conflict"
+    );
+}
+
+#[test]
+fn mcp_needs_the_token_and_a_local_origin() {
+    let d = two_desks();
+    let count = d.task_count();
+    let id = add_task(&d, "api", "Add a --json flag");
+    let before = task(&d, &id);
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "task_update", "arguments": {"task_id": id, "status": "done", "text": "x"}}})
+    .to_string();
+
+    let mut no_token = mcp_headers(&d, Some("2025-11-25"));
+    no_token.retain(|(k, _)| *k != "Authorization");
+    let (status, headers, body) = exchange(&d, "POST", &no_token, &call);
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(header(&headers, "www-authenticate"), Some("Bearer"));
+
+    let mut wrong = mcp_headers(&d, Some("2025-11-25"));
+    wrong[1].1 = "Bearer nope".to_owned();
+    let (status, _, _) = exchange(&d, "POST", &wrong, &call);
+    assert_eq!(status, 401);
+
+    let mut foreign = mcp_headers(&d, Some("2025-11-25"));
+    foreign.push(("Origin", "http://evil.example".to_owned()));
+    let (status, _, body) = exchange(&d, "POST", &foreign, &call);
+    assert_eq!(status, 403, "{body}");
+
+    let mut rebound = mcp_headers(&d, Some("2025-11-25"));
+    rebound[0].1 = format!("evil.example:{}", d.addr.port());
+    let (status, _, _) = exchange(&d, "POST", &rebound, &call);
+    assert_eq!(status, 403);
+
+    assert_eq!(task(&d, &id), before);
+    assert_eq!(d.task_count(), count + 1);
+
+    // Our own origin and `localhost` pass both the guard and rmcp's own checks.
+    let mut own = mcp_headers(&d, Some("2025-11-25"));
+    own[0].1 = format!("localhost:{}", d.addr.port());
+    own.push(("Origin", format!("http://127.0.0.1:{}", d.addr.port())));
+    let (status, headers, body) = exchange(&d, "POST", &own, &call);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(message(&headers, &body)["result"]["isError"], false);
+    assert_eq!(task(&d, &id)["state"], "completed");
+}
+
+#[test]
+fn a_connected_client_neither_holds_up_shutdown_nor_loses_a_restart() {
+    let mut d = two_desks();
+    let c = Client::connect(&d, TOKEN);
+    c.ok("task_list", json!({}));
+
+    // Shut down and start again with the client still connected; the restart must finish
+    // (a hang here is the failure, so it runs on a thread with a generous bound).
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        d.restart();
+        let _ = tx.send(d);
+    });
+    let d = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the daemon did not shut down with an MCP client connected");
+
+    // No transport session to expire: the same client carries on.
+    let id = add_task(&d, "api", "After the restart");
+    let (_, one) = c.ok("task_get", json!({"task_id": id, "session_id": "s-api"}));
+    assert_eq!(one["request"], "After the restart");
+}
