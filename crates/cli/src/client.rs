@@ -21,9 +21,10 @@ pub fn base_url() -> String {
 /// `TASKKEEPER_TOKEN`, else the owner's token file in the data directory.
 pub fn token_from_env() -> anyhow::Result<String> {
     if let Ok(t) = std::env::var("TASKKEEPER_TOKEN")
-        && !t.is_empty() {
-            return Ok(t);
-        }
+        && !t.is_empty()
+    {
+        return Ok(t);
+    }
     let dir = match std::env::var_os("TASKKEEPER_DATA_DIR") {
         Some(d) if !d.is_empty() => PathBuf::from(d),
         _ => taskkeeper_server::default_data_dir()?,

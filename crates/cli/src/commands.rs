@@ -6,7 +6,7 @@ use anyhow::Context as _;
 use serde_json::json;
 use taskkeeper_core::Timestamp;
 use taskkeeper_server::api::{
-    AskerList, DeskList, DeskView, NewAsker, TaskDetail, TaskList, TaskView,
+    AskerList, DeskList, DeskView, NewAsker, SessionList, TaskDetail, TaskList, TaskView,
 };
 use taskkeeper_server::{Daemon, DaemonConfig};
 
@@ -329,4 +329,47 @@ pub fn a2a_watch(id: &str, args: A2aArgs) -> anyhow::Result<()> {
         }
         true
     })
+}
+
+pub fn status(json: bool) -> anyhow::Result<()> {
+    let client = Client::from_env()?;
+    let desks: DeskList = client.get("/api/desks")?;
+    let sessions: SessionList = client.get("/api/sessions")?;
+    let open: TaskList = client.get("/api/tasks?state=open")?;
+    if json {
+        return print_json(
+            &json!({"desks": desks.desks, "sessions": sessions.sessions, "openTasks": open.tasks}),
+        );
+    }
+    if desks.desks.is_empty() {
+        println!(
+            "no desks yet; `taskkeeper desk add NAME --dir DIR`, or start a connected Claude Code session"
+        );
+    }
+    let now = taskkeeper_core::Clock::now(&taskkeeper_core::SystemClock);
+    for d in &desks.desks {
+        let tasks = open.tasks.iter().filter(|t| t.desk == d.name).count();
+        println!(
+            "{}  ({}, {})  {} open task(s)",
+            d.name, d.agent, d.dir, tasks
+        );
+        for s in sessions
+            .sessions
+            .iter()
+            .filter(|s| s.desk == d.name && s.activity != "ended")
+        {
+            let bg = if s.background.is_empty() {
+                String::new()
+            } else {
+                format!(", {} background", s.background.len())
+            };
+            println!(
+                "  session {}  {} for {}{bg}",
+                s.id,
+                s.activity,
+                age(now, s.since)
+            );
+        }
+    }
+    Ok(())
 }

@@ -4,6 +4,8 @@
 mod a2a_client;
 mod client;
 mod commands;
+mod connect;
+mod hook;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -41,6 +43,24 @@ enum Command {
     /// Tasks: give a desk a task, list, read, end or cancel them.
     #[command(subcommand)]
     Task(TaskCommand),
+    /// What Claude Code runs for its hooks (configured by `connect`).
+    Hook {
+        #[command(subcommand)]
+        what: Option<HookCommand>,
+    },
+    /// Register Taskkeeper with an agent (hooks, MCP server, permissions), or undo it.
+    Connect {
+        #[command(subcommand)]
+        agent: ConnectCommand,
+    },
+    /// Print the MCP server's Authorization header for Claude Code's headersHelper.
+    #[command(hide = true)]
+    McpHeaders,
+    /// Desks, sessions and what each session is doing.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
     /// Askers: agents allowed to give tasks over A2A, each with its own token.
     #[command(subcommand)]
     Asker(AskerCommand),
@@ -114,6 +134,28 @@ struct A2aArgs {
 }
 
 #[derive(Debug, Subcommand)]
+enum HookCommand {
+    /// The asyncRewake waiter: exits 2 with text that wakes the idle session.
+    Wait,
+}
+
+#[derive(Debug, Subcommand)]
+enum ConnectCommand {
+    /// Claude Code: merge the hooks, the MCP server and the tool permission into its settings.
+    ClaudeCode {
+        /// The user's settings (~/.claude/settings.json), the default.
+        #[arg(long, conflicts_with = "project")]
+        user: bool,
+        /// One project's local settings (DIR/.claude/settings.local.json).
+        #[arg(long, value_name = "DIR")]
+        project: Option<PathBuf>,
+        /// Restore exactly what was there before.
+        #[arg(long)]
+        undo: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 enum AskerCommand {
     /// Register an asker and print its token (shown only this once).
     Add { name: String },
@@ -184,6 +226,24 @@ enum TaskCommand {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        // The hook verbs choose their own exit codes and never print errors.
+        Command::Hook { what: None } => return hook::hook(),
+        Command::Hook {
+            what: Some(HookCommand::Wait),
+        } => return hook::wait(),
+        Command::McpHeaders => hook::mcp_headers(),
+        Command::Connect {
+            agent:
+                ConnectCommand::ClaudeCode {
+                    user: _,
+                    project,
+                    undo,
+                },
+        } => {
+            let scope = project.map_or(connect::Scope::User, connect::Scope::Project);
+            connect::connect(scope, undo).map(|lines| lines.iter().for_each(|l| println!("{l}")))
+        }
+        Command::Status { json } => commands::status(json),
         Command::Serve {
             port,
             data_dir,

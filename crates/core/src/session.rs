@@ -94,6 +94,31 @@ pub struct Reach {
     pub pid: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub messaging_socket: Option<String>,
+    /// The tmux server's socket (from `$TMUX`), for pasting into `tmux_pane`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tmux_socket: Option<String>,
+    /// The agent's own status file (Claude Code: `~/.claude/sessions/<pid>.json`), a level
+    /// signal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_file: Option<String>,
+}
+
+impl Reach {
+    /// Take what `newer` knows, keep what it does not.
+    pub fn merge(&mut self, newer: Reach) {
+        let Reach {
+            tmux_pane,
+            pid,
+            messaging_socket,
+            tmux_socket,
+            status_file,
+        } = newer;
+        self.tmux_pane = tmux_pane.or(self.tmux_pane.take());
+        self.pid = pid.or(self.pid);
+        self.messaging_socket = messaging_socket.or(self.messaging_socket.take());
+        self.tmux_socket = tmux_socket.or(self.tmux_socket.take());
+        self.status_file = status_file.or(self.status_file.take());
+    }
 }
 
 /// One thing that happened to a session, in agent-neutral words.

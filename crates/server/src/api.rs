@@ -26,6 +26,10 @@ pub struct TaskView {
     pub expired_at: Option<Timestamp>,
     pub acknowledged_at: Option<Timestamp>,
     pub last_words: Option<String>,
+    /// A permission prompt of the desk's session waits on the owner.
+    pub waiting_on_owner: bool,
+    /// When the desk's session was handed the task (`None` while it waits to be delivered).
+    pub delivered_at: Option<Timestamp>,
     /// The text of the latest status: the summary, what is needed, why it failed.
     pub status_text: Option<String>,
     pub version: u64,
@@ -49,6 +53,8 @@ impl From<&Task> for TaskView {
             expired_at: t.expired_at,
             acknowledged_at: t.acknowledged_at,
             last_words: t.last_words.clone(),
+            waiting_on_owner: t.waiting_on_owner,
+            delivered_at: t.delivered_at,
             status_text: t.status.message.as_ref().map(Message::text),
             version: t.version,
         }
@@ -226,4 +232,45 @@ pub struct NewAskerRequest {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AskerList {
     pub askers: Vec<AskerView>,
+}
+
+/// A session as the owner sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionView {
+    pub id: String,
+    pub desk: String,
+    pub agent: String,
+    /// `busy`, `idle`, `waiting-on-owner`, `stopped-by-owner` or `ended`.
+    pub activity: String,
+    pub since: Timestamp,
+    pub background: Vec<String>,
+    pub rate_limited_until: Option<Timestamp>,
+    pub last_words: Option<String>,
+    pub tmux_pane: Option<String>,
+    pub pid: Option<u32>,
+    pub updated_at: Timestamp,
+}
+
+impl From<&taskkeeper_core::Session> for SessionView {
+    fn from(s: &taskkeeper_core::Session) -> Self {
+        Self {
+            id: s.id.to_string(),
+            desk: s.desk.to_string(),
+            agent: s.agent.to_string(),
+            activity: s.activity.as_str().to_owned(),
+            since: s.since,
+            background: s.background.clone(),
+            rate_limited_until: s.rate_limited_until,
+            last_words: s.last_words.clone(),
+            tmux_pane: s.reach.tmux_pane.clone(),
+            pid: s.reach.pid,
+            updated_at: s.updated_at,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SessionList {
+    pub sessions: Vec<SessionView>,
 }

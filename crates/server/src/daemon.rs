@@ -116,8 +116,10 @@ impl Daemon {
         let tasks = Tasks::new(store.clone(), config.clock.clone());
         let owner = OwnerService::new(tasks.clone(), credentials.clone());
         let guard = Arc::new(Guard::new(credentials, addr.port()));
+        let (stop, mut stopped) = watch::channel(false);
         let a2a = crate::a2a::A2a {
             tasks: tasks.clone(),
+            stop: stopped.clone(),
             port: addr.port(),
             // The kit's strict v1.0 card check rejects v0.3's extra fields (a2a.md §10).
             card: crate::a2a::CardOptionsConfig {
@@ -137,9 +139,11 @@ impl Daemon {
             http::MAX_BODY,
             mcp_cancel.child_token(),
         );
-        let app = http::router(owner.clone(), a2a, mcp, guard);
+        let sessions = crate::sessions::Sessions::new(tasks.clone(), stopped.clone());
+        let app = http::router(owner.clone(), a2a, mcp, sessions.clone(), guard);
 
-        let (stop, mut stopped) = watch::channel(false);
+        // Waiters re-check whenever a task changes.
+        tokio::spawn(sessions.clone().follow_tasks(stopped.clone()));
         let conformance = config
             .conformance
             .then(|| tokio::spawn(crate::conformance::run(tasks.clone(), stopped.clone())));
@@ -209,6 +213,10 @@ impl Daemon {
         if let Some(worker) = self.conformance {
             let _ = worker.await;
         }
+        // Release the database now, whatever still holds a clone of the store (an MCP
+        // session, a finished stream's task): a restart must find it free.
+        let store = self.store.clone();
+        let _ = tokio::task::spawn_blocking(move || store.close()).await;
         tracing::info!("daemon stopped");
     }
 }

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::api::{
     AskerList, CancelRequest, DeskList, ErrorBody, NewAskerRequest, NewDeskRequest, NewTaskRequest,
-    TaskList, UpdateRequest,
+    SessionList, TaskList, UpdateRequest,
 };
 use crate::guard::{Guard, guard};
 use crate::owner::{OwnerError, OwnerErrorKind, OwnerService, TaskQuery, WorkerEnding};
@@ -26,6 +26,7 @@ pub(crate) fn router(
     owner: OwnerService,
     a2a: crate::a2a::A2a,
     mcp: Router,
+    sessions: crate::sessions::Sessions,
     guard_state: Arc<Guard>,
 ) -> Router {
     let owner_routes = Router::new()
@@ -36,12 +37,14 @@ pub(crate) fn router(
         .route("/api/tasks/{id}", get(get_task))
         .route("/api/tasks/{id}/update", post(update_task))
         .route("/api/tasks/{id}/cancel", post(cancel_task))
+        .route("/api/sessions", get(list_sessions))
         .route("/api/askers", get(list_askers).post(add_asker))
         .route("/api/askers/{name}", axum::routing::delete(remove_asker))
         .with_state(owner);
     Router::new()
         .merge(owner_routes)
         .merge(crate::a2a::router(a2a))
+        .merge(crate::hooks::router(sessions))
         // `/mcp` (crate::mcp) sits inside the guard and the body limit like every route.
         .merge(mcp)
         .fallback(|| async {
@@ -242,4 +245,14 @@ async fn remove_asker(State(owner): State<OwnerService>, Path(name): Path<String
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
         Err(e) => e.into_response(),
     }
+}
+
+async fn list_sessions(State(owner): State<OwnerService>) -> Response {
+    reply(
+        StatusCode::OK,
+        owner
+            .list_sessions()
+            .await
+            .map(|sessions| SessionList { sessions }),
+    )
 }

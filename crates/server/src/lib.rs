@@ -13,10 +13,12 @@ mod config;
 pub mod conformance;
 mod daemon;
 mod guard;
+mod hooks;
 mod http;
 pub mod logging;
 mod mcp;
 mod owner;
+pub mod sessions;
 mod tasks;
 mod token;
 

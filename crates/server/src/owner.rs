@@ -12,7 +12,7 @@ use taskkeeper_core::{
     TransitionError,
 };
 
-use crate::api::{AskerView, DeskView, NewAsker, TaskDetail, TaskView};
+use crate::api::{AskerView, DeskView, NewAsker, SessionView, TaskDetail, TaskView};
 use crate::auth::{Credentials, token_hash};
 use crate::tasks::Tasks;
 use crate::token::Token;
@@ -56,9 +56,10 @@ impl OwnerError {
 impl From<StoreError> for OwnerError {
     fn from(e: StoreError) -> Self {
         let kind = match &e {
-            StoreError::NoSuchDesk(_) | StoreError::NoSuchTask(_) | StoreError::NoSuchAsker(_) => {
-                OwnerErrorKind::NotFound
-            }
+            StoreError::NoSuchDesk(_)
+            | StoreError::NoSuchTask(_)
+            | StoreError::NoSuchAsker(_)
+            | StoreError::NoSuchSession(_) => OwnerErrorKind::NotFound,
             StoreError::InvalidAskerName(_) => OwnerErrorKind::Invalid,
             StoreError::AskerExists(_) => OwnerErrorKind::Conflict,
             StoreError::DeskExists(_)
@@ -271,6 +272,53 @@ impl OwnerService {
         Ok(TaskView::from(
             &self.tasks.apply(&TaskId::from(id), event).await?.task,
         ))
+    }
+
+    /// Sessions, most recently active first.
+    pub async fn list_sessions(&self) -> Result<Vec<SessionView>, OwnerError> {
+        // Hooks can be missed (Esc fires none): read the level signals before answering.
+        let (sessions, no_longer_waiting) = self
+            .blocking(|s, now| {
+                let mut sessions = s.sessions(None)?;
+                let mut no_longer_waiting = Vec::new();
+                for session in sessions.iter_mut() {
+                    let Some(level) = crate::sessions::level_of(session) else {
+                        continue;
+                    };
+                    let before = session.activity;
+                    session.reconcile(level, now);
+                    if session.activity != before {
+                        *session = s.put_session(session.clone())?;
+                        if before == taskkeeper_core::Activity::WaitingOnOwner {
+                            no_longer_waiting.push(session.desk.clone());
+                        }
+                    }
+                }
+                Ok((sessions, no_longer_waiting))
+            })
+            .await?;
+        for desk in no_longer_waiting {
+            self.clear_owner_wait(&desk).await;
+        }
+        Ok(sessions.iter().map(SessionView::from).collect())
+    }
+
+    /// The owner answered (or dismissed) the prompt: the desk's tasks stop waiting on them.
+    async fn clear_owner_wait(&self, desk: &DeskName) {
+        let filter = TaskFilter {
+            state: StateFilter::Open,
+            desk: Some(desk.clone()),
+            ..Default::default()
+        };
+        let Ok(tasks) = self.tasks.list(filter).await else {
+            return;
+        };
+        for t in tasks.iter().filter(|t| t.waiting_on_owner) {
+            let _ = self
+                .tasks
+                .apply(&t.id, Event::OwnerWait { waiting: false })
+                .await;
+        }
     }
 
     /// Every task change as it is committed: the tray and the UI follow this instead of

@@ -82,6 +82,8 @@ pub enum StoreError {
     DeskHasOpenTasks { name: DeskName, open: u64 },
     #[error("no task {0}")]
     NoSuchTask(TaskId),
+    #[error("no session {0}; it attaches on its first hook")]
+    NoSuchSession(String),
     #[error("an asker named {0} already exists (or the name is reserved)")]
     AskerExists(String),
     #[error("no asker named {0}; `taskkeeper asker list` shows the askers")]
@@ -209,6 +211,8 @@ struct Inner {
     writer: Mutex<Option<mpsc::Sender<writer::Job>>>,
     writer_thread: Mutex<Option<thread::JoinHandle<()>>>,
     readers: Mutex<Vec<Connection>>,
+    /// Set by [`Store::close`]: reads are refused too.
+    closed: std::sync::atomic::AtomicBool,
     /// Held for the store's life: the OS drops the lock if the process dies.
     _lock: File,
 }
@@ -308,6 +312,7 @@ impl Store {
                 writer: Mutex::new(Some(tx)),
                 writer_thread: Mutex::new(Some(handle)),
                 readers: Mutex::new(Vec::new()),
+                closed: std::sync::atomic::AtomicBool::new(false),
                 _lock: lock,
             }),
         })
@@ -317,12 +322,44 @@ impl Store {
         &self.inner.path
     }
 
+    /// Finish the queued writes, stop the writer and release the database for another
+    /// process, even while clones of this store are still held somewhere (they get
+    /// [`StoreError::Closed`] from then on).
+    pub fn close(&self) {
+        self.inner
+            .writer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(h) = self
+            .inner
+            .writer_thread
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            let _ = h.join();
+        }
+        self.inner
+            .readers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        self.inner
+            .closed
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let _ = self.inner._lock.unlock();
+    }
+
     // ---- plumbing -------------------------------------------------------------------
 
     fn read<R>(
         &self,
         f: impl FnOnce(&Connection) -> Result<R, StoreError>,
     ) -> Result<R, StoreError> {
+        if self.inner.closed.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(StoreError::Closed);
+        }
         let pooled = self
             .inner
             .readers

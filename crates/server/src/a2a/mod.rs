@@ -42,6 +42,8 @@ pub use card::extension;
 #[derive(Clone, Debug)]
 pub(crate) struct A2a {
     pub tasks: Tasks,
+    /// The daemon is stopping: open streams end so the graceful shutdown can finish.
+    pub stop: tokio::sync::watch::Receiver<bool>,
     pub port: u16,
     pub card: CardOptionsConfig,
 }
@@ -567,7 +569,7 @@ async fn send(ctx: &Ctx, params: Value, streaming: bool) -> Result<Reply, RpcErr
         Dialect::V03 => config.blocking.unwrap_or(true),
     };
     let task = if blocking {
-        wait_settled(tasks, task).await
+        wait_settled(tasks, task, ctx.a2a.stop.clone()).await
     } else {
         task
     };
@@ -584,7 +586,11 @@ async fn send(ctx: &Ctx, params: Value, streaming: bool) -> Result<Reply, RpcErr
 /// Wait until the task ends or needs input, at most `a2a.blocking_wait_max`; then the task as
 /// it is. Pushed by the task's channel, no polling; a client that leaves drops this future
 /// and the task is untouched.
-async fn wait_settled(tasks: &Tasks, task: Task) -> Task {
+async fn wait_settled(
+    tasks: &Tasks,
+    task: Task,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> Task {
     if settled(&task) {
         return task;
     }
@@ -601,7 +607,15 @@ async fn wait_settled(tasks: &Tasks, task: Task) -> Task {
     let mut latest = reread(&task).await;
     let deadline = tokio::time::Instant::now() + cap;
     while !settled(&latest) {
-        match tokio::time::timeout_at(deadline, rx.recv()).await {
+        let next = tokio::select! {
+            r = tokio::time::timeout_at(deadline, rx.recv()) => Some(r),
+            _ = stop.wait_for(|s| *s) => None,
+        };
+        // None: the daemon is stopping; answer with the task as it is.
+        let Some(next) = next else {
+            return reread(&latest).await;
+        };
+        match next {
             Err(_) => return reread(&latest).await,
             Ok(Ok(t)) => {
                 if t.version >= latest.version {

@@ -142,6 +142,7 @@ pub fn failure(id: &Value, error: &RpcError, dialect: Dialect) -> Value {
 }
 
 /// Read the envelope. On error, also return the id when one could be read.
+#[allow(clippy::result_large_err)] // built once per request; boxing buys nothing
 pub fn parse(body: &[u8]) -> Result<Request, (Value, RpcError)> {
     let value: Value =
         serde_json::from_slice(body).map_err(|e| (Value::Null, RpcError::parse(e)))?;

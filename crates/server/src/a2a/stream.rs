@@ -27,6 +27,7 @@ pub(crate) fn task_stream(ctx: &Ctx, task: Task) -> Response {
         id: ctx.id.clone(),
         dialect: ctx.dialect,
         tx,
+        stop: ctx.a2a.stop.clone(),
     };
     tokio::spawn(relay.run(task, watch));
     Sse::new(ReceiverStream::new(rx))
@@ -39,6 +40,7 @@ struct Relay {
     id: Value,
     dialect: Dialect,
     tx: mpsc::Sender<Result<SseEvent, Infallible>>,
+    stop: tokio::sync::watch::Receiver<bool>,
 }
 
 impl Relay {
@@ -76,7 +78,17 @@ impl Relay {
             .unwrap_or_else(|| fallback.clone())
     }
 
-    async fn run(self, first: Task, mut watch: broadcast::Receiver<Arc<Task>>) {
+    async fn run(mut self, first: Task, watch: broadcast::Receiver<Arc<Task>>) {
+        let mut stop = self.stop.clone();
+        tokio::select! {
+            () = self.relay(first, watch) => {}
+            _ = stop.wait_for(|s| *s) => {}
+        }
+        // Dropping the sender ends the SSE response.
+        self.tx = mpsc::channel(1).0;
+    }
+
+    async fn relay(&self, first: Task, mut watch: broadcast::Receiver<Arc<Task>>) {
         // The snapshot may be older than what is stored by now; take the newest.
         let mut last = self.reread(&first).await;
         if !self

@@ -874,7 +874,13 @@ fn a2a_routes_are_guarded_too() {
     let d = new_desk();
     let body = send_v1("m-1", "x", true).to_string();
     let json_type = ("Content-Type".to_owned(), "application/json".to_owned());
-    let (status, _) = d.raw("POST", "/a2a/web", &d.host(), std::slice::from_ref(&json_type), &body);
+    let (status, _) = d.raw(
+        "POST",
+        "/a2a/web",
+        &d.host(),
+        std::slice::from_ref(&json_type),
+        &body,
+    );
     assert_eq!(status, 401);
     let auth = ("Authorization".to_owned(), format!("Bearer {TOKEN}"));
     let (status, _) = d.raw(

@@ -5,6 +5,7 @@
 mod a2a;
 mod fuzz;
 mod guard;
+mod hooks;
 mod mcp;
 mod owner_api;
 mod support;

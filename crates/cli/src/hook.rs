@@ -1,0 +1,135 @@
+//! `taskkeeper hook` and `taskkeeper hook wait`: what Claude Code runs for its hooks.
+//!
+//! `hook` forwards the hook's JSON to the daemon with what the environment knows (the desk,
+//! the tmux pane, the pid, the messaging socket, the session's status file) and prints what
+//! the daemon says the event needs. It always exits 0, quickly and silently — within
+//! [`HOOK_BUDGET`] even when the daemon is down or the payload is garbage: a hook must never
+//! break or slow a session.
+//!
+//! `hook wait` is the asyncRewake Stop handler: it long-polls the daemon and exits 2 with the
+//! text on stderr when there is something for this idle session (Claude Code then wakes it),
+//! or 0 quietly when it is superseded, the session starts a turn, or the daemon goes away.
+
+use std::io::Read as _;
+use std::process::ExitCode;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// Everything `hook` does fits in this, or it gives up and exits 0.
+pub const HOOK_BUDGET: Duration = Duration::from_millis(1800);
+const MAX_PAYLOAD: u64 = 1024 * 1024;
+
+fn read_stdin() -> Vec<u8> {
+    let mut buf = Vec::new();
+    let _ = std::io::stdin().take(MAX_PAYLOAD).read_to_end(&mut buf);
+    buf
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+/// The agent's status file for this process: `<config dir>/sessions/<pid>.json`.
+fn status_file() -> Option<String> {
+    let pid = env("CLAUDE_PID")?;
+    let config =
+        env("CLAUDE_CONFIG_DIR").or_else(|| env("HOME").map(|h| format!("{h}/.claude")))?;
+    Some(format!("{config}/sessions/{pid}.json"))
+}
+
+fn request(
+    path: &str,
+    timeout: Option<Duration>,
+) -> Option<ureq::RequestBuilder<ureq::typestate::WithBody>> {
+    let token = crate::client::token_from_env().ok()?;
+    let agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_connect(Some(Duration::from_millis(300)))
+        .timeout_global(timeout)
+        .build()
+        .new_agent();
+    let mut req = agent
+        .post(format!("{}{path}", crate::client::base_url()))
+        .header("Authorization", format!("Bearer {token}"))
+        .header("Content-Type", "application/json");
+    for (header, value) in [
+        ("X-Taskkeeper-Desk", env("TASKKEEPER_DESK")),
+        ("X-Taskkeeper-Tmux-Pane", env("TMUX_PANE")),
+        ("X-Taskkeeper-Tmux", env("TMUX")),
+        ("X-Taskkeeper-Pid", env("CLAUDE_PID")),
+        (
+            "X-Taskkeeper-Messaging-Socket",
+            env("CLAUDE_CODE_MESSAGING_SOCKET"),
+        ),
+        ("X-Taskkeeper-Status-File", status_file()),
+    ] {
+        if let Some(v) = value {
+            req = req.header(header, v);
+        }
+    }
+    Some(req)
+}
+
+/// `taskkeeper hook`: forward, print what the daemon answers, exit 0 — always.
+pub fn hook() -> ExitCode {
+    let (tx, rx) = mpsc::channel();
+    // The work runs on its own thread so the budget holds whatever blocks (a stdin that
+    // never closes, a daemon that accepts but never answers).
+    std::thread::spawn(move || {
+        let payload = read_stdin();
+        let answer = request("/hooks/claude-code", Some(HOOK_BUDGET)).and_then(|req| {
+            let mut resp = req.send(&payload[..]).ok()?;
+            if resp.status() != 200 {
+                return None;
+            }
+            resp.body_mut().read_to_string().ok()
+        });
+        let _ = tx.send(answer);
+    });
+    if let Ok(Some(out)) = rx.recv_timeout(HOOK_BUDGET)
+        && !out.is_empty()
+    {
+        println!("{out}");
+    }
+    ExitCode::SUCCESS
+}
+
+/// `taskkeeper hook wait`: exit 2 with the text to wake the session, else 0.
+pub fn wait() -> ExitCode {
+    let payload = read_stdin();
+    let Some(req) = request("/hooks/claude-code/wait", None) else {
+        return ExitCode::SUCCESS;
+    };
+    let Ok(mut resp) = req.send(&payload[..]) else {
+        return ExitCode::SUCCESS;
+    };
+    if resp.status() != 200 {
+        return ExitCode::SUCCESS;
+    }
+    let Ok(text) = resp.body_mut().read_to_string() else {
+        return ExitCode::SUCCESS;
+    };
+    let Ok(answer) = serde_json::from_str::<Value>(&text) else {
+        return ExitCode::SUCCESS;
+    };
+    match (answer["action"].as_str(), answer["text"].as_str()) {
+        (Some("deliver"), Some(text)) => {
+            eprintln!("{text}");
+            ExitCode::from(2)
+        }
+        _ => ExitCode::SUCCESS,
+    }
+}
+
+/// `taskkeeper mcp-headers`: the MCP server's headers for Claude Code's `headersHelper`, so
+/// the token stays in its 0600 file instead of a settings file.
+pub fn mcp_headers() -> anyhow::Result<()> {
+    let token = crate::client::token_from_env()?;
+    println!(
+        "{}",
+        serde_json::json!({"Authorization": format!("Bearer {token}")})
+    );
+    Ok(())
+}

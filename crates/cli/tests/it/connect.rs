@@ -1,0 +1,268 @@
+//! `taskkeeper connect claude-code` against existing settings files (merge, idempotence,
+//! undo, refusal), and the hook helper as Claude Code runs it.
+
+use std::io::Write as _;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::{Served, TOKEN, bin, stderr, stdout};
+
+fn connect(home: &std::path::Path, args: &[&str]) -> std::process::Output {
+    Command::new(bin())
+        .arg("connect")
+        .arg("claude-code")
+        .args(args)
+        .env("HOME", home)
+        .env("TASKKEEPER_URL", "http://127.0.0.1:7717")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn connect_merges_is_idempotent_and_undo_restores_exactly() {
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let settings = project.path().join(".claude/settings.local.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    let original = "{\n  \"model\": \"opus\",\n  \"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"notify-send done\"}]}]},\n  \"permissions\": {\"allow\": [\"Bash(git *)\"]}\n}\n";
+    std::fs::write(&settings, original).unwrap();
+    let user_config = home.path().join(".claude.json");
+    std::fs::write(
+        &user_config,
+        r#"{"hasCompletedOnboarding":true,"theme":"dark"}"#,
+    )
+    .unwrap();
+
+    let out = connect(
+        home.path(),
+        &["--project", &project.path().to_string_lossy()],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("added Taskkeeper's hooks"),
+        "{}",
+        stdout(&out)
+    );
+    let merged: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    let keys: Vec<_> = merged.as_object().unwrap().keys().cloned().collect();
+    assert_eq!(
+        keys,
+        ["model", "hooks", "permissions"],
+        "the user's order is kept"
+    );
+    assert_eq!(
+        merged["hooks"]["Stop"][0]["hooks"][0]["command"],
+        "notify-send done"
+    );
+    let ours = &merged["hooks"]["Stop"][1]["hooks"];
+    assert!(ours[0]["command"].as_str().unwrap().ends_with("taskkeeper"));
+    assert_eq!(
+        (ours[1]["args"].clone(), ours[1]["asyncRewake"].clone()),
+        (json!(["hook", "wait"]), json!(true))
+    );
+    assert_eq!(
+        merged["permissions"]["allow"],
+        json!(["Bash(git *)", "mcp__taskkeeper"])
+    );
+    let config: Value =
+        serde_json::from_str(&std::fs::read_to_string(&user_config).unwrap()).unwrap();
+    let server =
+        &config["projects"][project.path().to_string_lossy().as_ref()]["mcpServers"]["taskkeeper"];
+    assert_eq!(
+        (server["type"].as_str(), server["url"].as_str()),
+        (Some("http"), Some("http://127.0.0.1:7717/mcp")),
+        "{config}"
+    );
+    assert!(
+        server["headersHelper"]
+            .as_str()
+            .unwrap()
+            .ends_with("mcp-headers")
+    );
+    assert!(
+        !config.to_string().contains(TOKEN),
+        "no token in a settings file"
+    );
+
+    let before = (
+        std::fs::read(&settings).unwrap(),
+        std::fs::read(&user_config).unwrap(),
+    );
+    let out = connect(
+        home.path(),
+        &["--project", &project.path().to_string_lossy()],
+    );
+    assert!(
+        stdout(&out).contains("already connected, unchanged"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(
+        (
+            std::fs::read(&settings).unwrap(),
+            std::fs::read(&user_config).unwrap()
+        ),
+        before
+    );
+
+    let out = connect(
+        home.path(),
+        &["--project", &project.path().to_string_lossy(), "--undo"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), original);
+    assert_eq!(
+        std::fs::read_to_string(&user_config).unwrap(),
+        r#"{"hasCompletedOnboarding":true,"theme":"dark"}"#
+    );
+}
+
+#[test]
+fn connect_for_the_user_creates_files_and_undo_removes_them() {
+    let home = tempfile::tempdir().unwrap();
+    let out = connect(home.path(), &["--user"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let settings = home.path().join(".claude/settings.json");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    assert_eq!(
+        v["hooks"]["PreToolUse"][0]["matcher"],
+        "mcp__taskkeeper__.*"
+    );
+    let config: Value =
+        serde_json::from_str(&std::fs::read_to_string(home.path().join(".claude.json")).unwrap())
+            .unwrap();
+    assert_eq!(config["mcpServers"]["taskkeeper"]["type"], "http");
+    connect(home.path(), &["--undo"]);
+    assert!(!settings.exists() && !home.path().join(".claude.json").exists());
+}
+
+#[test]
+fn connect_refuses_a_settings_file_that_is_not_json() {
+    let home = tempfile::tempdir().unwrap();
+    let settings = home.path().join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(&settings, "{ \"model\": \"opus\", ").unwrap();
+    let out = connect(home.path(), &[]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("is not valid JSON") && stderr(&out).contains("nothing was changed"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&settings).unwrap(),
+        "{ \"model\": \"opus\", "
+    );
+    assert!(!home.path().join(".claude.json").exists());
+}
+
+fn hook(
+    d_url: &str,
+    args: &[&str],
+    stdin: &str,
+    data_dir: &std::path::Path,
+) -> std::process::Output {
+    let mut child = Command::new(bin())
+        .arg("hook")
+        .args(args)
+        .env("TASKKEEPER_URL", d_url)
+        .env("TASKKEEPER_TOKEN", TOKEN)
+        .env("TASKKEEPER_DATA_DIR", data_dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn the_hook_helper_always_exits_0_and_stays_silent_on_trouble() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = Served::start(dir.path());
+    let work = dir.path().join("work").to_string_lossy().into_owned();
+    let start = json!({"session_id": "s-1", "hook_event_name": "SessionStart", "cwd": work, "source": "startup"}).to_string();
+    let out = hook(&d.url(), &[], &start, dir.path());
+    assert!(out.status.success());
+    assert!(
+        stdout(&out).contains("\"additionalContext\":\"[Taskkeeper] This session works at desk"),
+        "{}",
+        stdout(&out)
+    );
+
+    for garbage in [
+        "",
+        "not json at all",
+        "{\"session_id\":",
+        "{\"hook_event_name\":\"Reboot\",\"session_id\":\"x\",\"cwd\":\"/\"}",
+    ] {
+        let out = hook(&d.url(), &[], garbage, dir.path());
+        assert!(out.status.success(), "{garbage}");
+        assert_eq!(
+            (stdout(&out), stderr(&out)),
+            (String::new(), String::new()),
+            "{garbage}"
+        );
+    }
+    // No daemon at all.
+    let out = hook("http://127.0.0.1:1", &[], &start, dir.path());
+    assert!(out.status.success());
+    assert_eq!((stdout(&out), stderr(&out)), (String::new(), String::new()));
+    // A daemon that takes the connection and never answers: the helper gives up on its own.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", silent.local_addr().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let data = dir.path().to_owned();
+    std::thread::spawn(move || tx.send(hook(&url, &[], &start, &data)).unwrap());
+    let out = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the helper must not hang");
+    assert!(out.status.success());
+    assert_eq!(stdout(&out), "");
+    drop(silent);
+}
+
+#[test]
+fn the_waiter_exits_2_with_the_text_or_0_when_sent_away() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = Served::start(dir.path());
+    let work = dir.path().join("work").to_string_lossy().into_owned();
+    let payload = |event: &str| {
+        json!({"session_id": "s-1", "hook_event_name": event, "cwd": work}).to_string()
+    };
+    hook(&d.url(), &[], &payload("SessionStart"), dir.path());
+    let url = d.url();
+    let data = dir.path().to_owned();
+    let stop = payload("Stop");
+    let first = {
+        let (url, data, stop) = (url.clone(), data.clone(), stop.clone());
+        std::thread::spawn(move || hook(&url, &["wait"], &stop, &data))
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    let second = {
+        let (url, data, stop) = (url.clone(), data.clone(), stop.clone());
+        std::thread::spawn(move || hook(&url, &["wait"], &stop, &data))
+    };
+    let out = first.join().unwrap();
+    assert_eq!(out.status.code(), Some(0), "superseded: {}", stderr(&out));
+    assert_eq!(stderr(&out), "");
+    std::thread::sleep(Duration::from_millis(200));
+    let task = d.cli(&["task", "add", "work", "Add a --json flag"]);
+    assert!(task.status.success(), "{}", stderr(&task));
+    let out = second.join().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).starts_with("[Taskkeeper] Task "),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("Add a --json flag"));
+}

@@ -1,0 +1,359 @@
+//! The Claude Code adapter's intake: `POST /hooks/claude-code` takes one hook's JSON (as
+//! Claude Code wrote it to `taskkeeper hook`'s stdin, plus what the helper's environment
+//! knows, in `X-Taskkeeper-*` headers), turns it into session [`Edge`]s and task events, and
+//! answers with exactly what the hook should print (often nothing).
+//! `POST /hooks/claude-code/wait` is the asyncRewake waiter's long poll.
+//!
+//! A payload that is not a hook this adapter knows is answered 400 and changes nothing; the
+//! helper prints nothing either way, so a session is never disturbed by Taskkeeper.
+
+use std::path::PathBuf;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+use taskkeeper_core::session::{Edge, Reach, SessionId, TurnOrigin};
+use taskkeeper_core::{AgentKind, Event, StoreError, TaskState, Timestamp, delivery};
+
+use crate::owner::{OwnerError, OwnerErrorKind};
+use crate::sessions::{Sessions, WaitOutcome};
+
+pub(crate) fn router(sessions: Sessions) -> Router {
+    Router::new()
+        .route("/hooks/claude-code", post(hook))
+        .route("/hooks/claude-code/wait", post(wait))
+        .with_state(sessions)
+}
+
+/// The events this adapter understands.
+const EVENTS: [&str; 12] = [
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PermissionRequest",
+    "Notification",
+    "Stop",
+    "StopFailure",
+    "SessionEnd",
+    "SubagentStart",
+    "SubagentStop",
+];
+
+/// Tools of ours whose calls get the session id filled in (see the MCP module).
+const OUR_TOOLS: &str = "mcp__taskkeeper__";
+
+/// How long a rate limit holds reminders back when Claude Code does not say.
+const RATE_LIMIT_PAUSE: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
+fn bad(message: impl Into<String>) -> Response {
+    crate::http::error_response(
+        StatusCode::BAD_REQUEST,
+        OwnerError {
+            kind: OwnerErrorKind::Invalid,
+            message: message.into(),
+        },
+    )
+}
+
+fn store_error(e: StoreError) -> Response {
+    OwnerError::from(e).into_response()
+}
+
+/// A hook payload, checked.
+struct Hook {
+    event: String,
+    session: SessionId,
+    cwd: Option<PathBuf>,
+    body: Value,
+}
+
+fn refuse(message: impl Into<String>) -> Box<Response> {
+    Box::new(bad(message))
+}
+
+fn parse(body: &[u8]) -> Result<Hook, Box<Response>> {
+    let body: Value = serde_json::from_slice(body)
+        .map_err(|e| refuse(format!("not a hook payload (invalid JSON: {e})")))?;
+    let str_field = |k: &str| body.get(k).and_then(Value::as_str).map(str::to_owned);
+    let event = str_field("hook_event_name")
+        .ok_or_else(|| refuse("not a hook payload: no hook_event_name"))?;
+    if !EVENTS.contains(&event.as_str()) {
+        return Err(refuse(format!("unknown hook event {event:?}")));
+    }
+    let session = str_field("session_id")
+        .filter(|s| !s.trim().is_empty())
+        .ok_or_else(|| refuse("not a hook payload: no session_id"))?;
+    let cwd = str_field("cwd").map(PathBuf::from);
+    if cwd.as_ref().is_some_and(|c| !c.is_absolute()) {
+        return Err(refuse("cwd must be an absolute path"));
+    }
+    Ok(Hook {
+        event,
+        session: SessionId::from(session),
+        cwd,
+        body,
+    })
+}
+
+/// What the helper's environment adds.
+fn reach_of(headers: &HeaderMap) -> (Option<String>, Reach) {
+    let h = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+            .filter(|v| !v.is_empty())
+    };
+    let tmux_socket = h("x-taskkeeper-tmux").and_then(|t| t.split(',').next().map(str::to_owned));
+    let reach = Reach {
+        tmux_pane: h("x-taskkeeper-tmux-pane"),
+        pid: h("x-taskkeeper-pid").and_then(|p| p.parse().ok()),
+        messaging_socket: h("x-taskkeeper-messaging-socket"),
+        tmux_socket,
+        status_file: h("x-taskkeeper-status-file"),
+    };
+    (h("x-taskkeeper-desk"), reach)
+}
+
+async fn hook(State(sessions): State<Sessions>, headers: HeaderMap, body: Bytes) -> Response {
+    let hook = match parse(&body) {
+        Ok(h) => h,
+        Err(refusal) => return *refusal,
+    };
+    let (desk_hint, reach) = reach_of(&headers);
+    let known = sessions.tasks().get_session(&hook.session).await;
+    let cwd = match (&hook.cwd, &known) {
+        (Some(c), _) => c.clone(),
+        (None, Ok(Some(s))) => s.cwd.clone(),
+        _ => return bad("not a hook payload: no cwd"),
+    };
+    let session = match sessions
+        .attach(&hook.session, &cwd, desk_hint, reach, AgentKind::ClaudeCode)
+        .await
+    {
+        Ok(s) => s,
+        Err(e) => return store_error(e),
+    };
+    tracing::debug!(event = %hook.event, session = %session.id, desk = %session.desk, "hook");
+    match handle(&sessions, &hook, session).await {
+        Ok(out) => (StatusCode::OK, out).into_response(),
+        Err(e) => store_error(e),
+    }
+}
+
+/// Returns what the hook prints.
+async fn handle(
+    sessions: &Sessions,
+    hook: &Hook,
+    session: taskkeeper_core::Session,
+) -> Result<String, StoreError> {
+    let b = &hook.body;
+    let id = &session.id;
+    let desk = session.desk.clone();
+    // A prompt the owner answered or dismissed: any waiting mark on the desk's tasks goes.
+    let was_waiting = matches!(
+        session.activity,
+        taskkeeper_core::Activity::WaitingOnOwner | taskkeeper_core::Activity::StoppedByOwner
+    );
+    let owner_back = || async {
+        if was_waiting {
+            sessions
+                .for_desk_tasks(
+                    &desk,
+                    |t| t.waiting_on_owner,
+                    || Event::OwnerWait { waiting: false },
+                )
+                .await;
+        }
+    };
+    Ok(match hook.event.as_str() {
+        "SessionStart" => {
+            sessions.edge(id, Edge::Started).await?;
+            let note = match sessions.tasks().store().desk(desk.as_str())? {
+                Some(d) => delivery::session_note(&d),
+                None => String::new(),
+            };
+            json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": note}}).to_string()
+        }
+        "UserPromptSubmit" => {
+            let prompt = b.get("prompt").and_then(Value::as_str).unwrap_or("");
+            let origin = if sessions.take_expected(id) {
+                TurnOrigin::Taskkeeper
+            } else if prompt.trim_start().starts_with("<task-notification>") {
+                TurnOrigin::Background
+            } else {
+                sessions.owner_wrote(id);
+                TurnOrigin::Owner
+            };
+            sessions.edge(id, Edge::TurnStarted { origin }).await?;
+            owner_back().await;
+            String::new()
+        }
+        "PreToolUse" => {
+            sessions.edge(id, Edge::ToolActivity).await?;
+            owner_back().await;
+            let tool = b.get("tool_name").and_then(Value::as_str).unwrap_or("");
+            if tool.starts_with(OUR_TOOLS) {
+                // updatedInput replaces the whole input: copy it and add the session.
+                let mut input = b.get("tool_input").cloned().unwrap_or_else(|| json!({}));
+                if let Value::Object(o) = &mut input {
+                    o.insert("session_id".into(), json!(id.as_str()));
+                }
+                json!({"hookSpecificOutput": {
+                    "hookEventName": "PreToolUse",
+                    "permissionDecision": "allow",
+                    "permissionDecisionReason": "Taskkeeper's own tool",
+                    "updatedInput": input,
+                }})
+                .to_string()
+            } else {
+                String::new()
+            }
+        }
+        "PostToolUse" | "PostToolUseFailure" => {
+            sessions.edge(id, Edge::ToolActivity).await?;
+            if let Some(bg) = b
+                .pointer("/tool_response/backgroundTaskId")
+                .and_then(Value::as_str)
+            {
+                sessions
+                    .edge(id, Edge::BackgroundStarted { id: bg.to_owned() })
+                    .await?;
+            }
+            owner_back().await;
+            String::new()
+        }
+        "PermissionRequest" => {
+            owner_waits(sessions, &session).await?;
+            String::new()
+        }
+        "Notification" => {
+            let kind = b
+                .get("notification_type")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if matches!(
+                kind,
+                "permission_prompt" | "elicitation_dialog" | "agent_needs_input"
+            ) {
+                owner_waits(sessions, &session).await?;
+            }
+            String::new()
+        }
+        "Stop" => {
+            let last_words = b
+                .get("last_assistant_message")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            let background = b
+                .get("background_tasks")
+                .and_then(Value::as_array)
+                .map(|tasks| {
+                    tasks
+                        .iter()
+                        .filter(|t| {
+                            !matches!(
+                                t.get("status").and_then(Value::as_str),
+                                Some("completed" | "failed" | "stopped" | "killed")
+                            )
+                        })
+                        .filter_map(|t| t.get("id").and_then(Value::as_str).map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let session = sessions
+                .edge(
+                    id,
+                    Edge::TurnEnded {
+                        last_words: last_words.clone(),
+                        background,
+                    },
+                )
+                .await?;
+            owner_back().await;
+            if let Some(words) = last_words.filter(|w| !w.trim().is_empty()) {
+                sessions
+                    .for_desk_tasks(
+                        &desk,
+                        |t| t.state() == TaskState::Working && t.delivered_at.is_some(),
+                        || Event::WorkerSaid {
+                            text: words.clone(),
+                        },
+                    )
+                    .await;
+            }
+            match sessions.handover(&session).await? {
+                Some(text) => json!({"decision": "block", "reason": text}).to_string(),
+                None => String::new(),
+            }
+        }
+        "StopFailure" => {
+            let error = b.get("error").and_then(Value::as_str).unwrap_or("");
+            let now = sessions.tasks().now();
+            let until: Option<Timestamp> =
+                (error == "rate_limit").then(|| now.plus(RATE_LIMIT_PAUSE));
+            sessions
+                .edge(
+                    id,
+                    Edge::TurnFailed {
+                        rate_limited_until: until,
+                    },
+                )
+                .await?;
+            String::new()
+        }
+        "SessionEnd" => {
+            sessions.edge(id, Edge::Ended).await?;
+            String::new()
+        }
+        // Subagents run beside the main turn; they change nothing the watchdog asks.
+        _ => String::new(),
+    })
+}
+
+async fn owner_waits(
+    sessions: &Sessions,
+    session: &taskkeeper_core::Session,
+) -> Result<(), StoreError> {
+    sessions.edge(&session.id, Edge::WaitingOnOwner).await?;
+    sessions
+        .for_desk_tasks(
+            &session.desk,
+            |t| t.state() == TaskState::Working,
+            || Event::OwnerWait { waiting: true },
+        )
+        .await;
+    Ok(())
+}
+
+/// The waiter's long poll: `{"action":"deliver","text":...}` or `{"action":"leave","why":...}`.
+async fn wait(State(sessions): State<Sessions>, headers: HeaderMap, body: Bytes) -> Response {
+    let hook = match parse(&body) {
+        Ok(h) => h,
+        Err(refusal) => return *refusal,
+    };
+    let (desk_hint, reach) = reach_of(&headers);
+    if let Some(cwd) = &hook.cwd
+        && let Err(e) = sessions
+            .attach(&hook.session, cwd, desk_hint, reach, AgentKind::ClaudeCode)
+            .await
+    {
+        return store_error(e);
+    }
+    match sessions.wait(&hook.session).await {
+        Ok(WaitOutcome::Deliver(text)) => {
+            tracing::info!(session = %hook.session, "waiter wakes the session");
+            axum::Json(json!({"action": "deliver", "text": text})).into_response()
+        }
+        Ok(WaitOutcome::Leave(why)) => {
+            axum::Json(json!({"action": "leave", "why": why})).into_response()
+        }
+        Err(e) => store_error(e),
+    }
+}

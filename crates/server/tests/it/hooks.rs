@@ -1,0 +1,406 @@
+//! The Claude Code hook intake, from recorded hook sequences: the activity model (background
+//! commands, permission prompts, Esc with no Stop, a killed session, `/clear`), the Stop
+//! handover, the waiter, cancel notices, and garbage payloads.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::{TOKEN, TestDaemon};
+
+struct Hooks<'a> {
+    d: &'a TestDaemon,
+    cwd: String,
+}
+
+impl<'a> Hooks<'a> {
+    fn new(d: &'a TestDaemon) -> Self {
+        let cwd = d.data_dir.join("work").to_string_lossy().into_owned();
+        Self { d, cwd }
+    }
+
+    /// Send one hook; (status, what the hook prints).
+    fn send(
+        &self,
+        session: &str,
+        event: &str,
+        extra: Value,
+        headers: &[(&str, String)],
+    ) -> (u16, String) {
+        let mut body = json!({"session_id": session, "hook_event_name": event, "cwd": self.cwd,
+            "transcript_path": "/tmp/t.jsonl", "permission_mode": "default"});
+        if let (Value::Object(b), Value::Object(e)) = (&mut body, extra) {
+            b.extend(e);
+        }
+        let mut hs = vec![
+            ("Authorization".to_owned(), format!("Bearer {TOKEN}")),
+            ("Content-Type".to_owned(), "application/json".to_owned()),
+        ];
+        hs.extend(headers.iter().map(|(k, v)| (k.to_string(), v.clone())));
+        self.d.raw(
+            "POST",
+            "/hooks/claude-code",
+            &self.d.host(),
+            &hs,
+            &body.to_string(),
+        )
+    }
+
+    fn ok(&self, session: &str, event: &str, extra: Value) -> String {
+        let (status, out) = self.send(session, event, extra, &[]);
+        assert_eq!(status, 200, "{event}: {out}");
+        out
+    }
+
+    fn session(&self, id: &str) -> Value {
+        let (_, v) = self.d.call("GET", "/api/sessions", None);
+        v["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["id"] == id)
+            .cloned()
+            .unwrap_or(Value::Null)
+    }
+
+    fn new_task(&self, desk: &str, text: &str) -> String {
+        let (status, t) = self.d.call(
+            "POST",
+            "/api/tasks",
+            Some(&json!({"desk": desk, "text": text})),
+        );
+        assert_eq!(status, 201, "{t}");
+        t["id"].as_str().unwrap().to_owned()
+    }
+
+    fn task(&self, id: &str) -> Value {
+        self.d.call("GET", &format!("/api/tasks/{id}"), None).1
+    }
+}
+
+#[test]
+fn a_session_attaches_to_the_desk_of_its_directory_and_gets_the_note() {
+    let d = TestDaemon::start();
+    let h = Hooks::new(&d);
+    d.call(
+        "POST",
+        "/api/desks",
+        Some(&json!({"name": "web", "dir": d.data_dir.to_string_lossy()})),
+    );
+    let out = h.ok("s-1", "SessionStart", json!({"source": "startup"}));
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let note = v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(
+        note.starts_with("[Taskkeeper] This session works at desk \"web\""),
+        "{note}"
+    );
+    assert!(note.contains("task_update"));
+    assert_eq!(
+        h.session("s-1")["desk"],
+        "web",
+        "the deepest desk containing the cwd"
+    );
+
+    // TASKKEEPER_DESK names another desk; a directory no desk covers gets a desk of its own.
+    let (status, _) = h.send(
+        "s-2",
+        "SessionStart",
+        json!({"source": "startup"}),
+        &[("X-Taskkeeper-Desk", "api".into())],
+    );
+    assert_eq!(status, 200);
+    assert_eq!(h.session("s-2")["desk"], "api");
+    let elsewhere = Hooks {
+        d: &d,
+        cwd: "/srv/My Tool".into(),
+    };
+    elsewhere.ok("s-3", "SessionStart", json!({"source": "startup"}));
+    assert_eq!(h.session("s-3")["desk"], "my-tool");
+}
+
+#[test]
+fn turns_tools_and_background_commands() {
+    let d = TestDaemon::start();
+    let h = Hooks::new(&d);
+    h.ok("s-1", "SessionStart", json!({"source": "startup"}));
+    assert_eq!(h.session("s-1")["activity"], "idle");
+    h.ok("s-1", "UserPromptSubmit", json!({"prompt": "build it"}));
+    assert_eq!(h.session("s-1")["activity"], "busy");
+    h.ok("s-1", "PreToolUse", json!({"tool_name": "Bash", "tool_input": {"command": "npm run watch", "run_in_background": true}}));
+    h.ok(
+        "s-1",
+        "PostToolUse",
+        json!({"tool_name": "Bash", "tool_response": {"stdout": "", "backgroundTaskId": "bg-1"}}),
+    );
+    h.ok("s-1", "Stop", json!({"stop_hook_active": false, "last_assistant_message": "Now writing the probe…",
+        "background_tasks": [{"id": "bg-1", "type": "shell", "status": "running", "command": "npm run watch"}]}));
+    let s = h.session("s-1");
+    assert_eq!(
+        (s["activity"].as_str(), s["background"].clone()),
+        (Some("idle"), json!(["bg-1"]))
+    );
+    assert_eq!(s["lastWords"], "Now writing the probe…");
+    // The command finished: Claude Code wakes the session with a task notification.
+    h.ok(
+        "s-1",
+        "UserPromptSubmit",
+        json!({"prompt": "<task-notification>bg-1 completed</task-notification>"}),
+    );
+    h.ok(
+        "s-1",
+        "Stop",
+        json!({"last_assistant_message": "Build done.", "background_tasks": []}),
+    );
+    assert_eq!(h.session("s-1")["background"], json!([]));
+}
+
+#[test]
+fn a_permission_prompt_marks_the_task_waiting_on_the_owner_and_esc_shows_as_stopped() {
+    let d = TestDaemon::start();
+    let h = Hooks::new(&d);
+    let status_file = d.data_dir.join("claude-session.json");
+    let reach = [(
+        "X-Taskkeeper-Status-File",
+        status_file.to_string_lossy().into_owned(),
+    )];
+    h.send("s-1", "SessionStart", json!({"source": "startup"}), &reach);
+    let id = h.new_task("work", "Add a --json flag");
+    h.ok(
+        "s-1",
+        "Stop",
+        json!({"last_assistant_message": "Ready.", "background_tasks": []}),
+    );
+    h.ok(
+        "s-1",
+        "PermissionRequest",
+        json!({"tool_name": "Bash", "tool_input": {"command": "rm -rf build"}}),
+    );
+    assert_eq!(h.session("s-1")["activity"], "waiting-on-owner");
+    let task = d.rpc(
+        "/a2a/work",
+        TOKEN,
+        Some("1.0"),
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": id}}),
+    );
+    assert_eq!(
+        task["result"]["status"]["state"], "TASK_STATE_WORKING",
+        "not INPUT_REQUIRED: that is for the asker"
+    );
+    let ext = task["result"]["metadata"]
+        .as_object()
+        .unwrap()
+        .values()
+        .next()
+        .unwrap()
+        .clone();
+    assert_eq!(ext["waitingOnOwner"], true, "{task}");
+
+    // The owner presses Esc: no hook fires, the session's own status file says idle.
+    std::thread::sleep(Duration::from_millis(20));
+    std::fs::write(&status_file, r#"{"status":"idle","sessionId":"s-1"}"#).unwrap();
+    assert_eq!(h.session("s-1")["activity"], "stopped-by-owner");
+    // Someone writes to it again.
+    h.ok("s-1", "UserPromptSubmit", json!({"prompt": "go on"}));
+    assert_eq!(h.session("s-1")["activity"], "busy");
+    assert_eq!(h.task(&id)["waitingOnOwner"], false);
+}
+
+#[test]
+fn a_killed_session_ends_and_clear_keeps_the_desks_tasks() {
+    let d = TestDaemon::start();
+    let h = Hooks::new(&d);
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead_pid = child.id();
+    child.wait().unwrap();
+    h.send(
+        "s-1",
+        "SessionStart",
+        json!({"source": "startup"}),
+        &[("X-Taskkeeper-Pid", dead_pid.to_string())],
+    );
+    h.ok("s-1", "UserPromptSubmit", json!({"prompt": "x"}));
+    assert_eq!(h.session("s-1")["activity"], "ended", "the process is gone");
+
+    let h2 = Hooks::new(&d);
+    h2.ok("s-2", "SessionStart", json!({"source": "startup"}));
+    let id = h2.new_task("work", "Keep me");
+    h2.ok("s-2", "SessionEnd", json!({"reason": "clear"}));
+    h2.ok("s-3", "SessionStart", json!({"source": "clear"}));
+    assert_eq!(h2.session("s-2")["activity"], "ended");
+    assert_eq!(h2.session("s-3")["desk"], "work");
+    assert_eq!(
+        h2.task(&id)["state"],
+        "working",
+        "the desk keeps its tasks across /clear"
+    );
+}
+
+#[test]
+fn our_tool_calls_get_the_session_id_and_are_allowed() {
+    let d = TestDaemon::start();
+    let h = Hooks::new(&d);
+    h.ok("s-1", "SessionStart", json!({"source": "startup"}));
+    let input = json!({"task_id": "t-1", "status": "done", "text": "Added it"});
+    let out = h.ok("s-1", "PreToolUse", json!({"tool_name": "mcp__taskkeeper__task_update", "tool_input": input, "tool_use_id": "tu-1"}));
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let hso = &v["hookSpecificOutput"];
+    assert_eq!(hso["permissionDecision"], "allow");
+    assert_eq!(
+        hso["updatedInput"],
+        json!({"task_id": "t-1", "status": "done", "text": "Added it", "session_id": "s-1"})
+    );
+    assert_eq!(
+        h.ok(
+            "s-1",
+            "PreToolUse",
+            json!({"tool_name": "Bash", "tool_input": {"command": "ls"}})
+        ),
+        "",
+        "other tools: nothing"
+    );
+}
+
+#[test]
+fn the_stop_that_ends_a_task_hands_over_the_next_and_the_waiter_wakes_an_idle_session() {
+    let d = TestDaemon::start();
+    let h = Hooks::new(&d);
+    h.ok("s-1", "SessionStart", json!({"source": "startup"}));
+    h.ok("s-1", "UserPromptSubmit", json!({"prompt": "hello"}));
+    let first = h.new_task("work", "First task");
+    let second = h.new_task("work", "Second task");
+    // The turn ends: the first task (WORKING, not yet delivered) is handed over at once.
+    let out = h.ok(
+        "s-1",
+        "Stop",
+        json!({"last_assistant_message": "Hi!", "background_tasks": []}),
+    );
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["decision"], "block");
+    let reason = v["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with(&format!("[Taskkeeper] Task {first} from owner")),
+        "{reason}"
+    );
+    assert!(
+        h.task(&first)["deliveredAt"].is_string() || h.task(&first)["version"].as_u64() > Some(1)
+    );
+
+    // The worker ends the first task in that turn; its Stop hands over the second.
+    d.call(
+        "POST",
+        &format!("/api/tasks/{first}/update"),
+        Some(&json!({"status": "done", "text": "ok"})),
+    );
+    let out = h.ok("s-1", "Stop", json!({"stop_hook_active": true, "last_assistant_message": "Done.", "background_tasks": []}));
+    assert!(out.contains(&format!("Task {second} from owner")), "{out}");
+    assert_eq!(h.task(&second)["lastWords"], Value::Null);
+
+    // A turn that ends with the second task open: no handover, its last words are kept.
+    let out = h.ok(
+        "s-1",
+        "Stop",
+        json!({"last_assistant_message": "Now writing the probe…", "background_tasks": []}),
+    );
+    assert_eq!(out, "");
+    assert_eq!(h.task(&second)["lastWords"], "Now writing the probe…");
+
+    // A waiter for the idle session wakes it when a cancel must be told.
+    let waiter = {
+        let host = d.host();
+        let addr = d.addr;
+        let cwd = h.cwd.clone();
+        std::thread::spawn(move || {
+            use std::io::{Read as _, Write as _};
+            let body =
+                json!({"session_id": "s-1", "hook_event_name": "Stop", "cwd": cwd}).to_string();
+            let mut s = std::net::TcpStream::connect(addr).unwrap();
+            write!(s, "POST /hooks/claude-code/wait HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()).unwrap();
+            let mut out = String::new();
+            s.read_to_string(&mut out).unwrap();
+            out
+        })
+    };
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(!waiter.is_finished(), "nothing to tell yet");
+    d.call(
+        "POST",
+        &format!("/api/tasks/{second}/cancel"),
+        Some(&json!({"reason": "not needed"})),
+    );
+    let answer = waiter.join().unwrap();
+    assert!(answer.contains(r#""action":"deliver""#), "{answer}");
+    assert!(
+        answer.contains(&format!(
+            "Task {second} from owner was canceled (not needed)"
+        )),
+        "{answer}"
+    );
+}
+
+#[test]
+fn a_newer_waiter_or_a_new_turn_sends_the_old_one_away() {
+    let d = TestDaemon::start();
+    let h = Hooks::new(&d);
+    h.ok("s-1", "SessionStart", json!({"source": "startup"}));
+    let wait = || {
+        let (host, addr, cwd) = (d.host(), d.addr, h.cwd.clone());
+        std::thread::spawn(move || {
+            use std::io::{Read as _, Write as _};
+            let body =
+                json!({"session_id": "s-1", "hook_event_name": "Stop", "cwd": cwd}).to_string();
+            let mut s = std::net::TcpStream::connect(addr).unwrap();
+            write!(s, "POST /hooks/claude-code/wait HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()).unwrap();
+            let mut out = String::new();
+            s.read_to_string(&mut out).unwrap();
+            out
+        })
+    };
+    let old = wait();
+    std::thread::sleep(Duration::from_millis(100));
+    let newer = wait();
+    assert!(old.join().unwrap().contains("a newer waiter took over"));
+    std::thread::sleep(Duration::from_millis(100));
+    h.ok(
+        "s-1",
+        "UserPromptSubmit",
+        json!({"prompt": "typed by the owner"}),
+    );
+    assert!(newer.join().unwrap().contains("the session started a turn"));
+}
+
+#[test]
+fn garbage_payloads_are_refused_and_change_nothing() {
+    let d = TestDaemon::start();
+    let h = Hooks::new(&d);
+    let post = |body: &str| {
+        let hs = vec![
+            ("Authorization".to_owned(), format!("Bearer {TOKEN}")),
+            ("Content-Type".to_owned(), "application/json".to_owned()),
+        ];
+        d.raw("POST", "/hooks/claude-code", &d.host(), &hs, body)
+    };
+    for body in [
+        "",
+        "not json",
+        "{\"hook_event_name\":",
+        "[]",
+        r#"{"session_id":"s-1"}"#,
+        r#"{"session_id":"s-1","hook_event_name":"Reboot","cwd":"/tmp"}"#,
+        r#"{"session_id":"","hook_event_name":"Stop","cwd":"/tmp"}"#,
+        r#"{"session_id":"s-1","hook_event_name":"SessionStart","cwd":"relative/dir"}"#,
+        r#"{"session_id":"s-1","hook_event_name":"SessionStart"}"#,
+    ] {
+        let (status, out) = post(body);
+        assert_eq!(status, 400, "{body} → {out}");
+    }
+    let (status, _) = h.send("s-9", "Stop", json!({}), &[]);
+    assert_eq!(status, 200, "a well-formed hook still works");
+    let (_, v) = d.call("GET", "/api/sessions", None);
+    assert_eq!(
+        v["sessions"].as_array().unwrap().len(),
+        1,
+        "only the good one made a session: {v}"
+    );
+}
