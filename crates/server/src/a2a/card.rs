@@ -77,6 +77,9 @@ fn base(
         "skills": skills,
     });
     if opts.v03_fields {
+        // v0.3 reads a security scheme by its OpenAPI-style `type`; v1.0 by the member name.
+        card["securitySchemes"]["bearer"]["type"] = json!("http");
+        card["securitySchemes"]["bearer"]["scheme"] = json!("bearer");
         card["url"] = json!(url);
         card["preferredTransport"] = json!("JSONRPC");
         card["protocolVersion"] = json!("0.3.0");
