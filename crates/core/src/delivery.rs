@@ -61,6 +61,53 @@ pub fn cancel_text(t: &Task) -> String {
     )
 }
 
+fn first_chars(text: &str, n: usize) -> String {
+    let mut out: String = text.chars().take(n).collect();
+    if text.chars().count() > n {
+        out.push('…');
+    }
+    out
+}
+
+/// A watchdog message: reminders for the due tasks (oldest first) and notes for the tasks
+/// that just stalled. `seq` numbers the session's watchdog messages, so a repeat after a
+/// crash is recognisable.
+pub fn watchdog_text(seq: u64, remind: &[&Task], stalled: &[&Task]) -> String {
+    let mut parts = Vec::new();
+    if !remind.is_empty() {
+        parts.push(format!(
+            "{MARK} Reminder #{seq}: this session went quiet while it still holds {} open task{}.              Carry on where you stopped, then end each one with `task_update`.",
+            remind.len(),
+            if remind.len() == 1 { "" } else { "s" }
+        ));
+        for t in remind {
+            let mut item = format!(
+                "- Task {} from {} (desk {}), reminder {}:\n  Request: {}",
+                t.id,
+                t.asker,
+                t.desk,
+                t.reminders_sent + 1,
+                first_chars(&t.request_text(), 600)
+            );
+            if let Some(w) = &t.last_words {
+                item.push_str(&format!("\n  Your last words: \"{}\"", first_chars(w, 400)));
+            }
+            item.push_str(&format!(
+                "\n  End it: task_update(task_id \"{}\", status done|blocked|failed, text).",
+                t.id
+            ));
+            parts.push(item);
+        }
+    }
+    for t in stalled {
+        parts.push(format!(
+            "{MARK} Note #{seq}: task {} from {} is now marked stalled after the reminders went unanswered;              the owner has been told. If you pick it up again, end it with task_update(task_id \"{}\", ...).",
+            t.id, t.asker, t.id
+        ));
+    }
+    parts.join("\n\n")
+}
+
 /// The note a session gets once when it starts.
 pub fn session_note(desk: &Desk) -> String {
     format!(

@@ -20,6 +20,7 @@ pub mod settings;
 pub mod store;
 pub mod task;
 pub mod transition;
+pub mod watchdog;
 
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp};
 pub use desk::{AgentKind, Desk, DeskName};

@@ -84,6 +84,29 @@ pub enum TurnOrigin {
     Background,
 }
 
+/// What the watchdog keeps per session, in the store so a restart resumes exactly.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Watch {
+    /// When each watchdog message of the last hour was recorded (for the hourly cap).
+    #[serde(default)]
+    pub sent: Vec<Timestamp>,
+    /// The number of the last watchdog message recorded for this session; each message
+    /// carries its number so a repeat after a crash is recognisable.
+    #[serde(default)]
+    pub seq: u64,
+    /// A recorded message not yet delivered: (seq, text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<(u64, String)>,
+    /// Time the machine slept while this session was quiet: the quiet clock runs this much
+    /// later (the session slept too).
+    #[serde(default)]
+    pub slept_ms: i64,
+    /// The owner paused this session's reminders.
+    #[serde(default)]
+    pub paused: bool,
+}
+
 /// Where a session can be reached, as its hooks report it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -183,6 +206,9 @@ pub struct Session {
     pub last_words: Option<String>,
     #[serde(default)]
     pub reach: Reach,
+    /// The watchdog's bookkeeping for this session.
+    #[serde(default)]
+    pub watch: Watch,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }
@@ -209,6 +235,7 @@ impl Session {
             rate_limited_until: None,
             last_words: None,
             reach: Reach::default(),
+            watch: Watch::default(),
             created_at: now,
             updated_at: now,
         }
@@ -233,6 +260,7 @@ impl Session {
                 self.turn_origin = None;
             }
             Edge::TurnStarted { origin } => {
+                self.watch.slept_ms = 0;
                 self.turn_origin = Some(origin);
                 self.rate_limited_until = None;
                 self.set_activity(Activity::Busy, now);
@@ -255,6 +283,7 @@ impl Session {
                     self.background_ended_at = Some(now);
                 }
                 self.background = background;
+                self.watch.slept_ms = 0;
                 self.turn_ended_at = Some(now);
                 self.set_activity(Activity::Idle, now);
             }

@@ -7,3 +7,4 @@ mod queue;
 mod store;
 mod support;
 mod transitions;
+mod watchdog;

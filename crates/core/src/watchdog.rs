@@ -1,0 +1,234 @@
+//! The watchdog's policy (DESIGN §3 rule 2): pure functions over sessions, their desks'
+//! tasks, the settings and `now`. The scheduler in the server calls [`plan`] on every wake
+//! and carries out what it returns; every rule about *when* to remind, stall or expire is
+//! here and nowhere else.
+//!
+//! - A session is **quiet** when it is idle, runs no background command, waits on nobody,
+//!   was not stopped by the owner, is not rate-limited and is not paused.
+//! - Its quiet clock starts at the latest of turn end, background command end and the last
+//!   watchdog message, moved later by the time the machine slept.
+//! - Each task it holds climbs a ladder: the first rung after `first_after` (per agent
+//!   kind), then each `ladder` step; `stall_after` after the last reminder it stalls.
+//! - At most `hourly_cap` watchdog messages (reminders and stall notes) per session in any
+//!   hour, and at most one per session per call: one message names every due task, oldest
+//!   first.
+//! - Open tasks expire `expire_after` after they were created, on the wall clock.
+
+use std::time::Duration;
+
+use crate::clock::Timestamp;
+use crate::session::{Activity, Session, SessionId};
+use crate::settings::Settings;
+use crate::task::{Task, TaskId, TaskState};
+
+const HOUR: Duration = Duration::from_secs(3600);
+
+/// Whether the watchdog may speak to this session now.
+pub fn is_quiet(s: &Session, now: Timestamp, all_paused: bool) -> bool {
+    s.activity == Activity::Idle
+        && s.background.is_empty()
+        && s.rate_limited_until.is_none_or(|t| t <= now)
+        && !s.watch.paused
+        && !all_paused
+}
+
+/// When the session went quiet (the latest of turn end, background command end and the
+/// last watchdog message), moved later by the time the machine slept since.
+pub fn quiet_since(s: &Session) -> Timestamp {
+    let latest = [
+        Some(s.since),
+        s.turn_ended_at,
+        s.background_ended_at,
+        s.watch.sent.last().copied(),
+    ]
+    .into_iter()
+    .flatten()
+    .max()
+    .unwrap_or(s.since);
+    Timestamp::from_millis(latest.as_millis().saturating_add(s.watch.slept_ms))
+}
+
+/// The tasks a session holds for the watchdog: its desk's delivered, working tasks that are
+/// neither stalled nor waiting on the owner.
+pub fn held<'a>(s: &Session, desk_tasks: &[&'a Task]) -> Vec<&'a Task> {
+    desk_tasks
+        .iter()
+        .copied()
+        .filter(|t| {
+            t.desk == s.desk
+                && t.state() == TaskState::Working
+                && t.delivered_at.is_some()
+                && t.stalled_at.is_none()
+                && !t.waiting_on_owner
+        })
+        .collect()
+}
+
+/// What the next step of a task's ladder is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rung {
+    Remind,
+    Stall,
+}
+
+/// The next step of `t`'s ladder and when it is due, given the session's quiet clock.
+pub fn next_rung(t: &Task, s: &Session, settings: &Settings) -> Option<(Timestamp, Rung)> {
+    let n = t.reminders_sent as usize;
+    let (delay, rung) = match n {
+        0 => (settings.first_after(s.agent), Rung::Remind),
+        n if n <= settings.ladder.len() => (settings.ladder[n - 1], Rung::Remind),
+        n if n == settings.ladder.len() + 1 => (settings.stall_after, Rung::Stall),
+        _ => return None,
+    };
+    let mut base = quiet_since(s);
+    if let Some(d) = t.delivered_at {
+        base = base.max(d);
+    }
+    Some((base.plus(delay), rung))
+}
+
+/// When the hourly cap allows the next message: now, or when the oldest message of the
+/// last hour leaves the window.
+pub fn cap_allows_at(s: &Session, now: Timestamp, cap: u32) -> Timestamp {
+    let window_start = now.minus(HOUR);
+    let recent: Vec<Timestamp> = s
+        .watch
+        .sent
+        .iter()
+        .copied()
+        .filter(|t| *t > window_start)
+        .collect();
+    if recent.len() < cap as usize {
+        return now;
+    }
+    let mut sorted = recent;
+    sorted.sort_unstable();
+    // The message that must leave the window before another may go.
+    sorted[sorted.len() - cap as usize].plus(HOUR)
+}
+
+/// One watchdog message into one session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Message {
+    pub session: SessionId,
+    /// Tasks to remind about, oldest first.
+    pub remind: Vec<TaskId>,
+    /// Tasks whose ladder ran out: they are marked stalled now.
+    pub stall: Vec<TaskId>,
+    /// False when the hourly cap holds the note back (a stall is still marked on time).
+    pub speak: bool,
+}
+
+/// What to do now, and when to look again.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Plan {
+    pub messages: Vec<Message>,
+    pub expire: Vec<TaskId>,
+    /// The earliest time something becomes due; `None`: nothing will until an edge.
+    pub next_due: Option<Timestamp>,
+}
+
+fn earliest(a: Option<Timestamp>, b: Timestamp) -> Option<Timestamp> {
+    Some(a.map_or(b, |a| a.min(b)))
+}
+
+/// The watchdog's decision at `now`. `sessions` pairs each session that may hold tasks (the
+/// newest live session of each desk) with its desk's open tasks; `open` is every open task
+/// (for expiry).
+pub fn plan(
+    now: Timestamp,
+    settings: &Settings,
+    all_paused: bool,
+    sessions: &[(&Session, Vec<&Task>)],
+    open: &[&Task],
+) -> Plan {
+    let mut out = Plan::default();
+    for t in open {
+        let expires = t.created_at.plus(settings.expire_after);
+        if expires <= now {
+            out.expire.push(t.id.clone());
+        } else {
+            out.next_due = earliest(out.next_due, expires);
+        }
+    }
+    for (s, desk_tasks) in sessions {
+        let mut held = held(s, desk_tasks);
+        held.retain(|t| !out.expire.contains(&t.id));
+        if held.is_empty() || !s.is_live() {
+            continue;
+        }
+        if !is_quiet(s, now, all_paused) {
+            // A rate limit ends on its own; everything else waits for an edge.
+            if let Some(until) = s.rate_limited_until.filter(|u| *u > now) {
+                if s.activity == Activity::Idle
+                    && s.background.is_empty()
+                    && !s.watch.paused
+                    && !all_paused
+                {
+                    out.next_due = earliest(out.next_due, until);
+                }
+            }
+            continue;
+        }
+        held.sort_by_key(|t| (t.created_at, t.id.clone()));
+        let mut remind = Vec::new();
+        let mut stall = Vec::new();
+        for t in &held {
+            match next_rung(t, s, settings) {
+                Some((at, rung)) if at <= now => match rung {
+                    Rung::Remind => remind.push(t.id.clone()),
+                    Rung::Stall => stall.push(t.id.clone()),
+                },
+                Some((at, _)) => out.next_due = earliest(out.next_due, at),
+                None => {}
+            }
+        }
+        if remind.is_empty() && stall.is_empty() {
+            continue;
+        }
+        let allowed_at = cap_allows_at(s, now, settings.hourly_cap);
+        let speak = allowed_at <= now;
+        if !speak {
+            out.next_due = earliest(out.next_due, allowed_at);
+            // Reminders wait for the cap; stalls happen on time, without a note.
+            remind.clear();
+            if stall.is_empty() {
+                continue;
+            }
+        }
+        out.messages.push(Message {
+            session: s.id.clone(),
+            remind,
+            stall,
+            speak,
+        });
+    }
+    out
+}
+
+/// What a wake of the scheduler found about time itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wake {
+    /// Time moved as expected.
+    Normal,
+    /// The wall clock moved this much further than the monotonic clock: the machine was
+    /// suspended (or the clock jumped forward). Quiet clocks move later by as much.
+    Slept(Duration),
+    /// The wall clock stepped back: do nothing this wake.
+    ClockBack,
+}
+
+/// Compare the wall-clock and monotonic time since the last wake. A gap under `tolerance`
+/// is noise.
+pub fn classify_wake(wall_elapsed_ms: i64, mono_elapsed: Duration, tolerance: Duration) -> Wake {
+    if wall_elapsed_ms < 0 {
+        return Wake::ClockBack;
+    }
+    let mono_ms = i64::try_from(mono_elapsed.as_millis()).unwrap_or(i64::MAX);
+    let gap = wall_elapsed_ms.saturating_sub(mono_ms);
+    if gap > i64::try_from(tolerance.as_millis()).unwrap_or(i64::MAX) {
+        Wake::Slept(Duration::from_millis(u64::try_from(gap).unwrap_or(0)))
+    } else {
+        Wake::Normal
+    }
+}
