@@ -101,6 +101,19 @@ impl Client {
         self.finish(resp)
     }
 
+    pub fn put<B: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> anyhow::Result<T> {
+        let resp = self
+            .agent
+            .put(format!("{}{path}", self.base))
+            .header("Authorization", format!("Bearer {}", self.token))
+            .send_json(body);
+        self.finish(resp)
+    }
+
     pub fn delete(&self, path: &str) -> anyhow::Result<()> {
         let resp = self
             .agent

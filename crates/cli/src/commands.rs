@@ -12,7 +12,10 @@ use taskkeeper_server::{Daemon, DaemonConfig};
 
 use crate::a2a_client::{A2aClient, describe, state_name};
 use crate::client::Client;
-use crate::{A2aArgs, AskerCommand, DeskCommand, TaskCommand};
+use crate::{
+    A2aArgs, AskerCommand, DeskCommand, RemindersCommand, SessionCommand, SettingsCommand,
+    TaskCommand,
+};
 
 pub fn serve(port: u16, data_dir: Option<PathBuf>, conformance: bool) -> anyhow::Result<()> {
     let mut config = DaemonConfig::from_env()?;
@@ -147,6 +150,23 @@ pub fn task(cmd: TaskCommand) -> anyhow::Result<()> {
                 &json!({"status": status, "text": text}),
             )?;
             println!("{} is {}", task.id, describe_state(&task));
+        }
+        TaskCommand::Remind { id } => {
+            let task: TaskView =
+                client.post(&format!("/api/tasks/{}/remind", encode(&id)), &json!({}))?;
+            println!(
+                "reminding the session at desk {} about {}",
+                task.desk, task.id
+            );
+        }
+        TaskCommand::Resume { id } => {
+            let task: TaskView =
+                client.post(&format!("/api/tasks/{}/resume", encode(&id)), &json!({}))?;
+            println!(
+                "{} is {}; its ladder starts again",
+                task.id,
+                describe_state(&task)
+            );
         }
         TaskCommand::Cancel { id, reason } => {
             let task: TaskView = client.post(
@@ -371,5 +391,66 @@ pub fn status(json: bool) -> anyhow::Result<()> {
             );
         }
     }
+    Ok(())
+}
+
+pub fn settings(cmd: SettingsCommand) -> anyhow::Result<()> {
+    let client = Client::from_env()?;
+    let answer: serde_json::Value = match &cmd {
+        SettingsCommand::Get { .. } => client.get("/api/settings")?,
+        SettingsCommand::Set { key, value } => {
+            client.put("/api/settings", &json!({ key: value }))?
+        }
+    };
+    let settings = answer["settings"].as_object().cloned().unwrap_or_default();
+    match cmd {
+        SettingsCommand::Get { key: Some(key) } => match settings.get(&key) {
+            Some(v) => println!("{}", v.as_str().unwrap_or_default()),
+            None => anyhow::bail!("unknown setting {key:?}; `taskkeeper settings get` lists them"),
+        },
+        SettingsCommand::Set { key, .. } => {
+            println!(
+                "{key} = {}",
+                settings
+                    .get(&key)
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+            );
+        }
+        SettingsCommand::Get { key: None } => {
+            for (k, v) in settings {
+                println!("{k} = {}", v.as_str().unwrap_or_default());
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn session(cmd: SessionCommand) -> anyhow::Result<()> {
+    let client = Client::from_env()?;
+    let (id, verb) = match &cmd {
+        SessionCommand::Pause { id } => (id, "pause"),
+        SessionCommand::Resume { id } => (id, "resume"),
+    };
+    let _: serde_json::Value =
+        client.post(&format!("/api/sessions/{}/{verb}", encode(id)), &json!({}))?;
+    println!(
+        "session {id}: reminders {}",
+        if verb == "pause" { "paused" } else { "resumed" }
+    );
+    Ok(())
+}
+
+pub fn reminders(cmd: RemindersCommand) -> anyhow::Result<()> {
+    let client = Client::from_env()?;
+    let verb = match cmd {
+        RemindersCommand::Pause => "pause",
+        RemindersCommand::Resume => "resume",
+    };
+    let _: serde_json::Value = client.post(&format!("/api/reminders/{verb}"), &json!({}))?;
+    println!(
+        "all reminders {}",
+        if verb == "pause" { "paused" } else { "resumed" }
+    );
     Ok(())
 }

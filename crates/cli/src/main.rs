@@ -64,6 +64,15 @@ enum Command {
     /// Askers: agents allowed to give tasks over A2A, each with its own token.
     #[command(subcommand)]
     Asker(AskerCommand),
+    /// Settings: the ladder, the hourly cap, expiry, the blocking-wait cap, ...
+    #[command(subcommand)]
+    Settings(SettingsCommand),
+    /// Pause or resume one session's reminders.
+    #[command(subcommand)]
+    Session(SessionCommand),
+    /// Pause or resume all reminders.
+    #[command(subcommand)]
+    Reminders(RemindersCommand),
     /// A2A: send a task to a desk (or continue one with --task).
     Send {
         /// The desk (ignored with --url).
@@ -131,6 +140,26 @@ struct A2aArgs {
     /// Print the A2A JSON.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+enum SettingsCommand {
+    /// Show one setting, or all.
+    Get { key: Option<String> },
+    /// Change a setting (durations take s, m, h or d: `reminders.ladder 10s,20s,30s`).
+    Set { key: String, value: String },
+}
+
+#[derive(Debug, Subcommand)]
+enum SessionCommand {
+    Pause { id: String },
+    Resume { id: String },
+}
+
+#[derive(Debug, Subcommand)]
+enum RemindersCommand {
+    Pause,
+    Resume,
 }
 
 #[derive(Debug, Subcommand)]
@@ -221,6 +250,10 @@ enum TaskCommand {
         #[arg(long)]
         reason: Option<String>,
     },
+    /// Remind the session holding a task now.
+    Remind { id: String },
+    /// Start a stalled task's ladder again.
+    Resume { id: String },
 }
 
 fn main() -> ExitCode {
@@ -244,6 +277,9 @@ fn main() -> ExitCode {
             connect::connect(scope, undo).map(|lines| lines.iter().for_each(|l| println!("{l}")))
         }
         Command::Status { json } => commands::status(json),
+        Command::Settings(cmd) => commands::settings(cmd),
+        Command::Session(cmd) => commands::session(cmd),
+        Command::Reminders(cmd) => commands::reminders(cmd),
         Command::Serve {
             port,
             data_dir,

@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::desk::AgentKind;
 
 /// The keys, in the order the settings panel shows them.
-pub const KEYS: [&str; 10] = [
+pub const KEYS: [&str; 11] = [
     "reminders.first_after.claude-code",
     "reminders.first_after.default",
     "reminders.ladder",
@@ -22,6 +22,7 @@ pub const KEYS: [&str; 10] = [
     "a2a.blocking_wait_max",
     "notifications.enabled",
     "sessions.create_desks",
+    "reminders.paused",
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +46,8 @@ pub struct Settings {
     pub notifications_enabled: bool,
     /// A session in a directory no desk covers gets a desk of its own.
     pub create_desks: bool,
+    /// The owner paused all reminders.
+    pub reminders_paused: bool,
 }
 
 impl Default for Settings {
@@ -61,6 +64,7 @@ impl Default for Settings {
             blocking_wait_max: min(10),
             notifications_enabled: true,
             create_desks: true,
+            reminders_paused: false,
         }
     }
 }
@@ -110,6 +114,7 @@ impl Settings {
             "a2a.blocking_wait_max" => format_duration(self.blocking_wait_max),
             "notifications.enabled" => self.notifications_enabled.to_string(),
             "sessions.create_desks" => self.create_desks.to_string(),
+            "reminders.paused" => self.reminders_paused.to_string(),
             _ => {
                 return Err(SettingError::UnknownKey {
                     key: key.to_owned(),
@@ -150,6 +155,9 @@ impl Settings {
             "a2a.blocking_wait_max" => self.blocking_wait_max = duration()?,
             "notifications.enabled" => {
                 self.notifications_enabled = parse_bool(value).ok_or_else(|| invalid(BOOL_HELP))?
+            }
+            "reminders.paused" => {
+                self.reminders_paused = parse_bool(value).ok_or_else(|| invalid(BOOL_HELP))?
             }
             "sessions.create_desks" => {
                 self.create_desks = parse_bool(value).ok_or_else(|| invalid(BOOL_HELP))?
@@ -235,6 +243,7 @@ mod tests {
             "a2a.blocking_wait_max = 10m",
             "notifications.enabled = true",
             "sessions.create_desks = true",
+            "reminders.paused = false",
         ] {
             assert!(text.contains(line), "missing {line} in\n{text}");
         }

@@ -159,15 +159,14 @@ pub fn plan(
         }
         if !is_quiet(s, now, all_paused) {
             // A rate limit ends on its own; everything else waits for an edge.
-            if let Some(until) = s.rate_limited_until.filter(|u| *u > now) {
-                if s.activity == Activity::Idle
+            if let Some(until) = s.rate_limited_until.filter(|u| *u > now)
+                && s.activity == Activity::Idle
                     && s.background.is_empty()
                     && !s.watch.paused
                     && !all_paused
                 {
                     out.next_due = earliest(out.next_due, until);
                 }
-            }
             continue;
         }
         held.sort_by_key(|t| (t.created_at, t.id.clone()));

@@ -27,6 +27,9 @@ pub struct DaemonConfig {
     pub clock: Arc<dyn Clock>,
     /// Add the scripted `tck` desk for the A2A conformance kit.
     pub conformance: bool,
+    /// Told besides the log and the owner's event stream when a task stalls (the tray app's
+    /// desktop notifications).
+    pub notifier: Option<Arc<dyn crate::notify::Notifier>>,
 }
 
 impl DaemonConfig {
@@ -38,6 +41,7 @@ impl DaemonConfig {
             synchronous: Synchronous::Full,
             clock: Arc::new(SystemClock),
             conformance: false,
+            notifier: None,
         }
     }
 

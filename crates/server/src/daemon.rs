@@ -50,6 +50,7 @@ pub struct Daemon {
     server: JoinHandle<()>,
     housekeeping: JoinHandle<()>,
     conformance: Option<JoinHandle<()>>,
+    watchdog: JoinHandle<()>,
 }
 
 impl Daemon {
@@ -114,9 +115,9 @@ impl Daemon {
         };
         let credentials = Credentials::new(token.clone(), &askers);
         let tasks = Tasks::new(store.clone(), config.clock.clone());
-        let owner = OwnerService::new(tasks.clone(), credentials.clone());
-        let guard = Arc::new(Guard::new(credentials, addr.port()));
         let (stop, mut stopped) = watch::channel(false);
+        let owner = OwnerService::new(tasks.clone(), credentials.clone(), stopped.clone());
+        let guard = Arc::new(Guard::new(credentials, addr.port()));
         let a2a = crate::a2a::A2a {
             tasks: tasks.clone(),
             stop: stopped.clone(),
@@ -139,11 +140,28 @@ impl Daemon {
             http::MAX_BODY,
             mcp_cancel.child_token(),
         );
-        let sessions = crate::sessions::Sessions::new(tasks.clone(), stopped.clone());
-        let app = http::router(owner.clone(), a2a, mcp, sessions.clone(), guard);
+        let notices = Arc::new(crate::notify::EventNotifier::new(config.notifier.clone()));
+        let notifier: Arc<dyn crate::notify::Notifier> = notices.clone();
+        let sessions =
+            crate::sessions::Sessions::new(tasks.clone(), stopped.clone(), notifier.clone());
+        let app = http::router(
+            owner.clone(),
+            a2a,
+            mcp,
+            sessions.clone(),
+            notices.clone(),
+            guard,
+        );
 
         // Waiters re-check whenever a task changes.
         tokio::spawn(sessions.clone().follow_tasks(stopped.clone()));
+        let watchdog = crate::watchdog::Watchdog::new(
+            tasks.clone(),
+            sessions.clone(),
+            notifier,
+            owner.schedule_changed(),
+        );
+        let watchdog = tokio::spawn(watchdog.run(stopped.clone()));
         let conformance = config
             .conformance
             .then(|| tokio::spawn(crate::conformance::run(tasks.clone(), stopped.clone())));
@@ -186,6 +204,7 @@ impl Daemon {
             server,
             housekeeping,
             conformance,
+            watchdog,
         })
     }
 
@@ -210,6 +229,7 @@ impl Daemon {
         let _ = self.stop.send(true);
         let _ = self.server.await;
         let _ = self.housekeeping.await;
+        let _ = self.watchdog.await;
         if let Some(worker) = self.conformance {
             let _ = worker.await;
         }

@@ -27,8 +27,12 @@ pub(crate) fn router(
     a2a: crate::a2a::A2a,
     mcp: Router,
     sessions: crate::sessions::Sessions,
+    notices: Arc<crate::notify::EventNotifier>,
     guard_state: Arc<Guard>,
 ) -> Router {
+    let events = Router::new()
+        .route("/api/events", get(events))
+        .with_state((owner.clone(), notices));
     let owner_routes = Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/api/desks", get(list_desks).post(add_desk))
@@ -38,11 +42,19 @@ pub(crate) fn router(
         .route("/api/tasks/{id}/update", post(update_task))
         .route("/api/tasks/{id}/cancel", post(cancel_task))
         .route("/api/sessions", get(list_sessions))
+        .route("/api/sessions/{id}/pause", post(pause_session))
+        .route("/api/sessions/{id}/resume", post(resume_session))
+        .route("/api/settings", get(get_settings).put(put_settings))
+        .route("/api/reminders/pause", post(pause_all))
+        .route("/api/reminders/resume", post(resume_all))
+        .route("/api/tasks/{id}/remind", post(remind_task))
+        .route("/api/tasks/{id}/resume", post(resume_task))
         .route("/api/askers", get(list_askers).post(add_asker))
         .route("/api/askers/{name}", axum::routing::delete(remove_asker))
         .with_state(owner);
     Router::new()
         .merge(owner_routes)
+        .merge(events)
         .merge(crate::a2a::router(a2a))
         .merge(crate::hooks::router(sessions))
         // `/mcp` (crate::mcp) sits inside the guard and the body limit like every route.
@@ -255,4 +267,113 @@ async fn list_sessions(State(owner): State<OwnerService>) -> Response {
             .await
             .map(|sessions| SessionList { sessions }),
     )
+}
+
+async fn pause_session(State(owner): State<OwnerService>, Path(id): Path<String>) -> Response {
+    reply(StatusCode::OK, owner.pause_session(&id, true).await)
+}
+
+async fn resume_session(State(owner): State<OwnerService>, Path(id): Path<String>) -> Response {
+    reply(StatusCode::OK, owner.pause_session(&id, false).await)
+}
+
+async fn get_settings(State(owner): State<OwnerService>) -> Response {
+    reply(
+        StatusCode::OK,
+        owner
+            .settings()
+            .await
+            .map(|settings| serde_json::json!({"settings": settings})),
+    )
+}
+
+/// `{"key": "value", ...}`: every value is checked before any is written.
+async fn put_settings(
+    State(owner): State<OwnerService>,
+    Body(changes): Body<serde_json::Map<String, serde_json::Value>>,
+) -> Response {
+    let mut pairs = Vec::new();
+    for (k, v) in changes {
+        let text = match v {
+            serde_json::Value::String(s) => s,
+            serde_json::Value::Number(n) => n.to_string(),
+            serde_json::Value::Bool(b) => b.to_string(),
+            other => {
+                return OwnerError::invalid(format!("{k}: give the value as text, not {other}"))
+                    .into_response();
+            }
+        };
+        pairs.push((k, text));
+    }
+    reply(
+        StatusCode::OK,
+        owner
+            .set_settings(pairs)
+            .await
+            .map(|settings| serde_json::json!({"settings": settings})),
+    )
+}
+
+async fn pause_all(State(owner): State<OwnerService>) -> Response {
+    let r = owner
+        .set_settings(vec![("reminders.paused".into(), "true".into())])
+        .await;
+    reply(
+        StatusCode::OK,
+        r.map(|settings| serde_json::json!({"settings": settings})),
+    )
+}
+
+async fn resume_all(State(owner): State<OwnerService>) -> Response {
+    let r = owner
+        .set_settings(vec![("reminders.paused".into(), "false".into())])
+        .await;
+    reply(
+        StatusCode::OK,
+        r.map(|settings| serde_json::json!({"settings": settings})),
+    )
+}
+
+async fn remind_task(State(owner): State<OwnerService>, Path(id): Path<String>) -> Response {
+    reply(StatusCode::OK, owner.remind_now(&id).await)
+}
+
+async fn resume_task(State(owner): State<OwnerService>, Path(id): Path<String>) -> Response {
+    reply(StatusCode::OK, owner.resume_task(&id).await)
+}
+
+/// The owner's event stream (SSE): `task` events with the task as the owner API shows it on
+/// every change, and `notice` events (a stall, a session that ended with tasks open).
+async fn events(
+    State((owner, notices)): State<(OwnerService, Arc<crate::notify::EventNotifier>)>,
+) -> Response {
+    use axum::response::sse::{Event, KeepAlive, Sse};
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Event, std::convert::Infallible>>(64);
+    let mut changes = owner.changes();
+    let mut notes = notices.subscribe();
+    let mut stop = owner.stopping();
+    tokio::spawn(async move {
+        loop {
+            let event = tokio::select! {
+                r = changes.recv() => match r {
+                    Ok(t) => Event::default().event("task").json_data(crate::api::TaskView::from(&*t)),
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => Ok(Event::default().event("resync").data("{}")),
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                },
+                r = notes.recv() => match r {
+                    Ok(n) => Event::default().event("notice").json_data(n),
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                },
+                _ = stop.wait_for(|s| *s) => return,
+            };
+            let Ok(event) = event else { continue };
+            if tx.send(Ok(event)).await.is_err() {
+                return;
+            }
+        }
+    });
+    Sse::new(tokio_stream::wrappers::ReceiverStream::new(rx))
+        .keep_alive(KeepAlive::default())
+        .into_response()
 }

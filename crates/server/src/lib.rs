@@ -17,10 +17,12 @@ mod hooks;
 mod http;
 pub mod logging;
 mod mcp;
+pub mod notify;
 mod owner;
 pub mod sessions;
 mod tasks;
 mod token;
+pub mod watchdog;
 
 pub use auth::Caller;
 pub use config::{DaemonConfig, default_data_dir};

@@ -21,6 +21,10 @@ use crate::token::Token;
 pub struct OwnerService {
     tasks: Tasks,
     credentials: Credentials,
+    /// Poked when a setting or an owner action moves the watchdog's next due time.
+    schedule: std::sync::Arc<tokio::sync::Notify>,
+    /// The daemon is stopping: the owner's event streams end.
+    stop: tokio::sync::watch::Receiver<bool>,
 }
 
 /// What kind of error, for programs: the UI and the CLI branch on this, never on the text.
@@ -162,8 +166,127 @@ fn non_empty(field: &str, text: &str) -> Result<(), OwnerError> {
 }
 
 impl OwnerService {
-    pub(crate) fn new(tasks: Tasks, credentials: Credentials) -> Self {
-        Self { tasks, credentials }
+    pub(crate) fn new(
+        tasks: Tasks,
+        credentials: Credentials,
+        stop: tokio::sync::watch::Receiver<bool>,
+    ) -> Self {
+        Self {
+            tasks,
+            credentials,
+            schedule: std::sync::Arc::default(),
+            stop,
+        }
+    }
+
+    pub(crate) fn stopping(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.stop.clone()
+    }
+
+    pub(crate) fn schedule_changed(&self) -> std::sync::Arc<tokio::sync::Notify> {
+        self.schedule.clone()
+    }
+
+    fn reschedule(&self) {
+        // notify_one keeps the permit if the watchdog is busy planning right now.
+        self.schedule.notify_one();
+    }
+
+    /// Every setting as text, keyed by name.
+    pub async fn settings(&self) -> Result<serde_json::Map<String, serde_json::Value>, OwnerError> {
+        let settings = self.blocking(|s, _| s.settings()).await?;
+        Ok(settings
+            .pairs()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), serde_json::Value::String(v)))
+            .collect())
+    }
+
+    /// Change settings; all are checked first, and one invalid value changes nothing.
+    pub async fn set_settings(
+        &self,
+        changes: Vec<(String, String)>,
+    ) -> Result<serde_json::Map<String, serde_json::Value>, OwnerError> {
+        let mut check = self.blocking(|s, _| s.settings()).await?;
+        for (k, v) in &changes {
+            check
+                .set(k, v)
+                .map_err(|e| OwnerError::invalid(e.to_string()))?;
+        }
+        self.blocking(move |s, _| {
+            for (k, v) in &changes {
+                s.set_setting(k, v)?;
+            }
+            Ok(())
+        })
+        .await?;
+        self.reschedule();
+        self.settings().await
+    }
+
+    /// Remind the session holding this task now, outside the ladder.
+    pub async fn remind_now(&self, id: &str) -> Result<TaskView, OwnerError> {
+        let id = TaskId::from(id);
+        let task = self
+            .tasks
+            .get(&id)
+            .await?
+            .ok_or_else(|| StoreError::NoSuchTask(id.clone()))?;
+        if task.state() != taskkeeper_core::TaskState::Working {
+            return Err(OwnerError::invalid(format!(
+                "task {id} is {}; only a working task can be reminded",
+                task.state()
+            )));
+        }
+        let desk = task.desk.clone();
+        let text = taskkeeper_core::delivery::watchdog_text(0, &[&task], &[]);
+        let found = self
+            .blocking(move |s, _| {
+                let Some(mut session) = s.sessions(Some(&desk))?.into_iter().find(|x| x.is_live())
+                else {
+                    return Ok(false);
+                };
+                session.watch.seq += 1;
+                let seq = session.watch.seq;
+                session.watch.pending = Some((
+                    seq,
+                    text.replacen("Reminder #0", &format!("Reminder #{seq}"), 1),
+                ));
+                s.put_session(session)?;
+                Ok(true)
+            })
+            .await?;
+        if !found {
+            return Err(OwnerError::invalid(format!(
+                "no live session at desk {}; nobody to remind",
+                task.desk
+            )));
+        }
+        self.tasks.poke_sessions();
+        Ok(TaskView::from(&task))
+    }
+
+    /// A stalled task's ladder starts again.
+    pub async fn resume_task(&self, id: &str) -> Result<TaskView, OwnerError> {
+        let changed = self.tasks.apply(&TaskId::from(id), Event::Resume).await?;
+        self.reschedule();
+        Ok(TaskView::from(&changed.task))
+    }
+
+    /// Pause or resume one session's reminders.
+    pub async fn pause_session(&self, id: &str, paused: bool) -> Result<SessionView, OwnerError> {
+        let id = taskkeeper_core::SessionId::from(id);
+        let session = self
+            .blocking(move |s, _| {
+                let mut session = s
+                    .session(&id)?
+                    .ok_or_else(|| StoreError::NoSuchSession(id.to_string()))?;
+                session.watch.paused = paused;
+                s.put_session(session)
+            })
+            .await?;
+        self.reschedule();
+        Ok(SessionView::from(&session))
     }
 
     async fn blocking<R: Send + 'static>(

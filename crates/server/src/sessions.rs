@@ -27,6 +27,7 @@ pub struct Sessions {
     inner: Arc<Inner>,
     /// The daemon is stopping: waiters leave so the graceful shutdown is not held up.
     stop: tokio::sync::watch::Receiver<bool>,
+    notifier: Arc<dyn crate::notify::Notifier>,
 }
 
 #[derive(Debug, Default)]
@@ -78,12 +79,21 @@ fn desk_name_for(dir: &Path) -> String {
 }
 
 impl Sessions {
-    pub fn new(tasks: Tasks, stop: tokio::sync::watch::Receiver<bool>) -> Self {
+    pub fn new(
+        tasks: Tasks,
+        stop: tokio::sync::watch::Receiver<bool>,
+        notifier: Arc<dyn crate::notify::Notifier>,
+    ) -> Self {
         Self {
             tasks,
             inner: Arc::new(Inner::default()),
             stop,
+            notifier,
         }
+    }
+
+    pub fn notifier(&self) -> &Arc<dyn crate::notify::Notifier> {
+        &self.notifier
     }
 
     pub fn tasks(&self) -> &Tasks {
@@ -95,15 +105,39 @@ impl Sessions {
         self.inner.changed.notify_waiters();
     }
 
+    /// Resolves at the next session change (or poke).
+    pub async fn changed(&self) {
+        self.inner.changed.notified().await;
+    }
+
+    /// Take the session's recorded watchdog message, if it has one not yet delivered.
+    pub async fn claim_note(&self, id: &SessionId) -> Result<Option<String>, StoreError> {
+        let id = id.clone();
+        self.tasks
+            .blocking(move |s, _| {
+                let Some(mut session) = s.session(&id)? else {
+                    return Ok(None);
+                };
+                let Some((_, text)) = session.watch.pending.take() else {
+                    return Ok(None);
+                };
+                s.put_session(session)?;
+                Ok(Some(text))
+            })
+            .await
+    }
+
     /// Relay every task change to the waiters until `stop`.
     pub async fn follow_tasks(self, mut stop: tokio::sync::watch::Receiver<bool>) {
         let mut feed = self.tasks.feed();
+        let mut pokes = self.tasks.pokes();
         loop {
             tokio::select! {
                 r = feed.recv() => match r {
                     Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => self.poke(),
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
                 },
+                _ = pokes.recv() => self.poke(),
                 _ = stop.wait_for(|s| *s) => return,
             }
         }
@@ -318,11 +352,14 @@ impl Sessions {
                 Some(s) if s.is_live() => s,
                 _ => return Ok(WaitOutcome::Leave("the session ended")),
             };
-            if session.activity == taskkeeper_core::Activity::Idle
-                && let Some(text) = self.claim(&session.desk).await?
-            {
-                self.expect_turn(id);
-                return Ok(WaitOutcome::Deliver(text));
+            if session.activity == taskkeeper_core::Activity::Idle {
+                let note = self.claim_note(id).await?;
+                let tasks = self.claim(&session.desk).await?;
+                let text: Vec<String> = note.into_iter().chain(tasks).collect();
+                if !text.is_empty() {
+                    self.expect_turn(id);
+                    return Ok(WaitOutcome::Deliver(text.join("\n\n---\n\n")));
+                }
             }
             // The cap lets a level signal (a killed process) be noticed while nothing else
             // happens.

@@ -30,6 +30,7 @@ pub struct Tasks {
 struct Hub {
     per_task: Mutex<HashMap<TaskId, broadcast::Sender<Arc<Task>>>>,
     feed: broadcast::Sender<Arc<Task>>,
+    pokes: broadcast::Sender<()>,
 }
 
 impl Hub {
@@ -52,6 +53,7 @@ impl Tasks {
         let hub = Hub {
             per_task: Mutex::new(HashMap::new()),
             feed: broadcast::channel(FEED_CHANNEL).0,
+            pokes: broadcast::channel(16).0,
         };
         Self {
             store,
@@ -128,6 +130,15 @@ impl Tasks {
         map.entry(id.clone())
             .or_insert_with(|| broadcast::channel(TASK_CHANNEL).0)
             .subscribe()
+    }
+
+    /// Wake whoever follows the feed without a task change (a recorded session message).
+    pub fn poke_sessions(&self) {
+        let _ = self.hub.pokes.send(());
+    }
+
+    pub fn pokes(&self) -> broadcast::Receiver<()> {
+        self.hub.pokes.subscribe()
     }
 
     /// Every change to any task (the owner's event stream).

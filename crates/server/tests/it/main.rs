@@ -9,3 +9,4 @@ mod hooks;
 mod mcp;
 mod owner_api;
 mod support;
+mod watchdog;

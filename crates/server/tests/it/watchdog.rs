@@ -1,0 +1,250 @@
+//! The watchdog end to end, on a ladder of seconds: a session (through the hook intake and
+//! the waiter) is reminded with the request and its last words, and the stall reaches the
+//! owner's event stream. Also the settings API.
+
+use std::io::{BufRead as _, Read as _, Write as _};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::{TOKEN, TestDaemon};
+
+fn hook(d: &TestDaemon, event: &str, extra: Value) -> String {
+    let cwd = d.data_dir.join("work").to_string_lossy().into_owned();
+    let mut body = json!({"session_id": "s-1", "hook_event_name": event, "cwd": cwd});
+    if let (Value::Object(b), Value::Object(e)) = (&mut body, extra) {
+        b.extend(e);
+    }
+    let hs = vec![
+        ("Authorization".to_owned(), format!("Bearer {TOKEN}")),
+        ("Content-Type".to_owned(), "application/json".to_owned()),
+    ];
+    let (status, out) = d.raw(
+        "POST",
+        "/hooks/claude-code",
+        &d.host(),
+        &hs,
+        &body.to_string(),
+    );
+    assert_eq!(status, 200, "{out}");
+    out
+}
+
+/// What the waiter gets (blocks until the daemon answers).
+fn wait(d: &TestDaemon) -> Value {
+    let cwd = d.data_dir.join("work").to_string_lossy().into_owned();
+    let body = json!({"session_id": "s-1", "hook_event_name": "Stop", "cwd": cwd}).to_string();
+    let mut s = std::net::TcpStream::connect(d.addr).unwrap();
+    write!(s, "POST /hooks/claude-code/wait HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", d.host(), body.len()).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    serde_json::from_str(out.split_once("\r\n\r\n").unwrap().1).unwrap()
+}
+
+#[test]
+fn a_quiet_session_is_reminded_then_the_task_stalls_and_the_owner_hears() {
+    let d = TestDaemon::start();
+    let (status, v) = d.call(
+        "PUT",
+        "/api/settings",
+        Some(&json!({"reminders.first_after.claude-code": "1s", "reminders.ladder": "1s", "reminders.stall_after": "1s"})),
+    );
+    assert_eq!(status, 200, "{v}");
+
+    // The owner's event stream.
+    let mut events = std::net::TcpStream::connect(d.addr).unwrap();
+    write!(
+        events,
+        "GET /api/events HTTP/1.0\r\nHost: {}\r\nAuthorization: Bearer {TOKEN}\r\n\r\n",
+        d.host()
+    )
+    .unwrap();
+    let (tx, notices) = std::sync::mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        let mut kind = String::new();
+        for line in std::io::BufReader::new(events).lines() {
+            let Ok(line) = line else { return };
+            if let Some(k) = line.strip_prefix("event: ") {
+                kind = k.to_owned();
+            } else if let Some(data) = line.strip_prefix("data: ")
+                && kind == "notice"
+                && tx.send(serde_json::from_str(data).unwrap()).is_err()
+            {
+                return;
+            }
+        }
+    });
+
+    hook(&d, "SessionStart", json!({"source": "startup"}));
+    hook(&d, "UserPromptSubmit", json!({"prompt": "hello"}));
+    let (_, t) = d.call(
+        "POST",
+        "/api/tasks",
+        Some(&json!({"desk": "work", "text": "Add a --json flag"})),
+    );
+    let id = t["id"].as_str().unwrap().to_owned();
+    let out = hook(
+        &d,
+        "Stop",
+        json!({"last_assistant_message": "Hi", "background_tasks": []}),
+    );
+    assert!(out.contains("\"decision\":\"block\""), "handed over: {out}");
+    // The session works on it, then stops without task_update.
+    hook(
+        &d,
+        "Stop",
+        json!({"last_assistant_message": "Now writing the probe…", "background_tasks": []}),
+    );
+
+    let first = wait(&d);
+    assert_eq!(first["action"], "deliver", "{first}");
+    let text = first["text"].as_str().unwrap();
+    assert!(text.starts_with("[Taskkeeper] Reminder #1:"), "{text}");
+    assert!(
+        text.contains(&format!("Task {id} from owner"))
+            && text.contains("Request: Add a --json flag"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Your last words: \"Now writing the probe…\""),
+        "{text}"
+    );
+    let (_, task) = d.call("GET", &format!("/api/tasks/{id}"), None);
+    assert_eq!(task["remindersSent"], 1);
+
+    // The reminder wakes the session; it stops again without ending the task.
+    hook(
+        &d,
+        "UserPromptSubmit",
+        json!({"prompt": "<task-notification>…</task-notification>"}),
+    );
+    hook(
+        &d,
+        "Stop",
+        json!({"last_assistant_message": "Still on it", "background_tasks": []}),
+    );
+    let second = wait(&d);
+    assert!(
+        second["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("[Taskkeeper] Reminder #2:"),
+        "{second}"
+    );
+    hook(
+        &d,
+        "UserPromptSubmit",
+        json!({"prompt": "<task-notification>…</task-notification>"}),
+    );
+    hook(
+        &d,
+        "Stop",
+        json!({"last_assistant_message": "Hmm", "background_tasks": []}),
+    );
+
+    let stall = wait(&d);
+    assert!(
+        stall["text"].as_str().unwrap().contains(&format!(
+            "Note #3: task {id} from owner is now marked stalled"
+        )),
+        "{stall}"
+    );
+    let notice = notices
+        .recv_timeout(Duration::from_secs(20))
+        .expect("a notice");
+    assert_eq!(
+        (notice["kind"].as_str(), notice["task"]["id"].as_str()),
+        (Some("stalled"), Some(id.as_str())),
+        "{notice}"
+    );
+    let (_, task) = d.call("GET", &format!("/api/tasks/{id}"), None);
+    assert!(task["stalledAt"].is_string());
+    assert_eq!(task["state"], "working");
+
+    // The owner resumes it: a new ladder.
+    let (status, task) = d.call("POST", &format!("/api/tasks/{id}/resume"), Some(&json!({})));
+    assert_eq!(status, 200, "{task}");
+    assert_eq!(
+        (task["stalledAt"].clone(), task["remindersSent"].clone()),
+        (Value::Null, json!(0))
+    );
+}
+
+#[test]
+fn paused_reminders_stay_silent_and_remind_now_speaks() {
+    let d = TestDaemon::start();
+    d.call(
+        "PUT",
+        "/api/settings",
+        Some(&json!({"reminders.first_after.claude-code": "1s"})),
+    );
+    let (status, _) = d.call("POST", "/api/reminders/pause", Some(&json!({})));
+    assert_eq!(status, 200);
+    hook(&d, "SessionStart", json!({"source": "startup"}));
+    let (_, t) = d.call(
+        "POST",
+        "/api/tasks",
+        Some(&json!({"desk": "work", "text": "x"})),
+    );
+    let id = t["id"].as_str().unwrap().to_owned();
+    hook(
+        &d,
+        "Stop",
+        json!({"last_assistant_message": "Hi", "background_tasks": []}),
+    );
+    hook(
+        &d,
+        "Stop",
+        json!({"last_assistant_message": "…", "background_tasks": []}),
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    let (_, task) = d.call("GET", &format!("/api/tasks/{id}"), None);
+    assert_eq!(task["remindersSent"], 0, "paused: nothing sent");
+    let (status, _) = d.call("POST", &format!("/api/tasks/{id}/remind"), Some(&json!({})));
+    assert_eq!(status, 200);
+    let note = wait(&d);
+    assert!(
+        note["text"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("Task {id}")),
+        "{note}"
+    );
+}
+
+#[test]
+fn settings_are_read_and_written_and_bad_values_change_nothing() {
+    let d = TestDaemon::start();
+    let (status, v) = d.call("GET", "/api/settings", None);
+    assert_eq!(status, 200);
+    assert_eq!(v["settings"]["reminders.ladder"], "1m,2m,5m,10m");
+    assert_eq!(v["settings"]["reminders.hourly_cap"], "6");
+    let (status, v) = d.call(
+        "PUT",
+        "/api/settings",
+        Some(&json!({"reminders.ladder": "10s,20s", "reminders.hourly_cap": 4})),
+    );
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["settings"]["reminders.ladder"], "10s,20s");
+    let before = d.call("GET", "/api/settings", None).1;
+    for (body, names) in [
+        (
+            json!({"reminders.ladder": "1m", "reminders.stall_after": "soon"}),
+            "reminders.stall_after",
+        ),
+        (json!({"reminders.nope": "1"}), "unknown setting"),
+        (json!({"reminders.hourly_cap": [1]}), "reminders.hourly_cap"),
+    ] {
+        let (status, v) = d.call("PUT", "/api/settings", Some(&body));
+        assert_eq!(status, 400, "{body}: {v}");
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains(names),
+            "{v}"
+        );
+    }
+    assert_eq!(
+        d.call("GET", "/api/settings", None).1,
+        before,
+        "nothing changed"
+    );
+}
