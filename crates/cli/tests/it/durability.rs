@@ -183,3 +183,95 @@ fn acknowledged_writes_survive_kill_9() {
 fn acknowledged_writes_survive_kill_9_soak() {
     run(500);
 }
+
+/// A reminder recorded just before a SIGKILL is neither lost nor repeated: the restarted
+/// daemon hands the same numbered message to the session's next waiter, and the ladder goes
+/// on from where the store says it was.
+#[test]
+fn a_recorded_reminder_survives_kill_9_and_is_not_repeated() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = Served::start(dir.path());
+    let work = dir.path().join("work").to_string_lossy().into_owned();
+    let hook = |port: u16, event: &str, extra: Value| {
+        let mut body = json!({"session_id": "s-1", "hook_event_name": event, "cwd": work});
+        if let (Value::Object(b), Value::Object(e)) = (&mut body, extra) {
+            b.extend(e);
+        }
+        request(port, "POST", "/hooks/claude-code", &body.to_string()).expect("hook answered")
+    };
+    let settings = json!({"reminders.first_after.claude-code": "1s", "reminders.ladder": "1h", "reminders.stall_after": "1h"});
+    let out = d.cli(&["settings", "set", "reminders.first_after.claude-code", "1s"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    request(d.port, "PUT", "/api/settings", &settings.to_string()).unwrap();
+    hook(d.port, "SessionStart", json!({"source": "startup"}));
+    let (_, t) = request(
+        d.port,
+        "POST",
+        "/api/tasks",
+        r#"{"desk":"work","text":"Add a --json flag"}"#,
+    )
+    .unwrap();
+    let id = serde_json::from_str::<Value>(&t).unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    hook(
+        d.port,
+        "Stop",
+        json!({"last_assistant_message": "Hi", "background_tasks": []}),
+    );
+    hook(
+        d.port,
+        "Stop",
+        json!({"last_assistant_message": "Now writing the probe…", "background_tasks": []}),
+    );
+
+    // Wait until the reminder is recorded (nobody is waiting to deliver it).
+    let reminded = |port: u16| {
+        let (_, body) = request(port, "GET", &format!("/api/tasks/{id}"), "").unwrap();
+        serde_json::from_str::<Value>(&body).unwrap()["remindersSent"]
+            .as_u64()
+            .unwrap()
+    };
+    for _ in 0..200 {
+        if reminded(d.port) == 1 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert_eq!(reminded(d.port), 1);
+    d.kill9();
+
+    let d = Served::start(dir.path());
+    let out = {
+        use std::io::Write as _;
+        let mut child = std::process::Command::new(crate::support::bin())
+            .args(["hook", "wait"])
+            .env("TASKKEEPER_URL", d.url())
+            .env("TASKKEEPER_TOKEN", crate::support::TOKEN)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stop = json!({"session_id": "s-1", "hook_event_name": "Stop", "cwd": work}).to_string();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stop.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    assert_eq!(out.status.code(), Some(2));
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        text.starts_with("[Taskkeeper] Reminder #1:") && text.contains(&id),
+        "{text}"
+    );
+    assert_eq!(reminded(d.port), 1, "the restart repeated nothing");
+}
