@@ -30,6 +30,9 @@ pub struct DaemonConfig {
     /// Told besides the log and the owner's event stream when a task stalls (the tray app's
     /// desktop notifications).
     pub notifier: Option<Arc<dyn crate::notify::Notifier>>,
+    /// Serve this built web UI (`ui/dist`) at `/ui/` (`taskkeeper serve --ui`); see
+    /// [`crate::ui::locate`] for where it is looked for.
+    pub ui_dir: Option<PathBuf>,
 }
 
 impl DaemonConfig {
@@ -42,6 +45,7 @@ impl DaemonConfig {
             clock: Arc::new(SystemClock),
             conformance: false,
             notifier: None,
+            ui_dir: None,
         }
     }
 

@@ -37,6 +37,8 @@ pub enum DaemonError {
     PortInUse { port: u16 },
     #[error("cannot listen on 127.0.0.1:{port}: {source}")]
     Listen { port: u16, source: std::io::Error },
+    #[error(transparent)]
+    Ui(#[from] crate::ui::UiError),
 }
 
 /// A running daemon.
@@ -144,17 +146,23 @@ impl Daemon {
         let notifier: Arc<dyn crate::notify::Notifier> = notices.clone();
         let sessions =
             crate::sessions::Sessions::new(tasks.clone(), stopped.clone(), notifier.clone());
+        let ui = match &config.ui_dir {
+            Some(dir) => Some(Arc::new(crate::ui::UiFiles::load(dir)?)),
+            None => None,
+        };
         let app = http::router(
             owner.clone(),
             a2a,
             mcp,
             sessions.clone(),
             notices.clone(),
+            ui,
             guard,
         );
 
         // Waiters re-check whenever a task changes.
         tokio::spawn(sessions.clone().follow_tasks(stopped.clone()));
+        tokio::spawn(sessions.clone().paste_loop());
         let watchdog = crate::watchdog::Watchdog::new(
             tasks.clone(),
             sessions.clone(),

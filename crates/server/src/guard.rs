@@ -1,12 +1,13 @@
 //! The guard in front of every route (reliability.md §13): a `Host` that names loopback and
 //! our port (defeats DNS rebinding), an `Origin` that is absent or our own (defeats
 //! cross-site requests; `null` is refused), and the bearer token, compared in constant time.
-//! Only `GET /healthz` is open, and even it must pass the `Host` check.
+//! Only `GET /healthz` and the web UI's static files (`GET /ui/...`, see [`crate::ui`]) are
+//! open, and even they must pass the `Host` and `Origin` checks.
 
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
 
@@ -39,7 +40,12 @@ impl Guard {
         }
     }
 
-    fn check(&self, path: &str, headers: &HeaderMap) -> Result<Option<Caller>, Box<Response>> {
+    fn check(
+        &self,
+        method: &Method,
+        path: &str,
+        headers: &HeaderMap,
+    ) -> Result<Option<Caller>, Box<Response>> {
         let host = headers
             .get(header::HOST)
             .and_then(|h| h.to_str().ok())
@@ -71,7 +77,7 @@ impl Guard {
                 )));
             }
         }
-        if path == "/healthz" {
+        if path == "/healthz" || is_ui_file(method, path) {
             return Ok(None);
         }
         let presented = headers
@@ -105,6 +111,13 @@ impl Guard {
     }
 }
 
+/// The web UI's files: a browser cannot send the bearer header when it loads a page, and the
+/// files hold no data. Only reading them is open; everything the page then asks of `/api`
+/// needs the token like any other call.
+fn is_ui_file(method: &Method, path: &str) -> bool {
+    method == Method::GET && (path == "/ui" || path.starts_with("/ui/"))
+}
+
 fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
     let kind = if status == StatusCode::UNAUTHORIZED {
         OwnerErrorKind::Unauthorized
@@ -132,7 +145,7 @@ pub(crate) async fn guard(
     mut request: Request,
     next: Next,
 ) -> Response {
-    match guard.check(request.uri().path(), request.headers()) {
+    match guard.check(request.method(), request.uri().path(), request.headers()) {
         Ok(caller) => {
             if let Some(caller) = caller {
                 request.extensions_mut().insert(caller);

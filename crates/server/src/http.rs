@@ -28,6 +28,7 @@ pub(crate) fn router(
     mcp: Router,
     sessions: crate::sessions::Sessions,
     notices: Arc<crate::notify::EventNotifier>,
+    ui: Option<Arc<crate::ui::UiFiles>>,
     guard_state: Arc<Guard>,
 ) -> Router {
     let events = Router::new()
@@ -59,6 +60,8 @@ pub(crate) fn router(
         .merge(crate::hooks::router(sessions))
         // `/mcp` (crate::mcp) sits inside the guard and the body limit like every route.
         .merge(mcp)
+        // `/ui` (crate::ui): the guard lets only its GETs through without the token.
+        .merge(crate::ui::router(ui))
         .fallback(|| async {
             error_response(
                 StatusCode::NOT_FOUND,

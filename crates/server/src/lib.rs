@@ -22,6 +22,7 @@ mod owner;
 pub mod sessions;
 mod tasks;
 mod token;
+pub mod ui;
 pub mod watchdog;
 
 pub use auth::Caller;

@@ -42,7 +42,25 @@ struct Inner {
     expecting: Mutex<HashSet<SessionId>>,
     /// Stop-hook handovers in a row per session (Claude Code overrides the eighth).
     handovers: Mutex<HashMap<SessionId, u32>>,
+    /// Sessions with a waiter waiting right now: the waiter delivers, not the paste.
+    waiting: Mutex<HashSet<SessionId>>,
+    /// What was pasted into each session and not confirmed: never pasted twice.
+    pasted: Mutex<HashMap<SessionId, Vec<String>>>,
 }
+
+/// Unregisters a waiter when its long poll ends, however it ends.
+struct Waiting<'a>(&'a Inner, SessionId);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        lock(&self.0.waiting).remove(&self.1);
+    }
+}
+
+/// A session this young may not have painted its prompt box yet; keys sent now get lost.
+const SETTLE: Duration = Duration::from_secs(2);
+/// How long a pasted prompt has to start a turn before Enter is sent again (once).
+const VERIFY: Duration = Duration::from_secs(5);
 
 /// What a waiter is told.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -336,6 +354,8 @@ impl Sessions {
             *g
         };
         let turn0 = *lock(&self.inner.turns).get(id).unwrap_or(&0);
+        lock(&self.inner.waiting).insert(id.clone());
+        let _registered = Waiting(&self.inner, id.clone());
         // Let an older waiter see it was superseded.
         self.poke();
         loop {
@@ -372,6 +392,159 @@ impl Sessions {
                 self.reconcile(id, level).await?;
             }
         }
+    }
+}
+
+impl Sessions {
+    /// The tmux fallback: for each idle session that has something to be told, no waiter
+    /// and a known tmux pane, paste the text (bracketed), press Enter separately, and
+    /// confirm by the turn it starts; Enter is pressed once more if no turn starts, and the
+    /// items are claimed only once a turn did. Runs until `stop`.
+    pub async fn paste_loop(self) {
+        let mut stop = self.stop.clone();
+        loop {
+            let recheck = match self.paste_pass().await {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::warn!(error = %e, "paste delivery pass failed");
+                    Some(Duration::from_secs(30))
+                }
+            };
+            let changed = self.changed();
+            tokio::select! {
+                () = changed => {}
+                () = async {
+                    match recheck {
+                        Some(d) => tokio::time::sleep(d).await,
+                        None => std::future::pending().await,
+                    }
+                } => {}
+                _ = stop.wait_for(|s| *s) => return,
+            }
+        }
+    }
+
+    /// One pass; returns when to look again for a session that was too fresh to paste into.
+    async fn paste_pass(&self) -> Result<Option<Duration>, StoreError> {
+        let now = self.tasks.now();
+        let sessions = self.tasks.blocking(|s, _| s.sessions(None)).await?;
+        let mut recheck: Option<Duration> = None;
+        let mut seen_desks = HashSet::new();
+        for session in sessions {
+            // The newest live session of a desk is the one that works there.
+            if !session.is_live() || !seen_desks.insert(session.desk.clone()) {
+                continue;
+            }
+            let (Some(pane), Some(socket)) = (
+                session.reach.tmux_pane.clone(),
+                session.reach.tmux_socket.clone(),
+            ) else {
+                continue;
+            };
+            if session.activity != taskkeeper_core::Activity::Idle
+                || lock(&self.inner.waiting).contains(&session.id)
+            {
+                continue;
+            }
+            let young = now.since(session.since);
+            if young < SETTLE {
+                recheck = Some(recheck.map_or(SETTLE - young, |r| r.min(SETTLE - young)));
+                continue;
+            }
+            let items = self.undelivered(&session.desk).await?;
+            let note = session.watch.pending.clone().map(|(_, text)| text);
+            if items.is_empty() && note.is_none() {
+                continue;
+            }
+            let key: Vec<String> = items
+                .iter()
+                .map(|t| format!("{}@{}", t.id, t.version))
+                .chain(note.iter().map(|n| n.chars().take(40).collect()))
+                .collect();
+            if lock(&self.inner.pasted).get(&session.id) == Some(&key) {
+                continue;
+            }
+            lock(&self.inner.pasted).insert(session.id.clone(), key);
+            let texts: Vec<String> = note
+                .into_iter()
+                .chain(items.iter().map(|t| {
+                    if t.cancel_to_tell() {
+                        delivery::cancel_text(t)
+                    } else {
+                        delivery::task_text(t)
+                    }
+                }))
+                .collect();
+            let this = self.clone();
+            tokio::spawn(async move {
+                if let Err(e) = this
+                    .paste_and_confirm(&session, &socket, &pane, &texts.join("\n\n---\n\n"))
+                    .await
+                {
+                    tracing::warn!(session = %session.id, error = %e, "paste delivery failed; the waiter or the next Stop will try");
+                }
+            });
+        }
+        Ok(recheck)
+    }
+
+    async fn paste_and_confirm(
+        &self,
+        session: &Session,
+        socket: &str,
+        pane: &str,
+        text: &str,
+    ) -> Result<(), String> {
+        let turn0 = *lock(&self.inner.turns).get(&session.id).unwrap_or(&0);
+        self.expect_turn(&session.id);
+        tmux(socket, &["set-buffer", "-b", "taskkeeper", "--", text]).await?;
+        tmux(
+            socket,
+            &["paste-buffer", "-p", "-d", "-b", "taskkeeper", "-t", pane],
+        )
+        .await?;
+        for attempt in 0..2 {
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            tmux(socket, &["send-keys", "-t", pane, "Enter"]).await?;
+            let deadline = tokio::time::Instant::now() + VERIFY;
+            while tokio::time::Instant::now() < deadline {
+                if *lock(&self.inner.turns).get(&session.id).unwrap_or(&0) != turn0 {
+                    // The session took it: now it is delivered.
+                    self.claim_note(&session.id)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    self.claim(&session.desk).await.map_err(|e| e.to_string())?;
+                    tracing::info!(session = %session.id, attempt, "pasted into tmux and confirmed");
+                    return Ok(());
+                }
+                let _ = tokio::time::timeout(Duration::from_millis(200), self.changed()).await;
+            }
+        }
+        lock(&self.inner.expecting).remove(&session.id);
+        Err(format!(
+            "no turn started in pane {pane} after the paste and two Enters"
+        ))
+    }
+}
+
+/// Run one tmux command against the session's own tmux server.
+async fn tmux(socket: &str, args: &[&str]) -> Result<(), String> {
+    let out = tokio::process::Command::new("tmux")
+        .arg("-S")
+        .arg(socket)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .map_err(|e| format!("cannot run tmux: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "tmux {}: {}",
+            args.first().unwrap_or(&""),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
     }
 }
 

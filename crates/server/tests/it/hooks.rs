@@ -404,3 +404,79 @@ fn garbage_payloads_are_refused_and_change_nothing() {
         "only the good one made a session: {v}"
     );
 }
+
+#[test]
+fn an_idle_session_without_a_waiter_gets_its_task_pasted_into_tmux() {
+    let d = TestDaemon::start();
+    let h = Hooks::new(&d);
+    let sock = d.data_dir.join("tmux.sock").to_string_lossy().into_owned();
+    let tmux = |args: &[&str]| {
+        let out = std::process::Command::new("tmux")
+            .arg("-S")
+            .arg(&sock)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    // A pane that echoes what it is given, standing in for the agent's prompt box.
+    tmux(&[
+        "-f",
+        "/dev/null",
+        "new-session",
+        "-d",
+        "-s",
+        "tk",
+        "-x",
+        "200",
+        "-y",
+        "50",
+        "cat",
+    ]);
+    let pane = tmux(&["display-message", "-p", "-t", "tk", "#{pane_id}"]);
+    let reach = [
+        ("X-Taskkeeper-Tmux-Pane", pane.clone()),
+        ("X-Taskkeeper-Tmux", format!("{sock},1,0")),
+    ];
+    let (status, _) = h.send("s-1", "SessionStart", json!({"source": "startup"}), &reach);
+    assert_eq!(status, 200);
+    let id = h.new_task("work", "Add a --json flag");
+
+    let mut screen = String::new();
+    for _ in 0..100 {
+        screen = tmux(&["capture-pane", "-p", "-t", &pane]);
+        if screen.contains("Add a --json flag") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        screen.contains(&format!("[Taskkeeper] Task {id} from owner")),
+        "{screen}"
+    );
+    assert!(
+        h.task(&id)["deliveredAt"].is_null(),
+        "not delivered until a turn starts"
+    );
+    // The agent takes the prompt: its turn starts.
+    h.ok("s-1", "UserPromptSubmit", json!({"prompt": screen}));
+    let mut delivered = Value::Null;
+    for _ in 0..100 {
+        delivered = h.task(&id)["deliveredAt"].clone();
+        if delivered.is_string() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(delivered.is_string(), "confirmed by the turn, then claimed");
+    let _ = std::process::Command::new("tmux")
+        .arg("-S")
+        .arg(&sock)
+        .args(["kill-server"])
+        .output();
+}

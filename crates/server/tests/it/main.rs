@@ -9,4 +9,5 @@ mod hooks;
 mod mcp;
 mod owner_api;
 mod support;
+mod ui;
 mod watchdog;

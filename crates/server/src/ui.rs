@@ -1,0 +1,392 @@
+//! The web UI for browsers: `taskkeeper serve --ui` serves the built `ui/dist` (the same page
+//! the tray app shows in its window) at `/ui/`.
+//!
+//! Why the files are served without the token: a browser cannot send an `Authorization`
+//! header when it loads a page, and the files hold no data, only the code that asks for it.
+//! The guard lets exactly `GET /ui` and `GET /ui/...` through without a token (the `Host` and
+//! `Origin` checks still apply); every `/api` call the page then makes needs the owner token,
+//! which `taskkeeper open` hands over in the URL fragment, which browsers never send.
+//!
+//! The directory is read once at start into memory (it is a few hundred KiB): a request can
+//! only ever name a file that was there, so no path (`..`, `%2e%2e`, symlinks made later) can
+//! reach the rest of the disk, and a missing or unbuilt directory is a start-up error rather
+//! than a blank page. Rebuilding the UI needs a daemon restart.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Path as UrlPath, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use sha2::{Digest as _, Sha256};
+
+use crate::owner::{OwnerError, OwnerErrorKind};
+
+/// The page's Content Security Policy: its own scripts, styles and API only, never framed.
+pub const CSP: &str = "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'";
+
+/// The environment variable naming the built UI when `--ui` is given without a directory.
+pub const UI_DIR_ENV: &str = "TASKKEEPER_UI_DIR";
+
+/// A built UI is far smaller; more means `--ui` points at the wrong directory.
+const MAX_TOTAL_BYTES: u64 = 64 * 1024 * 1024;
+const MAX_DEPTH: usize = 8;
+
+#[derive(Debug, thiserror::Error)]
+pub enum UiError {
+    #[error(
+        "cannot find the built web UI (tried {}); build it with `cd ui && npm ci && npm run build`, or name the directory with `--ui DIR` or {UI_DIR_ENV}",
+        list(.tried)
+    )]
+    NotFound { tried: Vec<PathBuf> },
+    #[error(
+        "{dir} has no index.html, so it is not a built web UI; build it with `cd ui && npm ci && npm run build` and pass its `ui/dist`"
+    )]
+    NoIndex { dir: PathBuf },
+    #[error("cannot read the web UI in {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "{dir} holds more than {} MiB or nests deeper than {MAX_DEPTH} folders, which no built web UI does; pass the `ui/dist` directory",
+        MAX_TOTAL_BYTES / (1024 * 1024)
+    )]
+    TooLarge { dir: PathBuf },
+}
+
+fn list(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Where the built UI is: `explicit` (from `--ui DIR`), else `TASKKEEPER_UI_DIR`, else the
+/// first of these that holds an `index.html`: `share/taskkeeper/ui` beside an installed
+/// binary's `bin/`, the workspace's `ui/dist` above a `target/<profile>/` binary, and the
+/// workspace this binary was built from (a development build with its own `CARGO_TARGET_DIR`).
+pub fn locate(explicit: Option<&Path>, exe: Option<&Path>) -> Result<PathBuf, UiError> {
+    if let Some(dir) = explicit {
+        return Ok(dir.to_owned());
+    }
+    if let Some(dir) = std::env::var_os(UI_DIR_ENV).filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir));
+    }
+    let mut candidates = Vec::new();
+    if let Some(bin_dir) = exe.and_then(Path::parent) {
+        candidates.push(bin_dir.join("../share/taskkeeper/ui"));
+        candidates.push(bin_dir.join("../../ui/dist"));
+    }
+    candidates.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ui/dist"));
+    first_built(candidates)
+}
+
+/// The first directory that holds an `index.html`, or an error naming all of them.
+fn first_built(candidates: Vec<PathBuf>) -> Result<PathBuf, UiError> {
+    match candidates.iter().find(|d| d.join("index.html").is_file()) {
+        Some(dir) => Ok(dir.clone()),
+        None => Err(UiError::NotFound { tried: candidates }),
+    }
+}
+
+/// The UI's files, read once.
+#[derive(Debug)]
+pub struct UiFiles {
+    dir: PathBuf,
+    /// Keyed by the path below the directory, with `/` separators (`assets/index-1a2b.js`).
+    files: HashMap<String, UiFile>,
+}
+
+#[derive(Debug)]
+struct UiFile {
+    bytes: Bytes,
+    content_type: &'static str,
+    etag: HeaderValue,
+}
+
+impl UiFiles {
+    /// Read every file under `dir`; refuses a directory without `index.html`.
+    pub fn load(dir: &Path) -> Result<Self, UiError> {
+        if !dir.join("index.html").is_file() {
+            return Err(UiError::NoIndex {
+                dir: dir.to_owned(),
+            });
+        }
+        let mut files = HashMap::new();
+        let mut total = 0;
+        read_dir_into(dir, dir, 0, &mut total, &mut files)?;
+        tracing::info!(dir = %dir.display(), files = files.len(), bytes = total, "serving the web UI at /ui/");
+        Ok(Self {
+            dir: dir.to_owned(),
+            files,
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+}
+
+fn read_dir_into(
+    root: &Path,
+    dir: &Path,
+    depth: usize,
+    total: &mut u64,
+    files: &mut HashMap<String, UiFile>,
+) -> Result<(), UiError> {
+    let read_err = |path: &Path| {
+        let path = path.to_owned();
+        move |source| UiError::Read { path, source }
+    };
+    if depth > MAX_DEPTH {
+        return Err(UiError::TooLarge {
+            dir: root.to_owned(),
+        });
+    }
+    for entry in std::fs::read_dir(dir).map_err(read_err(dir))? {
+        let path = entry.map_err(read_err(dir))?.path();
+        let meta = std::fs::metadata(&path).map_err(read_err(&path))?;
+        if meta.is_dir() {
+            read_dir_into(root, &path, depth + 1, total, files)?;
+            continue;
+        }
+        if !meta.is_file() {
+            continue;
+        }
+        *total += meta.len();
+        if *total > MAX_TOTAL_BYTES {
+            return Err(UiError::TooLarge {
+                dir: root.to_owned(),
+            });
+        }
+        // A name that is not UTF-8 cannot be asked for in a URL the page makes; skip it.
+        let Some(key) = path
+            .strip_prefix(root)
+            .ok()
+            .and_then(|rel| {
+                rel.components()
+                    .map(|c| c.as_os_str().to_str())
+                    .collect::<Option<Vec<_>>>()
+            })
+            .map(|parts| parts.join("/"))
+        else {
+            continue;
+        };
+        let bytes = std::fs::read(&path).map_err(read_err(&path))?;
+        let digest = Sha256::digest(&bytes);
+        let hex: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
+        let etag = HeaderValue::from_str(&format!("\"{hex}\"")).map_err(|e| UiError::Read {
+            path: path.clone(),
+            source: std::io::Error::other(e),
+        })?;
+        files.insert(
+            key,
+            UiFile {
+                content_type: content_type(&path),
+                bytes: Bytes::from(bytes),
+                etag,
+            },
+        );
+    }
+    Ok(())
+}
+
+/// The types a Vite build produces; the rest are served as opaque bytes (with `nosniff`, so a
+/// browser never guesses a script out of them).
+fn content_type(path: &Path) -> &'static str {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    match ext.as_deref() {
+        Some("html") => "text/html; charset=utf-8",
+        Some("js" | "mjs") => "text/javascript; charset=utf-8",
+        Some("css") => "text/css; charset=utf-8",
+        Some("json" | "map") => "application/json",
+        Some("webmanifest") => "application/manifest+json",
+        Some("png") => "image/png",
+        Some("svg") => "image/svg+xml",
+        Some("ico") => "image/x-icon",
+        Some("jpg" | "jpeg") => "image/jpeg",
+        Some("webp") => "image/webp",
+        Some("woff2") => "font/woff2",
+        Some("woff") => "font/woff",
+        Some("txt") => "text/plain; charset=utf-8",
+        _ => "application/octet-stream",
+    }
+}
+
+/// `/ui`, `/ui/` and `/ui/{path}`. Without a UI directory (`serve` without `--ui`, the tray
+/// app) they answer 404 with what to do.
+pub(crate) fn router(files: Option<Arc<UiFiles>>) -> Router {
+    Router::new()
+        .route("/ui", get(redirect))
+        .route("/ui/", get(index))
+        .route("/ui/{*path}", get(file))
+        .with_state(files)
+}
+
+/// The page's assets are relative (`./assets/...`), so the page must be at `/ui/`. A browser
+/// keeps the URL's fragment (the token) across this redirect.
+async fn redirect() -> Response {
+    secured(
+        (
+            StatusCode::PERMANENT_REDIRECT,
+            [(header::LOCATION, HeaderValue::from_static("/ui/"))],
+        )
+            .into_response(),
+    )
+}
+
+async fn index(State(files): State<Option<Arc<UiFiles>>>, headers: HeaderMap) -> Response {
+    serve(files.as_deref(), "index.html", &headers)
+}
+
+async fn file(
+    State(files): State<Option<Arc<UiFiles>>>,
+    UrlPath(path): UrlPath<String>,
+    headers: HeaderMap,
+) -> Response {
+    let path = if path.is_empty() || path.ends_with('/') {
+        format!("{path}index.html")
+    } else {
+        path
+    };
+    serve(files.as_deref(), &path, &headers)
+}
+
+fn serve(files: Option<&UiFiles>, path: &str, request: &HeaderMap) -> Response {
+    let Some(files) = files else {
+        return not_found(
+            "this daemon does not serve the web UI; start it with `taskkeeper serve --ui`",
+        );
+    };
+    // An exact name of a file read at start; nothing else on the disk can be named.
+    let Some(file) = files.files.get(path) else {
+        return not_found(format!("the web UI has no file {path:?}"));
+    };
+    let fresh = request
+        .get(header::IF_NONE_MATCH)
+        .is_some_and(|tag| tag.as_bytes() == file.etag.as_bytes());
+    let mut response = if fresh {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        let mut r = Response::new(Body::from(file.bytes.clone()));
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(file.content_type),
+        );
+        r
+    };
+    response
+        .headers_mut()
+        .insert(header::ETAG, file.etag.clone());
+    secured(response)
+}
+
+fn not_found(message: impl Into<String>) -> Response {
+    secured(crate::http::error_response(
+        StatusCode::NOT_FOUND,
+        OwnerError {
+            kind: OwnerErrorKind::NotFound,
+            message: message.into(),
+        },
+    ))
+}
+
+/// The headers every `/ui` answer carries. `no-cache` makes the browser revalidate (cheap,
+/// with the ETag), so a rebuilt UI is picked up after a daemon restart without stale scripts.
+fn secured(mut response: Response) -> Response {
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    #[test]
+    fn content_types_cover_a_vite_build() {
+        assert_eq!(
+            content_type(Path::new("index.html")),
+            "text/html; charset=utf-8"
+        );
+        assert_eq!(
+            content_type(Path::new("assets/index-1a2b.JS")),
+            "text/javascript; charset=utf-8"
+        );
+        assert_eq!(
+            content_type(Path::new("assets/index.css")),
+            "text/css; charset=utf-8"
+        );
+        assert_eq!(content_type(Path::new("favicon.png")), "image/png");
+        assert_eq!(
+            content_type(Path::new("LICENSE")),
+            "application/octet-stream"
+        );
+    }
+
+    #[test]
+    fn load_reads_nested_files_and_refuses_a_directory_without_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = UiFiles::load(dir.path()).unwrap_err();
+        assert!(err.to_string().contains("npm run build"), "{err}");
+
+        std::fs::write(dir.path().join("index.html"), "<!doctype html>").unwrap();
+        std::fs::create_dir(dir.path().join("assets")).unwrap();
+        std::fs::write(dir.path().join("assets/app.js"), "1").unwrap();
+        let files = UiFiles::load(dir.path()).unwrap();
+        let mut names: Vec<_> = files.files.keys().cloned().collect();
+        names.sort();
+        assert_eq!(names, ["assets/app.js", "index.html"]);
+    }
+
+    #[test]
+    fn locate_prefers_the_flag_then_the_first_built_candidate() {
+        let flag = Path::new("/somewhere/dist");
+        assert_eq!(locate(Some(flag), None).unwrap(), flag);
+
+        let tree = tempfile::tempdir().unwrap();
+        let (unbuilt, built) = (tree.path().join("a"), tree.path().join("b"));
+        std::fs::create_dir_all(&unbuilt).unwrap();
+        std::fs::create_dir_all(&built).unwrap();
+        let err = first_built(vec![unbuilt.clone()]).unwrap_err().to_string();
+        assert!(err.contains(&unbuilt.display().to_string()), "{err}");
+        assert!(
+            err.contains("--ui DIR") && err.contains(UI_DIR_ENV),
+            "{err}"
+        );
+
+        std::fs::write(built.join("index.html"), "").unwrap();
+        assert_eq!(first_built(vec![unbuilt, built.clone()]).unwrap(), built);
+    }
+}

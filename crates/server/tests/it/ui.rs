@@ -1,0 +1,214 @@
+//! The web UI at `/ui/` (`taskkeeper serve --ui`): its files load without the token, with
+//! their security headers, while every `/api` call still needs it; no path under `/ui/`
+//! reaches anything but the files read at start.
+
+use std::io::{Read as _, Write as _};
+use std::net::{SocketAddr, TcpStream};
+
+use taskkeeper_server::{Daemon, DaemonConfig, DaemonError};
+
+use crate::support::TOKEN;
+
+/// A daemon serving a tiny built UI from a temp directory.
+struct UiDaemon {
+    addr: SocketAddr,
+    runtime: tokio::runtime::Runtime,
+    daemon: Option<Daemon>,
+    _dirs: (tempfile::TempDir, tempfile::TempDir),
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn start(with_ui: bool) -> UiDaemon {
+    let data = tempfile::tempdir().unwrap();
+    let ui = tempfile::tempdir().unwrap();
+    std::fs::write(
+        ui.path().join("index.html"),
+        "<!doctype html><script type=module src=./assets/app.js></script>",
+    )
+    .unwrap();
+    std::fs::create_dir(ui.path().join("assets")).unwrap();
+    std::fs::write(ui.path().join("assets/app.js"), "console.log(1)").unwrap();
+    std::fs::write(ui.path().join("assets/app.css"), "body{}").unwrap();
+    let mut config = DaemonConfig::new(0, data.path().to_owned());
+    config.token = Some(TOKEN.to_owned());
+    config.ui_dir = with_ui.then(|| ui.path().to_owned());
+    let runtime = runtime();
+    let daemon = runtime.block_on(Daemon::start(config)).unwrap();
+    UiDaemon {
+        addr: daemon.addr(),
+        runtime,
+        daemon: Some(daemon),
+        _dirs: (data, ui),
+    }
+}
+
+impl Drop for UiDaemon {
+    fn drop(&mut self) {
+        if let Some(d) = self.daemon.take() {
+            self.runtime.block_on(d.shutdown());
+        }
+    }
+}
+
+struct Answer {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
+        })
+    }
+}
+
+impl UiDaemon {
+    fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.addr.port())
+    }
+
+    /// Exactly this request line and these headers (plus Host unless given).
+    fn raw(&self, method: &str, target: &str, headers: &[(&str, &str)]) -> Answer {
+        let mut stream = TcpStream::connect(self.addr).unwrap();
+        let mut request = format!("{method} {target} HTTP/1.1\r\nConnection: close\r\n");
+        if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+            request.push_str(&format!("Host: {}\r\n", self.host()));
+        }
+        for (k, v) in headers {
+            request.push_str(&format!("{k}: {v}\r\n"));
+        }
+        request.push_str("Content-Length: 0\r\n\r\n");
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut response = Vec::new();
+        let _ = stream.read_to_end(&mut response);
+        let text = String::from_utf8_lossy(&response).into_owned();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+        let status = head
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        Answer {
+            status,
+            head: head.to_owned(),
+            body: body.to_owned(),
+        }
+    }
+}
+
+#[test]
+fn the_page_loads_without_the_token_with_strict_headers() {
+    let d = start(true);
+    let page = d.raw("GET", "/ui/", &[]);
+    assert_eq!(page.status, 200, "{}", page.head);
+    assert!(page.body.contains("assets/app.js"), "{}", page.body);
+    assert_eq!(
+        page.header("content-type").as_deref(),
+        Some("text/html; charset=utf-8")
+    );
+    assert_eq!(
+        page.header("content-security-policy").as_deref(),
+        Some(
+            "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'"
+        )
+    );
+    assert_eq!(
+        page.header("x-content-type-options").as_deref(),
+        Some("nosniff")
+    );
+
+    for (path, kind) in [
+        ("/ui/index.html", "text/html; charset=utf-8"),
+        ("/ui/assets/app.js", "text/javascript; charset=utf-8"),
+        ("/ui/assets/app.css", "text/css; charset=utf-8"),
+    ] {
+        let a = d.raw("GET", path, &[]);
+        assert_eq!(a.status, 200, "{path}: {}", a.head);
+        assert_eq!(a.header("content-type").as_deref(), Some(kind), "{path}");
+        assert!(a.header("content-security-policy").is_some(), "{path}");
+    }
+
+    // `/ui` moves to `/ui/` so the page's relative asset paths resolve.
+    let bare = d.raw("GET", "/ui", &[]);
+    assert_eq!(bare.status, 308);
+    assert_eq!(bare.header("location").as_deref(), Some("/ui/"));
+
+    // A revalidation with the ETag costs no body.
+    let etag = page.header("etag").unwrap();
+    let again = d.raw("GET", "/ui/", &[("If-None-Match", &etag)]);
+    assert_eq!(again.status, 304);
+    assert!(again.body.is_empty());
+}
+
+#[test]
+fn only_reading_the_files_is_open_and_the_api_still_needs_the_token() {
+    let d = start(true);
+    assert_eq!(d.raw("GET", "/api/tasks", &[]).status, 401);
+    assert_eq!(d.raw("GET", "/api/events", &[]).status, 401);
+    // Other methods on /ui need the token like any route.
+    for method in ["POST", "PUT", "DELETE", "HEAD"] {
+        let a = d.raw(method, "/ui/", &[]);
+        assert_eq!(a.status, 401, "{method} /ui/: {}", a.head);
+    }
+    let bearer = format!("Bearer {TOKEN}");
+    let api = d.raw("GET", "/api/tasks", &[("Authorization", &bearer)]);
+    assert_eq!(api.status, 200, "{}", api.body);
+
+    // The Host and Origin checks still guard the page (DNS rebinding, foreign pages).
+    assert_eq!(
+        d.raw("GET", "/ui/", &[("Host", "evil.example:80")]).status,
+        403
+    );
+    assert_eq!(
+        d.raw("GET", "/ui/", &[("Origin", "http://evil.example")])
+            .status,
+        403
+    );
+}
+
+#[test]
+fn no_path_under_ui_reaches_anything_else() {
+    let d = start(true);
+    for target in [
+        "/ui/../api/tasks",
+        "/ui/%2e%2e/api/tasks",
+        "/ui/..%2f..%2fCargo.toml",
+        "/ui/%2e%2e/%2e%2e/%2e%2e/etc/passwd",
+        "/ui/assets/../../token",
+        "/ui//etc/passwd",
+        "/ui/nope.js",
+    ] {
+        let a = d.raw("GET", target, &[]);
+        assert_eq!(a.status, 404, "{target}: {} {}", a.head, a.body);
+        assert!(!a.body.contains("tasks\":"), "{target}: {}", a.body);
+        assert!(!a.body.contains("root:"), "{target}: {}", a.body);
+        assert!(a.header("content-security-policy").is_some(), "{target}");
+    }
+}
+
+#[test]
+fn without_ui_the_page_says_how_to_get_it_and_a_bad_dir_is_refused_at_start() {
+    let d = start(false);
+    let a = d.raw("GET", "/ui/", &[]);
+    assert_eq!(a.status, 404);
+    assert!(a.body.contains("taskkeeper serve --ui"), "{}", a.body);
+
+    let data = tempfile::tempdir().unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let mut config = DaemonConfig::new(0, data.path().to_owned());
+    config.token = Some(TOKEN.to_owned());
+    config.ui_dir = Some(empty.path().to_owned());
+    let err = runtime().block_on(Daemon::start(config)).unwrap_err();
+    assert!(matches!(err, DaemonError::Ui(_)), "{err}");
+    assert!(err.to_string().contains("npm run build"), "{err}");
+}
