@@ -93,12 +93,7 @@ impl Client {
         path: &str,
         body: &B,
     ) -> anyhow::Result<T> {
-        let resp = self
-            .agent
-            .post(format!("{}{path}", self.base))
-            .header("Authorization", format!("Bearer {}", self.token))
-            .send_json(body);
-        self.finish(resp)
+        self.send_json(ureq::http::Method::POST, path, body)
     }
 
     pub fn put<B: Serialize, T: DeserializeOwned>(
@@ -106,12 +101,22 @@ impl Client {
         path: &str,
         body: &B,
     ) -> anyhow::Result<T> {
-        let resp = self
-            .agent
-            .put(format!("{}{path}", self.base))
+        self.send_json(ureq::http::Method::PUT, path, body)
+    }
+
+    fn send_json<B: Serialize, T: DeserializeOwned>(
+        &self,
+        method: ureq::http::Method,
+        path: &str,
+        body: &B,
+    ) -> anyhow::Result<T> {
+        let request = ureq::http::Request::builder()
+            .method(method)
+            .uri(format!("{}{path}", self.base))
             .header("Authorization", format!("Bearer {}", self.token))
-            .send_json(body);
-        self.finish(resp)
+            .header("Content-Type", "application/json")
+            .body(serde_json::to_vec(body)?)?;
+        self.finish(self.agent.run(request))
     }
 
     pub fn delete(&self, path: &str) -> anyhow::Result<()> {

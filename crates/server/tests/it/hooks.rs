@@ -73,6 +73,27 @@ impl<'a> Hooks<'a> {
         t["id"].as_str().unwrap().to_owned()
     }
 
+    /// A waiter's long poll on its own thread; its answer when the daemon gives one.
+    fn waiter(&self) -> std::thread::JoinHandle<String> {
+        let (host, addr, cwd) = (self.d.host(), self.d.addr, self.cwd.clone());
+        std::thread::spawn(move || {
+            use std::io::{Read as _, Write as _};
+            let body =
+                json!({"session_id": "s-1", "hook_event_name": "Stop", "cwd": cwd}).to_string();
+            let mut s = std::net::TcpStream::connect(addr).unwrap();
+            write!(
+                s,
+                "POST /hooks/claude-code/wait HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {TOKEN}\r\n\
+                 Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .unwrap();
+            let mut out = String::new();
+            s.read_to_string(&mut out).unwrap();
+            out
+        })
+    }
+
     fn task(&self, id: &str) -> Value {
         self.d.call("GET", &format!("/api/tasks/{id}"), None).1
     }
@@ -307,21 +328,7 @@ fn the_stop_that_ends_a_task_hands_over_the_next_and_the_waiter_wakes_an_idle_se
     assert_eq!(h.task(&second)["lastWords"], "Now writing the probe…");
 
     // A waiter for the idle session wakes it when a cancel must be told.
-    let waiter = {
-        let host = d.host();
-        let addr = d.addr;
-        let cwd = h.cwd.clone();
-        std::thread::spawn(move || {
-            use std::io::{Read as _, Write as _};
-            let body =
-                json!({"session_id": "s-1", "hook_event_name": "Stop", "cwd": cwd}).to_string();
-            let mut s = std::net::TcpStream::connect(addr).unwrap();
-            write!(s, "POST /hooks/claude-code/wait HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()).unwrap();
-            let mut out = String::new();
-            s.read_to_string(&mut out).unwrap();
-            out
-        })
-    };
+    let waiter = h.waiter();
     std::thread::sleep(Duration::from_millis(100));
     assert!(!waiter.is_finished(), "nothing to tell yet");
     d.call(
@@ -344,19 +351,7 @@ fn a_newer_waiter_or_a_new_turn_sends_the_old_one_away() {
     let d = TestDaemon::start();
     let h = Hooks::new(&d);
     h.ok("s-1", "SessionStart", json!({"source": "startup"}));
-    let wait = || {
-        let (host, addr, cwd) = (d.host(), d.addr, h.cwd.clone());
-        std::thread::spawn(move || {
-            use std::io::{Read as _, Write as _};
-            let body =
-                json!({"session_id": "s-1", "hook_event_name": "Stop", "cwd": cwd}).to_string();
-            let mut s = std::net::TcpStream::connect(addr).unwrap();
-            write!(s, "POST /hooks/claude-code/wait HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()).unwrap();
-            let mut out = String::new();
-            s.read_to_string(&mut out).unwrap();
-            out
-        })
-    };
+    let wait = || h.waiter();
     let old = wait();
     std::thread::sleep(Duration::from_millis(100));
     let newer = wait();
