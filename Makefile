@@ -13,12 +13,12 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := build-essential pkg-config libwebkit2gtk-4.1-dev libayatana-appindicator3-1 \
 	xvfb dbus dbus-x11 webkit2gtk-driver chromium tmux curl
 
-.PHONY: run test deps apt npm ui test-rust test-ui clean
+.PHONY: run test deps apt npm ui test-rust test-ui test-browser clean
 
 run: deps ui
 	$(CARGO) run -p taskkeeper-app
 
-test: deps ui test-rust test-ui
+test: deps ui test-rust test-ui test-browser
 
 deps: apt npm
 
@@ -47,6 +47,12 @@ test-rust:
 
 test-ui:
 	cd ui && npm test
+
+# The web UI in headless Chromium against a real `taskkeeper serve --ui` (ui/e2e); screenshots
+# land in tests/artifacts/browser/.
+test-browser: npm ui
+	$(CARGO) build -p taskkeeper-cli
+	cd ui && TASKKEEPER_BIN="$${CARGO_TARGET_DIR:-$(CURDIR)/target}/debug/taskkeeper" npm run test:browser
 
 clean:
 	$(CARGO) clean

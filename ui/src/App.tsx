@@ -1,160 +1,264 @@
-// The window: open tasks grouped by desk. It re-fetches every few seconds for now; a later
-// issue replaces the timer with the owner event stream (`tasks-changed`).
+// The window: four tabs (open tasks, recent, desks and sessions, settings) and a task's
+// detail, kept current by the live feed (the SSE stream in a browser, Tauri events in the
+// app; the data layer hides which). A change is applied to the open list at once and then
+// confirmed by a re-read, because some things a change moves (the other tasks' queue
+// positions) come with no event of their own.
 
-import { useEffect, useRef, useState } from 'preact/hooks';
-import { DataError, type DataSource } from './data';
-import { countTasks, firstLine, formatAge, formatAgo, groupByDesk, plural, stateLabel, type DeskGroup } from './tasks';
-import type { TaskView } from './types';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { type DataSource, type LiveStatus } from './data';
+import { useNow, useResource, valueOf } from './hooks';
+import { Code } from './parts';
+import { parseRoute, routeHref, TABS, type Route, type Tab } from './route';
+import { countTasks, firstLine, isOpen, mergeTask, plural } from './tasks';
+import type { Notice, SettingsMap } from './types';
+import { DesksView } from './views/DesksView';
+import { OpenView } from './views/OpenView';
+import { RecentView } from './views/RecentView';
+import { SettingsView } from './views/SettingsView';
+import { TaskDetailView } from './views/TaskDetailView';
 
-const REFRESH_MS = 3000;
+/** Without a live feed (it failed for good), the open list is re-read this often instead. */
+const FALLBACK_POLL_MS = 10_000;
+const MAX_NOTICES = 3;
 
-type Load =
-  | { status: 'loading' }
-  | { status: 'ready'; tasks: TaskView[]; at: number }
-  | { status: 'error'; error: DataError; tasks: TaskView[] | null };
+const TAB_LABELS: Record<Tab, string> = {
+  open: 'Open',
+  recent: 'Recent',
+  desks: 'Desks',
+  settings: 'Settings',
+};
+
+interface ShownNotice {
+  seq: number;
+  notice: Notice;
+}
 
 export function App({ data }: { data: DataSource }) {
-  const [load, setLoad] = useState<Load>({ status: 'loading' });
-  const listRef = useRef<HTMLElement>(null);
-  const reported = useRef<number | null>(null);
+  const [route, setRoute] = useState<Route>(() => parseRoute(window.location.hash));
+  const [live, setLive] = useState<LiveStatus>({ state: 'connecting' });
+  const [changeSeq, setChangeSeq] = useState(0);
+  const [notices, setNotices] = useState<ShownNotice[]>([]);
+  const lastTab = useRef<Tab>(route.view === 'tab' ? route.tab : 'open');
+  const cameFrom = useRef<string | null>(null);
+  const now = useNow(30_000);
 
+  const open = useResource(() => data.listTasks('open'), [data]);
+  const settings = useResource(() => data.getSettings(), [data]);
+
+  // Routing: the fragment is the source of truth.
   useEffect(() => {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let stopped = false;
-    const refresh = async () => {
-      clearTimeout(timer);
-      try {
-        const tasks = await data.listOpenTasks();
-        if (!stopped) setLoad({ status: 'ready', tasks, at: Date.now() });
-      } catch (err) {
-        const error = err instanceof DataError ? err : new DataError('unknown', String(err));
-        // Keep the last good list on screen under the error: a hiccup shouldn't blank the window.
-        if (!stopped) setLoad((prev) => ({ status: 'error', error, tasks: prev.status === 'loading' ? null : prev.tasks }));
-      }
-      // Chained timeouts, not an interval: a slow answer never stacks requests. A hidden
-      // window (the app in the tray) doesn't poll; showing it again fetches at once.
-      if (!stopped && document.visibilityState !== 'hidden') timer = setTimeout(refresh, REFRESH_MS);
-    };
-    const onVisible = () => {
-      if (document.visibilityState === 'visible') void refresh();
-    };
-    void refresh();
-    document.addEventListener('visibilitychange', onVisible);
-    return () => {
-      stopped = true;
-      clearTimeout(timer);
-      document.removeEventListener('visibilitychange', onVisible);
-    };
+    const onHash = () => setRoute(parseRoute(window.location.hash));
+    window.addEventListener('hashchange', onHash);
+    return () => window.removeEventListener('hashchange', onHash);
+  }, []);
+  const go = useCallback((next: Route) => {
+    window.location.hash = routeHref(next);
+  }, []);
+  if (route.view === 'tab') lastTab.current = route.tab;
+
+  // The live feed. Every change bumps `changeSeq`, which the other views re-read on.
+  useEffect(() => {
+    let noticeSeq = 0;
+    return data.subscribe({
+      onTask: (task) => {
+        open.update((list) => mergeTask(list, task, isOpen));
+        open.refreshSoon();
+        setChangeSeq((n) => n + 1);
+      },
+      onNotice: (notice) => {
+        noticeSeq += 1;
+        const seq = noticeSeq;
+        setNotices((list) => [{ seq, notice }, ...list].slice(0, MAX_NOTICES));
+        if (notice.kind === 'stalled') open.update((list) => mergeTask(list, notice.task, isOpen));
+      },
+      onResync: () => {
+        open.refresh();
+        settings.refresh();
+        setChangeSeq((n) => n + 1);
+      },
+      onStatus: setLive,
+      onNavigate: (to) => {
+        if (to.kind === 'task') go({ view: 'task', id: to.id });
+        else if ((TABS as readonly string[]).includes(to.view)) go({ view: 'tab', tab: to.view as Tab });
+      },
+    });
   }, [data]);
 
-  // Count what actually reached the DOM, not what was fetched, so the report proves rendering.
+  // A window shown again (the tray app's, or a browser tab) re-reads what it shows.
   useEffect(() => {
-    if (load.status !== 'ready') return;
+    const onVisible = () => {
+      if (document.visibilityState !== 'visible') return;
+      open.refresh();
+      settings.refresh();
+      setChangeSeq((n) => n + 1);
+    };
+    document.addEventListener('visibilitychange', onVisible);
+    return () => document.removeEventListener('visibilitychange', onVisible);
+  }, [data]);
+
+  // No live feed for good (not a refused token: then nothing would load anyway): poll.
+  const polling = live.state === 'failed' && live.error.kind !== 'unauthorized' && live.error.kind !== 'forbidden';
+  useEffect(() => {
+    if (!polling) return;
+    const timer = setInterval(() => {
+      if (document.visibilityState === 'visible') {
+        open.refresh();
+        setChangeSeq((n) => n + 1);
+      }
+    }, FALLBACK_POLL_MS);
+    return () => clearInterval(timer);
+  }, [polling]);
+
+  // Keyboard: Escape leaves a task's detail for the list it came from.
+  const back = useCallback(() => go({ view: 'tab', tab: lastTab.current }), [go]);
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key === 'Escape' && route.view === 'task' && !e.defaultPrevented) back();
+    };
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, [route, back]);
+
+  // Focus follows the view: the detail's heading when a task opens, the task's row on return.
+  useEffect(() => {
+    const target = route.view === 'task' ? null : cameFrom.current;
+    cameFrom.current = route.view === 'task' ? route.id : null;
+    const frame = requestAnimationFrame(() => {
+      const row = target ? document.querySelector<HTMLElement>(`[data-task-link="${CSS.escape(target)}"]`) : null;
+      if (row) row.focus();
+      else if (route.view === 'task') document.querySelector<HTMLElement>('[data-view-heading]')?.focus();
+    });
+    return () => cancelAnimationFrame(frame);
+  }, [route]);
+
+  // The app's window test reads what reached the DOM, so count rendered rows, not fetched tasks.
+  const listRef = useRef<HTMLDivElement>(null);
+  const reported = useRef<number | null>(null);
+  useEffect(() => {
+    if (open.load.status !== 'ready' || route.view !== 'tab' || route.tab !== 'open') return;
     const count = listRef.current?.querySelectorAll('[data-task-id]').length ?? 0;
     if (reported.current === count) return;
     reported.current = count;
     data.reportRendered(count).catch((err: unknown) => console.warn('ui_rendered failed', err));
-  }, [load, data]);
+  }, [open.load, route, data]);
 
-  const tasks = load.status === 'loading' ? null : load.tasks;
+  const tasks = valueOf(open.load);
   const counts = tasks ? countTasks(tasks) : null;
+  const settingsValue = valueOf(settings.load);
+  const onSettings = useCallback((map: SettingsMap) => settings.update(() => map), []);
+  const paused = settingsValue?.['reminders.paused'] === 'true';
 
   return (
     <div class="app">
       <header class="top">
-        <h1>Taskkeeper</h1>
-        {counts && (
-          <p class="summary" aria-live="polite">
-            {plural(counts.open, 'open task', 'open tasks')}
-            {counts.stalled > 0 && <span class="stalled-count"> · {counts.stalled} stalled</span>}
-          </p>
-        )}
+        <div class="title-row">
+          <h1>Taskkeeper</h1>
+          <LiveDot status={live} polling={polling} />
+          {counts && (
+            <p class="summary" aria-live="polite">
+              {plural(counts.open, 'open', 'open')}
+              {counts.stalled > 0 && <span class="stalled-count"> · {counts.stalled} stalled</span>}
+            </p>
+          )}
+        </div>
+        <nav class="tabs" aria-label="views">
+          {(Object.keys(TAB_LABELS) as Tab[]).map((tab) => {
+            const current = route.view === 'tab' ? route.tab === tab : lastTab.current === tab;
+            return (
+              <a key={tab} href={routeHref({ view: 'tab', tab })} class={current ? 'tab is-current' : 'tab'} aria-current={current ? 'page' : undefined}>
+                {TAB_LABELS[tab]}
+                {tab === 'open' && counts && counts.open > 0 && <span class="tab-count">{counts.open}</span>}
+              </a>
+            );
+          })}
+        </nav>
       </header>
-      {load.status === 'error' && <ErrorBanner error={load.error} />}
-      <main ref={listRef} class="content">
-        {load.status === 'loading' && <p class="note">Loading…</p>}
-        {tasks && tasks.length === 0 && load.status === 'ready' && <EmptyState />}
-        {tasks && tasks.length > 0 && <TaskList groups={groupByDesk(tasks)} now={Date.now()} />}
+      {paused && !(route.view === 'tab' && route.tab === 'desks') && (
+        <p class="paused-bar">
+          All reminders are paused. <a href={routeHref({ view: 'tab', tab: 'desks' })}>Resume</a>
+        </p>
+      )}
+      {live.state === 'failed' && tasks !== null && (
+        <p class="live-failed" role="alert">
+          <Code text={`Live updates stopped: ${live.error.message}`} />
+        </p>
+      )}
+      {notices.length > 0 && (
+        <Notices
+          notices={notices}
+          onDismiss={(seq) => setNotices((list) => list.filter((n) => n.seq !== seq))}
+        />
+      )}
+      <main class="content">
+        {route.view === 'task' ? (
+          <TaskDetailView
+            key={route.id}
+            data={data}
+            id={route.id}
+            now={now}
+            changeSeq={changeSeq}
+            onBack={back}
+            backLabel={TAB_LABELS[lastTab.current]}
+          />
+        ) : route.tab === 'open' ? (
+          <OpenView load={open.load} now={now} listRef={listRef} />
+        ) : route.tab === 'recent' ? (
+          <RecentView data={data} now={now} changeSeq={changeSeq} keepEnded={settingsValue?.['tasks.keep_ended'] ?? null} />
+        ) : route.tab === 'desks' ? (
+          <DesksView
+            data={data}
+            now={now}
+            changeSeq={changeSeq}
+            openTasks={tasks}
+            settings={settingsValue}
+            onSettings={onSettings}
+          />
+        ) : (
+          <SettingsView data={data} load={settings.load} onSaved={onSettings} />
+        )}
       </main>
     </div>
   );
 }
 
-function EmptyState() {
+function LiveDot({ status, polling }: { status: LiveStatus; polling: boolean }) {
+  const [label, cls] =
+    status.state === 'live'
+      ? ['live', 'is-live']
+      : status.state === 'connecting'
+        ? ['connecting…', 'is-connecting']
+        : status.state === 'reconnecting'
+          ? ['reconnecting…', 'is-connecting']
+          : [polling ? 'refreshing every 10 s' : 'not live', 'is-down'];
+  const title = status.state === 'reconnecting' || status.state === 'failed' ? status.error.message : `updates: ${label}`;
   return (
-    <section class="empty">
-      <h2>No open tasks.</h2>
-      <p>
-        Give a desk a task: <code>taskkeeper task add DESK "..."</code>
-      </p>
-      <p class="note">Tasks that agents send to your desks show up here until the worker finishes them.</p>
-    </section>
+    <span class={`live ${cls}`} title={title} role="status" data-live={status.state}>
+      <span class="dot" aria-hidden="true" />
+      <span class="live-label">{label}</span>
+    </span>
   );
 }
 
-function ErrorBanner({ error }: { error: DataError }) {
+function Notices({ notices, onDismiss }: { notices: ShownNotice[]; onDismiss: (seq: number) => void }) {
   return (
-    <section class="error" role="alert">
-      <h2>Can't load tasks</h2>
-      <p>{error.message}</p>
-      <p class="note">
-        <span class="kind">{error.kind}</span> · retrying every few seconds
-      </p>
-    </section>
-  );
-}
-
-function TaskList({ groups, now }: { groups: DeskGroup[]; now: number }) {
-  return (
-    <>
-      {groups.map((group) => (
-        <section class="desk" key={group.desk}>
-          <h2 class="desk-name">
-            {group.desk}
-            <span class="desk-count">{group.tasks.length}</span>
-          </h2>
-          <ul>
-            {group.tasks.map((task) => (
-              <TaskRow key={task.id} task={task} now={now} />
-            ))}
-          </ul>
-        </section>
+    <section class="notices" aria-label="notices" aria-live="polite">
+      {notices.map(({ seq, notice }) => (
+        <p key={seq} class={`notice notice-${notice.kind}`}>
+          {notice.kind === 'stalled' ? (
+            <>
+              <strong>Stalled</strong> at {notice.task.desk}:{' '}
+              <a href={routeHref({ view: 'task', id: notice.task.id })}>{firstLine(notice.task.request) || notice.task.id}</a>
+            </>
+          ) : (
+            <>
+              <strong>Session ended</strong> at {notice.desk} with {plural(notice.openTasks, 'task', 'tasks')} open.
+            </>
+          )}
+          <button type="button" class="dismiss" aria-label="Dismiss" onClick={() => onDismiss(seq)}>
+            ×
+          </button>
+        </p>
       ))}
-    </>
-  );
-}
-
-function TaskRow({ task, now }: { task: TaskView; now: number }) {
-  const label = stateLabel(task);
-  const title = firstLine(task.request) || '(empty request)';
-  return (
-    <li class={`task state-${task.state}${task.stalledAt ? ' is-stalled' : ''}`} data-task-id={task.id}>
-      <div class="meta">
-        <span class={`badge badge-${label}`}>{label}</span>
-        {task.stalledAt && <span class="badge badge-stalled">stalled</span>}
-        <span class="asker" title={`asked by ${task.asker}`}>
-          from {task.asker}
-        </span>
-        <span class="age" title={`created ${task.createdAt}`}>
-          {formatAge(task.createdAt, now)}
-        </span>
-        {task.queuePosition !== null && <span class="queue">#{task.queuePosition} in queue</span>}
-      </div>
-      <p class="request" title={task.request}>
-        {title}
-      </p>
-      {task.statusText && <p class="status-text">{task.statusText}</p>}
-      {task.lastWords && (
-        <p class="last-words" title="the worker's last words">
-          {task.lastWords}
-        </p>
-      )}
-      {task.remindersSent > 0 && (
-        <p class="reminders">
-          {plural(task.remindersSent, 'reminder', 'reminders')} sent
-          {task.lastReminderAt && `, last ${formatAgo(task.lastReminderAt, now)}`}
-        </p>
-      )}
-    </li>
+    </section>
   );
 }

@@ -1,10 +1,24 @@
 // The UI's only way to the backend. DESIGN §8: one data layer with two transports, picked once
 // at start, so components never know whether they run in the tray app's window (Tauri
-// commands, in-process, no token in the webview) or in a browser against `taskkeeper serve`
-// (the owner HTTP API with a bearer token).
+// commands and events, in-process, no token in the webview) or in a browser against
+// `taskkeeper serve --ui` (the owner HTTP API with a bearer token, and its event stream).
+//
+// Every owner operation exists once in `DataSource`; each transport implements all of them.
+// Both transports front the same owner service in Rust, so they return the same shapes
+// (types.ts) and the same `{kind, message}` errors.
 
 import { invoke as tauriInvoke } from '@tauri-apps/api/core';
-import type { ApiErrorBody, TaskView } from './types';
+import { listen as tauriListen } from '@tauri-apps/api/event';
+import { createSseParser, type SseEvent } from './sse';
+import type {
+  ApiErrorBody,
+  DeskView,
+  Notice,
+  SessionView,
+  SettingsMap,
+  TaskDetail,
+  TaskView,
+} from './types';
 
 /** A failure the UI can show; `kind` is stable for branching, `message` is for people. */
 export class DataError extends Error {
@@ -17,13 +31,67 @@ export class DataError extends Error {
   }
 }
 
-/** The owner operations the UI uses. Grows with the owner service (get, settings, actions). */
+/** Anything thrown, as a DataError (components only ever show DataErrors). */
+export function asDataError(err: unknown): DataError {
+  return err instanceof DataError ? err : new DataError('unknown', describe(err));
+}
+
+export type TaskListState = 'open' | 'ended';
+
+/** How the live feed is doing; the window shows it so a silent list is never mistaken for calm. */
+export type LiveStatus =
+  | { state: 'connecting' }
+  | { state: 'live' }
+  /** Lost; trying again by itself. */
+  | { state: 'reconnecting'; error: DataError }
+  /** Will not come back by itself (refused token, no event support). */
+  | { state: 'failed'; error: DataError };
+
+export interface LiveListener {
+  /** A task changed (the TaskView after the change). */
+  onTask(task: TaskView): void;
+  onNotice(notice: Notice): void;
+  /**
+   * Changes may have been missed (the feed (re)connected, or it lagged): re-read what is shown.
+   * Also called once the feed is up, since changes made before it was can't be replayed.
+   */
+  onResync(): void;
+  onStatus(status: LiveStatus): void;
+  /** The app asks the window to show a view (its tray's Settings item, a clicked notification). */
+  onNavigate(to: NavigateRequest): void;
+}
+
+/** Where the app wants the window to go (`taskkeeper://navigate`); browsers never ask. */
+export type NavigateRequest = { kind: 'view'; view: string } | { kind: 'task'; id: string };
+
+/** Every owner operation the UI uses. */
 export interface DataSource {
   readonly transport: 'tauri' | 'http';
-  listOpenTasks(): Promise<TaskView[]>;
+  /** Autostart at login is the tray app's; a browser page has nothing to start. */
+  readonly canAutostart: boolean;
+  listTasks(state: TaskListState): Promise<TaskView[]>;
+  getTask(id: string): Promise<TaskDetail>;
+  cancelTask(id: string, reason: string | null): Promise<TaskView>;
+  /** Remind the session holding this task now, outside the ladder. */
+  remindTask(id: string): Promise<TaskView>;
+  /** Start a stalled task's ladder again. */
+  resumeTask(id: string): Promise<TaskView>;
+  listDesks(): Promise<DeskView[]>;
+  listSessions(): Promise<SessionView[]>;
+  pauseSession(id: string): Promise<SessionView>;
+  resumeSession(id: string): Promise<SessionView>;
+  getSettings(): Promise<SettingsMap>;
+  /** All changes are checked before any is written; returns every setting after the change. */
+  saveSettings(changes: SettingsMap): Promise<SettingsMap>;
+  pauseReminders(): Promise<SettingsMap>;
+  resumeReminders(): Promise<SettingsMap>;
+  getAutostart(): Promise<boolean>;
+  setAutostart(enabled: boolean): Promise<boolean>;
+  /** Follow task changes and notices; returns the function that stops following. */
+  subscribe(listener: LiveListener): () => void;
   /**
-   * Tells the app how many tasks the page has drawn, so the app's end-to-end test can check
-   * the real window without a WebDriver. Browsers have no one to tell, so it does nothing there.
+   * Tells the app how many open tasks the page has drawn, so the app's end-to-end test can
+   * check the real window without a WebDriver. Browsers have no one to tell; it does nothing.
    */
   reportRendered(count: number): Promise<void>;
 }
@@ -33,23 +101,37 @@ export interface Env {
   /** True inside the Tauri webview (`window.__TAURI_INTERNALS__` is present). */
   isTauri: boolean;
   invoke: (cmd: string, args?: Record<string, unknown>) => Promise<unknown>;
+  /** Calls `handler` with each payload of the Tauri event; resolves to the unlisten function. */
+  listen: (event: string, handler: (payload: unknown) => void) => Promise<() => void>;
   fetch: (input: string, init?: RequestInit) => Promise<Response>;
   location: { hash: string; pathname: string; search: string };
   history: { replaceState(data: unknown, unused: string, url?: string): void };
   sessionStorage: { getItem(key: string): string | null; setItem(key: string, value: string): void };
+  /** Reconnect delays; tests make them instant. */
+  setTimeout: (fn: () => void, ms: number) => unknown;
+  clearTimeout: (handle: unknown) => void;
 }
 
 const TOKEN_KEY = 'taskkeeper.token';
+
+/** The Tauri events the app emits, mirroring the SSE stream's `task` and `notice`. */
+export const TAURI_TASK_EVENT = 'taskkeeper://task';
+export const TAURI_NOTICE_EVENT = 'taskkeeper://notice';
+/** The app's request to show a view: `"settings"` or `{"task": id}`. */
+export const TAURI_NAVIGATE_EVENT = 'taskkeeper://navigate';
 
 /** Builds the Env from the real window. */
 export function browserEnv(): Env {
   return {
     isTauri: '__TAURI_INTERNALS__' in window,
     invoke: (cmd, args) => tauriInvoke(cmd, args),
+    listen: (event, handler) => tauriListen(event, (e) => handler(e.payload)),
     fetch: (input, init) => window.fetch(input, init),
     location: window.location,
     history: window.history,
     sessionStorage: window.sessionStorage,
+    setTimeout: (fn, ms) => window.setTimeout(fn, ms),
+    clearTimeout: (handle) => window.clearTimeout(handle as number),
   };
 }
 
@@ -58,30 +140,89 @@ export function createDataSource(env: Env): DataSource {
   return env.isTauri ? tauriSource(env) : httpSource(env, takeToken(env));
 }
 
+// ---- the tray app: Tauri commands and events ----
+
 function tauriSource(env: Env): DataSource {
-  const call = async <T>(cmd: string, args?: Record<string, unknown>): Promise<T> => {
+  const call = async (cmd: string, args?: Record<string, unknown>): Promise<unknown> => {
     try {
-      return (await env.invoke(cmd, args)) as T;
+      return await env.invoke(cmd, args);
     } catch (err) {
       throw fromInvokeError(err);
     }
   };
+  // The reminder toggles' answer is not fixed by the contract; the map is read back if absent.
+  const settingsAfter = async (cmd: string): Promise<SettingsMap> => {
+    const answer = await call(cmd);
+    return answer === null || answer === undefined ? expectSettings(await call('get_settings')) : expectSettings(answer);
+  };
   return {
     transport: 'tauri',
-    listOpenTasks: async () => expectTasks(await call<unknown>('list_open_tasks')),
-    reportRendered: (count) => call<void>('ui_rendered', { count }),
+    canAutostart: true,
+    listTasks: async (state) => expectTasks(await call('list_tasks', { state })),
+    getTask: async (id) => expectDetail(await call('get_task', { id })),
+    cancelTask: async (id, reason) => expectTask(await call('cancel_task', { id, reason })),
+    remindTask: async (id) => expectTask(await call('remind_task', { id })),
+    resumeTask: async (id) => expectTask(await call('resume_task', { id })),
+    listDesks: async () => expectArray<DeskView>(await call('list_desks'), 'desk list'),
+    listSessions: async () => expectArray<SessionView>(await call('list_sessions'), 'session list'),
+    pauseSession: async (id) => expectRecord<SessionView>(await call('pause_session', { id }), 'session'),
+    resumeSession: async (id) => expectRecord<SessionView>(await call('resume_session', { id }), 'session'),
+    getSettings: async () => expectSettings(await call('get_settings')),
+    saveSettings: async (changes) => expectSettings(await call('save_settings', { changes })),
+    pauseReminders: () => settingsAfter('pause_reminders'),
+    resumeReminders: () => settingsAfter('resume_reminders'),
+    getAutostart: async () => expectEnabled(await call('get_autostart')),
+    setAutostart: async (enabled) => {
+      const answer = await call('set_autostart', { enabled });
+      return typeof answer === 'boolean' || isRecord(answer) ? expectEnabled(answer) : expectEnabled(await call('get_autostart'));
+    },
+    subscribe: (listener) => {
+      let stopped = false;
+      let unlisten: (() => void)[] = [];
+      listener.onStatus({ state: 'connecting' });
+      Promise.all([
+        env.listen(TAURI_TASK_EVENT, (payload) => deliverTask(payload, listener)),
+        env.listen(TAURI_NOTICE_EVENT, (payload) => deliverNotice(payload, listener)),
+        env.listen(TAURI_NAVIGATE_EVENT, (payload) => deliverNavigate(payload, listener)),
+      ]).then(
+        (fns) => {
+          if (stopped) return fns.forEach((f) => f());
+          unlisten = fns;
+          listener.onStatus({ state: 'live' });
+          listener.onResync();
+        },
+        (err: unknown) => {
+          if (!stopped) listener.onStatus({ state: 'failed', error: fromInvokeError(err) });
+        },
+      );
+      return () => {
+        stopped = true;
+        unlisten.forEach((f) => f());
+      };
+    },
+    reportRendered: async (count) => {
+      await call('ui_rendered', { count });
+    },
   };
 }
 
+// ---- a browser: the owner HTTP API ----
+
 function httpSource(env: Env, token: string | null): DataSource {
-  const get = async (path: string): Promise<unknown> => {
-    const headers: Record<string, string> = { Accept: 'application/json' };
-    if (token !== null) headers.Authorization = `Bearer ${token}`;
+  const headers = (extra: Record<string, string>): Record<string, string> =>
+    token === null ? extra : { ...extra, Authorization: `Bearer ${token}` };
+
+  const request = async (method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown): Promise<unknown> => {
+    const init: RequestInit = { method, headers: headers({ Accept: 'application/json' }) };
+    if (body !== undefined) {
+      init.headers = headers({ Accept: 'application/json', 'Content-Type': 'application/json' });
+      init.body = JSON.stringify(body);
+    }
     let res: Response;
     try {
-      res = await env.fetch(path, { headers });
+      res = await env.fetch(path, init);
     } catch (err) {
-      throw new DataError('unreachable', `Can't reach the Taskkeeper daemon (${describe(err)}).`);
+      throw unreachable(err);
     }
     if (!res.ok) throw await fromHttpError(res, token !== null);
     try {
@@ -90,20 +231,149 @@ function httpSource(env: Env, token: string | null): DataSource {
       throw new DataError('protocol', `The daemon answered ${path} with something that is not JSON.`);
     }
   };
+  const get = (path: string) => request('GET', path);
+  const post = (path: string, body: unknown = {}) => request('POST', path, body);
+  const task = (id: string, action: string) => `/api/tasks/${encodeURIComponent(id)}/${action}`;
+  const session = (id: string, action: string) => `/api/sessions/${encodeURIComponent(id)}/${action}`;
+  const settingsOf = (body: unknown) => expectSettings(isRecord(body) ? body.settings : undefined);
+
   return {
     transport: 'http',
-    listOpenTasks: async () => {
-      const body = await get('/api/tasks?state=open');
+    canAutostart: false,
+    listTasks: async (state) => {
+      const body = await get(`/api/tasks?state=${state}`);
       return expectTasks(isRecord(body) ? body.tasks : undefined);
     },
+    getTask: async (id) => expectDetail(await get(`/api/tasks/${encodeURIComponent(id)}`)),
+    cancelTask: async (id, reason) => expectTask(await post(task(id, 'cancel'), reason === null ? {} : { reason })),
+    remindTask: async (id) => expectTask(await post(task(id, 'remind'))),
+    resumeTask: async (id) => expectTask(await post(task(id, 'resume'))),
+    listDesks: async () => {
+      const body = await get('/api/desks');
+      return expectArray<DeskView>(isRecord(body) ? body.desks : undefined, 'desk list');
+    },
+    listSessions: async () => {
+      const body = await get('/api/sessions');
+      return expectArray<SessionView>(isRecord(body) ? body.sessions : undefined, 'session list');
+    },
+    pauseSession: async (id) => expectRecord<SessionView>(await post(session(id, 'pause')), 'session'),
+    resumeSession: async (id) => expectRecord<SessionView>(await post(session(id, 'resume')), 'session'),
+    getSettings: async () => settingsOf(await get('/api/settings')),
+    saveSettings: async (changes) => settingsOf(await request('PUT', '/api/settings', changes)),
+    pauseReminders: async () => settingsOf(await post('/api/reminders/pause')),
+    resumeReminders: async () => settingsOf(await post('/api/reminders/resume')),
+    getAutostart: () => Promise.reject(new DataError('unsupported', 'Autostart is a setting of the tray app.')),
+    setAutostart: () => Promise.reject(new DataError('unsupported', 'Autostart is a setting of the tray app.')),
+    subscribe: (listener) => followEvents(env, headers({ Accept: 'text/event-stream' }), token !== null, listener),
     reportRendered: async () => {},
   };
 }
 
+/** The longest wait between two attempts to get the event stream back. */
+export const MAX_RECONNECT_MS = 15_000;
+
 /**
- * The owner token arrives in the URL fragment (`#token=...`), which browsers never send to the
- * server. Move it into sessionStorage and drop it from the address bar so it doesn't end up in
- * history, bookmarks or screenshots; a reload then still finds it.
+ * Reads `/api/events` with `fetch` (an `EventSource` cannot send the bearer header) and keeps
+ * it open: after a drop it reconnects with a growing delay, and after every (re)connect asks
+ * the UI to re-read, since what happened in between is not replayed. A refused token stops it.
+ */
+function followEvents(env: Env, headers: Record<string, string>, hadToken: boolean, listener: LiveListener): () => void {
+  const controller = new AbortController();
+  let stopped = false;
+  let attempt = 0;
+  let timer: unknown;
+
+  const retry = (error: DataError) => {
+    if (stopped) return;
+    listener.onStatus({ state: 'reconnecting', error });
+    const delay = Math.min(MAX_RECONNECT_MS, 1000 * 2 ** attempt);
+    attempt += 1;
+    timer = env.setTimeout(() => void connect(), delay);
+  };
+
+  const connect = async () => {
+    if (stopped) return;
+    listener.onStatus({ state: 'connecting' });
+    let res: Response;
+    try {
+      res = await env.fetch('/api/events', { headers, signal: controller.signal });
+    } catch (err) {
+      return retry(unreachable(err));
+    }
+    if (!res.ok) {
+      const error = await fromHttpError(res, hadToken);
+      if (error.kind === 'unauthorized' || error.kind === 'forbidden') {
+        listener.onStatus({ state: 'failed', error });
+        return;
+      }
+      return retry(error);
+    }
+    if (res.body === null) {
+      listener.onStatus({ state: 'failed', error: new DataError('protocol', 'This browser cannot read the live event stream.') });
+      return;
+    }
+    attempt = 0;
+    listener.onStatus({ state: 'live' });
+    listener.onResync();
+    const parser = createSseParser((event) => deliverSse(event, listener));
+    const reader = res.body.getReader();
+    const decoder = new TextDecoder();
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        parser.push(decoder.decode(value, { stream: true }));
+      }
+    } catch {
+      // A reset connection or our own abort; either way the loop below decides.
+    }
+    retry(new DataError('unreachable', 'The live connection to the daemon ended; reconnecting.'));
+  };
+
+  void connect();
+  return () => {
+    stopped = true;
+    env.clearTimeout(timer);
+    controller.abort();
+  };
+}
+
+function deliverSse(event: SseEvent, listener: LiveListener): void {
+  if (event.type === 'resync') return listener.onResync();
+  let payload: unknown;
+  try {
+    payload = JSON.parse(event.data);
+  } catch {
+    console.warn(`ignoring a ${event.type} event that is not JSON`);
+    return;
+  }
+  if (event.type === 'task') deliverTask(payload, listener);
+  else if (event.type === 'notice') deliverNotice(payload, listener);
+}
+
+function deliverTask(payload: unknown, listener: LiveListener): void {
+  if (isTaskView(payload)) listener.onTask(payload);
+  else console.warn('ignoring a task event in an unknown shape');
+}
+
+function deliverNotice(payload: unknown, listener: LiveListener): void {
+  if (isRecord(payload) && (payload.kind === 'stalled' ? isTaskView(payload.task) : payload.kind === 'session-ended')) {
+    listener.onNotice(payload as unknown as Notice);
+  } else {
+    console.warn('ignoring a notice in an unknown shape');
+  }
+}
+
+function deliverNavigate(payload: unknown, listener: LiveListener): void {
+  if (typeof payload === 'string' && payload !== '') listener.onNavigate({ kind: 'view', view: payload });
+  else if (isRecord(payload) && typeof payload.task === 'string') listener.onNavigate({ kind: 'task', id: payload.task });
+  else console.warn('ignoring a navigate request in an unknown shape');
+}
+
+/**
+ * The owner token arrives in the URL fragment (`#token=...`, from `taskkeeper open`), which
+ * browsers never send to the server. Move it into sessionStorage and drop it from the address
+ * bar so it doesn't end up in history, bookmarks or screenshots; a reload then still finds it.
  */
 export function takeToken(env: Env): string | null {
   const fragment = env.location.hash.startsWith('#') ? env.location.hash.slice(1) : env.location.hash;
@@ -119,6 +389,15 @@ export function takeToken(env: Env): string | null {
   return env.sessionStorage.getItem(TOKEN_KEY);
 }
 
+// ---- errors ----
+
+function unreachable(err: unknown): DataError {
+  return new DataError(
+    'unreachable',
+    `Can't reach the Taskkeeper daemon (${describe(err)}). Is \`taskkeeper serve --ui\` still running?`,
+  );
+}
+
 async function fromHttpError(res: Response, hadToken: boolean): Promise<DataError> {
   let body: unknown = null;
   try {
@@ -126,9 +405,14 @@ async function fromHttpError(res: Response, hadToken: boolean): Promise<DataErro
   } catch {
     // Not every failure comes from the daemon (a proxy, a crash); fall back to the status line.
   }
-  if (res.status === 401 && !hadToken) {
-    // The daemon's own message can't know why the token is missing; this page does.
-    return new DataError('unauthorized', 'No owner token. Open the link that `taskkeeper serve` printed.');
+  // The daemon's own 401 text points at the token file; a page can say what to do instead.
+  if (res.status === 401) {
+    return new DataError(
+      'unauthorized',
+      hadToken
+        ? "The daemon refused this page's owner token. Open the UI again with `taskkeeper open`."
+        : 'This page has no owner token. Open the UI with `taskkeeper open`; it signs the page in.',
+    );
   }
   const inner = isRecord(body) ? body.error : undefined;
   if (isErrorBody(inner)) return new DataError(inner.kind, inner.message);
@@ -141,9 +425,67 @@ function fromInvokeError(err: unknown): DataError {
   return new DataError('ipc', describe(err));
 }
 
+// ---- shapes: trust the daemon's types, but fail loudly on a different shape ----
+
+function protocol(what: string): DataError {
+  return new DataError('protocol', `The daemon sent a ${what} in an unknown shape.`);
+}
+
+function expectArray<T>(value: unknown, what: string): T[] {
+  if (!Array.isArray(value)) throw protocol(what);
+  return value as T[];
+}
+
+function expectRecord<T>(value: unknown, what: string): T {
+  if (!isRecord(value)) throw protocol(what);
+  return value as T;
+}
+
 function expectTasks(value: unknown): TaskView[] {
-  if (!Array.isArray(value)) throw new DataError('protocol', 'The daemon sent a task list in an unknown shape.');
-  return value as TaskView[];
+  const tasks = expectArray<unknown>(value, 'task list');
+  if (!tasks.every(isTaskView)) throw protocol('task list');
+  return tasks as TaskView[];
+}
+
+function expectTask(value: unknown): TaskView {
+  if (!isTaskView(value)) throw protocol('task');
+  return value;
+}
+
+function expectDetail(value: unknown): TaskDetail {
+  if (!isTaskView(value) || !isRecord(value) || !Array.isArray(value.history) || !Array.isArray(value.artifacts)) {
+    throw protocol('task');
+  }
+  return value as unknown as TaskDetail;
+}
+
+/** Settings as text; the daemon sends strings, but a number or boolean reads the same. */
+export function expectSettings(value: unknown): SettingsMap {
+  const map = isRecord(value) && isRecord(value.settings) ? value.settings : value;
+  if (!isRecord(map) || Array.isArray(map)) throw protocol('settings map');
+  const out: SettingsMap = {};
+  for (const [key, v] of Object.entries(map)) {
+    if (typeof v === 'string') out[key] = v;
+    else if (typeof v === 'number' || typeof v === 'boolean') out[key] = String(v);
+    else throw protocol('settings map');
+  }
+  return out;
+}
+
+function expectEnabled(value: unknown): boolean {
+  if (typeof value === 'boolean') return value;
+  if (isRecord(value) && typeof value.enabled === 'boolean') return value.enabled;
+  throw protocol('autostart answer');
+}
+
+function isTaskView(value: unknown): value is TaskView {
+  return (
+    isRecord(value) &&
+    typeof value.id === 'string' &&
+    typeof value.desk === 'string' &&
+    typeof value.state === 'string' &&
+    typeof value.version === 'number'
+  );
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

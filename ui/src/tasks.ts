@@ -91,6 +91,72 @@ export function stateLabel(task: TaskView): string {
   }
 }
 
+/** Open tasks are those a desk still owes an answer; the rest ended and are kept for a while. */
+export function isOpen(task: TaskView): boolean {
+  return task.state === 'submitted' || task.state === 'working' || task.state === 'input-required';
+}
+
+/**
+ * Applies one change from the live feed to a shown list: replaces the task (or adds it) when
+ * it still belongs there, removes it when it no longer does (an open task that ended), and
+ * ignores a change older than the one shown (events and re-reads can cross).
+ */
+export function mergeTask(list: readonly TaskView[], task: TaskView, belongs: (t: TaskView) => boolean): TaskView[] {
+  const at = list.findIndex((t) => t.id === task.id);
+  const shown = at === -1 ? undefined : list[at];
+  if (shown && shown.version > task.version) return list as TaskView[];
+  if (!belongs(task)) return at === -1 ? (list as TaskView[]) : list.filter((t) => t.id !== task.id);
+  if (at === -1) return [...list, task];
+  return list.map((t, i) => (i === at ? task : t));
+}
+
+/** Recent tasks, the last to end first. */
+export function sortRecent(tasks: readonly TaskView[]): TaskView[] {
+  return [...tasks].sort((a, b) => b.updatedAt.localeCompare(a.updatedAt) || a.id.localeCompare(b.id));
+}
+
+export interface DayGroup {
+  /** "Today", "Yesterday" or a date such as "Mon 28 Nov". */
+  label: string;
+  tasks: TaskView[];
+}
+
+/** Groups tasks (already sorted) by the local day they ended. */
+export function groupByDay(tasks: readonly TaskView[], now: number): DayGroup[] {
+  const today = startOfDay(now);
+  const groups: DayGroup[] = [];
+  for (const task of tasks) {
+    const at = Date.parse(task.updatedAt);
+    const days = Number.isNaN(at) ? 0 : Math.round((today - startOfDay(at)) / 86_400_000);
+    const label =
+      days <= 0
+        ? 'Today'
+        : days === 1
+          ? 'Yesterday'
+          : new Date(at).toLocaleDateString(undefined, { weekday: 'short', day: 'numeric', month: 'short' });
+    const last = groups[groups.length - 1];
+    if (last && last.label === label) last.tasks.push(task);
+    else groups.push({ label, tasks: [task] });
+  }
+  return groups;
+}
+
+function startOfDay(ms: number): number {
+  const d = new Date(ms);
+  d.setHours(0, 0, 0, 0);
+  return d.getTime();
+}
+
+/** A clock time for times of today, with the date otherwise: "14:05" or "28 Nov, 14:05". */
+export function formatTime(iso: string, now: number): string {
+  const at = Date.parse(iso);
+  if (Number.isNaN(at)) return '';
+  const d = new Date(at);
+  const time = d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' });
+  if (startOfDay(at) === startOfDay(now)) return time;
+  return `${d.toLocaleDateString(undefined, { day: 'numeric', month: 'short' })}, ${time}`;
+}
+
 export function plural(n: number, one: string, many: string): string {
   return `${n} ${n === 1 ? one : many}`;
 }

@@ -1,5 +1,6 @@
-// The owner API's wire types, as both transports deliver them (the `/api` JSON of
-// crates/server and the `list_open_tasks` Tauri command return the same TaskView).
+// The owner API's wire types, as both transports deliver them: the `/api` JSON of
+// crates/server (`api.rs`) and the tray app's Tauri commands return the same shapes, because
+// both wrap the one owner service.
 
 /** A2A task states, in the spelling the owner API uses. */
 export type TaskState =
@@ -30,9 +31,73 @@ export interface TaskView {
   acknowledgedAt: string | null;
   /** What the worker last said, so the owner sees where it stopped. */
   lastWords: string | null;
+  /** A permission prompt of the desk's session waits on the owner. */
+  waitingOnOwner: boolean;
+  /** When the desk's session was handed the task; null while it waits to be delivered. */
+  deliveredAt: string | null;
+  /** The latest status's text: the summary, what is needed, why it failed. */
   statusText: string | null;
+  /** Grows with every change; an event older than what is shown is ignored. */
   version: number;
 }
+
+/** One message of a task's history. */
+export interface MessageView {
+  messageId: string;
+  from: 'asker' | 'worker';
+  text: string;
+}
+
+export interface ArtifactView {
+  artifactId: string;
+  name: string | null;
+  text: string;
+}
+
+/** A task with its history and artifacts (`GET /api/tasks/{id}`, `get_task`). */
+export interface TaskDetail extends TaskView {
+  history: MessageView[];
+  artifacts: ArtifactView[];
+}
+
+export interface DeskView {
+  name: string;
+  /** `claude-code`, `codex`, `gemini` or `generic`. */
+  agent: string;
+  dir: string;
+  createdAt: string;
+}
+
+export type Activity = 'busy' | 'idle' | 'waiting-on-owner' | 'stopped-by-owner' | 'ended';
+
+/** An agent session at a desk, as its hooks and level signals describe it. */
+export interface SessionView {
+  id: string;
+  desk: string;
+  agent: string;
+  activity: Activity;
+  since: string;
+  /** Background commands the session started and has not seen end. */
+  background: string[];
+  rateLimitedUntil: string | null;
+  lastWords: string | null;
+  tmuxPane: string | null;
+  pid: number | null;
+  updatedAt: string;
+  /**
+   * Whether the owner paused this session's reminders. Not every daemon reports it; when it is
+   * absent the UI offers both pause and resume rather than guess.
+   */
+  remindersPaused?: boolean;
+}
+
+/** Every setting as text, keyed by name (`reminders.ladder` → `1m,2m,5m,10m`). */
+export type SettingsMap = Record<string, string>;
+
+/** What the daemon tells the owner besides task changes (`event: notice`, `taskkeeper://notice`). */
+export type Notice =
+  | { kind: 'stalled'; task: TaskView }
+  | { kind: 'session-ended'; session: string; desk: string; openTasks: number };
 
 /** The error shape shared by `/api` (inside `{"error": ...}`) and Tauri commands. */
 export interface ApiErrorBody {

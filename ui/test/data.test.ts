@@ -1,33 +1,56 @@
 import { describe, expect, it } from 'vitest';
-import { createDataSource, DataError, type Env } from '../src/data';
+import {
+  createDataSource,
+  DataError,
+  expectSettings,
+  type Env,
+  type LiveListener,
+  type LiveStatus,
+  type NavigateRequest,
+} from '../src/data';
+import type { Notice, TaskView } from '../src/types';
 import { task } from './fixtures';
 
 interface Recorded {
-  fetches: { url: string; headers: Record<string, string> }[];
+  fetches: { url: string; method: string; headers: Record<string, string>; body: string | undefined }[];
   invokes: { cmd: string; args: Record<string, unknown> | undefined }[];
+  listens: string[];
+  unlistened: string[];
   replaced: string[];
   storage: Map<string, string>;
+  timers: { fn: () => void; ms: number }[];
 }
 
 function fakeEnv(opts: {
   isTauri?: boolean;
   hash?: string;
   stored?: string;
-  respond?: (url: string) => Response | Promise<Response>;
-  invoke?: (cmd: string) => unknown;
+  respond?: (url: string, init: RequestInit | undefined) => Response | Promise<Response>;
+  invoke?: (cmd: string, args: Record<string, unknown> | undefined) => unknown;
+  listen?: (event: string, handler: (payload: unknown) => void) => Promise<() => void>;
 }): { env: Env; rec: Recorded } {
-  const rec: Recorded = { fetches: [], invokes: [], replaced: [], storage: new Map() };
+  const rec: Recorded = { fetches: [], invokes: [], listens: [], unlistened: [], replaced: [], storage: new Map(), timers: [] };
   if (opts.stored !== undefined) rec.storage.set('taskkeeper.token', opts.stored);
   const env: Env = {
     isTauri: opts.isTauri ?? false,
     invoke: async (cmd, args) => {
       rec.invokes.push({ cmd, args });
-      return opts.invoke ? opts.invoke(cmd) : undefined;
+      return opts.invoke ? opts.invoke(cmd, args) : undefined;
+    },
+    listen: (event, handler) => {
+      rec.listens.push(event);
+      if (opts.listen) return opts.listen(event, handler);
+      return Promise.resolve(() => void rec.unlistened.push(event));
     },
     fetch: async (url, init) => {
-      rec.fetches.push({ url, headers: { ...(init?.headers as Record<string, string>) } });
+      rec.fetches.push({
+        url,
+        method: init?.method ?? 'GET',
+        headers: { ...(init?.headers as Record<string, string>) },
+        body: typeof init?.body === 'string' ? init.body : undefined,
+      });
       if (!opts.respond) throw new Error('no fetch expected');
-      return opts.respond(url);
+      return opts.respond(url, init);
     },
     location: { hash: opts.hash ?? '', pathname: '/ui/', search: '' },
     history: { replaceState: (_d, _u, url) => rec.replaced.push(url ?? '') },
@@ -35,6 +58,8 @@ function fakeEnv(opts: {
       getItem: (k) => rec.storage.get(k) ?? null,
       setItem: (k, v) => void rec.storage.set(k, v),
     },
+    setTimeout: (fn, ms) => rec.timers.push({ fn, ms }),
+    clearTimeout: () => {},
   };
   return { env, rec };
 }
@@ -42,73 +67,314 @@ function fakeEnv(opts: {
 const json = (status: number, body: unknown) =>
   new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } });
 
+/** A listener that records what it is told. */
+function recorder() {
+  const got = {
+    tasks: [] as TaskView[],
+    notices: [] as Notice[],
+    resyncs: 0,
+    statuses: [] as LiveStatus[],
+    navigations: [] as NavigateRequest[],
+  };
+  const listener: LiveListener = {
+    onTask: (t) => got.tasks.push(t),
+    onNotice: (n) => got.notices.push(n),
+    onResync: () => (got.resyncs += 1),
+    onStatus: (s) => got.statuses.push(s),
+    onNavigate: (to) => got.navigations.push(to),
+  };
+  return { got, listener };
+}
+
+/** A response whose body streams `chunks` and then ends. */
+function stream(chunks: string[]): Response {
+  const encoder = new TextEncoder();
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      for (const c of chunks) controller.enqueue(encoder.encode(c));
+      controller.close();
+    },
+  });
+  return new Response(body, { status: 200, headers: { 'Content-Type': 'text/event-stream' } });
+}
+
+const until = async (check: () => boolean) => {
+  for (let i = 0; i < 100 && !check(); i++) await new Promise((r) => setTimeout(r, 1));
+  expect(check()).toBe(true);
+};
+
 describe('browser transport', () => {
   it('takes the token from the fragment, stores it, removes it, and sends it as a bearer', async () => {
     const { env, rec } = fakeEnv({ hash: '#token=s3cret', respond: () => json(200, { tasks: [task()] }) });
     const data = createDataSource(env);
     expect(data.transport).toBe('http');
+    expect(data.canAutostart).toBe(false);
     expect(rec.storage.get('taskkeeper.token')).toBe('s3cret');
     expect(rec.replaced).toEqual(['/ui/']);
 
-    const tasks = await data.listOpenTasks();
+    const tasks = await data.listTasks('open');
     expect(tasks.map((t) => t.id)).toEqual(['task-1']);
     expect(rec.fetches).toEqual([
-      { url: '/api/tasks?state=open', headers: { Accept: 'application/json', Authorization: 'Bearer s3cret' } },
+      {
+        url: '/api/tasks?state=open',
+        method: 'GET',
+        headers: { Accept: 'application/json', Authorization: 'Bearer s3cret' },
+        body: undefined,
+      },
     ]);
   });
 
   it('finds the token in sessionStorage after a reload', async () => {
     const { env, rec } = fakeEnv({ stored: 'kept', respond: () => json(200, { tasks: [] }) });
-    await createDataSource(env).listOpenTasks();
+    await createDataSource(env).listTasks('ended');
     expect(rec.replaced).toEqual([]);
+    expect(rec.fetches[0]?.url).toBe('/api/tasks?state=ended');
     expect(rec.fetches[0]?.headers.Authorization).toBe('Bearer kept');
   });
 
-  it('turns the API error body into a DataError with its kind', async () => {
-    const { env } = fakeEnv({
-      stored: 'wrong',
-      respond: () => json(401, { error: { kind: 'unauthorized', message: 'bad token' } }),
+  it('maps each owner action to its route, method and body', async () => {
+    const { env, rec } = fakeEnv({
+      stored: 't',
+      respond: (url) => {
+        if (url.startsWith('/api/tasks/')) return json(200, { ...task(), history: [], artifacts: [] });
+        if (url.startsWith('/api/sessions/')) return json(200, { id: 's 1', desk: 'web' });
+        if (url === '/api/desks') return json(200, { desks: [] });
+        if (url === '/api/sessions') return json(200, { sessions: [] });
+        return json(200, { settings: { 'reminders.paused': 'true' } });
+      },
     });
-    const err = await createDataSource(env).listOpenTasks().catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(DataError);
-    expect(err).toMatchObject({ kind: 'unauthorized', message: 'bad token' });
+    const data = createDataSource(env);
+    await data.getTask('a/b');
+    await data.cancelTask('t1', 'not needed');
+    await data.cancelTask('t1', null);
+    await data.remindTask('t1');
+    await data.resumeTask('t1');
+    await data.listDesks();
+    await data.listSessions();
+    await data.pauseSession('s 1');
+    await data.resumeSession('s 1');
+    expect(await data.getSettings()).toEqual({ 'reminders.paused': 'true' });
+    await data.saveSettings({ 'reminders.ladder': '10s,20s' });
+    await data.pauseReminders();
+    await data.resumeReminders();
+    expect(rec.fetches.map((f) => [f.method, f.url, f.body])).toEqual([
+      ['GET', '/api/tasks/a%2Fb', undefined],
+      ['POST', '/api/tasks/t1/cancel', '{"reason":"not needed"}'],
+      ['POST', '/api/tasks/t1/cancel', '{}'],
+      ['POST', '/api/tasks/t1/remind', '{}'],
+      ['POST', '/api/tasks/t1/resume', '{}'],
+      ['GET', '/api/desks', undefined],
+      ['GET', '/api/sessions', undefined],
+      ['POST', '/api/sessions/s%201/pause', '{}'],
+      ['POST', '/api/sessions/s%201/resume', '{}'],
+      ['GET', '/api/settings', undefined],
+      ['PUT', '/api/settings', '{"reminders.ladder":"10s,20s"}'],
+      ['POST', '/api/reminders/pause', '{}'],
+      ['POST', '/api/reminders/resume', '{}'],
+    ]);
+    expect(rec.fetches[1]?.headers['Content-Type']).toBe('application/json');
+    await expect(data.getAutostart()).rejects.toMatchObject({ kind: 'unsupported' });
   });
 
-  it('tells how to get a token when the page was opened without one', async () => {
-    const { env, rec } = fakeEnv({
-      respond: () => json(401, { error: { kind: 'unauthorized', message: 'missing or wrong owner token' } }),
+  it("turns the API's error body into a DataError with its kind and message", async () => {
+    const { env } = fakeEnv({
+      stored: 't',
+      respond: () =>
+        json(400, { error: { kind: 'invalid', message: 'invalid value "soon" for reminders.stall_after: a duration' } }),
     });
-    const err = await createDataSource(env).listOpenTasks().catch((e: unknown) => e);
-    expect(rec.fetches[0]?.headers.Authorization).toBeUndefined();
-    expect(err).toMatchObject({ kind: 'unauthorized', message: expect.stringContaining('taskkeeper serve') });
+    const err = await createDataSource(env).saveSettings({ 'reminders.stall_after': 'soon' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DataError);
+    expect(err).toMatchObject({ kind: 'invalid', message: expect.stringContaining('reminders.stall_after') });
+  });
+
+  it('says what to do about a refused or missing token', async () => {
+    const refused = fakeEnv({
+      stored: 'wrong',
+      respond: () => json(401, { error: { kind: 'unauthorized', message: 'wrong bearer token' } }),
+    });
+    await expect(createDataSource(refused.env).listTasks('open')).rejects.toMatchObject({
+      kind: 'unauthorized',
+      message: expect.stringContaining('refused this page'),
+    });
+
+    const missing = fakeEnv({
+      respond: () => json(401, { error: { kind: 'unauthorized', message: 'missing' } }),
+    });
+    const err = await createDataSource(missing.env).listTasks('open').catch((e: unknown) => e);
+    expect(missing.rec.fetches[0]?.headers.Authorization).toBeUndefined();
+    expect(err).toMatchObject({ kind: 'unauthorized', message: expect.stringContaining('taskkeeper open') });
   });
 
   it('reports an unreachable daemon and a non-JSON failure readably', async () => {
     const down = fakeEnv({ stored: 't', respond: () => Promise.reject(new TypeError('Failed to fetch')) });
-    await expect(createDataSource(down.env).listOpenTasks()).rejects.toMatchObject({ kind: 'unreachable' });
+    await expect(createDataSource(down.env).listTasks('open')).rejects.toMatchObject({ kind: 'unreachable' });
 
     const proxy = fakeEnv({ stored: 't', respond: () => new Response('<html>', { status: 502, statusText: 'Bad Gateway' }) });
-    await expect(createDataSource(proxy.env).listOpenTasks()).rejects.toMatchObject({
+    await expect(createDataSource(proxy.env).listTasks('open')).rejects.toMatchObject({
       kind: 'http',
       message: 'The daemon answered HTTP 502 Bad Gateway.',
     });
   });
 
-  it('refuses a body without a task list', async () => {
+  it('refuses bodies in another shape', async () => {
     const { env } = fakeEnv({ stored: 't', respond: () => json(200, { items: [] }) });
-    await expect(createDataSource(env).listOpenTasks()).rejects.toMatchObject({ kind: 'protocol' });
+    await expect(createDataSource(env).listTasks('open')).rejects.toMatchObject({ kind: 'protocol' });
+    const odd = fakeEnv({ stored: 't', respond: () => json(200, { tasks: [{ id: 1 }] }) });
+    await expect(createDataSource(odd.env).listTasks('open')).rejects.toMatchObject({ kind: 'protocol' });
+  });
+});
+
+describe('browser live feed', () => {
+  it('reads the SSE stream with the bearer header, delivers tasks and notices, and resyncs on connect', async () => {
+    const working = task({ id: 'a', version: 2 });
+    const stalled = task({ id: 'b', stalledAt: '2026-11-30T11:00:00.000Z' });
+    const { env, rec } = fakeEnv({
+      stored: 'tok',
+      respond: () =>
+        stream([
+          ':\n\n',
+          `event: task\ndata: ${JSON.stringify(working)}\n`,
+          '\n',
+          `event: notice\ndata: ${JSON.stringify({ kind: 'stalled', task: stalled })}\n\n`,
+          'event: notice\ndata: {"kind":"session-ended","session":"s1","desk":"web","openTasks":2}\n\n',
+          'event: task\ndata: not json\n\n',
+          'event: resync\ndata: {}\n\n',
+        ]),
+    });
+    const { got, listener } = recorder();
+    createDataSource(env).subscribe(listener);
+    await until(() => rec.timers.length === 1);
+
+    expect(rec.fetches[0]).toMatchObject({
+      url: '/api/events',
+      headers: { Accept: 'text/event-stream', Authorization: 'Bearer tok' },
+    });
+    expect(got.tasks).toEqual([working]);
+    expect(got.notices).toEqual([
+      { kind: 'stalled', task: stalled },
+      { kind: 'session-ended', session: 's1', desk: 'web', openTasks: 2 },
+    ]);
+    // Once on connect, once for the server's resync.
+    expect(got.resyncs).toBe(2);
+    // The stream ended: reconnect after a second.
+    expect(got.statuses.map((s) => s.state)).toEqual(['connecting', 'live', 'reconnecting']);
+    expect(rec.timers[0]?.ms).toBe(1000);
+  });
+
+  it('backs off while the daemon is down, and resets once it is back', async () => {
+    let up = false;
+    const { env, rec } = fakeEnv({
+      stored: 't',
+      respond: () => (up ? stream([]) : Promise.reject(new TypeError('Failed to fetch'))),
+    });
+    const { got, listener } = recorder();
+    createDataSource(env).subscribe(listener);
+    for (const expected of [1000, 2000, 4000, 8000, 15000, 15000]) {
+      await until(() => rec.timers.length > 0);
+      const timer = rec.timers.shift();
+      expect(timer?.ms).toBe(expected);
+      timer?.fn();
+    }
+    up = true;
+    await until(() => rec.timers.length > 0);
+    rec.timers.shift()?.fn();
+    await until(() => rec.timers.length > 0);
+    expect(rec.timers[0]?.ms).toBe(1000);
+    expect(got.statuses.filter((s) => s.state === 'live')).toHaveLength(1);
+  });
+
+  it('stops for good on a refused token, and stops when unsubscribed', async () => {
+    const refused = fakeEnv({ stored: 'bad', respond: () => json(401, { error: { kind: 'unauthorized', message: 'no' } }) });
+    const a = recorder();
+    createDataSource(refused.env).subscribe(a.listener);
+    await until(() => a.got.statuses.length === 2);
+    expect(a.got.statuses[1]).toMatchObject({ state: 'failed', error: { kind: 'unauthorized' } });
+    expect(refused.rec.timers).toEqual([]);
+
+    const ok = fakeEnv({ stored: 't', respond: () => stream([]) });
+    const b = recorder();
+    const stop = createDataSource(ok.env).subscribe(b.listener);
+    stop();
+    await new Promise((r) => setTimeout(r, 10));
+    expect(ok.rec.timers).toEqual([]);
   });
 });
 
 describe('tauri transport', () => {
-  it('invokes list_open_tasks and never touches fetch or the fragment', async () => {
-    const { env, rec } = fakeEnv({ isTauri: true, hash: '#token=x', invoke: () => [task({ id: 'a' })] });
+  it('invokes the contract commands with camelCase args and never touches fetch or the fragment', async () => {
+    const detail = { ...task({ id: 'a' }), history: [], artifacts: [] };
+    const { env, rec } = fakeEnv({
+      isTauri: true,
+      hash: '#token=x',
+      invoke: (cmd) => {
+        switch (cmd) {
+          case 'list_tasks':
+            return [task({ id: 'a' })];
+          case 'get_task':
+            return detail;
+          case 'cancel_task':
+          case 'remind_task':
+          case 'resume_task':
+            return task({ id: 'a' });
+          case 'list_desks':
+          case 'list_sessions':
+            return [];
+          case 'pause_session':
+          case 'resume_session':
+            return { id: 's1' };
+          case 'get_settings':
+          case 'save_settings':
+            return { 'reminders.paused': 'false' };
+          case 'pause_reminders':
+            return undefined;
+          case 'resume_reminders':
+            return { settings: { 'reminders.paused': 'false' } };
+          case 'get_autostart':
+            return true;
+          case 'set_autostart':
+            return { enabled: false };
+          default:
+            return undefined;
+        }
+      },
+    });
     const data = createDataSource(env);
     expect(data.transport).toBe('tauri');
-    expect((await data.listOpenTasks()).map((t) => t.id)).toEqual(['a']);
+    expect(data.canAutostart).toBe(true);
+    expect((await data.listTasks('open')).map((t) => t.id)).toEqual(['a']);
+    expect(await data.getTask('a')).toEqual(detail);
+    await data.cancelTask('a', null);
+    await data.remindTask('a');
+    await data.resumeTask('a');
+    await data.listDesks();
+    await data.listSessions();
+    await data.pauseSession('s1');
+    await data.resumeSession('s1');
+    await data.getSettings();
+    await data.saveSettings({ 'reminders.hourly_cap': '4' });
+    // No answer from pause_reminders: the map is read back.
+    expect(await data.pauseReminders()).toEqual({ 'reminders.paused': 'false' });
+    expect(await data.resumeReminders()).toEqual({ 'reminders.paused': 'false' });
+    expect(await data.getAutostart()).toBe(true);
+    expect(await data.setAutostart(false)).toBe(false);
     await data.reportRendered(1);
     expect(rec.invokes).toEqual([
-      { cmd: 'list_open_tasks', args: undefined },
+      { cmd: 'list_tasks', args: { state: 'open' } },
+      { cmd: 'get_task', args: { id: 'a' } },
+      { cmd: 'cancel_task', args: { id: 'a', reason: null } },
+      { cmd: 'remind_task', args: { id: 'a' } },
+      { cmd: 'resume_task', args: { id: 'a' } },
+      { cmd: 'list_desks', args: undefined },
+      { cmd: 'list_sessions', args: undefined },
+      { cmd: 'pause_session', args: { id: 's1' } },
+      { cmd: 'resume_session', args: { id: 's1' } },
+      { cmd: 'get_settings', args: undefined },
+      { cmd: 'save_settings', args: { changes: { 'reminders.hourly_cap': '4' } } },
+      { cmd: 'pause_reminders', args: undefined },
+      { cmd: 'get_settings', args: undefined },
+      { cmd: 'resume_reminders', args: undefined },
+      { cmd: 'get_autostart', args: undefined },
+      { cmd: 'set_autostart', args: { enabled: false } },
       { cmd: 'ui_rendered', args: { count: 1 } },
     ]);
     expect(rec.fetches).toEqual([]);
@@ -118,17 +384,64 @@ describe('tauri transport', () => {
   it('maps {kind, message} rejections and plain-string rejections', async () => {
     const typed = fakeEnv({
       isTauri: true,
-      invoke: () => Promise.reject({ kind: 'store', message: 'database is locked' }),
+      invoke: () => Promise.reject({ kind: 'conflict', message: 'task t1 is completed' }),
     });
-    await expect(createDataSource(typed.env).listOpenTasks()).rejects.toMatchObject({
-      kind: 'store',
-      message: 'database is locked',
+    await expect(createDataSource(typed.env).cancelTask('t1', null)).rejects.toMatchObject({
+      kind: 'conflict',
+      message: 'task t1 is completed',
     });
 
-    const denied = fakeEnv({ isTauri: true, invoke: () => Promise.reject('command list_open_tasks not allowed') });
-    await expect(createDataSource(denied.env).listOpenTasks()).rejects.toMatchObject({
+    const denied = fakeEnv({ isTauri: true, invoke: () => Promise.reject('command list_tasks not allowed') });
+    await expect(createDataSource(denied.env).listTasks('open')).rejects.toMatchObject({
       kind: 'ipc',
-      message: 'command list_open_tasks not allowed',
+      message: 'command list_tasks not allowed',
     });
+  });
+
+  it('follows the Tauri events, resyncs once listening, and unlistens', async () => {
+    const handlers = new Map<string, (payload: unknown) => void>();
+    const { env, rec } = fakeEnv({
+      isTauri: true,
+      listen: (event, handler) => {
+        handlers.set(event, handler);
+        return Promise.resolve(() => void rec.unlistened.push(event));
+      },
+    });
+    const { got, listener } = recorder();
+    const stop = createDataSource(env).subscribe(listener);
+    await until(() => got.resyncs === 1);
+    expect(rec.listens).toEqual(['taskkeeper://task', 'taskkeeper://notice', 'taskkeeper://navigate']);
+    handlers.get('taskkeeper://task')?.(task({ id: 'x' }));
+    handlers.get('taskkeeper://task')?.({ nonsense: true });
+    handlers.get('taskkeeper://notice')?.({ kind: 'session-ended', session: 's', desk: 'web', openTasks: 1 });
+    expect(got.tasks.map((t) => t.id)).toEqual(['x']);
+    expect(got.notices).toHaveLength(1);
+    handlers.get('taskkeeper://navigate')?.('settings');
+    handlers.get('taskkeeper://navigate')?.({ task: 't-9' });
+    handlers.get('taskkeeper://navigate')?.(42);
+    expect(got.navigations).toEqual([
+      { kind: 'view', view: 'settings' },
+      { kind: 'task', id: 't-9' },
+    ]);
+    expect(got.statuses.map((s) => s.state)).toEqual(['connecting', 'live']);
+    stop();
+    expect(rec.unlistened).toEqual(['taskkeeper://task', 'taskkeeper://notice', 'taskkeeper://navigate']);
+  });
+
+  it('reports a feed that cannot listen (a missing capability) as failed', async () => {
+    const { env } = fakeEnv({ isTauri: true, listen: () => Promise.reject('event.listen not allowed') });
+    const { got, listener } = recorder();
+    createDataSource(env).subscribe(listener);
+    await until(() => got.statuses.length === 2);
+    expect(got.statuses[1]).toMatchObject({ state: 'failed', error: { kind: 'ipc' } });
+  });
+});
+
+describe('settings answers', () => {
+  it('accepts the map bare or wrapped, and numbers or booleans as text', () => {
+    expect(expectSettings({ a: '1' })).toEqual({ a: '1' });
+    expect(expectSettings({ settings: { a: 2, b: true } })).toEqual({ a: '2', b: 'true' });
+    expect(() => expectSettings({ a: {} })).toThrow(DataError);
+    expect(() => expectSettings([])).toThrow(DataError);
   });
 });

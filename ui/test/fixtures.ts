@@ -18,6 +18,8 @@ export function task(overrides: Partial<TaskView> = {}): TaskView {
     expiredAt: null,
     acknowledgedAt: null,
     lastWords: null,
+    waitingOnOwner: false,
+    deliveredAt: null,
     statusText: null,
     version: 1,
     ...overrides,

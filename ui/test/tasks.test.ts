@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { countTasks, firstLine, formatAge, formatAgo, groupByDesk, stateLabel } from '../src/tasks';
+import { countTasks, firstLine, formatAge, formatAgo, groupByDay, groupByDesk, isOpen, mergeTask, sortRecent, stateLabel } from '../src/tasks';
 import { task } from './fixtures';
 
 describe('groupByDesk', () => {
@@ -50,5 +50,50 @@ describe('wording', () => {
     expect(stateLabel(task({ state: 'submitted', queuePosition: 1 }))).toBe('queued');
     expect(stateLabel(task({ state: 'input-required' }))).toBe('blocked');
     expect(stateLabel(task({ state: 'canceled', expiredAt: '2026-11-30T10:00:00.000Z' }))).toBe('expired');
+  });
+});
+
+describe('live changes', () => {
+  const open = (t: { state: string }) => ['submitted', 'working', 'input-required'].includes(t.state);
+
+  it('adds, replaces and removes by whether the task still belongs', () => {
+    const a = task({ id: 'a', version: 1 });
+    const b = task({ id: 'b', version: 1 });
+    const list = [a, b];
+    expect(mergeTask(list, task({ id: 'c' }), open).map((t) => t.id)).toEqual(['a', 'b', 'c']);
+    const newer = task({ id: 'a', version: 2, lastWords: 'on it' });
+    expect(mergeTask(list, newer, open)).toEqual([newer, b]);
+    expect(mergeTask(list, task({ id: 'a', version: 2, state: 'completed' }), open)).toEqual([b]);
+    expect(mergeTask(list, task({ id: 'z', state: 'completed' }), open)).toEqual(list);
+  });
+
+  it('ignores a change older than the one shown', () => {
+    const shown = task({ id: 'a', version: 5, state: 'completed' });
+    expect(mergeTask([shown], task({ id: 'a', version: 4, state: 'working' }), () => true)).toEqual([shown]);
+  });
+});
+
+describe('recent', () => {
+  it('sorts the last to end first and groups by local day', () => {
+    const now = new Date(2026, 10, 30, 12, 0).getTime();
+    const at = (d: number, h: number) => new Date(2026, 10, d, h, 0).toISOString();
+    const sorted = sortRecent([
+      task({ id: 'old', updatedAt: at(27, 9) }),
+      task({ id: 'today', updatedAt: at(30, 8) }),
+      task({ id: 'yesterday', updatedAt: at(29, 23) }),
+      task({ id: 'today-later', updatedAt: at(30, 11) }),
+    ]);
+    expect(sorted.map((t) => t.id)).toEqual(['today-later', 'today', 'yesterday', 'old']);
+    const groups = groupByDay(sorted, now);
+    expect(groups.map((g) => [g.label === 'Today' || g.label === 'Yesterday' ? g.label : 'date', g.tasks.length])).toEqual([
+      ['Today', 2],
+      ['Yesterday', 1],
+      ['date', 1],
+    ]);
+  });
+
+  it('tells open from ended', () => {
+    expect(isOpen(task({ state: 'input-required' }))).toBe(true);
+    expect(isOpen(task({ state: 'canceled' }))).toBe(false);
   });
 });

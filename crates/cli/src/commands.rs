@@ -17,12 +17,24 @@ use crate::{
     TaskCommand,
 };
 
-pub fn serve(port: u16, data_dir: Option<PathBuf>, conformance: bool) -> anyhow::Result<()> {
+pub fn serve(
+    port: u16,
+    data_dir: Option<PathBuf>,
+    conformance: bool,
+    ui: Option<Option<PathBuf>>,
+) -> anyhow::Result<()> {
     let mut config = DaemonConfig::from_env()?;
     config.port = port;
     config.conformance = conformance;
     if let Some(dir) = data_dir {
         config.data_dir = dir;
+    }
+    if let Some(dir) = ui {
+        let exe = std::env::current_exe().ok();
+        config.ui_dir = Some(taskkeeper_server::ui::locate(
+            dir.as_deref(),
+            exe.as_deref(),
+        )?);
     }
     let _log = taskkeeper_server::logging::init(&config.data_dir)
         .with_context(|| format!("cannot open the log file in {}", config.data_dir.display()))?;

@@ -6,6 +6,7 @@ mod client;
 mod commands;
 mod connect;
 mod hook;
+mod open;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -36,6 +37,21 @@ enum Command {
         /// Add the scripted `tck` desk for the official A2A conformance kit (never for real work).
         #[arg(long)]
         conformance: bool,
+        /// Also serve the web UI at /ui/ (open it with `taskkeeper open`). DIR is the built
+        /// `ui/dist`; without it, TASKKEEPER_UI_DIR, else the one beside this binary or its
+        /// workspace.
+        #[arg(long, value_name = "DIR", num_args = 0..=1)]
+        ui: Option<Option<PathBuf>>,
+    },
+    /// Open the web UI in your browser, signed in as the owner (needs `taskkeeper serve --ui`).
+    ///
+    /// The owner token travels in the address's fragment (`/ui/#token=...`): browsers never
+    /// send the fragment to the server, so the token is not in any request line or log. The
+    /// page keeps it in the tab's session storage and removes it from the address bar.
+    Open {
+        /// Print the address (with the token) instead of opening a browser.
+        #[arg(long)]
+        print: bool,
     },
     /// Desks: named workers bound to a directory and an agent kind.
     #[command(subcommand)]
@@ -284,7 +300,9 @@ fn main() -> ExitCode {
             port,
             data_dir,
             conformance,
-        } => commands::serve(port, data_dir, conformance),
+            ui,
+        } => commands::serve(port, data_dir, conformance, ui),
+        Command::Open { print } => open::open(print),
         Command::Desk(cmd) => commands::desk(cmd),
         Command::Task(cmd) => commands::task(cmd),
         Command::Asker(cmd) => commands::asker(cmd),

@@ -1,0 +1,494 @@
+// Browser tests of the web UI (issue 6 "Proof"): real headless Chromium (Debian's
+// /usr/bin/chromium, driven by playwright-core) against a real `taskkeeper serve --ui` that
+// each test starts on a free port with a fresh data directory. Tasks come in over A2A, the
+// worker's endings through the owner API, and what the UI does is checked where it lands:
+// the asker's A2A view and the `taskkeeper` CLI. Screenshots go to tests/artifacts/browser/.
+//
+// Needs: TASKKEEPER_BIN (the built `taskkeeper`; the Makefile's test-browser target sets it),
+// a built ui/dist, and chromium (CHROMIUM overrides the path).
+
+import assert from 'node:assert/strict';
+import { execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { after, afterEach, before, beforeEach, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { chromium } from 'playwright-core';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const UI_DIST = resolve(here, '../dist');
+const ARTIFACTS = resolve(here, '../../tests/artifacts/browser');
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const BIN = process.env.TASKKEEPER_BIN;
+const TOKEN = randomBytes(32).toString('hex');
+const run = promisify(execFile);
+
+for (const [what, path, fix] of [
+  ['TASKKEEPER_BIN', BIN, 'build it (cargo build -p taskkeeper-cli) and set TASKKEEPER_BIN, or run `make test-browser`'],
+  ['the built UI', join(UI_DIST, 'index.html'), 'run `npm run build` in ui/'],
+  ['chromium', CHROMIUM, 'install Debian\'s chromium package or set CHROMIUM'],
+]) {
+  if (!path || !existsSync(path)) throw new Error(`missing ${what} (${path ?? 'unset'}): ${fix}`);
+}
+
+/** A `taskkeeper serve --ui` child on a free port, with its own data directory. */
+class Daemon {
+  static async start({ ui = true } = {}) {
+    const dir = await mkdtemp(join(tmpdir(), 'tk-browser-'));
+    const flags = ui ? ['--ui', UI_DIST] : [];
+    const child = spawn(BIN, ['serve', ...flags, '--port', '0', '--data-dir', join(dir, 'data')], {
+      env: { ...process.env, TASKKEEPER_TOKEN: TOKEN, RUST_LOG: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (b) => (stderr += b));
+    const base = await new Promise((ok, fail) => {
+      let out = '';
+      const timer = setTimeout(() => fail(new Error(`the daemon did not start in 30 s: ${stderr}`)), 30_000);
+      child.stdout.on('data', (b) => {
+        out += b;
+        const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
+        if (m) {
+          clearTimeout(timer);
+          ok(m[1]);
+        }
+      });
+      child.on('exit', (code) => fail(new Error(`the daemon exited (${code}): ${stderr}`)));
+    });
+    return new Daemon(child, dir, base);
+  }
+
+  constructor(child, dir, base) {
+    this.child = child;
+    this.dir = dir;
+    this.base = base;
+  }
+
+  async stop() {
+    if (this.child.exitCode === null) {
+      const exited = new Promise((ok) => this.child.once('exit', ok));
+      this.child.kill('SIGTERM');
+      await exited;
+    }
+    await rm(this.dir, { recursive: true, force: true });
+  }
+
+  /** An owner API call; returns the parsed body, failing on an unexpected status. */
+  async api(method, path, body, { token = TOKEN, expect = [200, 201, 204] } = {}) {
+    const res = await fetch(this.base + path, {
+      method,
+      headers: { Authorization: `Bearer ${token}`, ...(body ? { 'Content-Type': 'application/json' } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    const text = await res.text();
+    assert.ok(expect.includes(res.status), `${method} ${path}: HTTP ${res.status} ${text}`);
+    return text ? JSON.parse(text) : null;
+  }
+
+  /** An A2A v1.0 JSON-RPC call at a desk's endpoint, as an asker. */
+  async a2a(desk, method, params, token) {
+    const res = await fetch(`${this.base}/a2a/${desk}`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', 'A2A-Version': '1.0' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    });
+    const body = await res.json();
+    assert.ok(body.result, `${method}: ${JSON.stringify(body)}`);
+    return body.result;
+  }
+
+  async send(desk, text, askerToken) {
+    const result = await this.a2a(
+      desk,
+      'SendMessage',
+      {
+        message: { messageId: randomBytes(8).toString('hex'), role: 'ROLE_USER', parts: [{ text }] },
+        configuration: { returnImmediately: true },
+      },
+      askerToken,
+    );
+    return result.task;
+  }
+
+  async desk(name) {
+    const dir = join(this.dir, 'work', name);
+    await mkdir(dir, { recursive: true });
+    await this.api('POST', '/api/desks', { name, dir, agent: 'claude-code' });
+    return dir;
+  }
+
+  async asker(name) {
+    return (await this.api('POST', '/api/askers', { name })).token;
+  }
+
+  /** The `taskkeeper` CLI against this daemon. */
+  async cli(...args) {
+    return this.cliAs(TOKEN, ...args);
+  }
+
+  async cliAs(token, ...args) {
+    const { stdout } = await run(BIN, args, {
+      env: { ...process.env, TASKKEEPER_URL: this.base, TASKKEEPER_TOKEN: token },
+    });
+    return stdout.trim();
+  }
+
+  /** One Claude Code hook, as `taskkeeper hook` forwards it. */
+  async hook(session, event, cwd, extra = {}) {
+    const res = await fetch(`${this.base}/hooks/claude-code`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({
+        session_id: session,
+        hook_event_name: event,
+        cwd,
+        transcript_path: '/tmp/t.jsonl',
+        permission_mode: 'default',
+        ...extra,
+      }),
+    });
+    assert.equal(res.status, 200, `${event}: ${await res.text()}`);
+  }
+}
+
+let browser;
+let daemon;
+let page;
+let problems;
+let profile;
+
+before(async () => {
+  await mkdir(ARTIFACTS, { recursive: true });
+  profile = await mkdtemp(join(tmpdir(), 'tk-chromium-'));
+  browser = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
+    // The tray window's size: everything must fit and scroll there.
+    viewport: { width: 420, height: 600 },
+    colorScheme: 'light',
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  if (profile) await rm(profile, { recursive: true, force: true });
+});
+
+beforeEach(async () => {
+  daemon = await Daemon.start();
+  page = await browser.newPage();
+  problems = [];
+  // Console errors, page errors and CSP violations fail the test unless it expects them.
+  page.on('console', (m) => {
+    if (m.type() === 'error' || m.type() === 'warning') problems.push(`${m.type()}: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+});
+
+afterEach(async () => {
+  await page?.close();
+  await daemon?.stop();
+});
+
+/** Opens the UI the way the owner does: the address `taskkeeper open` makes. */
+async function openUi(path = '') {
+  const url = await daemon.cli('open', '--print');
+  assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/ui\/#token=[0-9a-f]{64}$/);
+  const response = await page.goto(url);
+  assert.equal(response.status(), 200);
+  if (path) await page.evaluate((p) => (window.location.hash = p), path);
+  await page.locator('[data-live="live"]').waitFor();
+  return response;
+}
+
+/** What the 420×600 window shows; `full` for the whole scrolled page. */
+const shot = (name, { full = false } = {}) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: full });
+const row = (text) => page.locator('[data-task-id]', { hasText: text });
+const noProblems = (allowed = []) =>
+  assert.deepEqual(
+    problems.filter((p) => !allowed.some((a) => a.test(p))),
+    [],
+    'console errors or CSP violations',
+  );
+
+test('the page loads with its security headers and says what to do when empty', async () => {
+  const response = await openUi();
+  const headers = response.headers();
+  assert.equal(
+    headers['content-security-policy'],
+    "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'",
+  );
+  assert.equal(headers['x-content-type-options'], 'nosniff');
+  assert.equal(headers['content-type'], 'text/html; charset=utf-8');
+  // The token left the address bar (and so history and bookmarks).
+  assert.equal(page.url(), `${daemon.base}/ui/`);
+
+  await page.getByRole('heading', { name: 'No open tasks.' }).waitFor();
+  assert.match(await page.locator('.empty').innerText(), /taskkeeper task add DESK/);
+  await shot('empty-open');
+
+  await page.getByRole('link', { name: 'Recent' }).click();
+  await page.getByRole('heading', { name: 'Nothing ended recently.' }).waitFor();
+  await page.getByRole('link', { name: 'Desks' }).click();
+  await page.getByRole('heading', { name: 'No desks yet.' }).waitFor();
+  assert.match(await page.locator('.connect').innerText(), /taskkeeper connect claude-code/);
+  await shot('empty-desks');
+
+  // A reload keeps the session (the token moved to sessionStorage).
+  await page.reload();
+  await page.getByRole('heading', { name: 'No desks yet.' }).waitFor();
+  noProblems();
+});
+
+test('lists tasks created over A2A, grouped by desk, with state, asker and queue position', async () => {
+  await daemon.desk('web');
+  await daemon.desk('api');
+  const planner = await daemon.asker('planner');
+  const first = await daemon.send('web', 'Add a --json flag\n\nThe list command should print JSON.', planner);
+  const second = await daemon.send('web', 'Then write the docs', planner);
+  await daemon.send('api', 'Rate-limit the login endpoint', planner);
+  assert.equal(first.status.state, 'TASK_STATE_WORKING');
+  assert.equal(second.status.state, 'TASK_STATE_SUBMITTED');
+
+  await openUi();
+  await row('Rate-limit the login endpoint').waitFor();
+  assert.deepEqual(await page.locator('.desk-name').allInnerTexts(), ['api\n1', 'web\n2']);
+  const working = row('Add a --json flag');
+  assert.match(await working.innerText(), /working/);
+  assert.match(await working.innerText(), /from planner/);
+  assert.match(await working.innerText(), /just now/);
+  // Only the request's first line is in the list.
+  assert.doesNotMatch(await working.innerText(), /print JSON/);
+  assert.match(await row('Then write the docs').innerText(), /queued #1/);
+  assert.equal(await page.locator('.summary').innerText(), '3 open');
+  await shot('open-list');
+
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await shot('open-list-dark');
+  const bg = await page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor);
+  assert.equal(bg, 'rgb(27, 28, 30)', 'the dark palette follows the system');
+  await page.emulateMedia({ colorScheme: 'light' });
+  noProblems();
+});
+
+test('updates live when a task changes, without reloading', async () => {
+  await daemon.desk('web');
+  const planner = await daemon.asker('planner');
+  const first = await daemon.send('web', 'Add a --json flag', planner);
+  await daemon.send('web', 'Then write the docs', planner);
+  await openUi();
+  await row('Then write the docs').waitFor();
+  await page.evaluate(() => (window.__sameDocument = true));
+
+  // A new task appears.
+  await daemon.send('web', 'And a changelog entry', planner);
+  await row('And a changelog entry').waitFor();
+  assert.match(await row('And a changelog entry').innerText(), /queued #2/);
+
+  // The worker ends the first: it leaves the open list, and the queue moves up.
+  await daemon.api('POST', `/api/tasks/${first.id}/update`, { status: 'done', text: 'Added --json with a test.' });
+  await row('Add a --json flag').waitFor({ state: 'detached' });
+  await page.waitForFunction(() =>
+    [...document.querySelectorAll('[data-task-id]')].some((r) => /working/.test(r.textContent) && /docs/.test(r.textContent)),
+  );
+  await page.waitForFunction(() =>
+    [...document.querySelectorAll('[data-task-id]')].some((r) => /queued #1/.test(r.textContent) && /changelog/.test(r.textContent)),
+  );
+
+  // Recent shows how it ended; the asker's acknowledgement shows up live too.
+  await page.getByRole('link', { name: 'Recent' }).click();
+  const ended = row('Add a --json flag');
+  await ended.waitFor();
+  assert.match(await ended.innerText(), /done/);
+  assert.match(await ended.innerText(), /Added --json with a test\./);
+  assert.match(await ended.innerText(), /not acknowledged/);
+  await daemon.a2a('web', 'AckTask', { id: first.id }, planner);
+  await page.waitForFunction(() => document.querySelector('.ack.is-acked') !== null);
+  await shot('recent');
+
+  assert.equal(await page.evaluate(() => window.__sameDocument), true, 'the page was not reloaded');
+  noProblems();
+});
+
+test('a cancel from the UI reaches the asker; the detail is reached and left by keyboard', async () => {
+  await daemon.desk('web');
+  const planner = await daemon.asker('planner');
+  const task = await daemon.send('web', 'Migrate the database\n\nKeep a backup first.', planner);
+  await openUi();
+  const link = page.locator(`[data-task-link="${task.id}"]`);
+  await link.waitFor();
+
+  // Tab reaches the row after the header's links; Enter opens it; Escape comes back to it.
+  for (let i = 0; i < 10 && !(await link.evaluate((el) => el === document.activeElement)); i++) {
+    await page.keyboard.press('Tab');
+  }
+  assert.equal(await link.evaluate((el) => el === document.activeElement), true, 'Tab reaches the task');
+  const outline = await link.evaluate((el) => getComputedStyle(el).outlineStyle);
+  assert.notEqual(outline, 'none', 'focus is visible');
+  await page.keyboard.press('Enter');
+  await page.getByRole('heading', { name: 'Migrate the database' }).waitFor();
+  assert.match(await page.locator('.history').innerText(), /Keep a backup first\./);
+  assert.match(await page.locator('.facts').innerText(), /Reminders\s+none sent/);
+  await shot('detail', { full: true });
+  await page.keyboard.press('Escape');
+  await link.waitFor();
+  await page.waitForFunction((id) => document.activeElement?.getAttribute('data-task-link') === id, task.id);
+
+  await page.keyboard.press('Enter');
+  await page.getByRole('button', { name: 'Cancel task…' }).click();
+  await page.getByLabel(/Cancel this task\?/).fill('Not needed any more');
+  await shot('detail-cancel');
+  await page.keyboard.press('Enter');
+  await page.getByText('Canceled; the asker is told.').waitFor();
+  await page.getByRole('button', { name: 'Remind now' }).waitFor({ state: 'detached' });
+
+  const seen = await daemon.a2a('web', 'GetTask', { id: task.id }, planner);
+  assert.equal(seen.status.state, 'TASK_STATE_CANCELED');
+  assert.match(JSON.stringify(seen.status.message), /Not needed any more/);
+
+  await page.keyboard.press('Escape');
+  await page.getByRole('heading', { name: 'No open tasks.' }).waitFor();
+  noProblems();
+});
+
+test('settings saved in the UI change `taskkeeper settings get`', async () => {
+  await openUi('#/settings');
+  const ladder = page.getByLabel('Further reminders');
+  await ladder.waitFor();
+  assert.equal(await ladder.inputValue(), '1m,2m,5m,10m');
+  await ladder.fill('10s,20s,30s');
+  await page.getByLabel('Reminders per hour').fill('4');
+  await page.getByLabel('Desktop notifications').uncheck();
+  // In a browser there is no autostart to switch.
+  assert.equal(await page.getByLabel('Start at login').count(), 0);
+  await page.getByRole('button', { name: 'Save' }).click();
+  await page.getByText('Saved 3 changes; in effect now.').waitFor();
+  await shot('settings');
+  await shot('settings-full', { full: true });
+
+  assert.equal(await daemon.cli('settings', 'get', 'reminders.ladder'), '10s,20s,30s');
+  assert.equal(await daemon.cli('settings', 'get', 'reminders.hourly_cap'), '4');
+  assert.equal(await daemon.cli('settings', 'get', 'notifications.enabled'), 'false');
+
+  // A change from elsewhere (the CLI) shows after the next re-read, e.g. on reload.
+  await daemon.cli('settings', 'set', 'tasks.keep_ended', '3d');
+  await page.reload();
+  await page.locator('[data-live="live"]').waitFor();
+  assert.equal(await page.getByLabel('Keep ended tasks for').inputValue(), '3d');
+  noProblems();
+});
+
+test("an invalid setting shows its error next to the field, from the UI's check and from the API", async () => {
+  await openUi('#/settings');
+  const stall = page.getByLabel('Stalled after');
+  await stall.waitFor();
+  const puts = [];
+  page.on('request', (r) => r.method() === 'PUT' && puts.push(r.url()));
+
+  // A typo is caught before any request.
+  await stall.fill('soon');
+  const field = page.locator('[data-setting="reminders.stall_after"]');
+  await field.locator('.field-error').waitFor();
+  assert.match(await field.locator('.field-error').innerText(), /duration such as 90s/);
+  await page.getByRole('button', { name: 'Save' }).click();
+  assert.deepEqual(puts, []);
+  assert.equal(await stall.evaluate((el) => el === document.activeElement), true, 'focus goes to the bad field');
+
+  // A value only the daemon can refuse (too long to count in seconds): its message, by the field.
+  await stall.fill('99999999999999999999d');
+  assert.equal(await field.locator('.field-error').count(), 0);
+  await page.getByRole('button', { name: 'Save' }).click();
+  await field.locator('.field-error').waitFor();
+  assert.match(await field.locator('.field-error').innerText(), /invalid value .* for reminders\.stall_after/);
+  assert.equal(puts.length, 1);
+  assert.equal(await stall.getAttribute('aria-invalid'), 'true');
+  await shot('settings-error');
+  assert.equal(await daemon.cli('settings', 'get', 'reminders.stall_after'), '30m', 'nothing was saved');
+  // The browser logs the refused PUT as a failed resource load.
+  noProblems([/status of 400/]);
+});
+
+test('a wrong or missing token gets a clear message, and nothing loads', async () => {
+  await page.goto(`${daemon.base}/ui/#token=${'0'.repeat(64)}`);
+  const alert = page.getByRole('alert').first();
+  await alert.waitFor();
+  assert.match(await alert.innerText(), /refused this page's owner token/);
+  assert.match(await alert.innerText(), /taskkeeper open/);
+  await page.locator('[data-live="failed"]').waitFor();
+  await shot('wrong-token');
+
+  const fresh = await browser.newPage();
+  try {
+    await fresh.goto(`${daemon.base}/ui/`);
+    await fresh.getByText(/This page has no owner token/).first().waitFor();
+  } finally {
+    await fresh.close();
+  }
+  noProblems([/status of 401/]);
+});
+
+test("desks and sessions show each session's state, and reminders pause per session and for all", async () => {
+  const dir = await daemon.desk('web');
+  await daemon.hook('s-1', 'SessionStart', dir, { source: 'startup' });
+  await daemon.hook('s-1', 'UserPromptSubmit', dir, { prompt: 'build it' });
+  await daemon.hook('s-1', 'PreToolUse', dir, {
+    tool_name: 'Bash',
+    tool_input: { command: 'npm run watch', run_in_background: true },
+  });
+  await daemon.hook('s-1', 'PostToolUse', dir, { tool_name: 'Bash', tool_response: { stdout: '', backgroundTaskId: 'bg-1' } });
+  await daemon.hook('s-1', 'Stop', dir, {
+    stop_hook_active: false,
+    last_assistant_message: 'Watching the build.',
+    background_tasks: [{ id: 'bg-1', type: 'shell', status: 'running', command: 'npm run watch' }],
+  });
+
+  await openUi('#/desks');
+  const session = page.locator('[data-session-id="s-1"]');
+  await session.waitFor();
+  const text = await session.innerText();
+  assert.match(text, /idle/);
+  assert.match(text, /Watching the build\./);
+  assert.match(text, /1 background command/);
+  assert.match(await page.locator('.connect').innerText(), /1 Claude Code session running/);
+
+  await session.getByRole('button', { name: 'Pause reminders' }).click();
+  await session.getByText("This session's reminders are paused.").waitFor();
+
+  await page.getByRole('button', { name: 'Pause all' }).click();
+  await page.getByText('All reminders are paused.', { exact: true }).waitFor();
+  assert.equal(await daemon.cli('settings', 'get', 'reminders.paused'), 'true');
+  await shot('desks');
+  // Every other view says so too, with the way back.
+  await page.getByRole('link', { name: 'Open' }).click();
+  await page.locator('.paused-bar').waitFor();
+  await page.locator('.paused-bar').getByRole('link', { name: 'Resume' }).click();
+  await page.getByRole('button', { name: 'Resume all' }).click();
+  await page.getByText('Reminders are on for every session.').waitFor();
+  assert.equal(await daemon.cli('settings', 'get', 'reminders.paused'), 'false');
+  noProblems();
+});
+
+test('`taskkeeper open` checks that the daemon serves the UI and that the token works', async () => {
+  // A wrong token is caught in the terminal, before a browser shows an error page.
+  await assert.rejects(daemon.cliAs('f'.repeat(64), 'open', '--print'), /owner token was refused/);
+  const plain = await Daemon.start({ ui: false });
+  try {
+    await assert.rejects(plain.cli('open', '--print'), /does not serve the web UI; restart it with `taskkeeper serve --ui`/);
+    const res = await fetch(`${plain.base}/ui/`);
+    assert.equal(res.status, 404);
+  } finally {
+    await plain.stop();
+  }
+});

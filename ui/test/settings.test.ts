@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import { changedSettings, fieldsFor, keyInMessage, SETTING_FIELDS, validateSetting, type SettingField } from '../src/settings';
+
+const field = (key: string): SettingField => {
+  const f = SETTING_FIELDS.find((x) => x.key === key);
+  if (!f) throw new Error(key);
+  return f;
+};
+
+describe('settings checks', () => {
+  it('knows every key the daemon has', () => {
+    expect(SETTING_FIELDS.map((f) => f.key).sort()).toEqual(
+      [
+        'reminders.first_after.claude-code',
+        'reminders.first_after.default',
+        'reminders.ladder',
+        'reminders.stall_after',
+        'reminders.hourly_cap',
+        'tasks.expire_after',
+        'tasks.keep_ended',
+        'a2a.blocking_wait_max',
+        'notifications.enabled',
+        'sessions.create_desks',
+        'reminders.paused',
+      ].sort(),
+    );
+  });
+
+  it('accepts what the daemon accepts and refuses its refusals', () => {
+    const stall = field('reminders.stall_after');
+    for (const ok of ['90s', '5m', '2h', '7d', ' 30m ']) expect(validateSetting(stall, ok)).toBeNull();
+    for (const bad of ['soon', '0m', '5w', '5', 'm', '', '-1m']) expect(validateSetting(stall, bad)).not.toBeNull();
+
+    const ladder = field('reminders.ladder');
+    expect(validateSetting(ladder, '10s, 20s,1m')).toBeNull();
+    for (const bad of ['', '1m,,2m', '1m,', 'x']) expect(validateSetting(ladder, bad)).not.toBeNull();
+
+    const cap = field('reminders.hourly_cap');
+    expect(validateSetting(cap, '6')).toBeNull();
+    expect(validateSetting(cap, '60')).toBeNull();
+    for (const bad of ['0', '61', '-1', '2.5', 'six', '']) expect(validateSetting(cap, bad)).not.toBeNull();
+
+    const bool = field('notifications.enabled');
+    expect(validateSetting(bool, 'true')).toBeNull();
+    expect(validateSetting(bool, 'yes')).not.toBeNull();
+  });
+
+  it('sends only what changed', () => {
+    expect(changedSettings({ a: '1', b: '2' }, { a: '1', b: '3' })).toEqual({ b: '3' });
+    expect(changedSettings({ a: '1' }, { a: '1' })).toEqual({});
+  });
+
+  it('finds the field an API error names, preferring the longest key', () => {
+    const keys = ['reminders.paused', 'reminders.first_after.default', 'reminders.first_after.default.extra'];
+    expect(keyInMessage('invalid value "x" for reminders.first_after.default: a duration', keys)).toBe(
+      'reminders.first_after.default',
+    );
+    expect(keyInMessage('bad reminders.first_after.default.extra', keys)).toBe('reminders.first_after.default.extra');
+    expect(keyInMessage('database is locked', keys)).toBeNull();
+  });
+
+  it("shows the daemon's keys in the panel's order, and keys it doesn't know yet at the end", () => {
+    const fields = fieldsFor({ 'zeta.new': 'x', 'reminders.ladder': '1m', 'reminders.first_after.default': '2m' });
+    expect(fields.map((f) => [f.key, f.kind])).toEqual([
+      ['reminders.first_after.default', 'duration'],
+      ['reminders.ladder', 'ladder'],
+      ['zeta.new', 'text'],
+    ]);
+  });
+});
