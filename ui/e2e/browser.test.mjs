@@ -137,6 +137,18 @@ class Daemon {
     return stdout.trim();
   }
 
+  /** The asyncRewake waiter's long poll: what Taskkeeper puts into the idle session next. */
+  async wait(session, cwd) {
+    const res = await fetch(`${this.base}/hooks/claude-code/wait`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ session_id: session, hook_event_name: 'Stop', cwd }),
+      signal: AbortSignal.timeout(30_000),
+    });
+    assert.equal(res.status, 200);
+    return res.json();
+  }
+
   /** One Claude Code hook, as `taskkeeper hook` forwards it. */
   async hook(session, event, cwd, extra = {}) {
     const res = await fetch(`${this.base}/hooks/claude-code`, {
@@ -491,4 +503,59 @@ test('`taskkeeper open` checks that the daemon serves the UI and that the token 
   } finally {
     await plain.stop();
   }
+});
+
+test('a stall reaches the window as a notice; Resume and Remind now act from the task', async () => {
+  const dir = await daemon.desk('web');
+  await daemon.api('PUT', '/api/settings', {
+    'reminders.first_after.claude-code': '1s',
+    'reminders.ladder': '1s',
+    'reminders.stall_after': '1s',
+  });
+  const planner = await daemon.asker('planner');
+  await openUi();
+  await page.getByRole('heading', { name: 'No open tasks.' }).waitFor();
+
+  // A Claude Code session takes the task at its Stop, then keeps stopping without ending it.
+  await daemon.hook('s-1', 'SessionStart', dir, { source: 'startup' });
+  await daemon.hook('s-1', 'UserPromptSubmit', dir, { prompt: 'hello' });
+  const task = await daemon.send('web', 'Fix the flaky login test', planner);
+  await daemon.hook('s-1', 'Stop', dir, { last_assistant_message: 'Hi', background_tasks: [] });
+  await daemon.hook('s-1', 'Stop', dir, { last_assistant_message: 'Now reading the logs…', background_tasks: [] });
+  for (const expected of ['Reminder #1', 'Reminder #2']) {
+    const reminder = await daemon.wait('s-1', dir);
+    assert.match(reminder.text, new RegExp(expected));
+    await daemon.hook('s-1', 'UserPromptSubmit', dir, { prompt: '<task-notification>…</task-notification>' });
+    await daemon.hook('s-1', 'Stop', dir, { last_assistant_message: 'Still on it', background_tasks: [] });
+  }
+  assert.match((await daemon.wait('s-1', dir)).text, /marked stalled/);
+
+  // The owner hears of it without reloading: a notice, the row's badge, the header's count.
+  const notice = page.locator('.notice-stalled');
+  await notice.waitFor();
+  assert.match(await notice.innerText(), /Stalled at web: Fix the flaky login test/);
+  await page.waitForFunction(() => /1 stalled/.test(document.querySelector('.summary')?.textContent ?? ''));
+  const stalledRow = row('Fix the flaky login test');
+  await stalledRow.locator('.badge-stalled').waitFor();
+  assert.match(await stalledRow.innerText(), /2 reminders sent, the last/);
+  assert.match(await stalledRow.innerText(), /Still on it/);
+  await shot('stalled');
+
+  await notice.getByRole('link').click();
+  await page.locator('.callout.is-stalled').waitFor();
+  await shot('detail-stalled', { full: true });
+  await page.getByRole('button', { name: 'Resume reminders' }).click();
+  await page.getByText('Reminders start again.').waitFor();
+  await page.locator('.callout.is-stalled').waitFor({ state: 'detached' });
+  await notice.waitFor({ state: 'detached' });
+  const resumed = await daemon.api('GET', `/api/tasks/${task.id}`);
+  assert.equal(resumed.stalledAt, null);
+  assert.equal(resumed.remindersSent, 0);
+
+  // Remind now: the session gets a reminder outside the ladder, through its waiter.
+  await daemon.api('PUT', '/api/settings', { 'reminders.paused': 'true' });
+  await page.getByRole('button', { name: 'Remind now' }).click();
+  await page.getByText('Reminder sent to the session.').waitFor();
+  assert.match((await daemon.wait('s-1', dir)).text, /Fix the flaky login test/);
+  noProblems();
 });

@@ -62,6 +62,12 @@ export function App({ data }: { data: DataSource }) {
     return data.subscribe({
       onTask: (task) => {
         open.update((list) => mergeTask(list, task, isOpen));
+        // A stall notice goes once its task is resumed or ended: it would only mislead.
+        if (task.stalledAt === null || !isOpen(task)) {
+          setNotices((list) =>
+            list.filter((n) => !(n.notice.kind === 'stalled' && n.notice.task.id === task.id)),
+          );
+        }
         open.refreshSoon();
         setChangeSeq((n) => n + 1);
       },
@@ -244,16 +250,18 @@ function Notices({ notices, onDismiss }: { notices: ShownNotice[]; onDismiss: (s
     <section class="notices" aria-label="notices" aria-live="polite">
       {notices.map(({ seq, notice }) => (
         <p key={seq} class={`notice notice-${notice.kind}`}>
-          {notice.kind === 'stalled' ? (
-            <>
-              <strong>Stalled</strong> at {notice.task.desk}:{' '}
-              <a href={routeHref({ view: 'task', id: notice.task.id })}>{firstLine(notice.task.request) || notice.task.id}</a>
-            </>
-          ) : (
-            <>
-              <strong>Session ended</strong> at {notice.desk} with {plural(notice.openTasks, 'task', 'tasks')} open.
-            </>
-          )}
+          <span class="notice-text">
+            {notice.kind === 'stalled' ? (
+              <>
+                <strong>Stalled</strong> at {notice.task.desk}:{' '}
+                <a href={routeHref({ view: 'task', id: notice.task.id })}>{firstLine(notice.task.request) || notice.task.id}</a>
+              </>
+            ) : (
+              <>
+                <strong>Session ended</strong> at {notice.desk} with {plural(notice.openTasks, 'task', 'tasks')} open.
+              </>
+            )}
+          </span>
           <button type="button" class="dismiss" aria-label="Dismiss" onClick={() => onDismiss(seq)}>
             ×
           </button>
