@@ -1,19 +1,216 @@
 //! The Tauri commands the window calls. They are thin: each one forwards to the daemon's
 //! [`OwnerService`], the same service behind the owner HTTP API, so an owner action exists once
-//! (DESIGN §8) and the webview never needs the owner token or a port.
+//! (DESIGN §8) and the webview never needs the owner token or a port. Arguments arrive in
+//! camelCase; errors leave as `{kind, message}` ([`OwnerError`]), the same kinds as `/api`.
+//!
+//! | command | arguments | answers | owner API twin |
+//! |---|---|---|---|
+//! | `list_tasks` | `state?` (`open`, `ended`, `all`), `desk?` | `TaskView[]` | `GET /api/tasks` |
+//! | `list_open_tasks` | | `TaskView[]` | `GET /api/tasks?state=open` |
+//! | `get_task` | `id` | `TaskDetail` | `GET /api/tasks/{id}` |
+//! | `cancel_task` | `id`, `reason?` | `TaskView` | `POST /api/tasks/{id}/cancel` |
+//! | `remind_task` | `id` | `TaskView` | `POST /api/tasks/{id}/remind` |
+//! | `resume_task` | `id` | `TaskView` | `POST /api/tasks/{id}/resume` |
+//! | `list_desks` | | `DeskView[]` | `GET /api/desks` |
+//! | `list_sessions` | | `SessionView[]` | `GET /api/sessions` |
+//! | `pause_session`, `resume_session` | `id` | `SessionView` | `POST /api/sessions/{id}/pause`, `…/resume` |
+//! | `get_settings` | | `{key: value}` | `GET /api/settings` |
+//! | `save_settings` | `changes` (`{key: value}`) | `{key: value}` | `PUT /api/settings` |
+//! | `pause_reminders`, `resume_reminders` | | `{key: value}` | `POST /api/reminders/pause`, `…/resume` |
+//! | `get_autostart` | | `bool` | (the app only) |
+//! | `set_autostart` | `enabled` | `bool` | (the app only) |
+//! | `ui_rendered` | `count` | | (the app's end-to-end test) |
 //!
 //! Commands live in this module rather than at the crate root because `#[tauri::command]` on a
 //! `pub fn` in `lib.rs` collides with the macro's own glue (E0255, docs/tauri.md §11).
 
-use taskkeeper_server::api::TaskView;
-use taskkeeper_server::{OwnerError, OwnerService, TaskQuery};
+use serde_json::{Map, Value};
+use taskkeeper_server::api::{DeskView, SessionView, TaskDetail, TaskView};
+use taskkeeper_server::{OwnerError, OwnerErrorKind, OwnerService, TaskQuery};
 use tauri::ipc::Invoke;
 use tauri::{Runtime, State};
+
+use crate::tray::{PAUSED_KEY, Refresh};
+
+/// The settings as the owner API shows them: every key with its value as text.
+pub type SettingsMap = Map<String, Value>;
 
 /// The open tasks of every desk, as the owner API's `GET /api/tasks?state=open` lists them.
 #[tauri::command]
 pub async fn list_open_tasks(owner: State<'_, OwnerService>) -> Result<Vec<TaskView>, OwnerError> {
     owner.list_tasks(TaskQuery::open()).await
+}
+
+/// Tasks by state (`open`, `ended`, or all when absent) and optionally one desk.
+#[tauri::command]
+pub async fn list_tasks(
+    owner: State<'_, OwnerService>,
+    state: Option<String>,
+    desk: Option<String>,
+) -> Result<Vec<TaskView>, OwnerError> {
+    owner.list_tasks(TaskQuery { state, desk }).await
+}
+
+/// One task with its history and artifacts.
+#[tauri::command]
+pub async fn get_task(
+    owner: State<'_, OwnerService>,
+    id: String,
+) -> Result<TaskDetail, OwnerError> {
+    owner.get_task(&id).await
+}
+
+/// Cancels a task for the owner; the asker sees CANCELED with the reason.
+#[tauri::command]
+pub async fn cancel_task(
+    owner: State<'_, OwnerService>,
+    id: String,
+    reason: Option<String>,
+) -> Result<TaskView, OwnerError> {
+    let reason = reason.filter(|r| !r.trim().is_empty());
+    owner.cancel_task(&id, reason).await
+}
+
+/// Reminds the desk's session of this task now, outside the ladder.
+#[tauri::command]
+pub async fn remind_task(
+    owner: State<'_, OwnerService>,
+    id: String,
+) -> Result<TaskView, OwnerError> {
+    owner.remind_now(&id).await
+}
+
+/// A stalled task's ladder starts again.
+#[tauri::command]
+pub async fn resume_task(
+    owner: State<'_, OwnerService>,
+    id: String,
+) -> Result<TaskView, OwnerError> {
+    owner.resume_task(&id).await
+}
+
+#[tauri::command]
+pub async fn list_desks(owner: State<'_, OwnerService>) -> Result<Vec<DeskView>, OwnerError> {
+    owner.list_desks().await
+}
+
+/// Sessions, most recently active first.
+#[tauri::command]
+pub async fn list_sessions(owner: State<'_, OwnerService>) -> Result<Vec<SessionView>, OwnerError> {
+    owner.list_sessions().await
+}
+
+/// Stops the watchdog from reminding one session.
+#[tauri::command]
+pub async fn pause_session(
+    owner: State<'_, OwnerService>,
+    id: String,
+) -> Result<SessionView, OwnerError> {
+    owner.pause_session(&id, true).await
+}
+
+#[tauri::command]
+pub async fn resume_session(
+    owner: State<'_, OwnerService>,
+    id: String,
+) -> Result<SessionView, OwnerError> {
+    owner.pause_session(&id, false).await
+}
+
+#[tauri::command]
+pub async fn get_settings(owner: State<'_, OwnerService>) -> Result<SettingsMap, OwnerError> {
+    owner.settings().await
+}
+
+/// Saves some settings (`{key: value}`, values as text; numbers and booleans are accepted and
+/// read as their text). All are checked first: one invalid value changes nothing. Answers every
+/// setting.
+#[tauri::command]
+pub async fn save_settings(
+    owner: State<'_, OwnerService>,
+    refresh: State<'_, Refresh>,
+    changes: SettingsMap,
+) -> Result<SettingsMap, OwnerError> {
+    let mut pairs = Vec::with_capacity(changes.len());
+    for (key, value) in changes {
+        let text = match value {
+            Value::String(s) => s,
+            Value::Number(n) => n.to_string(),
+            Value::Bool(b) => b.to_string(),
+            other => {
+                return Err(OwnerError::invalid(format!(
+                    "{key}: give the value as text, not {other}"
+                )));
+            }
+        };
+        pairs.push((key, text));
+    }
+    let settings = owner.set_settings(pairs).await?;
+    refresh.poke();
+    Ok(settings)
+}
+
+/// Pauses every reminder (the setting `reminders.paused`); answers every setting.
+#[tauri::command]
+pub async fn pause_reminders(
+    owner: State<'_, OwnerService>,
+    refresh: State<'_, Refresh>,
+) -> Result<SettingsMap, OwnerError> {
+    set_paused(&owner, &refresh, true).await
+}
+
+#[tauri::command]
+pub async fn resume_reminders(
+    owner: State<'_, OwnerService>,
+    refresh: State<'_, Refresh>,
+) -> Result<SettingsMap, OwnerError> {
+    set_paused(&owner, &refresh, false).await
+}
+
+async fn set_paused(
+    owner: &OwnerService,
+    refresh: &Refresh,
+    paused: bool,
+) -> Result<SettingsMap, OwnerError> {
+    let settings = owner
+        .set_settings(vec![(PAUSED_KEY.to_owned(), paused.to_string())])
+        .await?;
+    refresh.poke();
+    Ok(settings)
+}
+
+/// Starting the app at login. The app uses `tauri-plugin-autostart` ([`crate::PluginAutostart`]);
+/// tests on the mock runtime put a fake in its place so they touch no real login items.
+pub trait Autostart: Send + Sync {
+    fn is_enabled(&self) -> Result<bool, String>;
+    fn set_enabled(&self, enabled: bool) -> Result<(), String>;
+}
+
+/// The app's [`Autostart`], as managed state.
+pub struct AutostartState(pub Box<dyn Autostart>);
+
+fn autostart_error(message: String) -> OwnerError {
+    OwnerError {
+        kind: OwnerErrorKind::Internal,
+        message: format!("autostart: {message}"),
+    }
+}
+
+/// Whether the app starts at login.
+#[tauri::command]
+pub fn get_autostart(autostart: State<'_, AutostartState>) -> Result<bool, OwnerError> {
+    autostart.0.is_enabled().map_err(autostart_error)
+}
+
+/// Turns starting at login on or off; answers the new state as the system reports it.
+#[tauri::command]
+pub fn set_autostart(
+    autostart: State<'_, AutostartState>,
+    enabled: bool,
+) -> Result<bool, OwnerError> {
+    autostart.0.set_enabled(enabled).map_err(autostart_error)?;
+    tracing::info!(enabled, "autostart changed");
+    autostart.0.is_enabled().map_err(autostart_error)
 }
 
 /// The page reports how many tasks it drew after each change. The log line is how the app's
@@ -26,5 +223,23 @@ pub fn ui_rendered(count: u32) {
 
 /// The invoke handler for every command above, for any runtime (the real one and the mock).
 pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'static {
-    tauri::generate_handler![list_open_tasks, ui_rendered]
+    tauri::generate_handler![
+        list_open_tasks,
+        list_tasks,
+        get_task,
+        cancel_task,
+        remind_task,
+        resume_task,
+        list_desks,
+        list_sessions,
+        pause_session,
+        resume_session,
+        get_settings,
+        save_settings,
+        pause_reminders,
+        resume_reminders,
+        get_autostart,
+        set_autostart,
+        ui_rendered,
+    ]
 }

@@ -7,26 +7,53 @@
 //! (`taskkeeper-core`) don't (docs/tauri.md §2). The binary is `main.rs`, which calls [`main`].
 
 pub mod commands;
+pub mod events;
+pub mod notifications;
 pub mod tray;
+pub mod window;
 
 use std::process::ExitCode;
+use std::time::Instant;
 
 use anyhow::Context as _;
-use taskkeeper_server::{Daemon, DaemonConfig, OwnerService, TaskQuery};
-use tauri::{Manager as _, RunEvent, Runtime, WindowEvent};
+use taskkeeper_server::{Daemon, DaemonConfig, OwnerService};
+use tauri::{AppHandle, Manager as _, RunEvent, Runtime, Window, WindowEvent};
+use tauri_plugin_autostart::ManagerExt as _;
 
-use crate::tray::{Counts, Tray};
+use crate::commands::{Autostart, AutostartState};
+use crate::events::Navigate;
+use crate::notifications::{Click, DesktopNotifier};
+use crate::tray::{Refresh, Tray};
 
-/// The label of the one window, as in `tauri.conf.json` and the `main` capability.
-pub const MAIN_WINDOW: &str = "main";
+/// What the command line can ask for.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Flags {
+    /// `--show`: show the window at start instead of starting hidden in the tray (the
+    /// end-to-end tests' screenshots; handy when trying the app out).
+    pub show: bool,
+}
 
-/// How often the tray re-reads the counts. A later issue replaces this poll with the owner
-/// event stream; until then a few seconds of lag in the icon is the price.
+impl Flags {
+    /// Reads the flags; unknown ones are logged and ignored, so an autostart entry written by
+    /// a newer version never stops an older one from starting.
+    pub fn parse(args: impl IntoIterator<Item = String>) -> Self {
+        let mut flags = Flags::default();
+        for arg in args {
+            match arg.as_str() {
+                "--show" => flags.show = true,
+                other => tracing::warn!("ignoring an unknown argument {other:?}"),
+            }
+        }
+        flags
+    }
+}
 
 /// Runs the app until Quit (or SIGTERM/SIGINT). A daemon that can't start (port in use,
 /// database locked by another instance) is reported on stderr and in the log, and the process
-/// exits non-zero before any window opens.
+/// exits non-zero before any window opens. A second launch (where single instance is enforced:
+/// a session bus on Linux) shows the first one's window and exits 0.
 pub fn main() -> ExitCode {
+    let launched = Instant::now();
     let config = match DaemonConfig::from_env() {
         Ok(config) => config,
         Err(error) => {
@@ -43,9 +70,10 @@ pub fn main() -> ExitCode {
         }
     };
     log_panics();
+    let flags = Flags::parse(std::env::args().skip(1));
     // Logged while the guard still lives, so the line reaches the file; the log's stderr
     // layer shows it to whoever started the app.
-    run(config).unwrap_or_else(|error| {
+    run(config, flags, launched).unwrap_or_else(|error| {
         tracing::error!("taskkeeper-app failed: {error:#}");
         ExitCode::FAILURE
     })
@@ -65,43 +93,67 @@ fn log_panics() {
     }));
 }
 
-fn run(config: DaemonConfig) -> anyhow::Result<ExitCode> {
-    tracing::info!(data_dir = %config.data_dir.display(), port = config.port, "taskkeeper-app starting");
+fn run(mut config: DaemonConfig, flags: Flags, launched: Instant) -> anyhow::Result<ExitCode> {
+    tracing::info!(data_dir = %config.data_dir.display(), port = config.port, ?flags, "taskkeeper-app starting");
     check_display()?;
 
-    // The daemon runs on Tauri's own tokio runtime, started before the GUI so that a failure
-    // ends the process with a message instead of leaving a blank window behind.
+    // The daemon tells the notifier; the notifier's thread shows desktop notifications.
+    let notifier = DesktopNotifier::start().context("starting the notifier thread")?;
+    config.notifier = Some(notifier.clone());
+    let notices = notifier.subscribe();
+
+    let builder = tauri::Builder::default()
+        // First (plugins run in the order added): a second launch forwards to the running
+        // instance and exits here, before it touches the database or the port.
+        .plugin(tauri_plugin_single_instance::init(|app, _argv, _cwd| {
+            tracing::info!("another launch: showing this instance's window");
+            window::show(app);
+        }))
+        .plugin(tauri_plugin_autostart::Builder::new().build())
+        .plugin(tauri_plugin_positioner::init())
+        .invoke_handler(commands::handler())
+        .on_window_event(hide_on_close)
+        .setup(move |app| {
+            #[cfg(target_os = "macos")]
+            app.set_activation_policy(tauri::ActivationPolicy::Accessory);
+            let handle = app.handle().clone();
+            let owner = app.state::<OwnerService>().inner().clone();
+            let refresh = app.state::<Refresh>().inner().clone();
+            let tray = Tray::build(&handle)?;
+            tracing::info!(
+                startup_ms = u64::try_from(launched.elapsed().as_millis()).unwrap_or(u64::MAX),
+                "tray ready"
+            );
+            tauri::async_runtime::spawn(tray::follow(tray, owner.clone(), refresh));
+            tauri::async_runtime::spawn(events::forward_task_changes(handle.clone(), owner));
+            tauri::async_runtime::spawn(events::forward_notices(handle.clone(), notices));
+            #[cfg(unix)]
+            tauri::async_runtime::spawn(exit_on_signal(handle.clone()));
+            if flags.show
+                && let Some(window) = app.get_webview_window(window::MAIN)
+            {
+                window.show()?;
+            }
+            Ok(())
+        });
+    // Building runs the plugins: past this line this is the only instance.
+    let app = builder
+        .build(tauri::generate_context!())
+        .context("starting the window system")?;
+
+    // The daemon runs on Tauri's own tokio runtime, started before the event loop so that a
+    // failure ends the process with a message instead of leaving a blank window behind.
     let daemon =
         tauri::async_runtime::block_on(Daemon::start(config)).context("starting the daemon")?;
     tracing::info!(addr = %daemon.addr(), "daemon listening");
-
-    let builder = with_commands(tauri::Builder::default(), daemon.owner())
-        .on_window_event(|window, event| {
-            // The app lives in the tray: closing the window only hides it; Quit is in the menu.
-            if let WindowEvent::CloseRequested { api, .. } = event
-                && window.label() == MAIN_WINDOW
-            {
-                api.prevent_close();
-                if let Err(error) = window.hide() {
-                    tracing::warn!(%error, "could not hide the main window");
-                }
-            }
-        })
-        .setup(|app| {
-            let tray = Tray::build(app.handle())?;
-            let owner = app.state::<OwnerService>().inner().clone();
-            tauri::async_runtime::spawn(keep_tray_current(tray, owner));
-            #[cfg(unix)]
-            tauri::async_runtime::spawn(exit_on_signal(app.handle().clone()));
-            Ok(())
-        });
-    let app = match builder.build(tauri::generate_context!()) {
-        Ok(app) => app,
-        Err(error) => {
-            tauri::async_runtime::block_on(daemon.shutdown());
-            return Err(anyhow::Error::new(error).context("starting the window system"));
-        }
-    };
+    let owner = daemon.owner();
+    app.manage(owner.clone());
+    app.manage(Refresh::default());
+    app.manage(AutostartState(Box::new(PluginAutostart(
+        app.handle().clone(),
+    ))));
+    let handle = app.handle().clone();
+    notifier.attach(owner, move |click| open_from_notification(&handle, click));
 
     let code = app.run_return(|_app, event| {
         if let RunEvent::ExitRequested { code, .. } = event {
@@ -117,6 +169,46 @@ fn run(config: DaemonConfig) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// The app lives in the tray: closing the window only hides it; Quit is in the menu.
+fn hide_on_close<R: Runtime>(window: &Window<R>, event: &WindowEvent) {
+    if let WindowEvent::CloseRequested { api, .. } = event
+        && window.label() == window::MAIN
+    {
+        api.prevent_close();
+        if let Err(error) = window.hide() {
+            tracing::warn!(%error, "could not hide the main window");
+        }
+    }
+}
+
+/// A click on a desktop notification: the window, on the task when there is one.
+fn open_from_notification<R: Runtime>(app: &AppHandle<R>, click: &Click) {
+    window::show(app);
+    if let Click::Task(id) = click {
+        events::navigate(app, &Navigate::task(id.clone()));
+    }
+}
+
+/// Starting at login through `tauri-plugin-autostart` (an XDG autostart entry on Linux, a
+/// LaunchAgent on macOS, the Run key on Windows).
+pub struct PluginAutostart<R: Runtime>(pub AppHandle<R>);
+
+impl<R: Runtime> Autostart for PluginAutostart<R> {
+    fn is_enabled(&self) -> Result<bool, String> {
+        self.0.autolaunch().is_enabled().map_err(|e| e.to_string())
+    }
+
+    fn set_enabled(&self, enabled: bool) -> Result<(), String> {
+        let launch = self.0.autolaunch();
+        let result = if enabled {
+            launch.enable()
+        } else {
+            launch.disable()
+        };
+        result.map_err(|e| e.to_string())
+    }
 }
 
 /// GTK panics deep inside Tauri when there is no display; say so plainly, before the daemon
@@ -135,57 +227,16 @@ fn check_display() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Adds the owner service and the window's commands to a builder. Shared by the app and its
-/// tests on the mock runtime, so both exercise the same wiring.
+/// Adds the window's commands and the state they use (the owner service, the tray's refresh)
+/// to a builder. The tests on the mock runtime use it, with their own [`AutostartState`].
 pub fn with_commands<R: Runtime>(
     builder: tauri::Builder<R>,
     owner: OwnerService,
 ) -> tauri::Builder<R> {
-    builder.manage(owner).invoke_handler(commands::handler())
-}
-
-/// Recounts after every task change the daemon publishes (and once at start) and updates the
-/// tray when the counts differ: no work while nothing changes. Errors are logged once per
-/// change of message, so a broken store doesn't flood the log.
-async fn keep_tray_current<R: Runtime>(tray: Tray<R>, owner: OwnerService) {
-    let mut shown: Option<Counts> = None;
-    let mut last_error: Option<String> = None;
-    let mut changes = owner.changes();
-    let mut first = true;
-    loop {
-        if !std::mem::take(&mut first) {
-            match changes.recv().await {
-                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-            }
-        }
-        let tasks = match owner.list_tasks(TaskQuery::open()).await {
-            Ok(tasks) => tasks,
-            Err(error) => {
-                let message = error.to_string();
-                if last_error.as_ref() != Some(&message) {
-                    tracing::warn!(%message, "could not count open tasks for the tray");
-                    last_error = Some(message);
-                }
-                continue;
-            }
-        };
-        last_error = None;
-        let counts = Counts {
-            open: tasks.len(),
-            stalled: tasks.iter().filter(|t| t.stalled_at.is_some()).count(),
-        };
-        if shown == Some(counts) {
-            continue;
-        }
-        match tray.show(counts) {
-            Ok(()) => {
-                tracing::debug!(open = counts.open, stalled = counts.stalled, "tray updated");
-                shown = Some(counts);
-            }
-            Err(error) => tracing::warn!(%error, "could not update the tray"),
-        }
-    }
+    builder
+        .manage(owner)
+        .manage(Refresh::default())
+        .invoke_handler(commands::handler())
 }
 
 /// SIGTERM (a service manager, the end-to-end test) and SIGINT (Ctrl-C in a terminal) quit the

@@ -1,15 +1,31 @@
 //! The tray icon and its menu. Built once at start and then only changed (docs/tauri.md §4:
-//! rebuilding a tray moves it around on some desktops). On Linux the stock tray reports no
-//! clicks, so the menu's first item is the way in and carries the counts.
+//! rebuilding a tray moves it around on some desktops).
+//!
+//! The icon has three designed states ([`TrayState`]: nothing open, tasks open, something
+//! stalled), drawn by `icons/make_icons.py`. The menu is the way in on Linux, whose stock tray
+//! reports no clicks: its first item opens the window and carries the counts. On macOS and
+//! Windows a left click toggles the window near the icon, and the tooltip carries the counts.
 
+use std::sync::Arc;
+
+use taskkeeper_server::{OwnerService, TaskQuery};
 use tauri::image::Image;
-use tauri::menu::{MenuBuilder, MenuItem, MenuItemBuilder};
-use tauri::tray::{TrayIcon, TrayIconBuilder};
+use tauri::menu::{MenuBuilder, MenuEvent, MenuItem, MenuItemBuilder};
+use tauri::tray::{MouseButton, MouseButtonState, TrayIcon, TrayIconBuilder, TrayIconEvent};
 use tauri::{AppHandle, Manager as _, Runtime};
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::events::{self, Navigate};
+use crate::window;
 
 const TRAY_ID: &str = "main";
 const MENU_OPEN: &str = "open";
+const MENU_REMINDERS: &str = "reminders";
+const MENU_SETTINGS: &str = "settings";
 const MENU_QUIT: &str = "quit";
+
+/// The setting the Pause/Resume item flips.
+pub const PAUSED_KEY: &str = "reminders.paused";
 
 /// What the owner needs to know at a glance; it decides the icon and the menu text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -18,84 +34,269 @@ pub struct Counts {
     pub stalled: usize,
 }
 
-impl Counts {
-    /// The "Open" item's text, e.g. "Open — 3 open · 1 stalled".
-    pub fn menu_text(self) -> String {
-        match (self.open, self.stalled) {
-            (0, _) => "Open — nothing open".to_owned(),
-            (open, 0) => format!("Open — {open} open"),
-            (open, stalled) => format!("Open — {open} open · {stalled} stalled"),
+/// The icon's three states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrayState {
+    /// Nothing open.
+    Idle,
+    /// Tasks open, none stalled.
+    Open,
+    /// At least one task stalled.
+    Stalled,
+}
+
+impl TrayState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TrayState::Idle => "idle",
+            TrayState::Open => "open",
+            TrayState::Stalled => "stalled",
         }
     }
 
     fn icon(self) -> Image<'static> {
-        // Decoded at compile time: no PNG decoder at run time and no chance of a zero-sized image.
-        if self.stalled > 0 {
-            tauri::include_image!("icons/tray-stalled@2x.png")
-        } else if self.open > 0 {
-            tauri::include_image!("icons/tray-open@2x.png")
-        } else {
-            tauri::include_image!("icons/tray-idle@2x.png")
+        // Decoded at compile time: no PNG decoder at run time and no chance of a zero-sized
+        // image (which panics inside muda on macOS, docs/tauri.md §4).
+        match self {
+            TrayState::Idle => tauri::include_image!("icons/tray-idle@2x.png"),
+            TrayState::Open => tauri::include_image!("icons/tray-open@2x.png"),
+            TrayState::Stalled => tauri::include_image!("icons/tray-stalled@2x.png"),
         }
     }
+}
+
+impl Counts {
+    pub fn state(self) -> TrayState {
+        if self.stalled > 0 {
+            TrayState::Stalled
+        } else if self.open > 0 {
+            TrayState::Open
+        } else {
+            TrayState::Idle
+        }
+    }
+
+    /// The counts in words: "nothing open", "3 open", "3 open · 1 stalled".
+    pub fn summary(self) -> String {
+        match (self.open, self.stalled) {
+            (0, _) => "nothing open".to_owned(),
+            (open, 0) => format!("{open} open"),
+            (open, stalled) => format!("{open} open · {stalled} stalled"),
+        }
+    }
+
+    /// The "Open" item's text, e.g. "Open — 3 open · 1 stalled".
+    pub fn menu_text(self) -> String {
+        format!("Open — {}", self.summary())
+    }
+
+    /// The tooltip (macOS, Windows), e.g. "Taskkeeper — 3 open · 1 stalled".
+    pub fn tooltip(self) -> String {
+        format!("Taskkeeper — {}", self.summary())
+    }
+}
+
+/// The Pause/Resume item's text for the current setting.
+pub fn reminders_text(paused: bool) -> &'static str {
+    if paused {
+        "Resume reminders"
+    } else {
+        "Pause reminders"
+    }
+}
+
+/// Everything the tray shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrayView {
+    pub counts: Counts,
+    pub reminders_paused: bool,
 }
 
 /// The parts of the tray that change after start.
 pub struct Tray<R: Runtime> {
     icon: TrayIcon<R>,
     open_item: MenuItem<R>,
+    reminders_item: MenuItem<R>,
 }
 
 impl<R: Runtime> Tray<R> {
     /// Creates the tray with its menu. Before the first count the item just says "Open".
     pub fn build(app: &AppHandle<R>) -> tauri::Result<Self> {
         let open_item = MenuItemBuilder::with_id(MENU_OPEN, "Open").build(app)?;
-        let quit_item = MenuItemBuilder::with_id(MENU_QUIT, "Quit").build(app)?;
+        let reminders_item =
+            MenuItemBuilder::with_id(MENU_REMINDERS, reminders_text(false)).build(app)?;
+        let settings_item = MenuItemBuilder::with_id(MENU_SETTINGS, "Settings…").build(app)?;
+        let quit_item = MenuItemBuilder::with_id(MENU_QUIT, "Quit Taskkeeper").build(app)?;
         let menu = MenuBuilder::new(app)
             .item(&open_item)
+            .separator()
+            .item(&reminders_item)
+            .item(&settings_item)
             .separator()
             .item(&quit_item)
             .build()?;
         let icon = TrayIconBuilder::with_id(TRAY_ID)
-            .icon(Counts::default().icon())
+            .icon(TrayState::Idle.icon())
             .tooltip("Taskkeeper")
             .menu(&menu)
-            .on_menu_event(|app, event| match event.id().as_ref() {
-                MENU_OPEN => show_main_window(app),
-                MENU_QUIT => {
-                    tracing::info!("quit chosen from the tray menu");
-                    app.exit(0);
+            // A left click toggles the window (macOS, Windows); the menu is on the right button.
+            .show_menu_on_left_click(false)
+            .on_menu_event(on_menu_event)
+            .on_tray_icon_event(|tray, event| {
+                let app = tray.app_handle();
+                tauri_plugin_positioner::on_tray_event(app, &event);
+                if let TrayIconEvent::Click {
+                    button: MouseButton::Left,
+                    button_state: MouseButtonState::Up,
+                    ..
+                } = event
+                {
+                    window::toggle(app);
                 }
-                _ => {}
             })
             .build(app)?;
-        Ok(Self { icon, open_item })
+        Ok(Self {
+            icon,
+            open_item,
+            reminders_item,
+        })
     }
 
-    /// Shows new counts: icon, menu text, and the tooltip where the platform has one.
-    pub fn show(&self, counts: Counts) -> tauri::Result<()> {
-        let text = counts.menu_text();
-        self.icon.set_icon(Some(counts.icon()))?;
-        self.open_item.set_text(&text)?;
-        self.icon.set_tooltip(Some(format!(
-            "Taskkeeper: {}",
-            text.trim_start_matches("Open — ")
-        )))?;
+    /// Shows a new view: icon, menu texts, tooltip (macOS, Windows) and the stalled count
+    /// beside the icon (Linux, macOS).
+    pub fn show(&self, view: TrayView) -> tauri::Result<()> {
+        let counts = view.counts;
+        self.icon.set_icon(Some(counts.state().icon()))?;
+        self.open_item.set_text(counts.menu_text())?;
+        self.reminders_item
+            .set_text(reminders_text(view.reminders_paused))?;
+        self.icon.set_tooltip(Some(counts.tooltip()))?;
+        let title = (counts.stalled > 0).then(|| counts.stalled.to_string());
+        self.icon.set_title(title)?;
         Ok(())
     }
 }
 
-/// Brings the window back from the tray.
-pub fn show_main_window<R: Runtime>(app: &AppHandle<R>) {
-    let Some(window) = app.get_webview_window(crate::MAIN_WINDOW) else {
-        tracing::warn!("the main window is gone; nothing to show");
-        return;
-    };
-    let shown = window
-        .show()
-        .and_then(|()| window.unminimize())
-        .and_then(|()| window.set_focus());
-    if let Err(error) = shown {
-        tracing::warn!(%error, "could not show the main window");
+fn on_menu_event<R: Runtime>(app: &AppHandle<R>, event: MenuEvent) {
+    match event.id().as_ref() {
+        MENU_OPEN => window::show(app),
+        MENU_REMINDERS => {
+            let app = app.clone();
+            tauri::async_runtime::spawn(async move { flip_reminders(&app).await });
+        }
+        MENU_SETTINGS => {
+            window::show(app);
+            events::navigate(app, &Navigate::SETTINGS);
+        }
+        MENU_QUIT => {
+            tracing::info!("quit chosen from the tray menu");
+            app.exit(0);
+        }
+        _ => {}
     }
+}
+
+/// Pause reminders if they run, resume them if paused: the item's text says which.
+async fn flip_reminders<R: Runtime>(app: &AppHandle<R>) {
+    let owner = app.state::<OwnerService>().inner().clone();
+    let paused = match owner.settings().await {
+        Ok(settings) => is_paused(&settings),
+        Err(error) => {
+            tracing::warn!(%error, "could not read whether reminders are paused");
+            return;
+        }
+    };
+    let value = if paused { "false" } else { "true" };
+    match owner
+        .set_settings(vec![(PAUSED_KEY.to_owned(), value.to_owned())])
+        .await
+    {
+        Ok(_) => tracing::info!(
+            paused = !paused,
+            "reminders paused or resumed from the tray"
+        ),
+        Err(error) => tracing::warn!(%error, "could not pause or resume reminders"),
+    }
+    app.state::<Refresh>().poke();
+}
+
+/// Whether the settings map says reminders are paused.
+pub fn is_paused(settings: &serde_json::Map<String, serde_json::Value>) -> bool {
+    settings.get(PAUSED_KEY).and_then(|v| v.as_str()) == Some("true")
+}
+
+/// Asks the tray to re-read what it shows: after a settings change made through the app (the
+/// daemon publishes task changes, not settings changes).
+#[derive(Debug, Clone, Default)]
+pub struct Refresh(Arc<tokio::sync::Notify>);
+
+impl Refresh {
+    pub fn poke(&self) {
+        self.0.notify_one();
+    }
+}
+
+/// Keeps the tray current: re-reads after every task change the daemon publishes, after every
+/// [`Refresh::poke`], and once at start, and touches the tray only when what it shows differs.
+/// A change of state is logged (`tray state stalled`), which is also how the end-to-end test
+/// sees the tray. Errors are logged once per change of message, so a broken store doesn't
+/// flood the log.
+pub async fn follow<R: Runtime>(tray: Tray<R>, owner: OwnerService, refresh: Refresh) {
+    let mut shown: Option<TrayView> = None;
+    let mut last_error: Option<String> = None;
+    let mut changes = owner.changes();
+    let mut first = true;
+    loop {
+        if !std::mem::take(&mut first) {
+            tokio::select! {
+                change = changes.recv() => match change {
+                    Ok(_) | Err(RecvError::Lagged(_)) => {}
+                    Err(RecvError::Closed) => return,
+                },
+                () = refresh.0.notified() => {}
+            }
+        }
+        let view = match read_view(&owner).await {
+            Ok(view) => view,
+            Err(error) => {
+                let message = error.to_string();
+                if last_error.as_ref() != Some(&message) {
+                    tracing::warn!(%message, "could not read the tray's counts");
+                    last_error = Some(message);
+                }
+                continue;
+            }
+        };
+        last_error = None;
+        if shown == Some(view) {
+            continue;
+        }
+        match tray.show(view) {
+            Ok(()) => {
+                let state = view.counts.state();
+                if shown.is_none_or(|s| s.counts.state() != state) {
+                    tracing::info!(
+                        open = view.counts.open,
+                        stalled = view.counts.stalled,
+                        "tray state {}",
+                        state.as_str()
+                    );
+                }
+                shown = Some(view);
+            }
+            Err(error) => tracing::warn!(%error, "could not update the tray"),
+        }
+    }
+}
+
+async fn read_view(owner: &OwnerService) -> Result<TrayView, taskkeeper_server::OwnerError> {
+    let tasks = owner.list_tasks(TaskQuery::open()).await?;
+    let settings = owner.settings().await?;
+    Ok(TrayView {
+        counts: Counts {
+            open: tasks.len(),
+            stalled: tasks.iter().filter(|t| t.stalled_at.is_some()).count(),
+        },
+        reminders_paused: is_paused(&settings),
+    })
 }

@@ -1,135 +1,448 @@
-//! The window's commands through Tauri's IPC layer on the mock runtime, against a real daemon
-//! on a temporary data directory: what the page gets is what the owner service says.
+//! The window's commands through Tauri's IPC layer on the mock runtime (no display), against a
+//! real daemon on a temporary data directory: what the page gets is what the owner service says,
+//! in the owner API's camelCase shapes, and errors arrive as `{kind, message}`. One test per
+//! command group, plus the events the app sends to the page.
+
+use std::sync::Mutex;
+use std::sync::mpsc;
+use std::time::Duration;
 
 use serde_json::{Value, json};
-use taskkeeper_app_lib::tray::Counts;
-use taskkeeper_server::{Daemon, DaemonConfig};
+use taskkeeper_app_lib::commands::{Autostart, AutostartState};
+use taskkeeper_app_lib::events::{self, Navigate};
+use taskkeeper_app_lib::tray::{Counts, TrayState, reminders_text};
+use taskkeeper_app_lib::{Flags, with_commands};
+use taskkeeper_server::notify::Notice;
+use taskkeeper_server::{Daemon, DaemonConfig, OwnerService};
 use tauri::async_runtime::block_on;
 use tauri::ipc::{CallbackFn, InvokeBody};
 use tauri::test::{
     INVOKE_KEY, MockRuntime, get_ipc_response, mock_builder, mock_context, noop_assets,
 };
 use tauri::webview::InvokeRequest;
-use tauri::{WebviewUrl, WebviewWindow, WebviewWindowBuilder};
+use tauri::{App, Listener as _, Manager as _, WebviewUrl, WebviewWindow, WebviewWindowBuilder};
 
-fn invoke(webview: &WebviewWindow<MockRuntime>, cmd: &str, args: Value) -> Result<Value, Value> {
-    let request = InvokeRequest {
-        cmd: cmd.into(),
-        callback: CallbackFn(0),
-        error: CallbackFn(1),
-        url: "tauri://localhost".parse().unwrap(),
-        body: InvokeBody::Json(args),
-        headers: Default::default(),
-        invoke_key: INVOKE_KEY.to_owned(),
-    };
-    get_ipc_response(webview, request).map(|body| body.deserialize::<Value>().unwrap())
+use crate::support::Owner;
+
+const TOKEN: &str = "test-token";
+
+/// A daemon, the app's commands on the mock runtime, and the window that calls them.
+struct Fixture {
+    daemon: Option<Daemon>,
+    owner: OwnerService,
+    app: App<MockRuntime>,
+    webview: WebviewWindow<MockRuntime>,
+    dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        Fixture::with_autostart(FakeAutostart::default())
+    }
+
+    fn with_autostart(autostart: impl Autostart + 'static) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = DaemonConfig::new(0, dir.path().to_owned());
+        config.token = Some(TOKEN.to_owned());
+        let daemon = block_on(Daemon::start(config)).unwrap();
+        let owner = daemon.owner();
+        let app = with_commands(mock_builder(), owner.clone())
+            .manage(AutostartState(Box::new(autostart)))
+            .build(mock_context(noop_assets()))
+            .unwrap();
+        let webview = WebviewWindowBuilder::new(&app, "main", WebviewUrl::default())
+            .build()
+            .unwrap();
+        Fixture {
+            daemon: Some(daemon),
+            owner,
+            app,
+            webview,
+            dir,
+        }
+    }
+
+    fn invoke(&self, cmd: &str, args: Value) -> Result<Value, Value> {
+        let request = InvokeRequest {
+            cmd: cmd.into(),
+            callback: CallbackFn(0),
+            error: CallbackFn(1),
+            url: "tauri://localhost".parse().unwrap(),
+            body: InvokeBody::Json(args),
+            headers: Default::default(),
+            invoke_key: INVOKE_KEY.to_owned(),
+        };
+        get_ipc_response(&self.webview, request).map(|body| body.deserialize::<Value>().unwrap())
+    }
+
+    fn ok(&self, cmd: &str, args: Value) -> Value {
+        self.invoke(cmd, args)
+            .unwrap_or_else(|e| panic!("{cmd} failed: {e}"))
+    }
+
+    /// The error's `kind`, checking it has a message too.
+    fn err_kind(&self, cmd: &str, args: Value) -> String {
+        let error = self
+            .invoke(cmd, args)
+            .err()
+            .unwrap_or_else(|| panic!("{cmd} succeeded"));
+        assert!(
+            error["message"].as_str().is_some_and(|m| !m.is_empty()),
+            "{cmd}: no message in {error}"
+        );
+        error["kind"].as_str().unwrap().to_owned()
+    }
+
+    fn http(&self) -> Owner {
+        Owner::new(self.daemon.as_ref().unwrap().addr().port(), TOKEN)
+    }
+
+    fn desk(&self, name: &str) -> std::path::PathBuf {
+        let dir = self.dir.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        block_on(
+            self.owner
+                .add_desk(name, Some("claude-code"), dir.to_str().unwrap()),
+        )
+        .unwrap();
+        dir
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        if let Some(daemon) = self.daemon.take() {
+            block_on(daemon.shutdown());
+        }
+    }
+}
+
+#[derive(Default)]
+struct FakeAutostart {
+    enabled: Mutex<bool>,
+    broken: bool,
+}
+
+impl Autostart for FakeAutostart {
+    fn is_enabled(&self) -> Result<bool, String> {
+        if self.broken {
+            return Err("no autostart directory".to_owned());
+        }
+        Ok(*self.enabled.lock().unwrap())
+    }
+
+    fn set_enabled(&self, enabled: bool) -> Result<(), String> {
+        if self.broken {
+            return Err("no autostart directory".to_owned());
+        }
+        *self.enabled.lock().unwrap() = enabled;
+        Ok(())
+    }
 }
 
 #[test]
-fn list_open_tasks_returns_the_owner_services_open_tasks() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = DaemonConfig::new(0, dir.path().to_owned());
-    config.token = Some("test-token".to_owned());
-    let daemon = block_on(Daemon::start(config)).unwrap();
-    let owner = daemon.owner();
+fn task_commands_list_read_cancel_remind_and_resume() {
+    let f = Fixture::new();
+    assert_eq!(f.ok("list_open_tasks", json!({})), json!([]));
+    assert_eq!(f.ok("list_tasks", json!({ "state": "open" })), json!([]));
 
-    let app = taskkeeper_app_lib::with_commands(mock_builder(), owner.clone())
-        .build(mock_context(noop_assets()))
-        .unwrap();
-    let webview = WebviewWindowBuilder::new(&app, "main", WebviewUrl::default())
-        .build()
-        .unwrap();
+    f.desk("web");
+    let first = block_on(
+        f.owner
+            .create_task("web", "Add a --json flag\nand a test for it", None),
+    )
+    .unwrap();
+    let second = block_on(f.owner.create_task("web", "Then the docs", None)).unwrap();
 
-    assert_eq!(
-        invoke(&webview, "list_open_tasks", json!({})),
-        Ok(json!([]))
-    );
-
-    block_on(owner.add_desk("web", Some("claude-code"), "/tmp")).unwrap();
-    let created =
-        block_on(owner.create_task("web", "Add a --json flag\nand a test for it", None)).unwrap();
-
-    let listed = invoke(&webview, "list_open_tasks", json!({})).unwrap();
-    let tasks = listed.as_array().unwrap();
-    assert_eq!(tasks.len(), 1, "{listed:#}");
-    let task = &tasks[0];
+    let open = f.ok("list_tasks", json!({ "state": "open" }));
+    assert_eq!(open.as_array().unwrap().len(), 2, "{open:#}");
+    let task = &open[0];
     // The page reads camelCase keys; a rename on the Rust side would break it silently.
-    assert_eq!(task["id"], json!(created.id));
-    assert_eq!(task["desk"], json!("web"));
+    assert_eq!(task["id"], json!(first.id));
     assert_eq!(
         task["request"],
         json!("Add a --json flag\nand a test for it")
     );
-    assert_eq!(task["remindersSent"], json!(0));
     for key in [
         "contextId",
+        "desk",
         "asker",
         "state",
         "createdAt",
         "updatedAt",
         "queuePosition",
-        "lastWords",
+        "remindersSent",
+        "lastReminderAt",
         "stalledAt",
+        "lastWords",
+        "waitingOnOwner",
         "version",
     ] {
         assert!(task.get(key).is_some(), "missing {key} in {task:#}");
     }
-
-    // Once the task is cancelled it is no longer open.
-    block_on(owner.cancel_task(&created.id, None)).unwrap();
+    assert_eq!(f.ok("list_open_tasks", json!({})), open);
     assert_eq!(
-        invoke(&webview, "list_open_tasks", json!({})),
-        Ok(json!([]))
+        f.ok("list_tasks", json!({ "desk": "web" })),
+        open,
+        "all states of one desk"
+    );
+    assert_eq!(
+        f.err_kind("list_tasks", json!({ "state": "asleep" })),
+        "invalid"
     );
 
-    block_on(daemon.shutdown());
+    let detail = f.ok("get_task", json!({ "id": first.id }));
+    assert_eq!(detail["id"], json!(first.id));
+    assert_eq!(detail["history"][0]["from"], "asker", "{detail:#}");
+    assert!(detail["artifacts"].is_array());
+    assert_eq!(
+        f.err_kind("get_task", json!({ "id": "no-such-task" })),
+        "not_found"
+    );
+    assert!(f.invoke("get_task", json!({})).is_err(), "id is required");
+
+    // Reminding needs a live session at the desk; resuming needs a stall.
+    assert_eq!(
+        f.err_kind("remind_task", json!({ "id": first.id })),
+        "invalid"
+    );
+    assert_eq!(
+        f.err_kind("resume_task", json!({ "id": first.id })),
+        "conflict"
+    );
+
+    let canceled = f.ok(
+        "cancel_task",
+        json!({ "id": second.id, "reason": "Not needed" }),
+    );
+    assert_eq!(canceled["state"], "canceled");
+    assert_eq!(canceled["statusText"], "Not needed");
+    // Without a reason the owner's default one is given.
+    let canceled = f.ok("cancel_task", json!({ "id": first.id }));
+    assert_eq!(canceled["state"], "canceled");
+    assert_eq!(f.ok("list_tasks", json!({ "state": "open" })), json!([]));
+    let ended = f.ok("list_tasks", json!({ "state": "ended" }));
+    assert_eq!(ended.as_array().unwrap().len(), 2);
 }
 
 #[test]
-fn ui_rendered_takes_a_count_and_refuses_anything_else() {
-    let dir = tempfile::tempdir().unwrap();
-    let daemon = block_on(Daemon::start(DaemonConfig::new(0, dir.path().to_owned()))).unwrap();
-    let app = taskkeeper_app_lib::with_commands(mock_builder(), daemon.owner())
-        .build(mock_context(noop_assets()))
-        .unwrap();
-    let webview = WebviewWindowBuilder::new(&app, "main", WebviewUrl::default())
-        .build()
-        .unwrap();
+fn desk_and_session_commands_list_and_pause() {
+    let f = Fixture::new();
+    assert_eq!(f.ok("list_desks", json!({})), json!([]));
+    assert_eq!(f.ok("list_sessions", json!({})), json!([]));
 
+    let work = f.desk("web");
+    let desks = f.ok("list_desks", json!({}));
+    assert_eq!(desks[0]["name"], "web");
+    assert_eq!(desks[0]["agent"], "claude-code");
+
+    // A Claude Code session starts at the desk, through the hook intake.
+    f.http()
+        .hook("s-1", &work, "SessionStart", json!({"source": "startup"}));
+    let sessions = f.ok("list_sessions", json!({}));
+    assert_eq!(sessions[0]["id"], "s-1", "{sessions:#}");
+    assert_eq!(sessions[0]["desk"], "web");
+
+    let paused = f.ok("pause_session", json!({ "id": "s-1" }));
+    assert_eq!(paused["id"], "s-1");
+    let resumed = f.ok("resume_session", json!({ "id": "s-1" }));
+    assert_eq!(resumed["id"], "s-1");
     assert_eq!(
-        invoke(&webview, "ui_rendered", json!({ "count": 2 })),
+        f.err_kind("pause_session", json!({ "id": "s-404" })),
+        "not_found"
+    );
+    assert_eq!(
+        f.err_kind("resume_session", json!({ "id": "s-404" })),
+        "not_found"
+    );
+}
+
+#[test]
+fn settings_commands_read_validate_save_and_pause_reminders() {
+    let f = Fixture::new();
+    let settings = f.ok("get_settings", json!({}));
+    for key in [
+        "reminders.first_after.claude-code",
+        "reminders.ladder",
+        "reminders.stall_after",
+        "notifications.enabled",
+        "reminders.paused",
+    ] {
+        assert!(settings[key].is_string(), "missing {key} in {settings:#}");
+    }
+
+    let saved = f.ok(
+        "save_settings",
+        json!({ "changes": { "reminders.ladder": "1m, 2m", "notifications.enabled": false, "reminders.hourly_cap": 4 } }),
+    );
+    assert_eq!(
+        saved,
+        f.ok("get_settings", json!({})),
+        "answers every setting"
+    );
+    assert_eq!(saved["notifications.enabled"], "false");
+    assert_eq!(saved["reminders.hourly_cap"], "4");
+    let ladder = saved["reminders.ladder"].clone();
+
+    // One invalid value changes nothing.
+    assert_eq!(
+        f.err_kind(
+            "save_settings",
+            json!({ "changes": { "reminders.ladder": "5m", "reminders.stall_after": "soon" } })
+        ),
+        "invalid"
+    );
+    assert_eq!(f.ok("get_settings", json!({}))["reminders.ladder"], ladder);
+    assert_eq!(
+        f.err_kind(
+            "save_settings",
+            json!({ "changes": { "no.such.key": "1" } })
+        ),
+        "invalid"
+    );
+    assert_eq!(
+        f.err_kind(
+            "save_settings",
+            json!({ "changes": { "reminders.ladder": ["1m"] } })
+        ),
+        "invalid"
+    );
+
+    let paused = f.ok("pause_reminders", json!({}));
+    assert_eq!(paused["reminders.paused"], "true");
+    assert_eq!(f.ok("get_settings", json!({}))["reminders.paused"], "true");
+    let resumed = f.ok("resume_reminders", json!({}));
+    assert_eq!(resumed["reminders.paused"], "false");
+}
+
+#[test]
+fn autostart_commands_read_and_set_it() {
+    let f = Fixture::new();
+    assert_eq!(f.ok("get_autostart", json!({})), json!(false));
+    assert_eq!(
+        f.ok("set_autostart", json!({ "enabled": true })),
+        json!(true)
+    );
+    assert_eq!(f.ok("get_autostart", json!({})), json!(true));
+    assert_eq!(
+        f.ok("set_autostart", json!({ "enabled": false })),
+        json!(false)
+    );
+    assert!(
+        f.invoke("set_autostart", json!({})).is_err(),
+        "enabled is required"
+    );
+
+    let broken = Fixture::with_autostart(FakeAutostart {
+        broken: true,
+        ..Default::default()
+    });
+    let error = broken.invoke("get_autostart", json!({})).unwrap_err();
+    assert_eq!(
+        error,
+        json!({ "kind": "internal", "message": "autostart: no autostart directory" })
+    );
+}
+
+#[test]
+fn ui_rendered_takes_a_count_and_unknown_commands_are_refused() {
+    let f = Fixture::new();
+    assert_eq!(
+        f.invoke("ui_rendered", json!({ "count": 2 })),
         Ok(Value::Null)
     );
-    assert!(invoke(&webview, "ui_rendered", json!({ "count": "two" })).is_err());
-    assert!(invoke(&webview, "no_such_command", json!({})).is_err());
+    assert!(f.invoke("ui_rendered", json!({ "count": "two" })).is_err());
+    assert!(f.invoke("no_such_command", json!({})).is_err());
+}
 
-    block_on(daemon.shutdown());
+/// Listens for one event on the mock app; payloads arrive as JSON.
+fn listen(app: &App<MockRuntime>, event: &'static str) -> mpsc::Receiver<Value> {
+    let (tx, rx) = mpsc::channel();
+    app.listen(event, move |e| {
+        let _ = tx.send(serde_json::from_str(e.payload()).unwrap());
+    });
+    rx
 }
 
 #[test]
-fn the_tray_menu_names_open_and_stalled_counts() {
+fn task_changes_notices_and_navigation_reach_the_page_as_events() {
+    let f = Fixture::new();
+    let handle = f.app.handle().clone();
+    let tasks = listen(&f.app, events::TASK);
+    let notices = listen(&f.app, events::NOTICE);
+    let navigation = listen(&f.app, events::NAVIGATE);
+
+    tauri::async_runtime::spawn(events::forward_task_changes(
+        handle.clone(),
+        f.owner.clone(),
+    ));
+    let (notice_tx, notice_rx) = tokio::sync::broadcast::channel(4);
+    tauri::async_runtime::spawn(events::forward_notices(handle.clone(), notice_rx));
+    // The forwarders subscribe when they first run.
+    std::thread::sleep(Duration::from_millis(200));
+
+    f.desk("web");
+    let task = block_on(f.owner.create_task("web", "Add a --json flag", None)).unwrap();
+    let event = tasks.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!(event["id"], json!(task.id));
+    assert_eq!(event["desk"], "web");
+    assert_eq!(event["request"], "Add a --json flag");
+    block_on(f.owner.cancel_task(&task.id, None)).unwrap();
+    let event = tasks.recv_timeout(Duration::from_secs(5)).unwrap();
     assert_eq!(
-        Counts {
-            open: 0,
-            stalled: 0
-        }
-        .menu_text(),
-        "Open — nothing open"
+        (&event["id"], &event["state"]),
+        (&json!(task.id), &json!("canceled"))
     );
+
+    notice_tx
+        .send(Notice::SessionEnded {
+            session: "s-1".into(),
+            desk: "web".into(),
+            open_tasks: 2,
+        })
+        .unwrap();
+    let event = notices.recv_timeout(Duration::from_secs(5)).unwrap();
     assert_eq!(
-        Counts {
-            open: 3,
-            stalled: 0
-        }
-        .menu_text(),
-        "Open — 3 open"
+        event,
+        json!({ "kind": "session-ended", "session": "s-1", "desk": "web", "open_tasks": 2 })
     );
+
+    events::navigate(&handle, &Navigate::SETTINGS);
     assert_eq!(
-        Counts {
-            open: 3,
-            stalled: 1
-        }
-        .menu_text(),
-        "Open — 3 open · 1 stalled"
+        navigation.recv_timeout(Duration::from_secs(5)).unwrap(),
+        json!("settings")
     );
+    events::navigate(&handle, &Navigate::task("t-1"));
+    assert_eq!(
+        navigation.recv_timeout(Duration::from_secs(5)).unwrap(),
+        json!({ "task": "t-1" })
+    );
+    // The state the commands use is in place.
+    assert!(f.app.try_state::<OwnerService>().is_some());
+}
+
+#[test]
+fn the_tray_shows_three_states_with_the_counts() {
+    let counts = |open, stalled| Counts { open, stalled };
+    assert_eq!(counts(0, 0).state(), TrayState::Idle);
+    assert_eq!(counts(3, 0).state(), TrayState::Open);
+    assert_eq!(counts(3, 1).state(), TrayState::Stalled);
+    assert_eq!(counts(0, 0).menu_text(), "Open — nothing open");
+    assert_eq!(counts(3, 0).menu_text(), "Open — 3 open");
+    assert_eq!(counts(3, 1).menu_text(), "Open — 3 open · 1 stalled");
+    assert_eq!(counts(3, 1).tooltip(), "Taskkeeper — 3 open · 1 stalled");
+    assert_eq!(
+        [TrayState::Idle, TrayState::Open, TrayState::Stalled].map(TrayState::as_str),
+        ["idle", "open", "stalled"]
+    );
+    assert_eq!(reminders_text(false), "Pause reminders");
+    assert_eq!(reminders_text(true), "Resume reminders");
+}
+
+#[test]
+fn flags_show_the_window_and_ignore_the_unknown() {
+    let parse = |args: &[&str]| Flags::parse(args.iter().map(|a| (*a).to_owned()));
+    assert!(!parse(&[]).show);
+    assert!(parse(&["--show"]).show);
+    assert!(parse(&["--from-a-newer-version", "--show"]).show);
 }

@@ -89,13 +89,60 @@ impl Owner {
 
     /// POSTs JSON with the owner token and returns (status, body).
     pub fn post(&self, path: &str, body: Value) -> (u16, Value) {
-        let mut res = self
-            .agent
-            .post(format!("{}{path}", self.base))
-            .header("Authorization", format!("Bearer {}", self.token))
-            .send_json(body)
-            .unwrap();
+        self.send("POST", path, &self.token, &[], Some(body))
+    }
+
+    /// PUTs JSON with the owner token and returns (status, body).
+    pub fn put(&self, path: &str, body: Value) -> (u16, Value) {
+        self.send("PUT", path, &self.token, &[], Some(body))
+    }
+
+    /// Any request with any bearer token and extra headers; returns (status, body as JSON or
+    /// `Null`).
+    pub fn send(
+        &self,
+        method: &str,
+        path: &str,
+        token: &str,
+        headers: &[(&str, &str)],
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let uri = format!("{}{path}", self.base);
+        let auth = format!("Bearer {token}");
+        let builder = ureq::http::Request::builder()
+            .method(method)
+            .uri(&uri)
+            .header("Authorization", auth);
+        let builder = headers
+            .iter()
+            .fold(builder, |b, (name, value)| b.header(*name, *value));
+        let result = match body {
+            Some(body) => {
+                let request = builder
+                    .header("Content-Type", "application/json")
+                    .body(body.to_string())
+                    .unwrap();
+                self.agent.run(request)
+            }
+            None => self.agent.run(builder.body(()).unwrap()),
+        };
+        let mut res = result.unwrap_or_else(|e| panic!("{method} {path}: {e}"));
         let status = res.status().as_u16();
         (status, res.body_mut().read_json().unwrap_or(Value::Null))
+    }
+
+    /// Drives the daemon's Claude Code hook intake as a session working in `cwd` would.
+    pub fn hook(&self, session: &str, cwd: &Path, event: &str, extra: Value) -> Value {
+        let mut body = serde_json::json!({
+            "session_id": session,
+            "hook_event_name": event,
+            "cwd": cwd.to_string_lossy(),
+        });
+        if let (Value::Object(body), Value::Object(extra)) = (&mut body, extra) {
+            body.extend(extra);
+        }
+        let (status, out) = self.post("/hooks/claude-code", body);
+        assert_eq!(status, 200, "hook {event}: {out}");
+        out
     }
 }

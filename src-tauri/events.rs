@@ -1,0 +1,90 @@
+//! Every event the app sends to the window, in one place (docs/tauri.md §15, lesson 10): the
+//! names, their payloads, and the loops that forward the daemon's feeds to the page.
+//!
+//! | event | payload | when |
+//! |---|---|---|
+//! | [`TASK`] `taskkeeper://task` | the task as the owner API shows it (`TaskView`) | every committed task change |
+//! | [`NOTICE`] `taskkeeper://notice` | the notice (`{"kind": "stalled", "task": …}` or `{"kind": "session-ended", …}`) | a stall, a session that ended with tasks open |
+//! | [`NAVIGATE`] `taskkeeper://navigate` | `"settings"` or `{"task": id}` | the tray's Settings item, a click on a notification |
+//!
+//! Events carry no secrets and change nothing; the page re-reads through the commands when it
+//! needs more.
+
+use serde::Serialize;
+use taskkeeper_server::OwnerService;
+use taskkeeper_server::api::TaskView;
+use taskkeeper_server::notify::Notice;
+use tauri::{AppHandle, Emitter as _, Runtime};
+use tokio::sync::broadcast::{self, error::RecvError};
+
+/// A task changed; the payload is the task as the owner API shows it.
+pub const TASK: &str = "taskkeeper://task";
+/// Something the owner should hear about (a stall, a session that ended with tasks open).
+pub const NOTICE: &str = "taskkeeper://notice";
+/// Open a view of the window: `"settings"` or `{"task": id}`.
+pub const NAVIGATE: &str = "taskkeeper://navigate";
+
+/// Where the window should go, as the `taskkeeper://navigate` payload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum Navigate {
+    /// A named view; today only [`Navigate::SETTINGS`].
+    View(&'static str),
+    /// One task's detail.
+    Task { task: String },
+}
+
+impl Navigate {
+    pub const SETTINGS: Navigate = Navigate::View("settings");
+
+    pub fn task(id: impl Into<String>) -> Self {
+        Navigate::Task { task: id.into() }
+    }
+}
+
+/// Tells the window to show a view. A window that is gone (or a page not loaded yet) misses
+/// it, which is harmless: the window is shown anyway by whoever asked.
+pub fn navigate<R: Runtime>(app: &AppHandle<R>, to: &Navigate) {
+    tracing::info!(?to, "navigate");
+    if let Err(error) = app.emit(NAVIGATE, to) {
+        tracing::warn!(%error, "could not tell the window where to go");
+    }
+}
+
+/// Forwards every task change to the page as [`TASK`], until the daemon stops. If this loop
+/// ever lags behind the feed, the skipped changes are lost, but the next one still arrives and
+/// the page re-reads what it shows.
+pub async fn forward_task_changes<R: Runtime>(app: AppHandle<R>, owner: OwnerService) {
+    let mut changes = owner.changes();
+    loop {
+        match changes.recv().await {
+            Ok(task) => {
+                if let Err(error) = app.emit(TASK, TaskView::from(&*task)) {
+                    tracing::debug!(%error, "could not emit a task change");
+                }
+            }
+            Err(RecvError::Lagged(missed)) => {
+                tracing::debug!(missed, "the task feed lagged; the page re-reads");
+            }
+            Err(RecvError::Closed) => return,
+        }
+    }
+}
+
+/// Forwards every notice to the page as [`NOTICE`], until the sender goes away.
+pub async fn forward_notices<R: Runtime>(
+    app: AppHandle<R>,
+    mut notices: broadcast::Receiver<Notice>,
+) {
+    loop {
+        match notices.recv().await {
+            Ok(notice) => {
+                if let Err(error) = app.emit(NOTICE, &notice) {
+                    tracing::debug!(%error, "could not emit a notice");
+                }
+            }
+            Err(RecvError::Lagged(_)) => {}
+            Err(RecvError::Closed) => return,
+        }
+    }
+}

@@ -1,0 +1,426 @@
+//! Desktop notifications: a stall ("Task stalled at web", the request's first line) and a
+//! session that ended with tasks open. [`DesktopNotifier`] is the daemon's
+//! [`Notifier`](taskkeeper_server::notify::Notifier) in the app (`DaemonConfig::notifier`).
+//!
+//! Showing a notification can block for a long time: a notification service that is registered
+//! but hung, or activatable but never starting, holds a D-Bus call 25 s, or 120 s with Debian's
+//! session bus configuration (docs/tauri.md §7). So the daemon never waits on one:
+//!
+//! * [`Notifier::notice`] only puts the notice in a bounded queue and returns (it runs on the
+//!   watchdog's task);
+//! * one thread, `notifier`, takes notices off the queue and sends one notification at a time;
+//!   notices that arrive while a send is in flight are **coalesced** into the next notification
+//!   ("3 tasks stalled") instead of piling up behind it;
+//! * on Linux each send first asks the bus whether `org.freedesktop.Notifications` has an owner
+//!   or can be activated (which never starts a service), and gives up after [`SEND_TIMEOUT`];
+//!   no service is a logged warning, never a hang or a crash; the tray icon stays the signal;
+//! * the `notifications.enabled` setting is read when a notice arrives;
+//! * where the service supports actions, a click on the notification (action `default`) opens
+//!   the window on the task: a short-lived thread per notification waits for the click with
+//!   notify-rust's `wait_for_action`, keeping the notification's connection alive meanwhile
+//!   (GNOME drops a notification whose sender has gone).
+//!
+//! Every notice also goes to the window as `taskkeeper://notice` ([`DesktopNotifier::subscribe`]).
+
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use taskkeeper_server::OwnerService;
+use taskkeeper_server::notify::{Notice, Notifier};
+use tokio::sync::broadcast;
+
+/// How long one send may take, service check included, before the notifier gives up on it.
+pub const SEND_TIMEOUT: Duration = Duration::from_secs(20);
+/// Notices waiting for the notifier thread; more are dropped (they would be coalesced anyway).
+const QUEUE: usize = 64;
+/// The setting that turns desktop notifications off.
+pub const ENABLED_KEY: &str = "notifications.enabled";
+
+/// What a click on a notification opens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Click {
+    /// The window on this task.
+    Task(String),
+    /// The window as it is.
+    Window,
+}
+
+/// One notification as the owner reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Note {
+    pub summary: String,
+    pub body: String,
+    pub click: Click,
+}
+
+/// Why a notification was not shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Undelivered {
+    /// Nobody on the session bus shows notifications (or there is no session bus).
+    NoService(String),
+    /// The service was there but the send failed or timed out.
+    Failed(String),
+}
+
+/// Reports clicks on notifications to the app, once it is attached.
+#[derive(Clone)]
+pub struct Clicks(Arc<Link>);
+
+impl Clicks {
+    pub fn clicked(&self, target: &Click) {
+        tracing::info!(?target, "notification clicked");
+        match self.0.on_click.get() {
+            Some(on_click) => on_click(target),
+            None => tracing::debug!("a notification was clicked before the app was ready"),
+        }
+    }
+}
+
+/// Where notifications are shown: the system's service ([`SystemDesktop`]), or a fake in tests.
+/// `show` runs on the notifier thread and may block; it must return eventually (the real one
+/// gives up after [`SEND_TIMEOUT`]).
+pub trait Desktop: Send + 'static {
+    fn show(&mut self, note: &Note, clicks: &Clicks) -> Result<(), Undelivered>;
+}
+
+type OnClick = Box<dyn Fn(&Click) + Send + Sync>;
+
+/// What the notifier learns after it was handed to the daemon: the owner service (to read
+/// settings) and what to do on a click.
+#[derive(Default)]
+struct Link {
+    owner: OnceLock<OwnerService>,
+    on_click: OnceLock<OnClick>,
+}
+
+/// The app's [`Notifier`]: see the module docs.
+pub struct DesktopNotifier {
+    queue: SyncSender<Notice>,
+    page: broadcast::Sender<Notice>,
+    link: Arc<Link>,
+}
+
+impl std::fmt::Debug for DesktopNotifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DesktopNotifier").finish_non_exhaustive()
+    }
+}
+
+impl DesktopNotifier {
+    /// Starts the notifier thread over the system's notification service.
+    pub fn start() -> std::io::Result<Arc<Self>> {
+        Self::with_desktop(SystemDesktop::default())
+    }
+
+    /// Starts the notifier thread over any [`Desktop`]. The thread ends when the notifier is
+    /// dropped.
+    pub fn with_desktop(desktop: impl Desktop) -> std::io::Result<Arc<Self>> {
+        let (queue, notices) = mpsc::sync_channel(QUEUE);
+        let link = Arc::new(Link::default());
+        let clicks = Clicks(link.clone());
+        let settings = link.clone();
+        std::thread::Builder::new()
+            .name("notifier".into())
+            .spawn(move || run(notices, desktop, &clicks, &settings))?;
+        Ok(Arc::new(Self {
+            queue,
+            page: broadcast::channel(64).0,
+            link,
+        }))
+    }
+
+    /// Connects the notifier to the running app: settings are read from `owner`, clicks go to
+    /// `on_click`. Notices before this are shown with notifications enabled.
+    pub fn attach(&self, owner: OwnerService, on_click: impl Fn(&Click) + Send + Sync + 'static) {
+        let _ = self.link.owner.set(owner);
+        let _ = self.link.on_click.set(Box::new(on_click));
+    }
+
+    /// Every notice, for the window.
+    pub fn subscribe(&self) -> broadcast::Receiver<Notice> {
+        self.page.subscribe()
+    }
+}
+
+impl Notifier for DesktopNotifier {
+    /// Never blocks: the notice is queued for the notifier thread and published to the window.
+    fn notice(&self, notice: Notice) {
+        let _ = self.page.send(notice.clone());
+        match self.queue.try_send(notice) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => {
+                tracing::debug!(
+                    "the notifier is behind; a notice is left to the window and the tray"
+                );
+            }
+            Err(TrySendError::Disconnected(_)) => {
+                tracing::warn!("the notifier thread is gone; no desktop notification");
+            }
+        }
+    }
+}
+
+/// The notifier thread: one send at a time; whatever queued up meanwhile becomes one
+/// notification.
+fn run(notices: Receiver<Notice>, mut desktop: impl Desktop, clicks: &Clicks, link: &Link) {
+    while let Ok(first) = notices.recv() {
+        let mut batch = vec![first];
+        batch.extend(notices.try_iter());
+        if batch.len() > 1 {
+            tracing::debug!(
+                notices = batch.len(),
+                "coalescing notices into one notification"
+            );
+        }
+        if !enabled(link) {
+            tracing::info!("desktop notifications are off (notifications.enabled); not shown");
+            continue;
+        }
+        let note = render(&batch);
+        match desktop.show(&note, clicks) {
+            Ok(()) => tracing::info!(summary = %note.summary, "desktop notification shown"),
+            Err(Undelivered::NoService(why)) => tracing::warn!(
+                "no desktop notification service ({why}); the tray icon shows it instead: {}",
+                note.summary
+            ),
+            Err(Undelivered::Failed(why)) => {
+                tracing::warn!("desktop notification failed ({why}): {}", note.summary);
+            }
+        }
+    }
+    tracing::debug!("notifier thread stopped");
+}
+
+/// Reads `notifications.enabled` now, so a change takes effect at once. Unreadable settings
+/// (or no daemon yet) count as enabled: a notification too many beats a stall missed.
+fn enabled(link: &Link) -> bool {
+    let Some(owner) = link.owner.get() else {
+        return true;
+    };
+    match tauri::async_runtime::block_on(owner.settings()) {
+        Ok(settings) => settings.get(ENABLED_KEY).and_then(|v| v.as_str()) != Some("false"),
+        Err(error) => {
+            tracing::warn!(%error, "could not read whether notifications are enabled");
+            true
+        }
+    }
+}
+
+/// What to say about some notices (one, or several coalesced).
+pub fn render(batch: &[Notice]) -> Note {
+    if let [one] = batch {
+        return match one {
+            Notice::Stalled { task } => Note {
+                summary: format!("Task stalled at {}", task.desk),
+                body: first_line(&task.request),
+                click: Click::Task(task.id.clone()),
+            },
+            Notice::SessionEnded {
+                desk, open_tasks, ..
+            } => Note {
+                summary: format!("Session ended at {desk}"),
+                body: format!(
+                    "It ended with {} still open.",
+                    plural(*open_tasks, "task", "tasks")
+                ),
+                click: Click::Window,
+            },
+        };
+    }
+    let stalled: Vec<_> = batch
+        .iter()
+        .filter_map(|n| match n {
+            Notice::Stalled { task } => Some(task),
+            Notice::SessionEnded { .. } => None,
+        })
+        .collect();
+    let ended = batch.len() - stalled.len();
+    let mut parts = Vec::new();
+    if !stalled.is_empty() {
+        parts.push(format!(
+            "{} stalled",
+            plural(stalled.len(), "task", "tasks")
+        ));
+    }
+    if ended > 0 {
+        parts.push(format!(
+            "{} ended with tasks open",
+            plural(ended, "session", "sessions")
+        ));
+    }
+    const SHOWN: usize = 4;
+    let mut lines: Vec<String> = batch
+        .iter()
+        .take(SHOWN)
+        .map(|n| match n {
+            Notice::Stalled { task } => format!("{}: {}", task.desk, first_line(&task.request)),
+            Notice::SessionEnded {
+                desk, open_tasks, ..
+            } => format!(
+                "{desk}: session ended, {} open",
+                plural(*open_tasks, "task", "tasks")
+            ),
+        })
+        .collect();
+    if batch.len() > SHOWN {
+        lines.push(format!("and {} more", batch.len() - SHOWN));
+    }
+    let mut ids: Vec<&str> = stalled.iter().map(|t| t.id.as_str()).collect();
+    ids.dedup();
+    Note {
+        summary: parts.join(" · "),
+        body: lines.join("\n"),
+        click: match (ids.as_slice(), ended) {
+            ([id], 0) => Click::Task((*id).to_owned()),
+            _ => Click::Window,
+        },
+    }
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The first non-blank line of a request, cut to what a notification shows.
+fn first_line(text: &str) -> String {
+    const MAX: usize = 120;
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    if line.chars().count() <= MAX {
+        return line.to_owned();
+    }
+    let cut: String = line.chars().take(MAX - 1).collect();
+    format!("{}…", cut.trim_end())
+}
+
+/// The system's notification service through notify-rust: XDG over D-Bus (zbus) on Linux and
+/// the BSDs, Notification Center on macOS, toasts on Windows.
+#[derive(Debug, Default)]
+pub struct SystemDesktop {
+    #[cfg(all(unix, not(target_os = "macos")))]
+    waiting: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+#[cfg(all(unix, not(target_os = "macos")))]
+mod xdg {
+    use std::sync::atomic::Ordering;
+
+    use zbus::names::BusName;
+
+    use super::{Clicks, Desktop, Note, SEND_TIMEOUT, SystemDesktop, Undelivered};
+
+    const SERVICE: &str = "org.freedesktop.Notifications";
+    /// Notifications whose click is still awaited; past this, new ones get no click.
+    const MAX_WAITING: usize = 16;
+
+    impl Desktop for SystemDesktop {
+        fn show(&mut self, note: &Note, clicks: &Clicks) -> Result<(), Undelivered> {
+            let mut notification = notify_rust::Notification::new();
+            notification
+                .appname("Taskkeeper")
+                .icon("taskkeeper-app")
+                .summary(&note.summary)
+                .body(&escape(&note.body))
+                .action("default", "Open")
+                .timeout(notify_rust::Timeout::Default);
+            let send = async {
+                service_present().await?;
+                notification
+                    .show_async()
+                    .await
+                    .map_err(|e| Undelivered::Failed(e.to_string()))
+            };
+            let handle = tauri::async_runtime::block_on(async {
+                tokio::time::timeout(SEND_TIMEOUT, send).await
+            })
+            .map_err(|_| {
+                Undelivered::Failed(format!(
+                    "the notification service did not answer within {SEND_TIMEOUT:?}"
+                ))
+            })??;
+            tracing::debug!(id = handle.id(), "notification sent");
+
+            if self.waiting.load(Ordering::Relaxed) >= MAX_WAITING {
+                tracing::debug!("too many notifications await a click; this one gets none");
+                return Ok(());
+            }
+            let (clicks, target, waiting) =
+                (clicks.clone(), note.click.clone(), self.waiting.clone());
+            waiting.fetch_add(1, Ordering::Relaxed);
+            let spawned = std::thread::Builder::new()
+                .name("notification-click".into())
+                .spawn({
+                    let waiting = waiting.clone();
+                    move || {
+                        // Returns on a click, or when the notification is closed or expires.
+                        handle.wait_for_action(|action| {
+                            if action == "default" {
+                                clicks.clicked(&target);
+                            }
+                        });
+                        waiting.fetch_sub(1, Ordering::Relaxed);
+                    }
+                });
+            if let Err(error) = spawned {
+                waiting.fetch_sub(1, Ordering::Relaxed);
+                tracing::debug!(%error, "cannot wait for a click on the notification");
+            }
+            Ok(())
+        }
+    }
+
+    /// Whether a notification service runs or can be started, asked of the bus itself, which
+    /// never starts one. Without this, a send to a missing service fails fast anyway, but one
+    /// that is activatable and broken would block until the bus gives up.
+    async fn service_present() -> Result<(), Undelivered> {
+        let no_service = |e: zbus::Error| Undelivered::NoService(e.to_string());
+        let connection = zbus::Connection::session().await.map_err(no_service)?;
+        let bus = zbus::fdo::DBusProxy::new(&connection)
+            .await
+            .map_err(no_service)?;
+        let name = BusName::try_from(SERVICE).map_err(no_service)?;
+        if bus
+            .name_has_owner(name)
+            .await
+            .map_err(|e| no_service(e.into()))?
+        {
+            return Ok(());
+        }
+        let activatable = bus
+            .list_activatable_names()
+            .await
+            .map_err(|e| no_service(e.into()))?;
+        if activatable.iter().any(|n| n.as_str() == SERVICE) {
+            return Ok(());
+        }
+        Err(Undelivered::NoService(format!(
+            "{SERVICE} is neither running nor activatable on the session bus"
+        )))
+    }
+
+    /// XDG notification bodies may be read as markup; task text is plain.
+    fn escape(text: &str) -> String {
+        text.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+    }
+}
+
+#[cfg(not(all(unix, not(target_os = "macos"))))]
+impl Desktop for SystemDesktop {
+    fn show(&mut self, note: &Note, _clicks: &Clicks) -> Result<(), Undelivered> {
+        // Notification Center and toasts don't hang like a D-Bus service can; a click brings
+        // the app forward on its own there.
+        notify_rust::Notification::new()
+            .appname("Taskkeeper")
+            .summary(&note.summary)
+            .body(&note.body)
+            .show()
+            .map(|_| ())
+            .map_err(|e| Undelivered::Failed(e.to_string()))
+    }
+}

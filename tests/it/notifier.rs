@@ -1,0 +1,219 @@
+//! The desktop notifier without a desktop: what a notification says, and how the notifier
+//! thread behaves around a service that hangs (a fake [`Desktop`] that blocks until released).
+
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use taskkeeper_app_lib::notifications::{
+    Click, Clicks, Desktop, DesktopNotifier, Note, Undelivered, render,
+};
+use taskkeeper_server::api::TaskView;
+use taskkeeper_server::notify::{Notice, Notifier as _};
+use taskkeeper_server::{Daemon, DaemonConfig};
+use tauri::async_runtime::block_on;
+
+fn stalled(id: &str, desk: &str, request: &str) -> Notice {
+    let task: TaskView = serde_json::from_value(json!({
+        "id": id, "contextId": "c", "desk": desk, "asker": "owner", "state": "working",
+        "request": request, "createdAt": "2026-11-30T10:00:00Z", "updatedAt": "2026-11-30T10:00:00Z",
+        "queuePosition": null, "remindersSent": 2, "lastReminderAt": null,
+        "stalledAt": "2026-11-30T10:03:00Z", "expiredAt": null, "acknowledgedAt": null,
+        "lastWords": null, "waitingOnOwner": false, "deliveredAt": null, "statusText": null,
+        "version": 4
+    }))
+    .unwrap();
+    Notice::Stalled {
+        task: Box::new(task),
+    }
+}
+
+fn ended(desk: &str, open_tasks: usize) -> Notice {
+    Notice::SessionEnded {
+        session: "s-1".into(),
+        desk: desk.into(),
+        open_tasks,
+    }
+}
+
+#[test]
+fn a_stall_names_the_desk_and_the_requests_first_line() {
+    let note = render(&[stalled(
+        "t-1",
+        "web",
+        "\n  Add a --json flag  \nand a test for it",
+    )]);
+    assert_eq!(
+        note,
+        Note {
+            summary: "Task stalled at web".into(),
+            body: "Add a --json flag".into(),
+            click: Click::Task("t-1".into()),
+        }
+    );
+    let long = render(&[stalled("t-1", "web", &"word ".repeat(100))]);
+    assert!(
+        long.body.chars().count() <= 120 && long.body.ends_with('…'),
+        "{long:?}"
+    );
+}
+
+#[test]
+fn a_session_that_ended_with_tasks_open_says_so() {
+    assert_eq!(
+        render(&[ended("api", 2)]),
+        Note {
+            summary: "Session ended at api".into(),
+            body: "It ended with 2 tasks still open.".into(),
+            click: Click::Window,
+        }
+    );
+    assert_eq!(
+        render(&[ended("api", 1)]).body,
+        "It ended with 1 task still open."
+    );
+}
+
+#[test]
+fn several_notices_become_one_notification() {
+    let note = render(&[
+        stalled("t-1", "web", "Add a --json flag"),
+        stalled("t-2", "api", "Fix the login"),
+        ended("docs", 1),
+    ]);
+    assert_eq!(
+        note.summary,
+        "2 tasks stalled · 1 session ended with tasks open"
+    );
+    assert_eq!(
+        note.body,
+        "web: Add a --json flag\napi: Fix the login\ndocs: session ended, 1 task open"
+    );
+    assert_eq!(
+        note.click,
+        Click::Window,
+        "two tasks: the click opens the list"
+    );
+
+    let many: Vec<_> = (0..6)
+        .map(|i| stalled(&format!("t-{i}"), "web", "x"))
+        .collect();
+    let note = render(&many);
+    assert_eq!(note.summary, "6 tasks stalled");
+    assert!(note.body.ends_with("\nand 2 more"), "{}", note.body);
+}
+
+/// A notification service that hangs on the first notification until the test releases it,
+/// and records what it was asked to show.
+struct HangingDesktop {
+    shown: Arc<Mutex<Vec<Note>>>,
+    release: Option<mpsc::Receiver<()>>,
+    started: mpsc::Sender<()>,
+}
+
+impl Desktop for HangingDesktop {
+    fn show(&mut self, note: &Note, clicks: &Clicks) -> Result<(), Undelivered> {
+        let _ = self.started.send(());
+        if let Some(release) = self.release.take() {
+            let _ = release.recv();
+        }
+        self.shown.lock().unwrap().push(note.clone());
+        // The owner clicks every notification at once.
+        clicks.clicked(&note.click);
+        Ok(())
+    }
+}
+
+#[test]
+fn a_hung_service_blocks_no_caller_and_what_queues_meanwhile_is_coalesced() {
+    let shown = Arc::new(Mutex::new(Vec::new()));
+    let (release_tx, release) = mpsc::channel();
+    let (started_tx, started) = mpsc::channel();
+    let notifier = DesktopNotifier::with_desktop(HangingDesktop {
+        shown: shown.clone(),
+        release: Some(release),
+        started: started_tx,
+    })
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = block_on(Daemon::start(DaemonConfig::new(0, dir.path().to_owned()))).unwrap();
+    let (clicked_tx, clicked) = mpsc::channel();
+    let clicked_tx = Mutex::new(clicked_tx);
+    notifier.attach(daemon.owner(), move |target| {
+        let _ = clicked_tx.lock().unwrap().send(target.clone());
+    });
+    let mut page = notifier.subscribe();
+
+    notifier.notice(stalled("t-1", "web", "First"));
+    started.recv_timeout(Duration::from_secs(5)).unwrap();
+    // The service hangs on the first; the watchdog goes on telling.
+    let before = Instant::now();
+    for i in 2..=4 {
+        notifier.notice(stalled(&format!("t-{i}"), "web", "More"));
+    }
+    notifier.notice(ended("api", 1));
+    assert!(
+        before.elapsed() < Duration::from_millis(50),
+        "notice() waited {:?}",
+        before.elapsed()
+    );
+    // The page hears every notice at once, whatever the desktop does.
+    for _ in 0..5 {
+        assert!(page.try_recv().is_ok());
+    }
+
+    release_tx.send(()).unwrap();
+    started.recv_timeout(Duration::from_secs(5)).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while shown.lock().unwrap().len() < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let shown = shown.lock().unwrap().clone();
+    assert_eq!(shown.len(), 2, "{shown:#?}");
+    assert_eq!(shown[0].summary, "Task stalled at web");
+    assert_eq!(
+        shown[1].summary,
+        "3 tasks stalled · 1 session ended with tasks open"
+    );
+    // A click on the first opens its task.
+    assert_eq!(
+        clicked.recv_timeout(Duration::from_secs(5)).unwrap(),
+        Click::Task("t-1".into())
+    );
+    block_on(daemon.shutdown());
+}
+
+/// Counts what it shows.
+struct CountingDesktop(mpsc::Sender<Note>);
+
+impl Desktop for CountingDesktop {
+    fn show(&mut self, note: &Note, _clicks: &Clicks) -> Result<(), Undelivered> {
+        let _ = self.0.send(note.clone());
+        Ok(())
+    }
+}
+
+#[test]
+fn notifications_follow_the_setting_at_once() {
+    let (tx, shown) = mpsc::channel();
+    let notifier = DesktopNotifier::with_desktop(CountingDesktop(tx)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = block_on(Daemon::start(DaemonConfig::new(0, dir.path().to_owned()))).unwrap();
+    let owner = daemon.owner();
+    notifier.attach(owner.clone(), |_| {});
+    let set = |value: &str| {
+        block_on(owner.set_settings(vec![("notifications.enabled".into(), value.into())])).unwrap();
+    };
+
+    set("false");
+    notifier.notice(stalled("t-1", "web", "Quiet"));
+    // The notifier works in order: once the next notice is shown, the first was dropped.
+    std::thread::sleep(Duration::from_millis(500));
+    set("true");
+    notifier.notice(stalled("t-2", "web", "Loud"));
+    let note = shown.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!(note.body, "Loud");
+    assert!(shown.recv_timeout(Duration::from_millis(300)).is_err());
+    block_on(daemon.shutdown());
+}
