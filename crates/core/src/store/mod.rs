@@ -504,8 +504,10 @@ impl Store {
             if load_desk(c, new.desk.as_str())?.is_none() {
                 return Err(StoreError::NoSuchDesk(new.desk.to_string()));
             }
+            // Order matters only among open tasks, so the open-task index answers this
+            // without walking the desk's history.
             let seq: i64 = c.query_row(
-                "SELECT COALESCE(MAX(queue_seq), 0) + 1 FROM tasks WHERE desk = ?1",
+                "SELECT COALESCE(MAX(queue_seq), 0) + 1 FROM tasks WHERE desk = ?1 AND ended_at IS NULL",
                 [new.desk.as_str()],
                 |r| r.get(0),
             )?;

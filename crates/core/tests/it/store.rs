@@ -378,3 +378,26 @@ fn a_damaged_database_is_refused() {
         "the damaged file must not be touched"
     );
 }
+
+#[test]
+fn the_queue_order_query_uses_the_open_task_index() {
+    // With ended tasks piling up, finding the next queue position must not walk them all.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tasks.db");
+    drop(open(&dir));
+    let _store = Store::open(&path, StoreOptions::default()).unwrap();
+    let c =
+        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    let plan: Vec<String> = c
+        .prepare("EXPLAIN QUERY PLAN SELECT COALESCE(MAX(queue_seq), 0) + 1 FROM tasks WHERE desk = ?1 AND ended_at IS NULL")
+        .unwrap()
+        .query_map(["web"], |r| r.get::<_, String>(3))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert!(
+        plan.iter().any(|p| p.contains("tasks_open_by_desk")),
+        "{plan:?}"
+    );
+}
