@@ -85,7 +85,7 @@ export function useResource<T>(fetcher: () => Promise<T>, deps: readonly unknown
       s.alive = false;
       clearTimeout(soon.current);
     };
-    // eslint-disable-next-line react-hooks/exhaustive-deps -- the caller names what the fetcher depends on
+    // The caller names what the fetcher depends on; the fetcher itself is read through a ref.
   }, deps);
 
   return { load, refresh, refreshSoon, update };
