@@ -249,6 +249,8 @@ pub struct SessionView {
     pub last_words: Option<String>,
     pub tmux_pane: Option<String>,
     pub pid: Option<u32>,
+    /// The owner paused this session's reminders.
+    pub reminders_paused: bool,
     pub updated_at: Timestamp,
 }
 
@@ -265,6 +267,7 @@ impl From<&taskkeeper_core::Session> for SessionView {
             last_words: s.last_words.clone(),
             tmux_pane: s.reach.tmux_pane.clone(),
             pid: s.reach.pid,
+            reminders_paused: s.watch.paused,
             updated_at: s.updated_at,
         }
     }
