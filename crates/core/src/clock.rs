@@ -85,7 +85,11 @@ impl<'de> Deserialize<'de> for Timestamp {
 
 /// Where "now" comes from.
 pub trait Clock: Send + Sync + fmt::Debug {
+    /// The wall clock: it jumps after a suspend and can step back.
     fn now(&self) -> Timestamp;
+    /// A monotonic clock that does not count time the machine slept (Linux, macOS), from an
+    /// arbitrary origin. Compared with the wall clock, it tells a suspend from a wait.
+    fn monotonic(&self) -> Duration;
 }
 
 /// The real wall clock.
@@ -96,30 +100,62 @@ impl Clock for SystemClock {
     fn now(&self) -> Timestamp {
         Timestamp(Utc::now().timestamp_millis())
     }
+
+    fn monotonic(&self) -> Duration {
+        static ORIGIN: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+        ORIGIN.get_or_init(std::time::Instant::now).elapsed()
+    }
 }
 
-/// A clock that only moves when told to; clones share the same time.
+/// A clock that only moves when told to; clones share the same time. Its wall and
+/// monotonic readings move together on [`advance`](Self::advance), and apart on
+/// [`suspend`](Self::suspend) and [`step_wall`](Self::step_wall).
 #[derive(Debug, Clone)]
-pub struct ManualClock(Arc<AtomicI64>);
+pub struct ManualClock {
+    wall: Arc<AtomicI64>,
+    mono: Arc<AtomicI64>,
+}
+
+fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
 
 impl ManualClock {
     pub fn new(start: Timestamp) -> Self {
-        Self(Arc::new(AtomicI64::new(start.0)))
+        Self {
+            wall: Arc::new(AtomicI64::new(start.0)),
+            mono: Arc::new(AtomicI64::new(0)),
+        }
     }
 
+    /// Time passes while the machine is awake.
     pub fn advance(&self, d: Duration) {
-        let ms = i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
-        self.0.fetch_add(ms, Ordering::SeqCst);
+        self.wall.fetch_add(ms(d), Ordering::SeqCst);
+        self.mono.fetch_add(ms(d), Ordering::SeqCst);
+    }
+
+    /// The machine sleeps for `d`: the wall clock moves, the monotonic clock does not.
+    pub fn suspend(&self, d: Duration) {
+        self.wall.fetch_add(ms(d), Ordering::SeqCst);
+    }
+
+    /// The wall clock is set forward (positive) or back (negative) by `delta_ms`.
+    pub fn step_wall(&self, delta_ms: i64) {
+        self.wall.fetch_add(delta_ms, Ordering::SeqCst);
     }
 
     pub fn set(&self, t: Timestamp) {
-        self.0.store(t.0, Ordering::SeqCst);
+        self.wall.store(t.0, Ordering::SeqCst);
     }
 }
 
 impl Clock for ManualClock {
     fn now(&self) -> Timestamp {
-        Timestamp(self.0.load(Ordering::SeqCst))
+        Timestamp(self.wall.load(Ordering::SeqCst))
+    }
+
+    fn monotonic(&self) -> Duration {
+        Duration::from_millis(u64::try_from(self.mono.load(Ordering::SeqCst)).unwrap_or(0))
     }
 }
 

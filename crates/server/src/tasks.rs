@@ -66,6 +66,11 @@ impl Tasks {
         self.clock.now()
     }
 
+    /// The injected clock's monotonic reading.
+    pub fn monotonic(&self) -> std::time::Duration {
+        self.clock.monotonic()
+    }
+
     pub fn store(&self) -> &Store {
         &self.store
     }

@@ -11,7 +11,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use taskkeeper_core::store::{StateFilter, TaskFilter};
 use taskkeeper_core::watchdog::{self, Wake};
@@ -191,7 +191,7 @@ impl Watchdog {
     /// The scheduler loop, until `stop`.
     pub async fn run(self, mut stop: watch::Receiver<bool>) {
         let mut feed = self.tasks.feed();
-        let mut last = (self.tasks.now(), Instant::now());
+        let mut last = (self.tasks.now(), self.tasks.monotonic());
         let mut next: Option<Timestamp> = None;
         let mut first = true;
         loop {
@@ -211,10 +211,10 @@ impl Watchdog {
                 }
             }
             first = false;
-            let (now, mono) = (self.tasks.now(), Instant::now());
+            let (now, mono) = (self.tasks.now(), self.tasks.monotonic());
             let wall_elapsed = now.as_millis() - last.0.as_millis();
             let wake =
-                watchdog::classify_wake(wall_elapsed, mono.duration_since(last.1), TOLERANCE);
+                watchdog::classify_wake(wall_elapsed, mono.saturating_sub(last.1), TOLERANCE);
             last = (now, mono);
             match wake {
                 Wake::ClockBack => {

@@ -20,6 +20,11 @@ pub struct TestDaemon {
 
 impl TestDaemon {
     pub fn start() -> Self {
+        Self::start_with_clock(std::sync::Arc::new(taskkeeper_core::SystemClock))
+    }
+
+    /// A daemon whose wall and monotonic time the test moves.
+    pub fn start_with_clock(clock: std::sync::Arc<dyn taskkeeper_core::Clock>) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -28,6 +33,7 @@ impl TestDaemon {
             .unwrap();
         let mut config = DaemonConfig::new(0, dir.path().to_owned());
         config.token = Some(TOKEN.to_owned());
+        config.clock = clock;
         let daemon = runtime.block_on(Daemon::start(config)).unwrap();
         Self {
             addr: daemon.addr(),

@@ -248,3 +248,71 @@ fn settings_are_read_and_written_and_bad_values_change_nothing() {
         "nothing changed"
     );
 }
+
+/// The scheduler on an injected clock: a 3 h suspend moves the quiet clock (no burst, no
+/// early reminder), and a wall clock stepped back an hour sends nothing.
+#[test]
+fn a_suspend_moves_the_ladder_and_a_clock_stepped_back_sends_nothing() {
+    use taskkeeper_core::{Clock as _, ManualClock, SystemClock};
+    let clock = ManualClock::new(SystemClock.now());
+    let d = TestDaemon::start_with_clock(std::sync::Arc::new(clock.clone()));
+    let settings = json!({"reminders.first_after.claude-code": "60s", "reminders.ladder": "60s", "reminders.stall_after": "1h"});
+    assert_eq!(d.call("PUT", "/api/settings", Some(&settings)).0, 200);
+    hook(&d, "SessionStart", json!({"source": "startup"}));
+    let (_, t) = d.call(
+        "POST",
+        "/api/tasks",
+        Some(&json!({"desk": "work", "text": "Add a --json flag"})),
+    );
+    let id = t["id"].as_str().unwrap().to_owned();
+    hook(
+        &d,
+        "Stop",
+        json!({"last_assistant_message": "Hi", "background_tasks": []}),
+    );
+    hook(
+        &d,
+        "Stop",
+        json!({"last_assistant_message": "Now writing the probe…", "background_tasks": []}),
+    );
+    let reminders = || {
+        d.call("GET", &format!("/api/tasks/{id}"), None).1["remindersSent"]
+            .as_u64()
+            .unwrap()
+    };
+    // A settings write wakes the scheduler at once; then give it a moment to plan.
+    let wake = || {
+        assert_eq!(
+            d.call(
+                "PUT",
+                "/api/settings",
+                Some(&json!({"reminders.hourly_cap": "6"}))
+            )
+            .0,
+            200
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    };
+
+    clock.advance(Duration::from_secs(30));
+    wake();
+    assert_eq!(reminders(), 0, "30 s of quiet: nothing yet");
+    clock.suspend(Duration::from_secs(3 * 3600));
+    wake();
+    assert_eq!(
+        reminders(),
+        0,
+        "asleep 3 h: the session slept too; 30 s of quiet is still 30 s"
+    );
+    clock.advance(Duration::from_secs(40));
+    wake();
+    assert_eq!(reminders(), 1, "70 s awake and quiet: the first rung");
+    clock.step_wall(-3_600_000);
+    clock.advance(Duration::from_secs(120));
+    wake();
+    assert_eq!(
+        reminders(),
+        1,
+        "the wall clock stepped back an hour: no message"
+    );
+}
