@@ -83,7 +83,8 @@ REF_PORT="$(free_port)"
 say "starting taskkeeper serve on 127.0.0.1:$OURS_PORT"
 TASKKEEPER_TOKEN="$TOKEN" "$TASKKEEPER" serve --port "$OURS_PORT" --data-dir "$WORK/ours-data" \
 	>"$WORK/ours.log" 2>&1 &
-PIDS+=($!)
+OURS_PID=$!
+PIDS+=($OURS_PID)
 for _ in $(seq 200); do
 	grep -q "^listening on http://127.0.0.1:$OURS_PORT" "$WORK/ours.log" && break
 	sleep 0.1
@@ -93,7 +94,8 @@ grep -q "^listening on" "$WORK/ours.log" || { cat "$WORK/ours.log" >&2; exit 1; 
 say "starting the reference server on 127.0.0.1:$REF_PORT"
 "$PY" "$ROOT/bench/a2a/reference_server.py" --port "$REF_PORT" --db "$WORK/reference.db" \
 	>"$WORK/reference.log" 2>&1 &
-PIDS+=($!)
+REF_PID=$!
+PIDS+=($REF_PID)
 for _ in $(seq 300); do
 	curl -fsS -o /dev/null "http://127.0.0.1:$REF_PORT/.well-known/agent-card.json" 2>/dev/null && break
 	sleep 0.1
@@ -112,20 +114,30 @@ add_desk() {
 RESULTS="$WORK/results.jsonl"
 : >"$RESULTS"
 LOAD_BEFORE="$(cut -d' ' -f1-3 /proc/loadavg)"
-cell() { # label url method connections [token]
-	local args=(--label "$1" --url "$2" --method "$3" --connections "$4"
+# A server's CPU time (user + system, all threads) in clock ticks, from /proc. On a machine
+# shared with other work, throughput and latency move with the neighbours; CPU time per call
+# moves much less, so the report shows both.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+CLK_TCK="$(getconf CLK_TCK)"
+cell() { # label pid url method connections [token]
+	local args=(--label "$1" --url "$3" --method "$4" --connections "$5"
 		--seconds "$SECONDS_PER_CELL" --warmup "$WARMUP")
-	[ -n "${5:-}" ] && args+=(--token "$5")
-	say "$1 $3 c=$4"
-	timeout $((SECONDS_PER_CELL + WARMUP + 60)) "$LOAD" "${args[@]}" >>"$RESULTS"
+	[ -n "${6:-}" ] && args+=(--token "$6")
+	say "$1 $4 c=$5"
+	local before after line
+	before="$(cpu_ticks "$2")"
+	line="$(timeout $((SECONDS_PER_CELL + WARMUP + 60)) "$LOAD" "${args[@]}")"
+	after="$(cpu_ticks "$2")"
+	# The load generator's JSON line, plus the server's CPU milliseconds over the same cell.
+	echo "${line%\}},\"serverCpuMs\":$(((after - before) * 1000 / CLK_TCK))}" >>"$RESULTS"
 }
 for method in get send; do
 	for conns in 1 16; do
 		desk="bench-$method-$conns"
 		add_desk "$desk"
 		# Ours first, then the reference, cell by cell: any drift in the machine hits both.
-		cell ours "http://127.0.0.1:$OURS_PORT/a2a/$desk" "$method" "$conns" "$TOKEN"
-		cell reference "http://127.0.0.1:$REF_PORT/" "$method" "$conns"
+		cell ours "$OURS_PID" "http://127.0.0.1:$OURS_PORT/a2a/$desk" "$method" "$conns" "$TOKEN"
+		cell reference "$REF_PID" "http://127.0.0.1:$REF_PORT/" "$method" "$conns"
 	done
 done
 LOAD_AFTER="$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -142,12 +154,15 @@ cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.start
 def ms(us):
     return f"{us / 1000:.2f}"
 
+def cpu_per_call(x):
+    return x["serverCpuMs"] * 1000 / x["calls"] if x.get("calls") else 0.0
+
 print(f"Machine: {os.cpu_count()} cores ({cpu}), Linux {platform.release()}; "
       f"client and both servers share them. Load average before/after: {load_before} / {load_after}.")
 print(f"{secs} s per cell after 1 s of warm-up; reference: a2a-sdk {sdk}, uvicorn[standard] {uvicorn}, one process.")
 print()
-print("| workload | conns | ours req/s | ours p50 ms | ours p99 ms | reference req/s | reference p50 ms | reference p99 ms | ours/reference req/s | p50 ratio (ref/ours) |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+print("| workload | conns | ours req/s | p50 ms | p99 ms | CPU µs/call | reference req/s | p50 ms | p99 ms | CPU µs/call | **ours/reference req/s** | p50 ref/ours | CPU/call ref/ours |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 missing = False
 notes = []
 for method in ("GetTask", "SendMessage"):
@@ -164,8 +179,11 @@ for method in ("GetTask", "SendMessage"):
                 notes.append(f"{x['label']} {method} c={c}: {x['errors']} failed calls (warm-up included); first: {first}")
         ratio = o["rps"] / r["rps"] if r["rps"] else float("inf")
         p50 = r["p50Us"] / o["p50Us"] if o["p50Us"] else float("inf")
-        print(f"| {method} | {c} | {o['rps']:,.0f} | {ms(o['p50Us'])} | {ms(o['p99Us'])} | "
-              f"{r['rps']:,.0f} | {ms(r['p50Us'])} | {ms(r['p99Us'])} | **{ratio:.1f}×** | {p50:.1f}× |")
+        o_cpu, r_cpu = cpu_per_call(o), cpu_per_call(r)
+        cpu = r_cpu / o_cpu if o_cpu else float("inf")
+        print(f"| {method} | {c} | {o['rps']:,.0f} | {ms(o['p50Us'])} | {ms(o['p99Us'])} | {o_cpu:,.0f} | "
+              f"{r['rps']:,.0f} | {ms(r['p50Us'])} | {ms(r['p99Us'])} | {r_cpu:,.0f} | "
+              f"**{ratio:.1f}×** | {p50:.1f}× | {cpu:.1f}× |")
 if notes:
     print()
     for n in notes:

@@ -248,6 +248,8 @@ struct Tally {
     errors: u64,
     first_error: Option<String>,
     bytes: u64,
+    /// Every answered call, warm-up included: what the server's CPU time is divided by.
+    calls: u64,
 }
 
 fn worker(
@@ -263,6 +265,7 @@ fn worker(
         errors: 0,
         first_error: None,
         bytes: 0,
+        calls: 0,
     };
     let measure_from = start + Duration::from_secs_f64(a.warmup);
     let get = get_body(task_id);
@@ -290,6 +293,9 @@ fn worker(
         let answer = c.call(&body);
         let took = sent.elapsed();
         let counted = sent >= measure_from && !stop.load(Ordering::Relaxed);
+        if answer.is_ok() {
+            t.calls += 1;
+        }
         match answer {
             Ok((200, b)) if b.windows(9).any(|w| w == b"\"result\":") => {
                 if counted {
@@ -352,12 +358,13 @@ fn run(a: Args) -> Result<Value, String> {
     std::thread::sleep(Duration::from_secs_f64(a.warmup + a.seconds));
     stop.store(true, Ordering::Relaxed);
     let mut all = Vec::new();
-    let (mut errors, mut bytes, mut first_error) = (0, 0, None);
+    let (mut errors, mut bytes, mut calls, mut first_error) = (0, 0, 0, None);
     for t in threads {
         let t = t.join().map_err(|_| "a load thread panicked")?;
         all.extend(t.latencies_us);
         errors += t.errors;
         bytes += t.bytes;
+        calls += t.calls;
         if first_error.is_none() {
             first_error = t.first_error;
         }
@@ -370,6 +377,7 @@ fn run(a: Args) -> Result<Value, String> {
         "connections": a.connections,
         "seconds": a.seconds,
         "requests": all.len(),
+        "calls": calls,
         "errors": errors,
         "firstError": first_error,
         "rps": (n / a.seconds).round(),
