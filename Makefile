@@ -11,7 +11,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # libayatana-appindicator3-1. Test it headless: xvfb dbus dbus-x11 webkit2gtk-driver;
 # browser tests: chromium. Node and npm build ui/.
 APT_PACKAGES := build-essential pkg-config libwebkit2gtk-4.1-dev libayatana-appindicator3-1 \
-	xvfb dbus dbus-x11 webkit2gtk-driver chromium tmux curl
+	xvfb dbus dbus-x11 webkit2gtk-driver chromium tmux curl python3
 
 .PHONY: run test deps apt npm ui test-rust test-ui test-browser clean
 
