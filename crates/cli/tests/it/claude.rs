@@ -1115,8 +1115,36 @@ impl Tmux {
 }
 
 impl Drop for Tmux {
+    /// Kill the server, then wait for `claude` itself to be gone: it goes on writing into HOME
+    /// for a moment after its terminal closes, and the directory is removed next.
     fn drop(&mut self) {
+        let pane_pid = String::from_utf8_lossy(
+            &self
+                .run(&["display-message", "-p", "-t", "cc", "#{pane_pid}"])
+                .stdout,
+        )
+        .trim()
+        .parse::<u32>()
+        .ok();
         let _ = self.run(&["kill-server"]);
+        let Some(pid) = pane_pid else { return };
+        let alive = || {
+            fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                !stat
+                    .rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            })
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while alive() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if alive() {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        }
     }
 }
 
