@@ -206,14 +206,13 @@ class Run:
         return {"name": card.name, "transport": transport}
 
     async def card_v03_security(self) -> dict[str, Any]:
-        # KNOWN INCOMPATIBILITY (reported, not papered over): v0.3's AgentCard.securitySchemes
-        # maps names to SecurityScheme objects told apart by a required `type` ("http" with
-        # `scheme` for a bearer token; specification/json/a2a.json at v0.3.0). Our card has only
-        # v1.0's `{"httpAuthSecurityScheme": {...}}` wrapper, so the SDK's v0.3 model reads the
-        # scheme as mutualTLS (the one member with no required field) and a v0.3 client does not
-        # learn that it must send a bearer token. The reference server's merged card adds
-        # `type`/`scheme` beside the wrapper, and a v0.3 `security` list. This check fails until
-        # crates/server/src/a2a/card.rs does the same when the v0.3 fields are on.
+        # v0.3's AgentCard.securitySchemes maps names to SecurityScheme objects told apart by a
+        # required `type` ("http" with `scheme` for a bearer token; specification/json/a2a.json
+        # at v0.3.0). A card with only v1.0's `{"httpAuthSecurityScheme": {...}}` wrapper is
+        # read by the SDK's v0.3 model as mutualTLS (the one member with no required field), so
+        # a v0.3 client never learns it must send a bearer token. This check found exactly that
+        # in our card; card.rs now adds `type`/`scheme` beside the wrapper when the v0.3 fields
+        # are on, as the reference server's merged card does. Kept as a regression check.
         raw = (await self.http.get(f"{self.url}/.well-known/agent-card.json")).json()
         card = types_v03.AgentCard.model_validate(raw)
         schemes = card.security_schemes or {}
