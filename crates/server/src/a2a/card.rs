@@ -80,6 +80,7 @@ fn base(
         // v0.3 reads a security scheme by its OpenAPI-style `type`; v1.0 by the member name.
         card["securitySchemes"]["bearer"]["type"] = json!("http");
         card["securitySchemes"]["bearer"]["scheme"] = json!("bearer");
+        card["security"] = json!([{"bearer": []}]);
         card["url"] = json!(url);
         card["preferredTransport"] = json!("JSONRPC");
         card["protocolVersion"] = json!("0.3.0");
