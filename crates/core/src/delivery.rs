@@ -76,7 +76,7 @@ pub fn watchdog_text(seq: u64, remind: &[&Task], stalled: &[&Task]) -> String {
     let mut parts = Vec::new();
     if !remind.is_empty() {
         parts.push(format!(
-            "{MARK} Reminder #{seq}: this session went quiet while it still holds {} open task{}.              Carry on where you stopped, then end each one with `task_update`.",
+            "{MARK} Reminder #{seq}: this session went quiet while it still holds {} open task{}. Carry on where you stopped, then end each one with `task_update`.",
             remind.len(),
             if remind.len() == 1 { "" } else { "s" }
         ));
@@ -101,7 +101,7 @@ pub fn watchdog_text(seq: u64, remind: &[&Task], stalled: &[&Task]) -> String {
     }
     for t in stalled {
         parts.push(format!(
-            "{MARK} Note #{seq}: task {} from {} is now marked stalled after the reminders went unanswered;              the owner has been told. If you pick it up again, end it with task_update(task_id \"{}\", ...).",
+            "{MARK} Note #{seq}: task {} from {} is now marked stalled after the reminders went unanswered; the owner has been told. If you pick it up again, end it with task_update(task_id \"{}\", ...).",
             t.id, t.asker, t.id
         ));
     }

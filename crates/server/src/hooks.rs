@@ -267,17 +267,7 @@ async fn handle(
                         .collect()
                 })
                 .unwrap_or_default();
-            let session = sessions
-                .edge(
-                    id,
-                    Edge::TurnEnded {
-                        last_words: last_words.clone(),
-                        background,
-                    },
-                )
-                .await?;
-            owner_back().await;
-            if let Some(words) = last_words.filter(|w| !w.trim().is_empty()) {
+            if let Some(words) = last_words.clone().filter(|w| !w.trim().is_empty()) {
                 sessions
                     .for_desk_tasks(
                         &desk,
@@ -288,7 +278,22 @@ async fn handle(
                     )
                     .await;
             }
-            match sessions.handover(&session).await? {
+            // Hand over first, then store the turn's end (and the new turn the handover
+            // starts) in one step: a waiter only ever sees an idle session with nothing left
+            // to claim, or a busy one.
+            let handed = sessions.handover(&session).await?;
+            let mut edges = vec![Edge::TurnEnded {
+                last_words,
+                background,
+            }];
+            if handed.is_some() {
+                edges.push(Edge::TurnStarted {
+                    origin: TurnOrigin::Taskkeeper,
+                });
+            }
+            sessions.edges(id, edges).await?;
+            owner_back().await;
+            match handed {
                 Some(text) => json!({"decision": "block", "reason": text}).to_string(),
                 None => String::new(),
             }

@@ -242,18 +242,20 @@ impl OwnerService {
         let text = taskkeeper_core::delivery::watchdog_text(0, &[&task], &[]);
         let found = self
             .blocking(move |s, _| {
-                let Some(mut session) = s.sessions(Some(&desk))?.into_iter().find(|x| x.is_live())
+                let Some(session) = s.sessions(Some(&desk))?.into_iter().find(|x| x.is_live())
                 else {
                     return Ok(false);
                 };
-                session.watch.seq += 1;
-                let seq = session.watch.seq;
-                session.watch.pending = Some((
-                    seq,
-                    text.replacen("Reminder #0", &format!("Reminder #{seq}"), 1),
-                ));
-                s.put_session(session)?;
-                Ok(true)
+                let updated = s.update_session(&session.id, move |x| {
+                    x.watch.seq += 1;
+                    let seq = x.watch.seq;
+                    x.watch.pending = Some((
+                        seq,
+                        text.replacen("Reminder #0", &format!("Reminder #{seq}"), 1),
+                    ));
+                    (true, ())
+                })?;
+                Ok(updated.is_some())
             })
             .await?;
         if !found {
@@ -278,11 +280,14 @@ impl OwnerService {
         let id = taskkeeper_core::SessionId::from(id);
         let session = self
             .blocking(move |s, _| {
-                let mut session = s
-                    .session(&id)?
-                    .ok_or_else(|| StoreError::NoSuchSession(id.to_string()))?;
-                session.watch.paused = paused;
-                s.put_session(session)
+                let updated = s.update_session(&id, move |x| {
+                    let changed = x.watch.paused != paused;
+                    x.watch.paused = paused;
+                    (changed, ())
+                })?;
+                updated
+                    .map(|(x, ())| x)
+                    .ok_or_else(|| StoreError::NoSuchSession(id.to_string()))
             })
             .await?;
         self.reschedule();
@@ -405,16 +410,22 @@ impl OwnerService {
                 let mut sessions = s.sessions(None)?;
                 let mut no_longer_waiting = Vec::new();
                 for session in sessions.iter_mut() {
-                    let Some(level) = crate::sessions::level_of(session) else {
-                        continue;
-                    };
-                    let before = session.activity;
-                    session.reconcile(level, now);
-                    if session.activity != before {
-                        *session = s.put_session(session.clone())?;
-                        if before == taskkeeper_core::Activity::WaitingOnOwner {
-                            no_longer_waiting.push(session.desk.clone());
+                    // Read the level and decide inside the same step as the write, so a hook
+                    // that changed the session meanwhile is never overwritten.
+                    let updated = s.update_session(&session.id, move |x| {
+                        let before = x.activity;
+                        if let Some(level) = crate::sessions::level_of(x) {
+                            x.reconcile(level, now);
                         }
+                        (x.activity != before, before)
+                    })?;
+                    if let Some((fresh, before)) = updated {
+                        if before == taskkeeper_core::Activity::WaitingOnOwner
+                            && fresh.activity != before
+                        {
+                            no_longer_waiting.push(fresh.desk.clone());
+                        }
+                        *session = fresh;
                     }
                 }
                 Ok((sessions, no_longer_waiting))

@@ -133,14 +133,11 @@ impl Sessions {
         let id = id.clone();
         self.tasks
             .blocking(move |s, _| {
-                let Some(mut session) = s.session(&id)? else {
-                    return Ok(None);
-                };
-                let Some((_, text)) = session.watch.pending.take() else {
-                    return Ok(None);
-                };
-                s.put_session(session)?;
-                Ok(Some(text))
+                let taken = s.update_session(&id, |session| {
+                    let note = session.watch.pending.take().map(|(_, text)| text);
+                    (note.is_some(), note)
+                })?;
+                Ok(taken.and_then(|(_, note)| note))
             })
             .await
     }
@@ -175,13 +172,17 @@ impl Sessions {
         let (id, cwd) = (id.clone(), cwd.to_owned());
         self.tasks
             .blocking(move |s, now| {
-                if let Some(mut existing) = s.session(&id)? {
-                    if existing.reach != reach && reach != Reach::default() {
-                        existing.reach.merge(reach);
+                let merge = reach.clone();
+                let updated = s.update_session(&id, move |existing| {
+                    let changed = merge != Reach::default() && existing.reach != merge;
+                    if changed {
+                        existing.reach.merge(merge);
                         existing.updated_at = now;
-                        return s.put_session(existing);
                     }
-                    return Ok(existing);
+                    (changed, ())
+                })?;
+                if let Some((session, ())) = updated {
+                    return Ok(session);
                 }
                 let desk = resolve_desk(s, &cwd, desk_hint, agent, now)?;
                 let mut session = Session::new(id, desk.name, agent, cwd, now);
@@ -191,42 +192,54 @@ impl Sessions {
             .await
     }
 
-    /// Fold an edge into a session and store it.
-    pub async fn edge(&self, id: &SessionId, edge: Edge) -> Result<Session, StoreError> {
-        if matches!(edge, Edge::TurnStarted { .. }) {
-            *lock(&self.inner.turns).entry(id.clone()).or_insert(0) += 1;
+    /// Fold edges into a session in one step and store it.
+    pub async fn edges(&self, id: &SessionId, edges: Vec<Edge>) -> Result<Session, StoreError> {
+        let turns = edges
+            .iter()
+            .filter(|e| matches!(e, Edge::TurnStarted { .. }))
+            .count() as u64;
+        if turns > 0 {
+            *lock(&self.inner.turns).entry(id.clone()).or_insert(0) += turns;
         }
         let id2 = id.clone();
         let session = self
             .tasks
             .blocking(move |s, now| {
-                let mut session = s
-                    .session(&id2)?
-                    .ok_or_else(|| StoreError::NoSuchSession(id2.to_string()))?;
-                session.apply(edge, now);
-                s.put_session(session)
+                let updated = s.update_session(&id2, move |session| {
+                    for edge in edges {
+                        session.apply(edge, now);
+                    }
+                    (true, ())
+                })?;
+                updated
+                    .map(|(session, ())| session)
+                    .ok_or_else(|| StoreError::NoSuchSession(id2.to_string()))
             })
             .await?;
         self.poke();
         Ok(session)
     }
 
-    /// Correct a session from a level signal.
-    pub async fn reconcile(&self, id: &SessionId, level: Level) -> Result<Session, StoreError> {
+    /// Fold an edge into a session and store it.
+    pub async fn edge(&self, id: &SessionId, edge: Edge) -> Result<Session, StoreError> {
+        self.edges(id, vec![edge]).await
+    }
+
+    /// Correct a session from its level signal, read inside the same step as the update so a
+    /// hook that changed the session meanwhile is never overwritten.
+    pub async fn reconcile(&self, id: &SessionId) -> Result<Option<Session>, StoreError> {
         let id2 = id.clone();
         let session = self
             .tasks
             .blocking(move |s, now| {
-                let mut session = s
-                    .session(&id2)?
-                    .ok_or_else(|| StoreError::NoSuchSession(id2.to_string()))?;
-                let before = session.activity;
-                session.reconcile(level, now);
-                if session.activity == before {
-                    Ok(session)
-                } else {
-                    s.put_session(session)
-                }
+                let updated = s.update_session(&id2, move |session| {
+                    let before = session.activity;
+                    if let Some(level) = level_of(session) {
+                        session.reconcile(level, now);
+                    }
+                    (session.activity != before, ())
+                })?;
+                Ok(updated.map(|(session, ())| session))
             })
             .await?;
         self.poke();
@@ -313,8 +326,10 @@ impl Sessions {
         Ok((!texts.is_empty()).then(|| texts.join("\n\n---\n\n")))
     }
 
-    /// The Stop hook's handover: claim what is waiting and continue the turn with it, unless
-    /// Claude Code would override this block anyway.
+    /// The Stop hook's handover: claim what is waiting, to continue the turn with it, unless
+    /// Claude Code would override this block anyway. Called while the session is still busy
+    /// (before its turn-end edge is stored), so the waiter this same Stop starts cannot
+    /// claim it first.
     pub async fn handover(&self, session: &Session) -> Result<Option<String>, StoreError> {
         let in_a_row = *lock(&self.inner.handovers).get(&session.id).unwrap_or(&0);
         if in_a_row >= MAX_HANDOVERS_IN_A_ROW {
@@ -326,13 +341,6 @@ impl Sessions {
             *lock(&self.inner.handovers)
                 .entry(session.id.clone())
                 .or_insert(0) += 1;
-            self.edge(
-                &session.id,
-                Edge::TurnStarted {
-                    origin: taskkeeper_core::session::TurnOrigin::Taskkeeper,
-                },
-            )
-            .await?;
         } else {
             lock(&self.inner.handovers).remove(&session.id);
         }
@@ -388,9 +396,7 @@ impl Sessions {
                 _ = tokio::time::timeout(Duration::from_secs(30), notified) => {}
                 _ = stop.wait_for(|s| *s) => return Ok(WaitOutcome::Leave("the daemon is stopping")),
             }
-            if let Some(level) = level_of(&session) {
-                self.reconcile(id, level).await?;
-            }
+            self.reconcile(id).await?;
         }
     }
 }

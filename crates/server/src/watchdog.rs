@@ -142,10 +142,6 @@ impl Watchdog {
         let seq = self
             .tasks
             .blocking(move |s, _| {
-                let Some(mut session) = s.session(&id)? else {
-                    return Ok(0);
-                };
-                let seq = session.watch.seq + 1;
                 // The reminder quotes the task as it was before this rung.
                 let before: Vec<Task> = remind
                     .iter()
@@ -155,17 +151,20 @@ impl Watchdog {
                         t
                     })
                     .collect();
-                let text = delivery::watchdog_text(
-                    seq,
-                    &before.iter().collect::<Vec<_>>(),
-                    &stalled.iter().collect::<Vec<_>>(),
-                );
-                session.watch.seq = seq;
-                session.watch.sent.retain(|t| *t > now.minus(HOUR));
-                session.watch.sent.push(now);
-                session.watch.pending = Some((seq, text));
-                s.put_session(session)?;
-                Ok(seq)
+                let updated = s.update_session(&id, move |session| {
+                    let seq = session.watch.seq + 1;
+                    let text = delivery::watchdog_text(
+                        seq,
+                        &before.iter().collect::<Vec<_>>(),
+                        &stalled.iter().collect::<Vec<_>>(),
+                    );
+                    session.watch.seq = seq;
+                    session.watch.sent.retain(|t| *t > now.minus(HOUR));
+                    session.watch.sent.push(now);
+                    session.watch.pending = Some((seq, text));
+                    (true, seq)
+                })?;
+                Ok(updated.map_or(0, |(_, seq)| seq))
             })
             .await?;
         tracing::info!(session = %session.id, seq, "watchdog message recorded");
@@ -177,11 +176,15 @@ impl Watchdog {
         let gap_ms = i64::try_from(gap.as_millis()).unwrap_or(i64::MAX);
         self.tasks
             .blocking(move |s, _| {
-                for mut session in s.sessions(None)? {
-                    if session.is_live() && session.activity == taskkeeper_core::Activity::Idle {
-                        session.watch.slept_ms = session.watch.slept_ms.saturating_add(gap_ms);
-                        s.put_session(session)?;
-                    }
+                for session in s.sessions(None)? {
+                    s.update_session(&session.id, move |session| {
+                        let quiet = session.is_live()
+                            && session.activity == taskkeeper_core::Activity::Idle;
+                        if quiet {
+                            session.watch.slept_ms = session.watch.slept_ms.saturating_add(gap_ms);
+                        }
+                        (quiet, ())
+                    })?;
                 }
                 Ok(())
             })

@@ -660,6 +660,37 @@ impl Store {
         })
     }
 
+    /// Change a session in one step: read, `change`, write, inside one write transaction,
+    /// so concurrent hooks (a Stop and the waiter it starts) never write back a stale copy.
+    /// `change` returns whether it changed anything; an unchanged session is not written.
+    pub fn update_session<R: Send + 'static>(
+        &self,
+        id: &SessionId,
+        change: impl FnOnce(&mut Session) -> (bool, R) + Send + 'static,
+    ) -> Result<Option<(Session, R)>, StoreError> {
+        let id = id.clone();
+        self.write(move |c| {
+            let mut stmt = c.prepare_cached("SELECT body FROM sessions WHERE id = ?1")?;
+            let body: Option<String> = stmt.query_row([id.as_str()], |r| r.get(0)).optional()?;
+            let Some(body) = body else { return Ok(None) };
+            let mut session: Session = serde_json::from_str(&body)?;
+            let (changed, out) = change(&mut session);
+            if changed {
+                let body = serde_json::to_string(&session)?;
+                c.prepare_cached(
+                    "UPDATE sessions SET desk = ?2, body = ?3, updated_at = ?4 WHERE id = ?1",
+                )?
+                .execute(params![
+                    id.as_str(),
+                    session.desk.as_str(),
+                    body,
+                    session.updated_at.as_millis()
+                ])?;
+            }
+            Ok(Some((session, out)))
+        })
+    }
+
     pub fn session(&self, id: &SessionId) -> Result<Option<Session>, StoreError> {
         self.read(|c| {
             let mut stmt = c.prepare_cached("SELECT body FROM sessions WHERE id = ?1")?;
