@@ -13,7 +13,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := build-essential pkg-config libwebkit2gtk-4.1-dev libayatana-appindicator3-1 \
 	xvfb dbus dbus-x11 webkit2gtk-driver chromium tmux curl python3
 
-.PHONY: run test deps apt npm ui test-rust test-ui test-browser clean
+.PHONY: run test deps apt npm ui test-rust test-ui test-browser package clean
 
 run: deps ui
 	$(CARGO) run -p taskkeeper-app
@@ -53,6 +53,14 @@ test-ui:
 test-browser: npm ui
 	$(CARGO) build -p taskkeeper-cli
 	cd ui && TASKKEEPER_BIN="$${CARGO_TARGET_DIR:-$(CURDIR)/target}/debug/taskkeeper" npm run test:browser
+
+# The tray app as a .deb, built by the Tauri CLI from npm (pinned; `npx` caches it), which
+# builds ui/ first (beforeBuildCommand) and then a release binary. Not part of `make test`:
+# a release build takes minutes. The package lands in
+# $${CARGO_TARGET_DIR:-target}/release/bundle/deb/.
+TAURI_CLI := @tauri-apps/cli@2.12.5
+package: deps
+	npx --yes $(TAURI_CLI) build --bundles deb -- -p taskkeeper-app
 
 clean:
 	$(CARGO) clean

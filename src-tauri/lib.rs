@@ -1,7 +1,17 @@
 //! Taskkeeper's tray app. It runs the same daemon as `taskkeeper serve`, in-process, and adds
 //! what only a desktop app can: a tray icon whose state and menu show the open and stalled
-//! counts, and a window (the web UI in `ui/`) that reaches the daemon's owner service through
-//! Tauri commands instead of HTTP.
+//! counts, a window (the web UI in `ui/`) that reaches the daemon's owner service through
+//! Tauri commands and events instead of HTTP, and desktop notifications when a task stalls.
+//!
+//! * [`commands`] — the window's commands, one per owner action.
+//! * [`events`] — every event the window hears (`taskkeeper://task`, `…/notice`, `…/navigate`).
+//! * [`tray`] — the icon's three states, the menu, and the loop that keeps them current.
+//! * [`window`] — showing the window near the tray, hiding it on close.
+//! * [`notifications`] — the daemon's notifier: one thread, never blocking the watchdog.
+//!
+//! Start-up order matters: the single-instance plugin runs first (inside `Builder::build`), so
+//! a second launch hands over before it opens the database or the port; then the daemon starts;
+//! then the event loop creates the (hidden) window and the tray.
 //!
 //! Only this crate knows Tauri; the daemon (`taskkeeper-server`) and the domain
 //! (`taskkeeper-core`) don't (docs/tauri.md §2). The binary is `main.rs`, which calls [`main`].
