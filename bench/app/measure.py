@@ -115,15 +115,18 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
-def cpu_ticks(pids: list[int]) -> int:
-    total = 0
+def cpu_ticks(pids: list[int]) -> dict[str, int]:
+    """User+system clock ticks so far, by process name."""
+    by_name: dict[str, int] = {}
     for p in pids:
         try:
-            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            stat = Path(f"/proc/{p}/stat").read_text()
         except OSError:
             continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total
+        name = stat.split("(", 1)[1].rsplit(")", 1)[0]
+        fields = stat.rsplit(")", 1)[1].split()
+        by_name[name] = by_name.get(name, 0) + int(fields[11]) + int(fields[12])  # utime, stime
+    return by_name
 
 
 def memory_kib(pids: list[int]) -> tuple[int, int, dict[str, int]]:
@@ -151,7 +154,8 @@ def sample(pid: int, seconds: float) -> dict:
     pids = descendants(pid)
     after, t1 = cpu_ticks(pids), time.monotonic()
     rss, pss, by_name = memory_kib(pids)
-    return {"cpu": 100.0 * (after - before) / TICKS / (t1 - t0), "rss": rss, "pss": pss,
+    cpu = {k: 100.0 * (v - before.get(k, 0)) / TICKS / (t1 - t0) for k, v in after.items()}
+    return {"cpu": sum(cpu.values()), "cpu_by_name": cpu, "rss": rss, "pss": pss,
             "by_name": by_name, "procs": len(pids)}
 
 
@@ -229,8 +233,11 @@ def main() -> None:
         app_rss = s["by_name"].get(args.app.name[:15], 0)
         print(f"| window {state} | {s['rss'] / 1024:.0f} MiB | {s['pss'] / 1024:.0f} MiB "
               f"| {app_rss / 1024:.0f} MiB | {s['cpu']:.2f} % | {s['procs']} |")
-    print("\nRSS by process (window shown):",
-          ", ".join(f"{k} {v / 1024:.0f} MiB" for k, v in sorted(runs[0]["shown"]["by_name"].items())))
+    for state in ("hidden", "shown"):
+        s = runs[0][state]
+        print(f"\nwindow {state}, by process:", ", ".join(
+            f"{k} {v / 1024:.0f} MiB RSS {s['cpu_by_name'].get(k, 0):.2f} % CPU"
+            for k, v in sorted(s["by_name"].items())))
 
 
 if __name__ == "__main__":
