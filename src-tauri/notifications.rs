@@ -12,7 +12,8 @@
 //!   notices that arrive while a send is in flight are **coalesced** into the next notification
 //!   ("3 tasks stalled") instead of piling up behind it;
 //! * on Linux each send first asks the bus whether `org.freedesktop.Notifications` has an owner
-//!   or can be activated (which never starts a service), and gives up after [`SEND_TIMEOUT`];
+//!   or can be activated (which never starts a service), and gives up after [`SEND_TIMEOUT`]
+//!   (`TASKKEEPER_NOTIFY_TIMEOUT_MS` shortens it for the end-to-end test of a hung service);
 //!   no service is a logged warning, never a hang or a crash; the tray icon stays the signal;
 //! * the `notifications.enabled` setting is read when a notice arrives;
 //! * where the service supports actions, a click on the notification (action `default`) opens
@@ -110,7 +111,11 @@ impl std::fmt::Debug for DesktopNotifier {
 impl DesktopNotifier {
     /// Starts the notifier thread over the system's notification service.
     pub fn start() -> std::io::Result<Arc<Self>> {
-        Self::with_desktop(SystemDesktop::default())
+        let timeout = std::env::var("TASKKEEPER_NOTIFY_TIMEOUT_MS")
+            .ok()
+            .and_then(|ms| ms.trim().parse().ok())
+            .map_or(SEND_TIMEOUT, Duration::from_millis);
+        Self::with_desktop(SystemDesktop::new(timeout))
     }
 
     /// Starts the notifier thread over any [`Desktop`]. The thread ends when the notifier is
@@ -299,10 +304,29 @@ fn first_line(text: &str) -> String {
 
 /// The system's notification service through notify-rust: XDG over D-Bus (zbus) on Linux and
 /// the BSDs, Notification Center on macOS, toasts on Windows.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SystemDesktop {
+    /// How long one send may take (Linux: the service check included).
+    #[cfg_attr(not(all(unix, not(target_os = "macos"))), allow(dead_code))]
+    timeout: Duration,
     #[cfg(all(unix, not(target_os = "macos")))]
     waiting: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl SystemDesktop {
+    pub fn new(timeout: Duration) -> Self {
+        Self {
+            timeout,
+            #[cfg(all(unix, not(target_os = "macos")))]
+            waiting: Arc::default(),
+        }
+    }
+}
+
+impl Default for SystemDesktop {
+    fn default() -> Self {
+        Self::new(SEND_TIMEOUT)
+    }
 }
 
 #[cfg(all(unix, not(target_os = "macos")))]
@@ -311,7 +335,7 @@ mod xdg {
 
     use zbus::names::BusName;
 
-    use super::{Clicks, Desktop, Note, SEND_TIMEOUT, SystemDesktop, Undelivered};
+    use super::{Clicks, Desktop, Note, SystemDesktop, Undelivered};
 
     const SERVICE: &str = "org.freedesktop.Notifications";
     /// Notifications whose click is still awaited; past this, new ones get no click.
@@ -334,14 +358,14 @@ mod xdg {
                     .await
                     .map_err(|e| Undelivered::Failed(e.to_string()))
             };
-            let handle = tauri::async_runtime::block_on(async {
-                tokio::time::timeout(SEND_TIMEOUT, send).await
-            })
-            .map_err(|_| {
-                Undelivered::Failed(format!(
-                    "the notification service did not answer within {SEND_TIMEOUT:?}"
-                ))
-            })??;
+            let timeout = self.timeout;
+            let handle =
+                tauri::async_runtime::block_on(async { tokio::time::timeout(timeout, send).await })
+                    .map_err(|_| {
+                        Undelivered::Failed(format!(
+                            "the notification service did not answer within {timeout:?}"
+                        ))
+                    })??;
             tracing::debug!(id = handle.id(), "notification sent");
 
             if self.waiting.load(Ordering::Relaxed) >= MAX_WAITING {

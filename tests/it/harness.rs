@@ -163,6 +163,8 @@ pub struct AppEnv {
     pub config_home: PathBuf,
     pub port: u16,
     pub token: String,
+    /// More environment for the app.
+    pub extra: Vec<(&'static str, String)>,
 }
 
 impl AppEnv {
@@ -173,6 +175,7 @@ impl AppEnv {
             config_home: scratch.join("home/.config"),
             port: crate::support::free_port(),
             token: crate::support::random_token(),
+            extra: Vec::new(),
         }
     }
 
@@ -189,7 +192,8 @@ impl AppEnv {
             .env("TASKKEEPER_DATA_DIR", &self.data_dir)
             .env("TASKKEEPER_PORT", self.port.to_string())
             .env("TASKKEEPER_TOKEN", &self.token)
-            .env("XDG_CONFIG_HOME", &self.config_home);
+            .env("XDG_CONFIG_HOME", &self.config_home)
+            .envs(self.extra.iter().map(|(k, v)| (k, v)));
     }
 }
 

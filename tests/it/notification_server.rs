@@ -4,6 +4,9 @@
 //! daemon does, keeping every `Notify` call, and playing the owner's click with
 //! `ActionInvoked(id, "default")`.
 //!
+//! [`Recorder::start_hung`] plays a registered but hung service instead: it records each
+//! `Notify` and never answers it.
+//!
 //! It runs on a thread of its own, inside its own `zbus::block_on` (docs/tauri.md §7: a
 //! blocking call on the thread that drives the server's connection would deadlock).
 
@@ -32,12 +35,13 @@ type Calls = Arc<Mutex<Vec<NotifyCall>>>;
 struct Server {
     calls: Calls,
     next_id: u32,
+    hung: bool,
 }
 
 #[zbus::interface(name = "org.freedesktop.Notifications")]
 impl Server {
     #[allow(clippy::too_many_arguments)]
-    fn notify(
+    async fn notify(
         &mut self,
         app_name: String,
         replaces_id: u32,
@@ -61,6 +65,9 @@ impl Server {
             body,
             actions,
         });
+        if self.hung {
+            std::future::pending::<()>().await;
+        }
         id
     }
 
@@ -101,12 +108,22 @@ pub struct Recorder {
 impl Recorder {
     /// Serves on the bus at `address`; returns once the name is owned.
     pub fn start(address: &str) -> Recorder {
+        Recorder::serve(address, false)
+    }
+
+    /// Owns the name but never answers a `Notify`.
+    pub fn start_hung(address: &str) -> Recorder {
+        Recorder::serve(address, true)
+    }
+
+    fn serve(address: &str, hung: bool) -> Recorder {
         let calls = Calls::default();
         let (ready_tx, ready) = std::sync::mpsc::channel();
         let (commands, mut inbox) = mpsc::unbounded_channel::<Command>();
         let server = Server {
             calls: calls.clone(),
             next_id: 0,
+            hung,
         };
         let address = address.to_owned();
         let thread = std::thread::Builder::new()

@@ -7,6 +7,8 @@
 //!   in `tests/artifacts/`), and a click on the notification must open the window on the task.
 //! * With no notification service at all, the same stall is a logged warning and nothing
 //!   else; a second launch shows the first instance's window and exits 0.
+//! * With a service that owns the name but never answers, the stall still turns the tray, the
+//!   daemon keeps answering, and the notifier gives up with a warning.
 
 use std::fs;
 use std::path::Path;
@@ -124,6 +126,50 @@ fn with_no_notification_service_a_stall_is_a_warning_and_a_second_launch_shows_t
     app.wait_for_log("window shown", Duration::from_secs(10));
     eprintln!("second launch handed over in {:?}", started.elapsed());
     assert!(owner.healthy(), "the first instance goes on");
+
+    let status = app.stop();
+    assert!(
+        status.success(),
+        "the app exited with {status}:\n{}",
+        app.diagnostics()
+    );
+}
+
+#[test]
+fn a_hung_notification_service_holds_up_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let desktop = Desktop::start(tmp.path());
+    let recorder = Recorder::start_hung(&desktop.bus);
+    let mut env = AppEnv::new(tmp.path());
+    env.extra
+        .push(("TASKKEEPER_NOTIFY_TIMEOUT_MS", "2000".to_owned()));
+    let mut app = RunningApp::start(&desktop, &env, tmp.path(), &[]);
+    let owner = Owner::new(env.port, &env.token);
+    app.wait("the daemon's /healthz", Duration::from_secs(60), || {
+        owner.healthy()
+    });
+    app.wait_for_log("tray ready", Duration::from_secs(30));
+
+    drive_to_stall(&owner, tmp.path());
+    app.wait_for_log("tray state stalled", Duration::from_secs(30));
+    wait_for("the hung Notify call", Duration::from_secs(20), || {
+        recorder.calls().into_iter().next()
+    })
+    .unwrap_or_else(|why| panic!("{why}:\n{}", app.diagnostics()));
+    // The send hangs on the notifier's thread; the daemon answers as ever meanwhile.
+    let asked = Instant::now();
+    assert!(owner.healthy());
+    let (status, _) = owner.post("/api/reminders/pause", json!({}));
+    assert_eq!(status, 200);
+    assert!(
+        asked.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        asked.elapsed()
+    );
+    app.wait_for_log(
+        "desktop notification failed (the notification service did not answer within 2s)",
+        Duration::from_secs(10),
+    );
 
     let status = app.stop();
     assert!(
