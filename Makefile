@@ -57,7 +57,7 @@ test-browser: npm ui
 # The tray app as a .deb, built by the Tauri CLI from npm (pinned; `npx` caches it), which
 # builds ui/ first (beforeBuildCommand) and then a release binary. Not part of `make test`:
 # a release build takes minutes. The package lands in
-# $${CARGO_TARGET_DIR:-target}/release/bundle/deb/.
+# ${CARGO_TARGET_DIR:-target}/release/bundle/deb/.
 TAURI_CLI := @tauri-apps/cli@2.12.5
 package: deps
 	npx --yes $(TAURI_CLI) build --bundles deb -- -p taskkeeper-app
