@@ -10,7 +10,7 @@ use crate::api::TaskView;
 
 /// Something the owner should hear about.
 #[derive(Debug, Clone, Serialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
+#[serde(tag = "kind", rename_all = "kebab-case", rename_all_fields = "camelCase")]
 pub enum Notice {
     Stalled {
         task: Box<TaskView>,
