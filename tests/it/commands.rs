@@ -404,7 +404,7 @@ fn task_changes_notices_and_navigation_reach_the_page_as_events() {
     let event = notices.recv_timeout(Duration::from_secs(5)).unwrap();
     assert_eq!(
         event,
-        json!({ "kind": "session-ended", "session": "s-1", "desk": "web", "open_tasks": 2 })
+        json!({ "kind": "session-ended", "session": "s-1", "desk": "web", "openTasks": 2 })
     );
 
     events::navigate(&handle, &Navigate::SETTINGS);
