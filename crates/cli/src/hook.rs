@@ -10,9 +10,9 @@
 //! text on stderr when there is something for this idle session (Claude Code then wakes it),
 //! or 0 quietly when it is superseded, the session starts a turn, or the daemon goes away.
 
-use std::io::Read as _;
+use std::io::{Read as _, Write as _};
 use std::process::ExitCode;
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -39,15 +39,14 @@ fn status_file() -> Option<String> {
     Some(format!("{config}/sessions/{pid}.json"))
 }
 
-fn request(
-    path: &str,
-    timeout: Option<Duration>,
-) -> Option<ureq::RequestBuilder<ureq::typestate::WithBody>> {
+/// A POST to the daemon with what the environment knows. No overall timeout: `hook` keeps
+/// its budget with an alarm, `hook wait` waits as long as the daemon holds it. (An overall
+/// timeout would also make ureq resolve the address on a thread of its own.)
+fn request(path: &str) -> Option<ureq::RequestBuilder<ureq::typestate::WithBody>> {
     let token = crate::client::token_from_env().ok()?;
     let agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_connect(Some(Duration::from_millis(300)))
-        .timeout_global(timeout)
         .build()
         .new_agent();
     let mut req = agent
@@ -74,24 +73,35 @@ fn request(
 
 /// `taskkeeper hook`: forward, print what the daemon answers, exit 0 — always.
 pub fn hook() -> ExitCode {
-    let (tx, rx) = mpsc::channel();
-    // The work runs on its own thread so the budget holds whatever blocks (a stdin that
-    // never closes, a daemon that accepts but never answers).
-    std::thread::spawn(move || {
-        let payload = read_stdin();
-        let answer = request("/hooks/claude-code", Some(HOOK_BUDGET)).and_then(|req| {
-            let mut resp = req.send(&payload[..]).ok()?;
-            if resp.status() != 200 {
-                return None;
-            }
-            resp.body_mut().read_to_string().ok()
+    // The budget holds whatever blocks (a stdin that never closes, a daemon that accepts but
+    // never answers): an alarm thread ends the process, silently and with 0, when it runs
+    // out — unless the answer is already being printed (it holds `printing`). The work stays
+    // on this thread and nothing waits for the alarm: on a busy machine every hand-off
+    // between threads waits for a core, which had made the helper about twice as slow under
+    // load (BENCHMARKS.md, Hook helper).
+    let printing = Arc::new(Mutex::new(()));
+    {
+        let printing = Arc::clone(&printing);
+        std::thread::spawn(move || {
+            std::thread::sleep(HOOK_BUDGET);
+            let _printing = printing.lock().unwrap_or_else(PoisonError::into_inner);
+            std::process::exit(0);
         });
-        let _ = tx.send(answer);
+    }
+    let payload = read_stdin();
+    let answer = request("/hooks/claude-code").and_then(|req| {
+        let mut resp = req.send(&payload[..]).ok()?;
+        if resp.status() != 200 {
+            return None;
+        }
+        resp.body_mut().read_to_string().ok()
     });
-    if let Ok(Some(out)) = rx.recv_timeout(HOOK_BUDGET)
+    let _printing = printing.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(out) = answer
         && !out.is_empty()
     {
-        println!("{out}");
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(stdout, "{out}").and_then(|()| stdout.flush());
     }
     ExitCode::SUCCESS
 }
@@ -99,7 +109,7 @@ pub fn hook() -> ExitCode {
 /// `taskkeeper hook wait`: exit 2 with the text to wake the session, else 0.
 pub fn wait() -> ExitCode {
     let payload = read_stdin();
-    let Some(req) = request("/hooks/claude-code/wait", None) else {
+    let Some(req) = request("/hooks/claude-code/wait") else {
         return ExitCode::SUCCESS;
     };
     let Ok(mut resp) = req.send(&payload[..]) else {

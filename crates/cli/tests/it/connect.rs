@@ -231,6 +231,33 @@ fn the_hook_helper_always_exits_0_and_stays_silent_on_trouble() {
 }
 
 #[test]
+fn the_hook_helper_gives_up_on_a_stdin_that_never_closes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = Served::start(dir.path());
+    let mut child = Command::new(bin())
+        .arg("hook")
+        .env("TASKKEEPER_URL", d.url())
+        .env("TASKKEEPER_TOKEN", TOKEN)
+        .env("TASKKEEPER_DATA_DIR", dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Half a payload, and the pipe stays open: the helper's budget ends it, silently, with 0.
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"{\"session_id\": \"s-1\", ").unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait_with_output().unwrap()).unwrap());
+    let out = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the helper must not hang");
+    assert!(out.status.success());
+    assert_eq!((stdout(&out), stderr(&out)), (String::new(), String::new()));
+    drop(stdin);
+}
+
+#[test]
 fn the_waiter_exits_2_with_the_text_or_0_when_sent_away() {
     let dir = tempfile::tempdir().unwrap();
     let d = Served::start(dir.path());
