@@ -161,12 +161,12 @@ pub fn plan(
             // A rate limit ends on its own; everything else waits for an edge.
             if let Some(until) = s.rate_limited_until.filter(|u| *u > now)
                 && s.activity == Activity::Idle
-                    && s.background.is_empty()
-                    && !s.watch.paused
-                    && !all_paused
-                {
-                    out.next_due = earliest(out.next_due, until);
-                }
+                && s.background.is_empty()
+                && !s.watch.paused
+                && !all_paused
+            {
+                out.next_due = earliest(out.next_due, until);
+            }
             continue;
         }
         held.sort_by_key(|t| (t.created_at, t.id.clone()));

@@ -10,7 +10,11 @@ use crate::api::TaskView;
 
 /// Something the owner should hear about.
 #[derive(Debug, Clone, Serialize)]
-#[serde(tag = "kind", rename_all = "kebab-case", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "kind",
+    rename_all = "kebab-case",
+    rename_all_fields = "camelCase"
+)]
 pub enum Notice {
     Stalled {
         task: Box<TaskView>,
