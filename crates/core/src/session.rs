@@ -107,6 +107,31 @@ pub struct Watch {
     pub paused: bool,
 }
 
+/// The window of the hourly cap on watchdog messages.
+pub const CAP_WINDOW: std::time::Duration = std::time::Duration::from_secs(3600);
+
+impl Watch {
+    /// Record the session's next watchdog message before anything delivers it: number it,
+    /// count it against the hourly cap (when `counted`), and keep it as the pending message
+    /// (replacing an undelivered one: the newer names every due task). `text` gets the
+    /// message's number. Returns the number.
+    pub fn record(
+        &mut self,
+        now: Timestamp,
+        counted: bool,
+        text: impl FnOnce(u64) -> String,
+    ) -> u64 {
+        self.seq += 1;
+        if counted {
+            self.sent
+                .retain(|t| *t > now.minus(std::time::Duration::from_secs(3600)));
+            self.sent.push(now);
+        }
+        self.pending = Some((self.seq, text(self.seq)));
+        self.seq
+    }
+}
+
 /// Where a session can be reached, as its hooks report it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

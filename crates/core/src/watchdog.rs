@@ -21,7 +21,7 @@ use crate::session::{Activity, Session, SessionId};
 use crate::settings::Settings;
 use crate::task::{Task, TaskId, TaskState};
 
-const HOUR: Duration = Duration::from_secs(3600);
+const HOUR: Duration = crate::session::CAP_WINDOW;
 
 /// Whether the watchdog may speak to this session now.
 pub fn is_quiet(s: &Session, now: Timestamp, all_paused: bool) -> bool {

@@ -239,20 +239,18 @@ impl OwnerService {
             )));
         }
         let desk = task.desk.clone();
-        let text = taskkeeper_core::delivery::watchdog_text(0, &[&task], &[]);
+        let task_for_text = task.clone();
         let found = self
-            .blocking(move |s, _| {
+            .blocking(move |s, now| {
                 let Some(session) = s.sessions(Some(&desk))?.into_iter().find(|x| x.is_live())
                 else {
                     return Ok(false);
                 };
+                // The owner asked: not counted against the hourly cap.
                 let updated = s.update_session(&session.id, move |x| {
-                    x.watch.seq += 1;
-                    let seq = x.watch.seq;
-                    x.watch.pending = Some((
-                        seq,
-                        text.replacen("Reminder #0", &format!("Reminder #{seq}"), 1),
-                    ));
+                    x.watch.record(now, false, |seq| {
+                        taskkeeper_core::delivery::watchdog_text(seq, &[&task_for_text], &[])
+                    });
                     (true, ())
                 })?;
                 Ok(updated.is_some())
@@ -410,15 +408,7 @@ impl OwnerService {
                 let mut sessions = s.sessions(None)?;
                 let mut no_longer_waiting = Vec::new();
                 for session in sessions.iter_mut() {
-                    // Read the level and decide inside the same step as the write, so a hook
-                    // that changed the session meanwhile is never overwritten.
-                    let updated = s.update_session(&session.id, move |x| {
-                        let before = x.activity;
-                        if let Some(level) = crate::sessions::level_of(x) {
-                            x.reconcile(level, now);
-                        }
-                        (x.activity != before, before)
-                    })?;
+                    let updated = crate::sessions::reconcile_stored(s, &session.id, now)?;
                     if let Some((fresh, before)) = updated {
                         if before == taskkeeper_core::Activity::WaitingOnOwner
                             && fresh.activity != before

@@ -231,16 +231,7 @@ impl Sessions {
         let id2 = id.clone();
         let session = self
             .tasks
-            .blocking(move |s, now| {
-                let updated = s.update_session(&id2, move |session| {
-                    let before = session.activity;
-                    if let Some(level) = level_of(session) {
-                        session.reconcile(level, now);
-                    }
-                    (session.activity != before, ())
-                })?;
-                Ok(updated.map(|(session, ())| session))
-            })
+            .blocking(move |s, now| Ok(reconcile_stored(s, &id2, now)?.map(|(session, _)| session)))
             .await?;
         self.poke();
         Ok(session)
@@ -617,6 +608,23 @@ fn resolve_desk(
         },
         now,
     )
+}
+
+/// Correct a stored session from its level signal in one step: the level is read and the
+/// decision made inside the same write as the update, so a hook that changed the session
+/// meanwhile is never overwritten. Returns the session and its activity before.
+pub fn reconcile_stored(
+    s: &taskkeeper_core::Store,
+    id: &SessionId,
+    now: taskkeeper_core::Timestamp,
+) -> Result<Option<(Session, taskkeeper_core::Activity)>, StoreError> {
+    s.update_session(id, move |session| {
+        let before = session.activity;
+        if let Some(level) = level_of(session) {
+            session.reconcile(level, now);
+        }
+        (session.activity != before, before)
+    })
 }
 
 /// A level signal for a session, where one can be read: the process is gone, or the agent's

@@ -26,7 +26,6 @@ use crate::tasks::Tasks;
 pub const CAP: Duration = Duration::from_secs(30);
 /// Wall-clock drift under this is noise, not a suspend.
 const TOLERANCE: Duration = Duration::from_secs(10);
-const HOUR: Duration = Duration::from_secs(3600);
 
 #[derive(Clone, Debug)]
 pub struct Watchdog {
@@ -159,16 +158,13 @@ impl Watchdog {
                     })
                     .collect();
                 let updated = s.update_session(&id, move |session| {
-                    let seq = session.watch.seq + 1;
-                    let text = delivery::watchdog_text(
-                        seq,
-                        &before.iter().collect::<Vec<_>>(),
-                        &stalled.iter().collect::<Vec<_>>(),
-                    );
-                    session.watch.seq = seq;
-                    session.watch.sent.retain(|t| *t > now.minus(HOUR));
-                    session.watch.sent.push(now);
-                    session.watch.pending = Some((seq, text));
+                    let seq = session.watch.record(now, true, |seq| {
+                        delivery::watchdog_text(
+                            seq,
+                            &before.iter().collect::<Vec<_>>(),
+                            &stalled.iter().collect::<Vec<_>>(),
+                        )
+                    });
                     (true, seq)
                 })?;
                 Ok(updated.map_or(0, |(_, seq)| seq))

@@ -290,7 +290,10 @@ fn reminder_text_carries_request_last_words_and_the_way_out() {
     .unwrap();
     let text = delivery::watchdog_text(4, &[&t], &[]);
     assert!(text.starts_with("[Taskkeeper] Reminder #4:"), "{text}");
-    assert!(text.contains("open task. Carry on"), "no stray spaces: {text}");
+    assert!(
+        text.contains("open task. Carry on"),
+        "no stray spaces: {text}"
+    );
     for part in [
         "Task t-9 from ci-bot",
         "Request: Add a --json flag",
