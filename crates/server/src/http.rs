@@ -222,14 +222,12 @@ async fn cancel_task(
     Path(id): Path<String>,
     request: axum::extract::Request,
 ) -> Response {
-    let empty = request
-        .headers()
-        .get(axum::http::header::CONTENT_LENGTH)
-        .is_some_and(|len| len.as_bytes() == b"0")
-        || request
-            .headers()
-            .get(axum::http::header::CONTENT_TYPE)
-            .is_none();
+    // No body at all cancels with the default reason; any body must be JSON (else 415).
+    let headers = request.headers();
+    let empty = match headers.get(axum::http::header::CONTENT_LENGTH) {
+        Some(len) => len.as_bytes() == b"0",
+        None => !headers.contains_key(axum::http::header::TRANSFER_ENCODING),
+    };
     let reason = if empty {
         None
     } else {

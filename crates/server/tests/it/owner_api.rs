@@ -208,6 +208,21 @@ fn a_desk_with_open_tasks_stays() {
     assert_eq!(status, 409, "{body}");
     let (_, t) = d.call("GET", "/api/tasks", None);
     let id = t["tasks"][0]["id"].as_str().unwrap().to_owned();
+    let auth = (
+        "Authorization".to_owned(),
+        format!("Bearer {}", crate::support::TOKEN),
+    );
+    let (status, body) = d.raw(
+        "POST",
+        &format!("/api/tasks/{id}/cancel"),
+        &d.host(),
+        &[auth],
+        "reason=spam",
+    );
+    assert_eq!(
+        status, 415,
+        "a body that is not JSON is refused, not ignored: {body}"
+    );
     let (status, body) = d.call("POST", &format!("/api/tasks/{id}/cancel"), None);
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["state"], "canceled");
