@@ -104,6 +104,14 @@ impl Client {
         self.send_json(ureq::http::Method::PUT, path, body)
     }
 
+    pub fn patch<B: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> anyhow::Result<T> {
+        self.send_json(ureq::http::Method::PATCH, path, body)
+    }
+
     fn send_json<B: Serialize, T: DeserializeOwned>(
         &self,
         method: ureq::http::Method,

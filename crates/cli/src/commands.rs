@@ -74,14 +74,42 @@ fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
 pub fn desk(cmd: DeskCommand) -> anyhow::Result<()> {
     let client = Client::from_env()?;
     match cmd {
-        DeskCommand::Add { name, dir, agent } => {
+        DeskCommand::Add {
+            name,
+            dir,
+            agent,
+            deliver_command,
+        } => {
             let dir = std::path::absolute(&dir)
                 .with_context(|| format!("cannot resolve {}", dir.display()))?;
             let desk: DeskView = client.post(
                 "/api/desks",
-                &json!({"name": name, "dir": dir.to_string_lossy(), "agent": agent}),
+                &json!({"name": name, "dir": dir.to_string_lossy(), "agent": agent,
+                        "deliverCommand": deliver_command}),
             )?;
             println!("added desk {} ({}) in {}", desk.name, desk.agent, desk.dir);
+            if let Some(c) = desk.deliver_command {
+                println!("delivers by: {c}");
+            }
+        }
+        DeskCommand::Set {
+            name,
+            deliver_command,
+            no_deliver_command,
+        } => {
+            if deliver_command.is_none() && !no_deliver_command {
+                anyhow::bail!(
+                    "nothing to change: give --deliver-command COMMAND or --no-deliver-command"
+                );
+            }
+            let desk: DeskView = client.patch(
+                &format!("/api/desks/{}", encode(&name)),
+                &json!({"deliverCommand": deliver_command}),
+            )?;
+            match desk.deliver_command {
+                Some(c) => println!("desk {}: delivers by: {c}", desk.name),
+                None => println!("desk {}: no delivery command", desk.name),
+            }
         }
         DeskCommand::List { json } => {
             let list: DeskList = client.get("/api/desks")?;
@@ -92,7 +120,11 @@ pub fn desk(cmd: DeskCommand) -> anyhow::Result<()> {
                 println!("no desks; add one with `taskkeeper desk add NAME --dir DIR`");
             }
             for d in list.desks {
-                println!("{:<20} {:<12} {}", d.name, d.agent, d.dir);
+                let command = d
+                    .deliver_command
+                    .map(|c| format!("  (delivers by: {c})"))
+                    .unwrap_or_default();
+                println!("{:<20} {:<12} {}{command}", d.name, d.agent, d.dir);
             }
         }
         DeskCommand::Remove { name } => {
@@ -395,8 +427,9 @@ pub fn status(json: bool) -> anyhow::Result<()> {
             } else {
                 format!(", {} background", s.background.len())
             };
+            let headless = if s.headless { " (headless)" } else { "" };
             println!(
-                "  session {}  {} for {}{bg}",
+                "  session {}{headless}  {} for {}{bg}",
                 s.id,
                 s.activity,
                 age(now, s.since)
@@ -443,6 +476,26 @@ pub fn session(cmd: SessionCommand) -> anyhow::Result<()> {
     let (id, verb) = match &cmd {
         SessionCommand::Pause { id } => (id, "pause"),
         SessionCommand::Resume { id } => (id, "resume"),
+        SessionCommand::Launch { desk } => {
+            let session: taskkeeper_server::api::SessionView =
+                client.post(&format!("/api/desks/{}/launch", encode(desk)), &json!({}))?;
+            println!("{}", session.id);
+            eprintln!(
+                "launched a headless Claude Code session at desk {} (pid {}); `taskkeeper session stop {}` stops it",
+                session.desk,
+                session
+                    .pid
+                    .map_or_else(|| "?".to_owned(), |p| p.to_string()),
+                session.id
+            );
+            return Ok(());
+        }
+        SessionCommand::Stop { id } => {
+            let _: serde_json::Value =
+                client.post(&format!("/api/sessions/{}/stop", encode(id)), &json!({}))?;
+            println!("session {id}: stopping");
+            return Ok(());
+        }
     };
     let _: serde_json::Value =
         client.post(&format!("/api/sessions/{}/{verb}", encode(id)), &json!({}))?;

@@ -83,7 +83,7 @@ enum Command {
     /// Settings: the ladder, the hourly cap, expiry, the blocking-wait cap, ...
     #[command(subcommand)]
     Settings(SettingsCommand),
-    /// Pause or resume one session's reminders.
+    /// Sessions: pause or resume one's reminders; launch or stop a headless one.
     #[command(subcommand)]
     Session(SessionCommand),
     /// Pause or resume all reminders.
@@ -168,8 +168,15 @@ enum SettingsCommand {
 
 #[derive(Debug, Subcommand)]
 enum SessionCommand {
+    /// Pause one session's reminders.
     Pause { id: String },
+    /// Resume one session's reminders.
     Resume { id: String },
+    /// Launch a headless Claude Code session at a desk (`claude -p`, owned by the daemon):
+    /// Taskkeeper writes the desk's tasks and reminders to its stdin. Prints its id.
+    Launch { desk: String },
+    /// Stop a session Taskkeeper launched (its stdin closes; killed after 10 s).
+    Stop { id: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -224,6 +231,21 @@ enum DeskCommand {
         /// claude-code, codex, gemini or generic.
         #[arg(long, default_value = "claude-code")]
         agent: String,
+        /// A shell command that delivers text to the desk's agent: Taskkeeper runs it with
+        /// the text on stdin (and TASKKEEPER_DESK, TASKKEEPER_TASKS, TASKKEEPER_SESSION set)
+        /// when no better way in is available; exit status 0 means delivered.
+        #[arg(long, value_name = "COMMAND")]
+        deliver_command: Option<String>,
+    },
+    /// Change a desk: set or remove its delivery command.
+    Set {
+        name: String,
+        /// See `desk add --deliver-command`.
+        #[arg(long, value_name = "COMMAND", conflicts_with = "no_deliver_command")]
+        deliver_command: Option<String>,
+        /// Remove the delivery command.
+        #[arg(long)]
+        no_deliver_command: bool,
     },
     /// List the desks.
     List {

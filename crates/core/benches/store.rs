@@ -387,6 +387,7 @@ fn run_ours(dir: &Path, sync: Synchronous, writers: usize, cell: Duration) -> Re
             name: desk_name(w)?,
             agent: AgentKind::Generic,
             dir: dir.to_owned(),
+            deliver_command: None,
         };
         store.add_desk(desk, SystemClock.now())?;
     }

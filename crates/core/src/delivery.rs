@@ -120,6 +120,71 @@ pub fn session_note(desk: &Desk) -> String {
     )
 }
 
+/// A way of getting text into a session (DESIGN §7, claude-code.md §11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Method {
+    /// The Stop hook of the turn that is ending continues it with the text.
+    Handover,
+    /// The session's asyncRewake waiter exits with the text and wakes it.
+    Waiter,
+    /// A user message on the stdin of a headless session Taskkeeper launched.
+    Stdin,
+    /// A bracketed paste and a separate Enter into the session's tmux pane.
+    Paste,
+    /// The desk's configured command, with the text on its stdin.
+    Command,
+}
+
+impl Method {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Handover => "stop-hook handover",
+            Self::Waiter => "waiter",
+            Self::Stdin => "stdin",
+            Self::Paste => "tmux paste",
+            Self::Command => "command",
+        }
+    }
+
+    /// Taskkeeper pushes the text itself (the others hand it to a hook that asked for it).
+    pub fn is_push(self) -> bool {
+        matches!(self, Self::Stdin | Self::Paste | Self::Command)
+    }
+}
+
+/// What one session (or a desk with no live session) can be reached by right now.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Means {
+    /// Its Stop hook is running now (the turn is ending).
+    pub at_stop: bool,
+    /// A waiter of its is waiting.
+    pub waiter: bool,
+    /// Taskkeeper launched it and holds its stdin.
+    pub stdin: bool,
+    /// Its hooks reported a tmux pane.
+    pub tmux_pane: bool,
+    /// Its desk has a delivery command.
+    pub command: bool,
+}
+
+/// The methods that can reach the session, best first; the one rule of which method is
+/// tried and what the next one is when a delivery is not confirmed. A session Taskkeeper
+/// launched is reached through its stdin only: nothing else knows it.
+pub fn ranked(m: Means) -> Vec<Method> {
+    if m.stdin {
+        return vec![Method::Stdin];
+    }
+    [
+        (m.at_stop, Method::Handover),
+        (m.waiter, Method::Waiter),
+        (m.tmux_pane, Method::Paste),
+        (m.command, Method::Command),
+    ]
+    .into_iter()
+    .filter_map(|(available, method)| available.then_some(method))
+    .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,5 +254,34 @@ mod tests {
             cancel_text(&canceled),
             "[Taskkeeper] Task t-1 from ci-bot was canceled (not needed). Stop working on it; no task_update is needed for it."
         );
+    }
+
+    #[test]
+    fn methods_are_ranked_as_the_design_says() {
+        let all = Means {
+            at_stop: true,
+            waiter: true,
+            stdin: false,
+            tmux_pane: true,
+            command: true,
+        };
+        assert_eq!(
+            ranked(all),
+            [
+                Method::Handover,
+                Method::Waiter,
+                Method::Paste,
+                Method::Command
+            ]
+        );
+        let idle_in_tmux = Means {
+            at_stop: false,
+            waiter: false,
+            ..all
+        };
+        assert_eq!(ranked(idle_in_tmux), [Method::Paste, Method::Command]);
+        assert_eq!(ranked(Means { stdin: true, ..all }), [Method::Stdin]);
+        assert_eq!(ranked(Means::default()), []);
+        assert!(ranked(idle_in_tmux).iter().all(|m| m.is_push()));
     }
 }

@@ -113,6 +113,10 @@ pub struct Desk {
     pub agent: AgentKind,
     /// The working directory its sessions run in.
     pub dir: PathBuf,
+    /// A shell command that delivers text to the desk's agent (the text on its stdin), for
+    /// agents Taskkeeper has no other way into. Set by the owner only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deliver_command: Option<String>,
     pub created_at: Timestamp,
 }
 

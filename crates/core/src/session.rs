@@ -20,6 +20,11 @@ use crate::desk::{AgentKind, DeskName};
 pub struct SessionId(String);
 
 impl SessionId {
+    /// A new id, for a session Taskkeeper launches (Claude Code takes it as `--session-id`).
+    pub fn generate() -> Self {
+        Self(uuid::Uuid::new_v4().to_string())
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -149,6 +154,10 @@ pub struct Reach {
     /// signal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_file: Option<String>,
+    /// Taskkeeper launched this session headless and speaks to it on its stdin; its
+    /// activity comes from its own event stream, not from hooks.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub headless: bool,
 }
 
 impl Reach {
@@ -160,7 +169,9 @@ impl Reach {
             messaging_socket,
             tmux_socket,
             status_file,
+            headless,
         } = newer;
+        self.headless |= headless;
         self.tmux_pane = tmux_pane.or(self.tmux_pane.take());
         self.pid = pid.or(self.pid);
         self.messaging_socket = messaging_socket.or(self.messaging_socket.take());

@@ -115,6 +115,7 @@ fn fill(store: &Store, n: usize) -> Res<()> {
                 name: desk.clone(),
                 agent: AgentKind::ClaudeCode,
                 dir: dir.clone(),
+                deliver_command: None,
             },
             T0,
         )?;
@@ -273,7 +274,7 @@ fn main() -> Res<()> {
     let (_stop, stopped) = tokio::sync::watch::channel(false);
     let notifier: Arc<dyn Notifier> = Arc::new(EventNotifier::new(None));
     let tasks = Tasks::new(store.clone(), Arc::new(clock.clone()));
-    let sessions = Sessions::new(tasks.clone(), stopped, notifier.clone());
+    let sessions = Sessions::new(tasks.clone(), stopped, notifier.clone(), None);
     let dog = Watchdog::new(
         tasks,
         sessions,

@@ -132,6 +132,9 @@ pub struct DeskView {
     pub name: String,
     pub agent: String,
     pub dir: String,
+    /// The command that delivers text to the desk's agent, if it has one.
+    #[serde(default)]
+    pub deliver_command: Option<String>,
     pub created_at: Timestamp,
 }
 
@@ -141,9 +144,26 @@ impl From<&Desk> for DeskView {
             name: d.name.to_string(),
             agent: d.agent.to_string(),
             dir: d.dir.to_string_lossy().into_owned(),
+            deliver_command: d.deliver_command.clone(),
             created_at: d.created_at,
         }
     }
+}
+
+/// `PATCH /api/desks/{name}`: the fields to change.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DeskChange {
+    /// A command, or null to remove it; absent: unchanged.
+    #[serde(default, deserialize_with = "present")]
+    pub deliver_command: Option<Option<String>>,
+}
+
+/// A field that is present (null included), as opposed to absent.
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -154,6 +174,9 @@ pub struct NewDeskRequest {
     /// `claude-code` (the default), `codex`, `gemini` or `generic`.
     #[serde(default)]
     pub agent: Option<String>,
+    /// A command that delivers text to the desk's agent (its stdin gets the text).
+    #[serde(default)]
+    pub deliver_command: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -249,6 +272,9 @@ pub struct SessionView {
     pub last_words: Option<String>,
     pub tmux_pane: Option<String>,
     pub pid: Option<u32>,
+    /// Taskkeeper launched it headless and speaks to it on its stdin (the owner can stop it).
+    #[serde(default)]
+    pub headless: bool,
     /// The owner paused this session's reminders.
     pub reminders_paused: bool,
     pub updated_at: Timestamp,
@@ -267,6 +293,7 @@ impl From<&taskkeeper_core::Session> for SessionView {
             last_words: s.last_words.clone(),
             tmux_pane: s.reach.tmux_pane.clone(),
             pid: s.reach.pid,
+            headless: s.reach.headless,
             reminders_paused: s.watch.paused,
             updated_at: s.updated_at,
         }

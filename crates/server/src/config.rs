@@ -33,6 +33,9 @@ pub struct DaemonConfig {
     /// Serve this built web UI (`ui/dist`) at `/ui/` (`taskkeeper serve --ui`); see
     /// [`crate::ui::locate`] for where it is looked for.
     pub ui_dir: Option<PathBuf>,
+    /// The `claude` executable for the headless sessions the daemon launches
+    /// (`TASKKEEPER_CLAUDE`, else `claude` on the PATH).
+    pub claude: PathBuf,
 }
 
 impl DaemonConfig {
@@ -46,6 +49,7 @@ impl DaemonConfig {
             conformance: false,
             notifier: None,
             ui_dir: None,
+            claude: crate::launch::LaunchConfig::program_from_env(),
         }
     }
 

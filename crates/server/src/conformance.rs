@@ -91,6 +91,7 @@ pub(crate) async fn prepare(
                             name,
                             agent: AgentKind::Generic,
                             dir: marker,
+                            deliver_command: None,
                         },
                         now,
                     )?;

@@ -118,8 +118,7 @@ impl Daemon {
         let credentials = Credentials::new(token.clone(), &askers);
         let tasks = Tasks::new(store.clone(), config.clock.clone());
         let (stop, mut stopped) = watch::channel(false);
-        let owner = OwnerService::new(tasks.clone(), credentials.clone(), stopped.clone());
-        let guard = Arc::new(Guard::new(credentials, addr.port()));
+        let guard = Arc::new(Guard::new(credentials.clone(), addr.port()));
         let a2a = crate::a2a::A2a {
             tasks: tasks.clone(),
             stop: stopped.clone(),
@@ -144,8 +143,25 @@ impl Daemon {
         );
         let notices = Arc::new(crate::notify::EventNotifier::new(config.notifier.clone()));
         let notifier: Arc<dyn crate::notify::Notifier> = notices.clone();
-        let sessions =
-            crate::sessions::Sessions::new(tasks.clone(), stopped.clone(), notifier.clone());
+        let launch = crate::launch::LaunchConfig {
+            program: config.claude.clone(),
+            port: addr.port(),
+            token: token.as_str().to_owned(),
+            dir: config.data_dir.join("launched"),
+        };
+        let sessions = crate::sessions::Sessions::new(
+            tasks.clone(),
+            stopped.clone(),
+            notifier.clone(),
+            Some(launch),
+        );
+        sessions.end_orphaned_headless().await?;
+        let owner = OwnerService::new(
+            tasks.clone(),
+            credentials.clone(),
+            sessions.clone(),
+            stopped.clone(),
+        );
         let ui = match &config.ui_dir {
             Some(dir) => Some(Arc::new(crate::ui::UiFiles::load(dir)?)),
             None => None,
@@ -162,7 +178,7 @@ impl Daemon {
 
         // Waiters re-check whenever a task changes.
         tokio::spawn(sessions.clone().follow_tasks(stopped.clone()));
-        tokio::spawn(sessions.clone().paste_loop());
+        tokio::spawn(sessions.clone().deliver_loop());
         let watchdog = crate::watchdog::Watchdog::new(
             tasks.clone(),
             sessions.clone(),
@@ -235,6 +251,7 @@ impl Daemon {
     /// Stop accepting requests, let those in flight finish, and stop.
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
+        self.owner.sessions().stop_all_launched().await;
         let _ = self.server.await;
         let _ = self.housekeeping.await;
         let _ = self.watchdog.await;

@@ -117,6 +117,7 @@ fn reach_of(headers: &HeaderMap) -> (Option<String>, Reach) {
         messaging_socket: h("x-taskkeeper-messaging-socket"),
         tmux_socket,
         status_file: h("x-taskkeeper-status-file"),
+        headless: false,
     };
     (h("x-taskkeeper-desk"), reach)
 }
@@ -145,6 +146,28 @@ async fn hook(State(sessions): State<Sessions>, headers: HeaderMap, body: Bytes)
         Ok(out) => (StatusCode::OK, out).into_response(),
         Err(e) => store_error(e),
     }
+}
+
+/// For a PreToolUse of one of our tools: allow it, with the calling session's id added to its
+/// input (see the MCP module). Nothing for any other event or tool.
+fn fill_session(hook: &Hook) -> String {
+    let b = &hook.body;
+    let tool = b.get("tool_name").and_then(Value::as_str).unwrap_or("");
+    if hook.event != "PreToolUse" || !tool.starts_with(OUR_TOOLS) {
+        return String::new();
+    }
+    // updatedInput replaces the whole input: copy it and add the session.
+    let mut input = b.get("tool_input").cloned().unwrap_or_else(|| json!({}));
+    if let Value::Object(o) = &mut input {
+        o.insert("session_id".into(), json!(hook.session.as_str()));
+    }
+    json!({"hookSpecificOutput": {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "allow",
+        "permissionDecisionReason": "Taskkeeper's own tool",
+        "updatedInput": input,
+    }})
+    .to_string()
 }
 
 /// Returns what the hook prints.
@@ -198,23 +221,7 @@ async fn handle(
         "PreToolUse" => {
             sessions.edge(id, Edge::ToolActivity).await?;
             owner_back().await;
-            let tool = b.get("tool_name").and_then(Value::as_str).unwrap_or("");
-            if tool.starts_with(OUR_TOOLS) {
-                // updatedInput replaces the whole input: copy it and add the session.
-                let mut input = b.get("tool_input").cloned().unwrap_or_else(|| json!({}));
-                if let Value::Object(o) = &mut input {
-                    o.insert("session_id".into(), json!(id.as_str()));
-                }
-                json!({"hookSpecificOutput": {
-                    "hookEventName": "PreToolUse",
-                    "permissionDecision": "allow",
-                    "permissionDecisionReason": "Taskkeeper's own tool",
-                    "updatedInput": input,
-                }})
-                .to_string()
-            } else {
-                String::new()
-            }
+            fill_session(hook)
         }
         "PostToolUse" | "PostToolUseFailure" => {
             sessions.edge(id, Edge::ToolActivity).await?;
@@ -267,16 +274,8 @@ async fn handle(
                         .collect()
                 })
                 .unwrap_or_default();
-            if let Some(words) = last_words.clone().filter(|w| !w.trim().is_empty()) {
-                sessions
-                    .for_desk_tasks(
-                        &desk,
-                        |t| t.state() == TaskState::Working && t.delivered_at.is_some(),
-                        || Event::WorkerSaid {
-                            text: words.clone(),
-                        },
-                    )
-                    .await;
+            if let Some(words) = &last_words {
+                sessions.worker_said(&desk, words).await;
             }
             // Hand over first, then store the turn's end (and the new turn the handover
             // starts) in one step: a waiter only ever sees an idle session with nothing left

@@ -37,7 +37,12 @@ pub(crate) fn router(
     let owner_routes = Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/api/desks", get(list_desks).post(add_desk))
-        .route("/api/desks/{name}", axum::routing::delete(remove_desk))
+        .route(
+            "/api/desks/{name}",
+            axum::routing::delete(remove_desk).patch(change_desk),
+        )
+        .route("/api/desks/{name}/launch", post(launch_session))
+        .route("/api/sessions/{id}/stop", post(stop_session))
         .route("/api/tasks", get(list_tasks).post(create_task))
         .route("/api/tasks/{id}", get(get_task))
         .route("/api/tasks/{id}/update", post(update_task))
@@ -156,9 +161,46 @@ async fn add_desk(State(owner): State<OwnerService>, Body(req): Body<NewDeskRequ
     reply(
         StatusCode::CREATED,
         owner
-            .add_desk(&req.name, req.agent.as_deref(), &req.dir)
+            .add_desk(
+                &req.name,
+                req.agent.as_deref(),
+                &req.dir,
+                req.deliver_command,
+            )
             .await,
     )
+}
+
+async fn change_desk(
+    State(owner): State<OwnerService>,
+    Path(name): Path<String>,
+    Body(change): Body<crate::api::DeskChange>,
+) -> Response {
+    let Some(command) = change.deliver_command else {
+        return crate::owner::OwnerError::invalid(
+            "nothing to change: send deliverCommand (a command, or null to remove it)",
+        )
+        .into_response();
+    };
+    reply(
+        StatusCode::OK,
+        owner.set_deliver_command(&name, command).await,
+    )
+}
+
+async fn launch_session(State(owner): State<OwnerService>, Path(name): Path<String>) -> Response {
+    reply(StatusCode::CREATED, owner.launch_session(&name).await)
+}
+
+async fn stop_session(State(owner): State<OwnerService>, Path(id): Path<String>) -> Response {
+    match owner.stop_session(&id).await {
+        Ok(()) => (
+            StatusCode::ACCEPTED,
+            axum::Json(serde_json::json!({"id": id, "stopping": true})),
+        )
+            .into_response(),
+        Err(e) => e.into_response(),
+    }
 }
 
 async fn remove_desk(State(owner): State<OwnerService>, Path(name): Path<String>) -> Response {

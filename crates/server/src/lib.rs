@@ -15,6 +15,7 @@ mod daemon;
 mod guard;
 mod hooks;
 mod http;
+pub mod launch;
 pub mod logging;
 mod mcp;
 pub mod notify;

@@ -291,15 +291,20 @@ impl McpServer {
         ctx: &RequestContext<RoleServer>,
         session_id: Option<String>,
     ) -> Result<Call, ToolError> {
-        let caller = ctx
-            .extensions
-            .get::<Parts>()
+        let parts = ctx.extensions.get::<Parts>();
+        let caller = parts
             .and_then(|p| p.extensions.get::<Caller>())
             .cloned()
             .ok_or_else(|| {
                 ToolError::forbidden("this call carried no verified caller; send the bearer token")
             })?;
-        let Some(session_id) = session_id else {
+        // A session Taskkeeper launched names itself in a header of its MCP configuration.
+        let header = parts
+            .and_then(|p| p.headers.get(crate::launch::SESSION_HEADER))
+            .and_then(|v| v.to_str().ok())
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned);
+        let Some(session_id) = session_id.or(header) else {
             return Ok(Call {
                 caller,
                 session: None,

@@ -21,6 +21,7 @@ use crate::token::Token;
 pub struct OwnerService {
     tasks: Tasks,
     credentials: Credentials,
+    sessions: crate::sessions::Sessions,
     /// Poked when a setting or an owner action moves the watchdog's next due time.
     schedule: std::sync::Arc<tokio::sync::Notify>,
     /// The daemon is stopping: the owner's event streams end.
@@ -157,6 +158,35 @@ fn parse_desk(name: &str) -> Result<DeskName, OwnerError> {
         .map_err(|e: taskkeeper_core::desk::InvalidDeskName| OwnerError::invalid(e.to_string()))
 }
 
+/// A delivery command: a blank one is no command; one line only (it is shown and logged).
+fn checked_command(command: Option<String>) -> Result<Option<String>, OwnerError> {
+    let Some(command) = command.filter(|c| !c.trim().is_empty()) else {
+        return Ok(None);
+    };
+    if command.contains(['\n', '\r', '\0']) || command.len() > 4096 {
+        return Err(OwnerError::invalid(
+            "deliverCommand must be one line of at most 4096 bytes; put a longer one in a script",
+        ));
+    }
+    Ok(Some(command))
+}
+
+impl From<crate::launch::LaunchError> for OwnerError {
+    fn from(e: crate::launch::LaunchError) -> Self {
+        use crate::launch::LaunchError as L;
+        let kind = match &e {
+            L::Store(s) => return OwnerError::from(s.clone()),
+            L::NotClaudeCode { .. } | L::NoDirectory { .. } => OwnerErrorKind::Invalid,
+            L::NotLaunched(_) => OwnerErrorKind::NotFound,
+            L::Spawn { .. } | L::Config { .. } | L::Unavailable => OwnerErrorKind::Internal,
+        };
+        OwnerError {
+            kind,
+            message: e.to_string(),
+        }
+    }
+}
+
 fn non_empty(field: &str, text: &str) -> Result<(), OwnerError> {
     if text.trim().is_empty() {
         Err(OwnerError::invalid(format!("{field} must not be empty")))
@@ -169,14 +199,20 @@ impl OwnerService {
     pub(crate) fn new(
         tasks: Tasks,
         credentials: Credentials,
+        sessions: crate::sessions::Sessions,
         stop: tokio::sync::watch::Receiver<bool>,
     ) -> Self {
         Self {
             tasks,
             credentials,
+            sessions,
             schedule: std::sync::Arc::default(),
             stop,
         }
+    }
+
+    pub(crate) fn sessions(&self) -> &crate::sessions::Sessions {
+        &self.sessions
     }
 
     pub(crate) fn stopping(&self) -> tokio::sync::watch::Receiver<bool> {
@@ -309,8 +345,10 @@ impl OwnerService {
         name: &str,
         agent: Option<&str>,
         dir: &str,
+        deliver_command: Option<String>,
     ) -> Result<DeskView, OwnerError> {
         let name = parse_desk(name)?;
+        let deliver_command = checked_command(deliver_command)?;
         let agent = match agent {
             Some(a) => AgentKind::from_str(a).map_err(|e| OwnerError::invalid(e.to_string()))?,
             None => AgentKind::ClaudeCode,
@@ -323,9 +361,44 @@ impl OwnerService {
                 dir.display()
             )));
         }
-        let desk = NewDesk { name, agent, dir };
+        let desk = NewDesk {
+            name,
+            agent,
+            dir,
+            deliver_command,
+        };
         self.blocking(move |s, now| s.add_desk(desk, now).map(|d| DeskView::from(&d)))
             .await
+    }
+
+    /// Set or remove the command that delivers text to a desk's agent.
+    pub async fn set_deliver_command(
+        &self,
+        name: &str,
+        command: Option<String>,
+    ) -> Result<DeskView, OwnerError> {
+        let name = parse_desk(name)?;
+        let command = checked_command(command)?;
+        let desk = self
+            .blocking(move |s, _| s.set_deliver_command(&name, command))
+            .await?;
+        // Something may be waiting for exactly this way in.
+        self.sessions.poke();
+        Ok(DeskView::from(&desk))
+    }
+
+    /// Launch a headless Claude Code session at a desk; Taskkeeper speaks to it on its stdin.
+    pub async fn launch_session(&self, desk: &str) -> Result<SessionView, OwnerError> {
+        let session = self.sessions.launch(desk).await?;
+        Ok(SessionView::from(&session))
+    }
+
+    /// Stop a session Taskkeeper launched.
+    pub async fn stop_session(&self, id: &str) -> Result<(), OwnerError> {
+        Ok(self
+            .sessions
+            .stop_launched(&taskkeeper_core::SessionId::from(id))
+            .await?)
     }
 
     pub async fn remove_desk(&self, name: &str) -> Result<(), OwnerError> {

@@ -5,26 +5,33 @@
 //! Delivery has one rule, written once in [`Sessions::claim`]: a task (or a cancel notice)
 //! is marked delivered by a transition in the store, which succeeds once; whoever wins that
 //! claim — the Stop hook handing over the next task, the waiter waking an idle session —
-//! delivers the text, and nobody else does. The tmux paste, which cannot be taken back,
-//! pastes first and claims only after the session started a turn.
+//! delivers the text, and nobody else does. Which method is tried, and which next when one
+//! is not confirmed, is [`delivery::ranked`]'s decision; [`Sessions::deliver_loop`] pushes
+//! through the methods that Taskkeeper drives itself (a headless session's stdin, the tmux
+//! paste, the desk's command), which cannot be taken back: they send first and claim exactly
+//! what they sent once it was confirmed.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use taskkeeper_core::delivery;
+use taskkeeper_core::delivery::{self, Means, Method};
 use taskkeeper_core::session::{Edge, Level, Reach, Session, SessionId};
 use taskkeeper_core::store::{NewDesk, StateFilter, TaskFilter};
 use taskkeeper_core::{AgentKind, Desk, DeskName, Event, StoreError, Task, TaskState};
 use tokio::sync::Notify;
 
+use crate::launch::{LaunchConfig, Launched};
 use crate::tasks::Tasks;
 
 #[derive(Clone, Debug)]
 pub struct Sessions {
     tasks: Tasks,
     inner: Arc<Inner>,
+    /// How to launch headless sessions (none in tests that need none).
+    launch: Option<Arc<LaunchConfig>>,
+    launched: Arc<Launched>,
     /// The daemon is stopping: waiters leave so the graceful shutdown is not held up.
     stop: tokio::sync::watch::Receiver<bool>,
     notifier: Arc<dyn crate::notify::Notifier>,
@@ -44,8 +51,8 @@ struct Inner {
     handovers: Mutex<HashMap<SessionId, u32>>,
     /// Sessions with a waiter waiting right now: the waiter delivers, not the paste.
     waiting: Mutex<HashSet<SessionId>>,
-    /// What was pasted into each session and not confirmed: never pasted twice.
-    pasted: Mutex<HashMap<SessionId, Vec<String>>>,
+    /// What is being (or was, unconfirmed) pushed to each session or desk: never sent twice.
+    pushed: Mutex<HashMap<String, Vec<String>>>,
 }
 
 /// Unregisters a waiter when its long poll ends, however it ends.
@@ -59,8 +66,14 @@ impl Drop for Waiting<'_> {
 
 /// A session this young may not have painted its prompt box yet; keys sent now get lost.
 const SETTLE: Duration = Duration::from_secs(2);
-/// How long a pasted prompt has to start a turn before Enter is sent again (once).
+/// How long a pasted prompt (or a stdin message) has to start a turn before it counts as not
+/// delivered (the paste gets one more Enter first).
 const VERIFY: Duration = Duration::from_secs(5);
+/// How long a failed push waits before the same text is tried again (when trying again
+/// cannot double it: a command that failed, a stdin that was gone).
+const RETRY: Duration = Duration::from_secs(60);
+/// How long the desk's command may take.
+const COMMAND_DEADLINE: Duration = Duration::from_secs(30);
 
 /// What a waiter is told.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,7 +87,7 @@ pub enum WaitOutcome {
 /// Claude Code ends a turn anyway after eight Stop-hook blocks in a row.
 const MAX_HANDOVERS_IN_A_ROW: u32 = 7;
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -101,13 +114,28 @@ impl Sessions {
         tasks: Tasks,
         stop: tokio::sync::watch::Receiver<bool>,
         notifier: Arc<dyn crate::notify::Notifier>,
+        launch: Option<LaunchConfig>,
     ) -> Self {
         Self {
             tasks,
             inner: Arc::new(Inner::default()),
+            launch: launch.map(Arc::new),
+            launched: Arc::default(),
             stop,
             notifier,
         }
+    }
+
+    pub(crate) fn launch_config(&self) -> Option<&LaunchConfig> {
+        self.launch.as_deref()
+    }
+
+    pub(crate) fn launched(&self) -> &Launched {
+        &self.launched
+    }
+
+    pub(crate) fn stopping(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.stop.clone()
     }
 
     pub fn notifier(&self) -> &Arc<dyn crate::notify::Notifier> {
@@ -275,6 +303,22 @@ impl Sessions {
         }
     }
 
+    /// A turn ended with these words: they are the last words of every task the session
+    /// holds (the desk's delivered WORKING tasks), which reminders quote back.
+    pub async fn worker_said(&self, desk: &DeskName, words: &str) {
+        if words.trim().is_empty() {
+            return;
+        }
+        self.for_desk_tasks(
+            desk,
+            |t| t.state() == TaskState::Working && t.delivered_at.is_some(),
+            || Event::WorkerSaid {
+                text: words.to_owned(),
+            },
+        )
+        .await;
+    }
+
     /// What the desk's session has still to be told, without claiming it.
     async fn undelivered(&self, desk: &DeskName) -> Result<Vec<Task>, StoreError> {
         let mut due: Vec<Task> = self
@@ -371,6 +415,11 @@ impl Sessions {
                 Some(s) if s.is_live() => s,
                 _ => return Ok(WaitOutcome::Leave("the session ended")),
             };
+            if session.reach.headless {
+                return Ok(WaitOutcome::Leave(
+                    "Taskkeeper speaks to this session on its stdin",
+                ));
+            }
             if session.activity == taskkeeper_core::Activity::Idle {
                 let note = self.claim_note(id).await?;
                 let tasks = self.claim(&session.desk).await?;
@@ -392,18 +441,89 @@ impl Sessions {
     }
 }
 
+/// Whom a push goes to: a live session, or a desk with a command and no live session.
+#[derive(Debug, Clone)]
+struct Target {
+    session: Option<Session>,
+    desk: Desk,
+}
+
+impl Target {
+    /// The key of what is being pushed to it.
+    fn key(&self) -> String {
+        match &self.session {
+            Some(s) => format!("session:{}", s.id),
+            None => format!("desk:{}", self.desk.name),
+        }
+    }
+}
+
+/// What one push carries: the session's recorded watchdog message and the desk's items.
+#[derive(Debug, Clone)]
+struct Parcel {
+    note: Option<(u64, String)>,
+    items: Vec<Task>,
+}
+
+impl Parcel {
+    fn text(&self) -> String {
+        let texts: Vec<String> = self
+            .note
+            .iter()
+            .map(|(_, text)| text.clone())
+            .chain(self.items.iter().map(|t| {
+                if t.cancel_to_tell() {
+                    delivery::cancel_text(t)
+                } else {
+                    delivery::task_text(t)
+                }
+            }))
+            .collect();
+        texts.join("\n\n---\n\n")
+    }
+
+    /// Identifies the content, so the same parcel is never pushed twice.
+    fn key(&self) -> Vec<String> {
+        self.items
+            .iter()
+            .map(|t| format!("{}@{}", t.id, t.version))
+            .chain(self.note.iter().map(|(seq, _)| format!("note#{seq}")))
+            .collect()
+    }
+}
+
+/// How a push ended.
+enum Pushed {
+    /// Confirmed: the parcel is claimed.
+    Delivered,
+    /// Not confirmed, and the text may have landed (a paste): never send it again.
+    Unconfirmed(String),
+    /// Not delivered: it may be tried again later.
+    Failed(String),
+}
+
 impl Sessions {
-    /// The tmux fallback: for each idle session that has something to be told, no waiter
-    /// and a known tmux pane, paste the text (bracketed), press Enter separately, and
-    /// confirm by the turn it starts; Enter is pressed once more if no turn starts, and the
-    /// items are claimed only once a turn did. Runs until `stop`.
-    pub async fn paste_loop(self) {
+    /// The methods that can reach `session` right now, best first ([`delivery::ranked`]).
+    fn methods(&self, session: &Session, desk: &Desk) -> Vec<Method> {
+        delivery::ranked(Means {
+            at_stop: false,
+            waiter: lock(&self.inner.waiting).contains(&session.id),
+            stdin: self.launched.holds(&session.id),
+            tmux_pane: session.reach.tmux_pane.is_some() && session.reach.tmux_socket.is_some(),
+            command: desk.deliver_command.is_some(),
+        })
+    }
+
+    /// Pushes what idle sessions (and desks with a command and no live session) have to be
+    /// told through the methods Taskkeeper drives, best first, falling back to the next
+    /// method when one is not confirmed. Runs until `stop`.
+    pub async fn deliver_loop(self) {
         let mut stop = self.stop.clone();
         loop {
-            let recheck = match self.paste_pass().await {
+            let recheck = match self.deliver_pass().await {
                 Ok(r) => r,
                 Err(e) => {
-                    tracing::warn!(error = %e, "paste delivery pass failed");
+                    tracing::warn!(error = %e, "delivery pass failed");
                     Some(Duration::from_secs(30))
                 }
             };
@@ -422,105 +542,336 @@ impl Sessions {
     }
 
     /// One pass; returns when to look again for a session that was too fresh to paste into.
-    async fn paste_pass(&self) -> Result<Option<Duration>, StoreError> {
+    async fn deliver_pass(&self) -> Result<Option<Duration>, StoreError> {
         let now = self.tasks.now();
-        let sessions = self.tasks.blocking(|s, _| s.sessions(None)).await?;
+        let (sessions, desks) = self
+            .tasks
+            .blocking(|s, _| Ok((s.sessions(None)?, s.desks()?)))
+            .await?;
+        let desks: HashMap<DeskName, Desk> =
+            desks.into_iter().map(|d| (d.name.clone(), d)).collect();
         let mut recheck: Option<Duration> = None;
         let mut seen_desks = HashSet::new();
+        let mut targets = Vec::new();
         for session in sessions {
             // The newest live session of a desk is the one that works there.
             if !session.is_live() || !seen_desks.insert(session.desk.clone()) {
                 continue;
             }
-            let (Some(pane), Some(socket)) = (
-                session.reach.tmux_pane.clone(),
-                session.reach.tmux_socket.clone(),
-            ) else {
+            let Some(desk) = desks.get(&session.desk) else {
                 continue;
             };
-            if session.activity != taskkeeper_core::Activity::Idle
-                || lock(&self.inner.waiting).contains(&session.id)
-            {
+            if session.activity != taskkeeper_core::Activity::Idle {
                 continue;
             }
-            let young = now.since(session.since);
-            if young < SETTLE {
-                recheck = Some(recheck.map_or(SETTLE - young, |r| r.min(SETTLE - young)));
-                continue;
-            }
-            let items = self.undelivered(&session.desk).await?;
-            let note = session.watch.pending.clone().map(|(_, text)| text);
-            if items.is_empty() && note.is_none() {
-                continue;
-            }
-            let key: Vec<String> = items
-                .iter()
-                .map(|t| format!("{}@{}", t.id, t.version))
-                .chain(note.iter().map(|n| n.chars().take(40).collect()))
-                .collect();
-            if lock(&self.inner.pasted).get(&session.id) == Some(&key) {
-                continue;
-            }
-            lock(&self.inner.pasted).insert(session.id.clone(), key);
-            let texts: Vec<String> = note
-                .into_iter()
-                .chain(items.iter().map(|t| {
-                    if t.cancel_to_tell() {
-                        delivery::cancel_text(t)
-                    } else {
-                        delivery::task_text(t)
+            let methods = self.methods(&session, desk);
+            match methods.first() {
+                // A waiter (or nothing) answers for this session.
+                None | Some(Method::Handover | Method::Waiter) => continue,
+                Some(Method::Paste) => {
+                    let young = now.since(session.since);
+                    if young < SETTLE {
+                        recheck = Some(recheck.map_or(SETTLE - young, |r| r.min(SETTLE - young)));
+                        continue;
                     }
-                }))
-                .collect();
+                }
+                Some(Method::Stdin | Method::Command) => {}
+            }
+            targets.push((
+                Target {
+                    session: Some(session),
+                    desk: desk.clone(),
+                },
+                methods,
+            ));
+        }
+        // A desk whose agent Taskkeeper reaches only through its command needs no session.
+        for desk in desks.values() {
+            if desk.deliver_command.is_some() && !seen_desks.contains(&desk.name) {
+                targets.push((
+                    Target {
+                        session: None,
+                        desk: desk.clone(),
+                    },
+                    vec![Method::Command],
+                ));
+            }
+        }
+        for (target, methods) in targets {
+            let parcel = Parcel {
+                note: target
+                    .session
+                    .as_ref()
+                    .and_then(|s| s.watch.pending.clone()),
+                items: self.undelivered(&target.desk.name).await?,
+            };
+            if parcel.items.is_empty() && parcel.note.is_none() {
+                continue;
+            }
+            let (target_key, mut parcel_key) = (target.key(), parcel.key());
+            // A changed command is a new way in: what failed through the old one is tried.
+            if methods.contains(&Method::Command)
+                && let Some(c) = &target.desk.deliver_command
+            {
+                parcel_key.push(format!("command:{c}"));
+            }
+            if lock(&self.inner.pushed).get(&target_key) == Some(&parcel_key) {
+                continue;
+            }
+            lock(&self.inner.pushed).insert(target_key.clone(), parcel_key.clone());
             let this = self.clone();
             tokio::spawn(async move {
-                if let Err(e) = this
-                    .paste_and_confirm(&session, &socket, &pane, &texts.join("\n\n---\n\n"))
-                    .await
-                {
-                    tracing::warn!(session = %session.id, error = %e, "paste delivery failed; the waiter or the next Stop will try");
-                }
+                this.push(target, methods, parcel, target_key, parcel_key)
+                    .await;
             });
         }
         Ok(recheck)
     }
 
-    async fn paste_and_confirm(
+    /// Try each method in turn until one is confirmed.
+    async fn push(
         &self,
-        session: &Session,
-        socket: &str,
-        pane: &str,
-        text: &str,
-    ) -> Result<(), String> {
+        target: Target,
+        methods: Vec<Method>,
+        parcel: Parcel,
+        target_key: String,
+        parcel_key: Vec<String>,
+    ) {
+        let text = parcel.text();
+        let mut may_have_landed = false;
+        for method in methods.into_iter().filter(|m| m.is_push()) {
+            let outcome = match (method, &target.session) {
+                (Method::Stdin, Some(session)) => self.send_stdin(session, &text).await,
+                (Method::Paste, Some(session)) => self.paste(session, &text).await,
+                (Method::Command, session) => {
+                    self.run_command(&target.desk, session.as_ref(), &parcel, &text)
+                        .await
+                }
+                _ => continue,
+            };
+            match outcome {
+                Pushed::Delivered => {
+                    if let Err(e) = self.claim_parcel(target.session.as_ref(), &parcel).await {
+                        tracing::warn!(target = %target_key, error = %e, "claiming a delivered parcel failed");
+                    }
+                    tracing::info!(target = %target_key, method = method.as_str(), "delivered");
+                    return;
+                }
+                Pushed::Unconfirmed(why) => {
+                    may_have_landed = true;
+                    tracing::warn!(target = %target_key, method = method.as_str(), %why, "delivery not confirmed; trying the next method");
+                }
+                Pushed::Failed(why) => {
+                    tracing::warn!(target = %target_key, method = method.as_str(), %why, "delivery failed; trying the next method");
+                }
+            }
+        }
+        if !may_have_landed {
+            // Nothing landed: try the same text again later (unless it changed meanwhile).
+            let this = self.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(RETRY).await;
+                let mut pushed = lock(&this.inner.pushed);
+                if pushed.get(&target_key) == Some(&parcel_key) {
+                    pushed.remove(&target_key);
+                }
+                drop(pushed);
+                this.poke();
+            });
+        }
+    }
+
+    /// Claim exactly what was delivered: the watchdog message of that number, and each item
+    /// at the version that was sent (a task changed meanwhile is told again).
+    async fn claim_parcel(
+        &self,
+        session: Option<&Session>,
+        parcel: &Parcel,
+    ) -> Result<(), StoreError> {
+        if let (Some(session), Some((seq, _))) = (session, &parcel.note) {
+            let (id, seq) = (session.id.clone(), *seq);
+            self.tasks
+                .blocking(move |s, _| {
+                    s.update_session(&id, move |session| {
+                        let same = session
+                            .watch
+                            .pending
+                            .as_ref()
+                            .is_some_and(|(n, _)| *n == seq);
+                        if same {
+                            session.watch.pending = None;
+                        }
+                        (same, ())
+                    })
+                })
+                .await?;
+        }
+        for t in &parcel.items {
+            let current = self.tasks.get(&t.id).await?;
+            if current.is_none_or(|c| c.version != t.version) {
+                continue;
+            }
+            let event = if t.cancel_to_tell() {
+                Event::CancelTold
+            } else {
+                Event::Delivered
+            };
+            match self.tasks.apply(&t.id, event).await {
+                Ok(_) | Err(StoreError::Transition(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Has the session started a turn since `turn0` (within [`VERIFY`])?
+    async fn turn_started(&self, id: &SessionId, turn0: u64) -> bool {
+        let deadline = tokio::time::Instant::now() + VERIFY;
+        while tokio::time::Instant::now() < deadline {
+            if *lock(&self.inner.turns).get(id).unwrap_or(&0) != turn0 {
+                return true;
+            }
+            let _ = tokio::time::timeout(Duration::from_millis(200), self.changed()).await;
+        }
+        false
+    }
+
+    /// A user message on the stdin of a session Taskkeeper launched, confirmed by the turn
+    /// it starts.
+    async fn send_stdin(&self, session: &Session, text: &str) -> Pushed {
         let turn0 = *lock(&self.inner.turns).get(&session.id).unwrap_or(&0);
         self.expect_turn(&session.id);
-        tmux(socket, &["set-buffer", "-b", "taskkeeper", "--", text]).await?;
-        tmux(
-            socket,
-            &["paste-buffer", "-p", "-d", "-b", "taskkeeper", "-t", pane],
-        )
-        .await?;
+        if !self.launched.send(&session.id, text.to_owned()) {
+            lock(&self.inner.expecting).remove(&session.id);
+            return Pushed::Failed("the session's stdin is closed".into());
+        }
+        if self.turn_started(&session.id, turn0).await {
+            Pushed::Delivered
+        } else {
+            // It is queued in the session and will be read: never send it twice.
+            Pushed::Unconfirmed(format!("no turn started within {VERIFY:?}"))
+        }
+    }
+
+    /// The tmux paste: the text (bracketed), a separate Enter, and the turn it starts; Enter
+    /// is pressed once more if no turn starts.
+    async fn paste(&self, session: &Session, text: &str) -> Pushed {
+        let (Some(pane), Some(socket)) = (&session.reach.tmux_pane, &session.reach.tmux_socket)
+        else {
+            return Pushed::Failed("no tmux pane is known".into());
+        };
+        let turn0 = *lock(&self.inner.turns).get(&session.id).unwrap_or(&0);
+        self.expect_turn(&session.id);
+        let pasted = async {
+            tmux(socket, &["set-buffer", "-b", "taskkeeper", "--", text]).await?;
+            tmux(
+                socket,
+                &["paste-buffer", "-p", "-d", "-b", "taskkeeper", "-t", pane],
+            )
+            .await
+        };
+        if let Err(e) = pasted.await {
+            lock(&self.inner.expecting).remove(&session.id);
+            return Pushed::Failed(e);
+        }
         for attempt in 0..2 {
             tokio::time::sleep(Duration::from_millis(150)).await;
-            tmux(socket, &["send-keys", "-t", pane, "Enter"]).await?;
-            let deadline = tokio::time::Instant::now() + VERIFY;
-            while tokio::time::Instant::now() < deadline {
-                if *lock(&self.inner.turns).get(&session.id).unwrap_or(&0) != turn0 {
-                    // The session took it: now it is delivered.
-                    self.claim_note(&session.id)
-                        .await
-                        .map_err(|e| e.to_string())?;
-                    self.claim(&session.desk).await.map_err(|e| e.to_string())?;
-                    tracing::info!(session = %session.id, attempt, "pasted into tmux and confirmed");
-                    return Ok(());
-                }
-                let _ = tokio::time::timeout(Duration::from_millis(200), self.changed()).await;
+            if let Err(e) = tmux(socket, &["send-keys", "-t", pane, "Enter"]).await {
+                lock(&self.inner.expecting).remove(&session.id);
+                return Pushed::Unconfirmed(e);
+            }
+            if self.turn_started(&session.id, turn0).await {
+                tracing::debug!(session = %session.id, attempt, "the paste started a turn");
+                return Pushed::Delivered;
             }
         }
         lock(&self.inner.expecting).remove(&session.id);
-        Err(format!(
+        Pushed::Unconfirmed(format!(
             "no turn started in pane {pane} after the paste and two Enters"
         ))
+    }
+
+    /// The desk's command, run by `sh -c` in the desk's directory with the text on its stdin
+    /// and the task ids, desk and session in its environment; exit status 0 is the
+    /// confirmation.
+    async fn run_command(
+        &self,
+        desk: &Desk,
+        session: Option<&Session>,
+        parcel: &Parcel,
+        text: &str,
+    ) -> Pushed {
+        let Some(command) = &desk.deliver_command else {
+            return Pushed::Failed("the desk has no command".into());
+        };
+        let ids: Vec<&str> = parcel.items.iter().map(|t| t.id.as_str()).collect();
+        if let Some(s) = session {
+            self.expect_turn(&s.id);
+        }
+        let run = run_shell(
+            command,
+            &desk.dir,
+            &[
+                ("TASKKEEPER_DESK", desk.name.as_str()),
+                ("TASKKEEPER_TASKS", &ids.join(" ")),
+                ("TASKKEEPER_SESSION", session.map_or("", |s| s.id.as_str())),
+            ],
+            text,
+        )
+        .await;
+        match run {
+            Ok(()) => Pushed::Delivered,
+            Err(why) => {
+                if let Some(s) = session {
+                    lock(&self.inner.expecting).remove(&s.id);
+                }
+                Pushed::Failed(format!("the desk's command `{command}`: {why}"))
+            }
+        }
+    }
+}
+
+/// Run `command` with `sh -c`, `text` on its stdin, within [`COMMAND_DEADLINE`].
+async fn run_shell(
+    command: &str,
+    dir: &Path,
+    env: &[(&str, &str)],
+    text: &str,
+) -> Result<(), String> {
+    use tokio::io::AsyncWriteExt as _;
+    let mut child = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(dir)
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("cannot start it in {}: {e}", dir.display()))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        // A command that does not read its stdin is fine: a closed pipe is not an error.
+        let _ = stdin.write_all(text.as_bytes()).await;
+    }
+    let out = tokio::time::timeout(COMMAND_DEADLINE, child.wait_with_output())
+        .await
+        .map_err(|_| format!("still running after {COMMAND_DEADLINE:?}; killed"))?
+        .map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let tail: String = stderr
+            .trim()
+            .chars()
+            .rev()
+            .take(300)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        Err(format!("exited with {}: {tail}", out.status))
     }
 }
 
@@ -572,6 +923,7 @@ fn resolve_desk(
                 name: parsed,
                 agent,
                 dir: cwd.to_owned(),
+                deliver_command: None,
             },
             now,
         );
@@ -605,6 +957,7 @@ fn resolve_desk(
             name: parsed,
             agent,
             dir: PathBuf::from(cwd),
+            deliver_command: None,
         },
         now,
     )

@@ -656,7 +656,8 @@ impl World {
     /// the `claude` process passes on.
     fn connected(rules: &Value) -> World {
         let mut w = World::offline(rules);
-        let daemon = Served::start(&w.dir.join("data"));
+        // In the sessions' environment: the headless sessions it launches inherit it.
+        let daemon = Served::start_in(&w.dir.join("data"), &w.env);
         let url = daemon.url();
         let bin_dir = Path::new(bin()).parent().unwrap().display().to_string();
         for (k, v) in &mut w.env {
@@ -1595,5 +1596,124 @@ fn a_task_sent_while_busy_is_handed_over_by_the_stop_hook() {
         "the turn continued from a Stop hook{}",
         w.report()
     );
+    w.assert_stayed_local();
+}
+
+/// (e) A headless session Taskkeeper launched (`taskkeeper session launch`): a task goes to
+/// its stdin and the model ends it through MCP, so the asker's blocking SendMessage returns;
+/// a second task the session leaves open is reminded through stdin; each is delivered once
+/// although the connected hooks (and their waiter) run in that session too; `session stop`
+/// ends it.
+#[test]
+fn a_launched_headless_session_takes_its_tasks_on_stdin() {
+    let reminder = format!(r"\[Taskkeeper\] Reminder #\d+:[\s\S]*?- Task (?P<id>{UUID}) from ");
+    let first = header("FIRST: fix the flag");
+    let second = header("SECOND: update the docs");
+    let w = World::connected(&rules(vec![
+        end_with_tool(
+            "reminded",
+            &reminder,
+            "done",
+            "Docs updated after the reminder.",
+        ),
+        end_with_tool("first", &first, "done", "Flag fixed."),
+        json!({"name": "second", "match": second, "tool_result": false,
+               "reply": "Looking at the docs…"}),
+    ]));
+    w.setting("reminders.first_after.claude-code", "3s");
+    w.setting("reminders.ladder", "2s,2s,5s,10s");
+    let token = w.asker("ci-bot");
+
+    let t = Instant::now();
+    let out = w.taskkeeper(&["session", "launch", DESK]);
+    assert!(out.status.success(), "session launch: {}", text_of(&out));
+    let session = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let listed = w.wait("the launched session to be listed", |w| {
+        w.owner_get("/api/sessions")["sessions"]
+            .as_array()?
+            .iter()
+            .find(|s| s["id"] == session.as_str())
+            .cloned()
+    });
+    assert_eq!(listed["headless"], true, "{listed}");
+    assert_eq!(listed["desk"], DESK, "{listed}");
+
+    let answer = a2a_send_blocking(w.daemon().port, &token, "FIRST: fix the flag", "m-e1");
+    let answer = match answer.recv_timeout(WAIT) {
+        Ok(Ok(answer)) => answer,
+        Ok(Err(e)) => panic!("the blocking SendMessage failed: {e}{}", w.report()),
+        Err(_) => panic!("the blocking SendMessage did not return{}", w.report()),
+    };
+    eprintln!("launch to the first task completed: {:.2?}", t.elapsed());
+    let task = &answer["result"]["task"];
+    assert_eq!(
+        task["status"]["state"],
+        "TASK_STATE_COMPLETED",
+        "{answer}{}",
+        w.report()
+    );
+    assert_eq!(task["status"]["message"]["parts"][0]["text"], "Flag fixed.");
+
+    let sent = a2a_send(
+        w.daemon().port,
+        &token,
+        "SECOND: update the docs",
+        "m-e2",
+        true,
+    );
+    let id = task_id(&sent);
+    w.wait_turn("the second task to reach the session", "second");
+    let t = Instant::now();
+    let turn = w.wait_turn("the reminder through stdin", "reminded");
+    eprintln!("headless turn end to reminder turn: {:.2?}", t.elapsed());
+    let tail = turn["tail"].as_str().unwrap();
+    assert!(
+        tail.contains(&id) && tail.contains("Looking at the docs…"),
+        "the reminder names the task and the last words: {tail}"
+    );
+    let done = w.wait_state(&id, "completed");
+    assert_eq!(done["statusText"], "Docs updated after the reminder.");
+
+    // Each task reached the model once: no waiter, paste or handover doubled the stdin.
+    for (what, request) in [
+        ("first", "FIRST: fix the flag"),
+        ("second", "SECOND: update the docs"),
+    ] {
+        let seen = w
+            .fake
+            .turns()
+            .iter()
+            .filter(|r| {
+                r["tail"]
+                    .as_str()
+                    .is_some_and(|t| t.contains("[Taskkeeper] Task ") && t.contains(request))
+            })
+            .count();
+        assert_eq!(
+            seen,
+            1,
+            "the {what} task reached the model {seen} times{}",
+            w.report()
+        );
+    }
+    // The session's own stream told its activity; its hooks changed nothing.
+    let s = w.wait("the session to be idle", |w| {
+        w.owner_get("/api/sessions")["sessions"]
+            .as_array()?
+            .iter()
+            .find(|s| s["id"] == session.as_str() && s["activity"] == "idle")
+            .cloned()
+    });
+    assert!(s["lastWords"].is_string(), "{s}");
+
+    let out = w.taskkeeper(&["session", "stop", &session]);
+    assert!(out.status.success(), "session stop: {}", text_of(&out));
+    w.wait("the session to end", |w| {
+        w.owner_get("/api/sessions")["sessions"]
+            .as_array()?
+            .iter()
+            .any(|s| s["id"] == session.as_str() && s["activity"] == "ended")
+            .then_some(())
+    });
     w.assert_stayed_local();
 }

@@ -27,9 +27,31 @@ impl Served {
             .unwrap_or_else(|(_, stderr)| panic!("daemon did not start: {stderr}"))
     }
 
+    /// Start with exactly the environment `env` (plus the token): the sessions it launches
+    /// inherit it.
+    pub fn start_in(data_dir: &Path, env: &[(String, String)]) -> Served {
+        Self::try_start_in(data_dir, 0, Some(env))
+            .unwrap_or_else(|(_, stderr)| panic!("daemon did not start: {stderr}"))
+    }
+
     /// Start, or return the exit status and stderr of a daemon that refused to start.
     pub fn try_start(data_dir: &Path, port: u16) -> Result<Served, (Option<i32>, String)> {
-        let mut child = Command::new(bin())
+        Self::try_start_in(data_dir, port, None)
+    }
+
+    fn try_start_in(
+        data_dir: &Path,
+        port: u16,
+        env: Option<&[(String, String)]>,
+    ) -> Result<Served, (Option<i32>, String)> {
+        let mut command = Command::new(bin());
+        if let Some(env) = env {
+            command.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
+            if let Ok(level) = std::env::var("TASKKEEPER_LOG") {
+                command.env("TASKKEEPER_LOG", level);
+            }
+        }
+        let mut child = command
             .args(["serve", "--port", &port.to_string(), "--data-dir"])
             .arg(data_dir)
             .env("TASKKEEPER_TOKEN", TOKEN)

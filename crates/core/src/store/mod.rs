@@ -124,6 +124,8 @@ pub struct NewDesk {
     pub name: DeskName,
     pub agent: AgentKind,
     pub dir: PathBuf,
+    /// See [`Desk::deliver_command`].
+    pub deliver_command: Option<String>,
 }
 
 /// Which tasks to list.
@@ -431,20 +433,42 @@ impl Store {
                 return Err(StoreError::DeskExists(desk.name));
             }
             c.execute(
-                "INSERT INTO desks (name, agent, dir, created_at) VALUES (?1, ?2, ?3, ?4)",
+                "INSERT INTO desks (name, agent, dir, created_at, deliver_command) \
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
                 params![
                     desk.name.as_str(),
                     desk.agent.as_str(),
                     desk.dir.to_string_lossy(),
-                    now.as_millis()
+                    now.as_millis(),
+                    desk.deliver_command,
                 ],
             )?;
             Ok(Desk {
                 name: desk.name,
                 agent: desk.agent,
                 dir: desk.dir,
+                deliver_command: desk.deliver_command,
                 created_at: now,
             })
+        })
+    }
+
+    /// Set or clear the command that delivers text to a desk's agent.
+    pub fn set_deliver_command(
+        &self,
+        name: &DeskName,
+        command: Option<String>,
+    ) -> Result<Desk, StoreError> {
+        let name = name.clone();
+        self.write(move |c| {
+            let changed = c.execute(
+                "UPDATE desks SET deliver_command = ?2 WHERE name = ?1",
+                params![name.as_str(), command],
+            )?;
+            if changed == 0 {
+                return Err(StoreError::NoSuchDesk(name.to_string()));
+            }
+            load_desk(c, name.as_str())?.ok_or_else(|| StoreError::NoSuchDesk(name.to_string()))
         })
     }
 
@@ -474,7 +498,7 @@ impl Store {
     pub fn desks(&self) -> Result<Vec<Desk>, StoreError> {
         self.read(|c| {
             let mut stmt =
-                c.prepare_cached("SELECT name, agent, dir, created_at FROM desks ORDER BY name")?;
+                c.prepare_cached(&format!("SELECT {DESK_COLUMNS} FROM desks ORDER BY name"))?;
             let rows = stmt.query_map([], desk_from_row)?;
             rows.map(|r| r?).collect()
         })
@@ -885,11 +909,15 @@ fn configure(c: &Connection, sync: Synchronous, read_only: bool) -> rusqlite::Re
     Ok(())
 }
 
+/// The columns [`desk_from_row`] reads, in its order.
+const DESK_COLUMNS: &str = "name, agent, dir, created_at, deliver_command";
+
 fn desk_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Desk, StoreError>> {
     let name: String = r.get(0)?;
     let agent: String = r.get(1)?;
     let dir: String = r.get(2)?;
     let created: i64 = r.get(3)?;
+    let deliver_command: Option<String> = r.get(4)?;
     Ok((|| {
         Ok(Desk {
             name: name
@@ -899,6 +927,7 @@ fn desk_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Desk, StoreEr
                 .parse()
                 .map_err(|e: crate::desk::UnknownAgentKind| StoreError::Decode(e.to_string()))?,
             dir: PathBuf::from(dir),
+            deliver_command,
             created_at: Timestamp::from_millis(created),
         })
     })())
@@ -906,7 +935,7 @@ fn desk_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Desk, StoreEr
 
 fn load_desk(c: &Connection, name: &str) -> Result<Option<Desk>, StoreError> {
     let mut stmt =
-        c.prepare_cached("SELECT name, agent, dir, created_at FROM desks WHERE name = ?1")?;
+        c.prepare_cached(&format!("SELECT {DESK_COLUMNS} FROM desks WHERE name = ?1"))?;
     stmt.query_row([name], desk_from_row)
         .optional()?
         .transpose()

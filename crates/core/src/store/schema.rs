@@ -4,12 +4,12 @@
 use rusqlite_migration::{M, Migrations};
 
 pub(crate) fn migrations() -> Migrations<'static> {
-    Migrations::new(vec![M::up(V1)])
+    Migrations::new(vec![M::up(V1), M::up(V2)])
 }
 
 /// How many migrations this build knows; a database with a higher `user_version` was written
 /// by a newer Taskkeeper and is refused.
-pub(crate) const LATEST: i64 = 1;
+pub(crate) const LATEST: i64 = 2;
 
 const V1: &str = r#"
 CREATE TABLE desks (
@@ -73,11 +73,16 @@ CREATE TABLE deadlines (
 CREATE INDEX deadlines_due ON deadlines (due_at);
 "#;
 
+/// A desk may name a command that delivers text to its agent (for agents without hooks).
+const V2: &str = r#"
+ALTER TABLE desks ADD COLUMN deliver_command TEXT;
+"#;
+
 #[cfg(test)]
 mod tests {
     #[test]
     fn migrations_are_valid() {
         super::migrations().validate().unwrap();
-        assert_eq!(super::LATEST, 1);
+        assert_eq!(super::LATEST, 2);
     }
 }

@@ -22,6 +22,7 @@ fn with_desk(store: &Store, name: &str) {
                 name: name.parse().unwrap(),
                 agent: AgentKind::ClaudeCode,
                 dir: "/src/web".into(),
+                deliver_command: None,
             },
             T0,
         )
@@ -192,6 +193,7 @@ fn a_desk_with_open_tasks_cannot_be_removed() {
                 name: "web".parse().unwrap(),
                 agent: AgentKind::Generic,
                 dir: "/x".into(),
+                deliver_command: None,
             },
             T0,
         )

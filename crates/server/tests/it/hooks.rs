@@ -8,19 +8,19 @@ use serde_json::{Value, json};
 
 use crate::support::{TOKEN, TestDaemon};
 
-struct Hooks<'a> {
+pub(crate) struct Hooks<'a> {
     d: &'a TestDaemon,
-    cwd: String,
+    pub(crate) cwd: String,
 }
 
 impl<'a> Hooks<'a> {
-    fn new(d: &'a TestDaemon) -> Self {
+    pub(crate) fn new(d: &'a TestDaemon) -> Self {
         let cwd = d.data_dir.join("work").to_string_lossy().into_owned();
         Self { d, cwd }
     }
 
     /// Send one hook; (status, what the hook prints).
-    fn send(
+    pub(crate) fn send(
         &self,
         session: &str,
         event: &str,
@@ -46,13 +46,13 @@ impl<'a> Hooks<'a> {
         )
     }
 
-    fn ok(&self, session: &str, event: &str, extra: Value) -> String {
+    pub(crate) fn ok(&self, session: &str, event: &str, extra: Value) -> String {
         let (status, out) = self.send(session, event, extra, &[]);
         assert_eq!(status, 200, "{event}: {out}");
         out
     }
 
-    fn session(&self, id: &str) -> Value {
+    pub(crate) fn session(&self, id: &str) -> Value {
         let (_, v) = self.d.call("GET", "/api/sessions", None);
         v["sessions"]
             .as_array()

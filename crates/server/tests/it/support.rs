@@ -25,6 +25,11 @@ impl TestDaemon {
 
     /// A daemon whose wall and monotonic time the test moves.
     pub fn start_with_clock(clock: std::sync::Arc<dyn taskkeeper_core::Clock>) -> Self {
+        Self::start_configured(|c| c.clock = clock)
+    }
+
+    /// A daemon with its configuration changed by `change`.
+    pub fn start_configured(change: impl FnOnce(&mut DaemonConfig)) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -33,7 +38,7 @@ impl TestDaemon {
             .unwrap();
         let mut config = DaemonConfig::new(0, dir.path().to_owned());
         config.token = Some(TOKEN.to_owned());
-        config.clock = clock;
+        change(&mut config);
         let daemon = runtime.block_on(Daemon::start(config)).unwrap();
         Self {
             addr: daemon.addr(),

@@ -1,0 +1,644 @@
+//! Headless Claude Code sessions that Taskkeeper launches and owns (DESIGN §7, claude-code.md
+//! §10): `claude -p` speaking stream-json on its stdin and stdout. Such a session needs no
+//! hooks and no terminal: Taskkeeper writes tasks and reminders to its stdin as user
+//! messages, and its own event stream says when a turn starts and ends, which background
+//! commands run, and what it said last.
+//!
+//! This module is the adapter for that stream. [`StreamEdges`] translates the events into
+//! [`Edge`]s (a pure function over the events, tested on a recorded stream); the rest spawns the
+//! process, pipes its streams and ends the session when the process ends. Delivery itself goes
+//! through the one ranked list in [`taskkeeper_core::delivery::ranked`] like every other method.
+//!
+//! The process gets the MCP server with two headers: the owner's bearer token and
+//! `X-Taskkeeper-Session`, so its `task_update` calls name their session without a hook.
+//! The configuration is a 0600 file, never an argument: a command line is readable by every
+//! user of the machine.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use taskkeeper_core::delivery;
+use taskkeeper_core::session::{Edge, Reach, Session, SessionId, TurnOrigin};
+use taskkeeper_core::{AgentKind, StoreError, Timestamp};
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::sync::{Notify, mpsc};
+
+use crate::sessions::Sessions;
+
+/// The header naming the calling session on MCP requests of a launched session.
+pub const SESSION_HEADER: &str = "x-taskkeeper-session";
+
+/// How long a stopped session has to finish after its stdin closed before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// Variables an agent process must not inherit: they would make the child think it is nested
+/// in another session, or write into that session's inbox (claude-code.md §17).
+const STRIPPED_ENV: [&str; 8] = [
+    "CLAUDECODE",
+    "CLAUDE_CODE_SESSION_ID",
+    "CLAUDE_CODE_MESSAGING_SOCKET",
+    "CLAUDE_CODE_MESSAGING_TOKEN",
+    "CLAUDE_CODE_ENTRYPOINT",
+    "CODEX_THREAD_ID",
+    "TMUX",
+    "TMUX_PANE",
+];
+
+/// What the daemon needs to launch sessions.
+#[derive(Debug, Clone)]
+pub struct LaunchConfig {
+    /// The `claude` executable.
+    pub program: PathBuf,
+    /// The daemon's port, for the MCP server's address.
+    pub port: u16,
+    /// The owner's token, for the MCP server's Authorization header.
+    pub token: String,
+    /// Where the per-session MCP configuration files go (private to the owner).
+    pub dir: PathBuf,
+}
+
+impl LaunchConfig {
+    /// `TASKKEEPER_CLAUDE`, else `claude` on the PATH.
+    pub fn program_from_env() -> PathBuf {
+        std::env::var_os("TASKKEEPER_CLAUDE")
+            .filter(|p| !p.is_empty())
+            .map_or_else(|| PathBuf::from("claude"), PathBuf::from)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(
+        "desk {desk} is a {agent} desk; Taskkeeper launches headless sessions for claude-code desks only"
+    )]
+    NotClaudeCode { desk: String, agent: AgentKind },
+    #[error("desk {desk}'s directory {dir} does not exist; create it or re-add the desk")]
+    NoDirectory { desk: String, dir: PathBuf },
+    #[error(
+        "cannot start {program}: {source}; install Claude Code, or point TASKKEEPER_CLAUDE at its binary"
+    )]
+    Spawn {
+        program: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot write the session's MCP configuration {path}: {source}")]
+    Config {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "session {0} was not launched by this Taskkeeper (or has ended); stop it where it runs"
+    )]
+    NotLaunched(String),
+    #[error("this daemon cannot launch sessions (no launch configuration)")]
+    Unavailable,
+}
+
+/// The sessions this process launched: their stdin, and how to stop them.
+#[derive(Debug, Default)]
+pub(crate) struct Launched {
+    running: Mutex<HashMap<SessionId, Handle>>,
+    /// The processes' lifecycle tasks, awaited at shutdown.
+    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+#[derive(Debug, Clone)]
+struct Handle {
+    stdin: mpsc::UnboundedSender<String>,
+    stop: Arc<Notify>,
+}
+
+impl Launched {
+    pub(crate) fn holds(&self, id: &SessionId) -> bool {
+        crate::sessions::lock(&self.running).contains_key(id)
+    }
+
+    /// Queue `text` as a user message; false when the session's stdin is gone.
+    pub(crate) fn send(&self, id: &SessionId, text: String) -> bool {
+        crate::sessions::lock(&self.running)
+            .get(id)
+            .is_some_and(|h| h.stdin.send(text).is_ok())
+    }
+}
+
+/// One user message in stream-json.
+fn user_message(text: &str) -> String {
+    let mut line =
+        json!({"type": "user", "message": {"role": "user", "content": text}}).to_string();
+    line.push('\n');
+    line
+}
+
+impl Sessions {
+    /// Launch a headless Claude Code session at `desk`: its tasks and reminders go to the
+    /// session's stdin, and the session ends when the process does.
+    pub async fn launch(&self, desk: &str) -> Result<Session, LaunchError> {
+        let config = self
+            .launch_config()
+            .ok_or(LaunchError::Unavailable)?
+            .clone();
+        let name = desk.to_owned();
+        let desk = self
+            .tasks()
+            .blocking(move |s, _| s.desk(&name))
+            .await?
+            .ok_or_else(|| StoreError::NoSuchDesk(desk.to_owned()))?;
+        if desk.agent != AgentKind::ClaudeCode {
+            return Err(LaunchError::NotClaudeCode {
+                desk: desk.name.to_string(),
+                agent: desk.agent,
+            });
+        }
+        if !desk.dir.is_dir() {
+            return Err(LaunchError::NoDirectory {
+                desk: desk.name.to_string(),
+                dir: desk.dir.clone(),
+            });
+        }
+        let id = SessionId::generate();
+        let mcp = write_mcp_config(&config, &id)?;
+        let mut command = tokio::process::Command::new(&config.program);
+        command
+            .args([
+                "-p",
+                "--verbose",
+                "--input-format",
+                "stream-json",
+                "--output-format",
+                "stream-json",
+                "--session-id",
+                id.as_str(),
+                "--allowedTools",
+                "mcp__taskkeeper",
+                "--append-system-prompt",
+                &delivery::session_note(&desk),
+                "--mcp-config",
+            ])
+            .arg(&mcp)
+            .current_dir(&desk.dir)
+            // The authoritative turn signals (claude-code.md §10).
+            .env("CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS", "1")
+            .env("TASKKEEPER_DESK", desk.name.as_str())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        for var in STRIPPED_ENV {
+            command.env_remove(var);
+        }
+        // Its own process group: stopping it stops the background commands it started.
+        #[cfg(unix)]
+        command.process_group(0);
+        let mut child = command.spawn().map_err(|source| {
+            let _ = std::fs::remove_file(&mcp);
+            LaunchError::Spawn {
+                program: config.program.clone(),
+                source,
+            }
+        })?;
+        let pid = child.id();
+        let (stdin, stdout, stderr) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take());
+
+        let mut session = Session::new(
+            id.clone(),
+            desk.name.clone(),
+            AgentKind::ClaudeCode,
+            desk.dir.clone(),
+            self.tasks().now(),
+        );
+        session.reach = Reach {
+            pid,
+            headless: true,
+            ..Reach::default()
+        };
+        let session = self
+            .tasks()
+            .blocking(move |s, _| s.put_session(session))
+            .await?;
+
+        let (tx, rx) = mpsc::unbounded_channel();
+        let stop = Arc::new(Notify::new());
+        crate::sessions::lock(&self.launched().running).insert(
+            id.clone(),
+            Handle {
+                stdin: tx,
+                stop: stop.clone(),
+            },
+        );
+        if let Some(stdin) = stdin {
+            tokio::spawn(write_stdin(stdin, rx));
+        }
+        let reader = stdout
+            .map(|out| tokio::spawn(self.clone().read_stream(id.clone(), desk.name.clone(), out)));
+        let stderr_tail = Arc::new(Mutex::new(String::new()));
+        if let Some(err) = stderr {
+            tokio::spawn(keep_tail(err, stderr_tail.clone()));
+        }
+        let lifecycle = tokio::spawn(self.clone().watch_process(
+            id.clone(),
+            child,
+            stop,
+            reader,
+            stderr_tail,
+            mcp,
+        ));
+        crate::sessions::lock(&self.launched().tasks).push(lifecycle);
+        tracing::info!(session = %id, desk = %desk.name, pid, "launched a headless Claude Code session");
+        self.poke();
+        Ok(session)
+    }
+
+    /// Stop a session this daemon launched: its stdin closes (it finishes the message it is on
+    /// and exits), and it is killed if it has not exited after a grace period.
+    pub async fn stop_launched(&self, id: &SessionId) -> Result<(), LaunchError> {
+        let handle = crate::sessions::lock(&self.launched().running).remove(id);
+        match handle {
+            Some(h) => {
+                h.stop.notify_one();
+                Ok(())
+            }
+            None => Err(LaunchError::NotLaunched(id.to_string())),
+        }
+    }
+
+    /// At shutdown: stop every launched session and wait (briefly) until they are gone.
+    pub(crate) async fn stop_all_launched(&self) {
+        let handles: Vec<Handle> = crate::sessions::lock(&self.launched().running)
+            .drain()
+            .map(|(_, h)| h)
+            .collect();
+        for h in handles {
+            h.stop.notify_one();
+        }
+        let tasks: Vec<_> = crate::sessions::lock(&self.launched().tasks)
+            .drain(..)
+            .collect();
+        for t in tasks {
+            let _ = tokio::time::timeout(STOP_GRACE, t).await;
+        }
+    }
+
+    /// Sessions launched by an earlier run of the daemon died with it (their stdin was its):
+    /// end them.
+    pub(crate) async fn end_orphaned_headless(&self) -> Result<(), StoreError> {
+        let orphans: Vec<SessionId> = self
+            .tasks()
+            .blocking(|s, _| s.sessions(None))
+            .await?
+            .into_iter()
+            .filter(|s| s.reach.headless && s.is_live() && !self.launched().holds(&s.id))
+            .map(|s| s.id)
+            .collect();
+        for id in orphans {
+            tracing::info!(session = %id, "a headless session of an earlier run ended with it");
+            self.edge(&id, Edge::Ended).await?;
+        }
+        Ok(())
+    }
+
+    async fn read_stream(
+        self,
+        id: SessionId,
+        desk: taskkeeper_core::DeskName,
+        out: tokio::process::ChildStdout,
+    ) {
+        let mut lines = BufReader::new(out).lines();
+        let mut stream = StreamEdges::default();
+        loop {
+            let line = match lines.next_line().await {
+                Ok(Some(line)) => line,
+                Ok(None) => return,
+                Err(e) => {
+                    tracing::warn!(session = %id, error = %e, "reading a headless session's output failed");
+                    return;
+                }
+            };
+            let Ok(event) = serde_json::from_str::<Value>(&line) else {
+                tracing::debug!(session = %id, line = %line.chars().take(200).collect::<String>(), "not a stream-json event");
+                continue;
+            };
+            let edges = stream.edges(&event, || self.take_expected(&id));
+            if edges.is_empty() {
+                continue;
+            }
+            tracing::debug!(session = %id, ?edges, "headless session");
+            for edge in &edges {
+                if let Edge::TurnEnded {
+                    last_words: Some(words),
+                    ..
+                } = edge
+                {
+                    self.worker_said(&desk, words).await;
+                }
+            }
+            if let Err(e) = self.edges(&id, edges).await {
+                tracing::warn!(session = %id, error = %e, "recording a headless session's activity failed");
+            }
+        }
+    }
+
+    async fn watch_process(
+        self,
+        id: SessionId,
+        mut child: tokio::process::Child,
+        stop: Arc<Notify>,
+        reader: Option<tokio::task::JoinHandle<()>>,
+        stderr_tail: Arc<Mutex<String>>,
+        mcp: PathBuf,
+    ) {
+        let mut daemon_stops = self.stopping();
+        let status = tokio::select! {
+            status = child.wait() => status,
+            () = stop.notified() => stop_child(&mut child).await,
+            () = async { let _ = daemon_stops.wait_for(|s| *s).await; } => stop_child(&mut child).await,
+        };
+        crate::sessions::lock(&self.launched().running).remove(&id);
+        // Every event it wrote is recorded before its end is.
+        if let Some(reader) = reader {
+            let _ = tokio::time::timeout(Duration::from_secs(2), reader).await;
+        }
+        let _ = std::fs::remove_file(&mcp);
+        let tail = crate::sessions::lock(&stderr_tail).clone();
+        match &status {
+            Ok(s) if s.success() => tracing::info!(session = %id, "a headless session exited"),
+            Ok(s) => {
+                tracing::warn!(session = %id, status = %s, stderr = %tail.trim(), "a headless session exited with an error")
+            }
+            Err(e) => tracing::warn!(session = %id, error = %e, "lost a headless session"),
+        }
+        if let Err(e) = self.edge(&id, Edge::Ended).await {
+            tracing::debug!(session = %id, error = %e, "could not record a headless session's end");
+        }
+    }
+}
+
+/// Close stdin (the session exits when it has finished), then kill the process group if it
+/// is still there after the grace period.
+async fn stop_child(
+    child: &mut tokio::process::Child,
+) -> std::io::Result<std::process::ExitStatus> {
+    // The writer task holds stdin; its sender is gone, so it closes stdin now.
+    match tokio::time::timeout(STOP_GRACE, child.wait()).await {
+        Ok(status) => status,
+        Err(_) => {
+            #[cfg(unix)]
+            if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
+                // The group launch() created: the session and its background commands.
+                let _ = nix::sys::signal::killpg(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            let _ = child.start_kill();
+            child.wait().await
+        }
+    }
+}
+
+async fn write_stdin(
+    mut stdin: tokio::process::ChildStdin,
+    mut rx: mpsc::UnboundedReceiver<String>,
+) {
+    while let Some(text) = rx.recv().await {
+        let line = user_message(&text);
+        if stdin.write_all(line.as_bytes()).await.is_err() || stdin.flush().await.is_err() {
+            return;
+        }
+    }
+    // Dropping stdin closes it: the session finishes and exits.
+}
+
+/// Keep the last few KiB of what the process wrote to stderr, for the log when it fails.
+async fn keep_tail(err: tokio::process::ChildStderr, tail: Arc<Mutex<String>>) {
+    let mut lines = BufReader::new(err).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let mut t = crate::sessions::lock(&tail);
+        t.push_str(&line);
+        t.push('\n');
+        if t.len() > 4096 {
+            let cut = t.len() - 4096;
+            let cut = (cut..t.len()).find(|i| t.is_char_boundary(*i)).unwrap_or(0);
+            t.drain(..cut);
+        }
+    }
+}
+
+fn write_mcp_config(config: &LaunchConfig, id: &SessionId) -> Result<PathBuf, LaunchError> {
+    let path = config.dir.join(format!("{id}.mcp.json"));
+    let body = json!({"mcpServers": {"taskkeeper": {
+        "type": "http",
+        "url": format!("http://127.0.0.1:{}/mcp", config.port),
+        "headers": {
+            "Authorization": format!("Bearer {}", config.token),
+            "X-Taskkeeper-Session": id.as_str(),
+        },
+    }}});
+    write_private(&config.dir, &path, body.to_string().as_bytes()).map_err(|source| {
+        LaunchError::Config {
+            path: path.clone(),
+            source,
+        }
+    })?;
+    Ok(path)
+}
+
+fn write_private(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    crate::token::ensure_private_dir(dir)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    std::io::Write::write_all(&mut options.open(path)?, bytes)
+}
+
+/// Translates a headless Claude Code session's stream-json events into edges. Turns are
+/// bracketed by `session_state_changed` (`running` … `idle`), the authoritative signal; the
+/// `result` before `idle` carries the last words or the error; `background_tasks_changed`
+/// replaces the set of running background commands.
+#[derive(Debug, Default)]
+pub struct StreamEdges {
+    background: Vec<String>,
+    last_words: Option<String>,
+    failed: bool,
+    rate_limited_until: Option<Timestamp>,
+}
+
+impl StreamEdges {
+    /// The edges one event makes; `expected` says whether Taskkeeper wrote the message that
+    /// starts a turn (asked only when one starts).
+    pub fn edges(&mut self, event: &Value, expected: impl FnOnce() -> bool) -> Vec<Edge> {
+        let kind = event.get("type").and_then(Value::as_str).unwrap_or("");
+        let subtype = event.get("subtype").and_then(Value::as_str).unwrap_or("");
+        match (kind, subtype) {
+            ("system", "session_state_changed") => {
+                match event.get("state").and_then(Value::as_str) {
+                    Some("running") => {
+                        let origin = if expected() {
+                            TurnOrigin::Taskkeeper
+                        } else {
+                            // Nobody but Taskkeeper writes to its stdin: a turn it did not
+                            // start was started by a finished background command.
+                            TurnOrigin::Background
+                        };
+                        self.failed = false;
+                        self.last_words = None;
+                        vec![Edge::TurnStarted { origin }]
+                    }
+                    Some("requires_action") => vec![Edge::WaitingOnOwner],
+                    Some("idle") if self.failed => vec![Edge::TurnFailed {
+                        rate_limited_until: self.rate_limited_until.take(),
+                    }],
+                    Some("idle") => vec![Edge::TurnEnded {
+                        last_words: self.last_words.take(),
+                        background: self.background.clone(),
+                    }],
+                    _ => vec![],
+                }
+            }
+            ("system", "background_tasks_changed") => {
+                self.background = event
+                    .get("tasks")
+                    .and_then(Value::as_array)
+                    .map(|tasks| {
+                        tasks
+                            .iter()
+                            .filter_map(|t| t.get("task_id").and_then(Value::as_str))
+                            .map(str::to_owned)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                vec![]
+            }
+            ("system", "task_started") => match event.get("task_id").and_then(Value::as_str) {
+                Some(id) => {
+                    if !self.background.iter().any(|b| b == id) {
+                        self.background.push(id.to_owned());
+                    }
+                    vec![Edge::BackgroundStarted { id: id.to_owned() }]
+                }
+                None => vec![],
+            },
+            ("result", _) => {
+                self.failed = event.get("is_error").and_then(Value::as_bool) == Some(true);
+                if !self.failed {
+                    self.last_words = event
+                        .get("result")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned);
+                }
+                vec![]
+            }
+            ("rate_limit_event", _) | ("system", "rate_limit_event") => {
+                let info = event.get("rate_limit_info").unwrap_or(event);
+                let limited = info
+                    .get("status")
+                    .and_then(Value::as_str)
+                    .is_some_and(|s| s != "allowed" && s != "allowed_warning");
+                let resets = info.get("resetsAt").and_then(Value::as_i64);
+                if limited && let Some(at) = resets {
+                    // Seconds since the epoch (milliseconds when it is that large).
+                    let ms = if at > 100_000_000_000 { at } else { at * 1000 };
+                    self.rate_limited_until = Some(Timestamp::from_millis(ms));
+                }
+                vec![]
+            }
+            _ => vec![],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A session's stream as Claude Code 2.1.332 wrote it (trimmed to the fields that
+    /// matter): a turn, a turn that starts a background command, the turn its end wakes.
+    const RECORDED: &str = include_str!("../tests/fixtures/stream-json.jsonl");
+
+    #[test]
+    fn a_recorded_stream_makes_turns_background_commands_and_last_words() {
+        let mut stream = StreamEdges::default();
+        let mut expected = [true, true, false].into_iter();
+        let edges: Vec<Edge> = RECORDED
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .flat_map(|e| stream.edges(&e, || expected.next().unwrap()))
+            .collect();
+        let ended = |words: &str, bg: &[&str]| Edge::TurnEnded {
+            last_words: Some(words.into()),
+            background: bg.iter().map(|b| (*b).to_owned()).collect(),
+        };
+        assert_eq!(
+            edges,
+            [
+                Edge::TurnStarted {
+                    origin: TurnOrigin::Taskkeeper
+                },
+                ended("Hello from fake.", &[]),
+                Edge::TurnStarted {
+                    origin: TurnOrigin::Taskkeeper
+                },
+                Edge::BackgroundStarted {
+                    id: "byysiwr9z".into()
+                },
+                ended("started it", &["byysiwr9z"]),
+                Edge::TurnStarted {
+                    origin: TurnOrigin::Background
+                },
+                ended("ok", &[]),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_failed_turn_with_a_rate_limit_says_until_when() {
+        let mut stream = StreamEdges::default();
+        let events = [
+            json!({"type": "system", "subtype": "session_state_changed", "state": "running"}),
+            json!({"type": "rate_limit_event", "rate_limit_info": {"status": "rejected", "resetsAt": 1_900_000_000}}),
+            json!({"type": "result", "subtype": "error_during_execution", "is_error": true}),
+            json!({"type": "system", "subtype": "session_state_changed", "state": "idle"}),
+        ];
+        let edges: Vec<Edge> = events
+            .iter()
+            .flat_map(|e| stream.edges(e, || true))
+            .collect();
+        assert_eq!(
+            edges.last(),
+            Some(&Edge::TurnFailed {
+                rate_limited_until: Some(Timestamp::from_millis(1_900_000_000_000))
+            })
+        );
+    }
+
+    #[test]
+    fn unknown_and_partial_events_make_nothing() {
+        let mut stream = StreamEdges::default();
+        for e in [
+            json!({}),
+            json!({"type": "assistant"}),
+            json!({"type": "system", "subtype": "init"}),
+            json!({"type": "system", "subtype": "session_state_changed"}),
+            json!({"type": "system", "subtype": "task_started"}),
+            json!({"type": "system", "subtype": "background_tasks_changed", "tasks": "x"}),
+        ] {
+            assert_eq!(stream.edges(&e, || unreachable!()), [], "{e}");
+        }
+    }
+
+    #[test]
+    fn a_user_message_is_one_line_of_stream_json() {
+        let line = user_message("two\nlines \"quoted\"");
+        assert_eq!(line.matches('\n').count(), 1);
+        let v: Value = serde_json::from_str(line.trim_end()).unwrap();
+        assert_eq!(v["message"]["content"], "two\nlines \"quoted\"");
+        assert_eq!(v["type"], "user");
+    }
+}

@@ -1,0 +1,294 @@
+//! Delivery through the desk's configured command (for agents Taskkeeper has no other way
+//! into), the fallback from the tmux paste to it, and the owner's launch and stop refusals.
+//! The commands are real shell commands run by the daemon; what they received is read back
+//! from the files they wrote.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::hooks::Hooks;
+use crate::support::TestDaemon;
+
+/// Wait for `what`, up to a bound that only a broken build reaches.
+fn until<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn read(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path).ok().filter(|s| !s.is_empty())
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    read(path)
+        .map(|s| s.lines().map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+fn add_task(d: &TestDaemon, desk: &str, text: &str) -> String {
+    let (status, t) = d.call(
+        "POST",
+        "/api/tasks",
+        Some(&json!({"desk": desk, "text": text})),
+    );
+    assert_eq!(status, 201, "{t}");
+    t["id"].as_str().unwrap().to_owned()
+}
+
+/// `Some` once the task is marked delivered.
+fn delivered(d: &TestDaemon, id: &str) -> Option<()> {
+    (!task(d, id)["deliveredAt"].is_null()).then_some(())
+}
+
+fn task(d: &TestDaemon, id: &str) -> serde_json::Value {
+    let (status, t) = d.call("GET", &format!("/api/tasks/{id}"), None);
+    assert_eq!(status, 200, "{t}");
+    t
+}
+
+/// A desk reached only through its command: each task is delivered once, in queue order, with
+/// the task's header; a cancel notice follows the same way.
+#[test]
+fn a_desk_reached_only_by_its_command_gets_each_task_once() {
+    let d = TestDaemon::start();
+    let out = d.data_dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let command = format!(
+        r#"cat >> {o}/texts; echo "$TASKKEEPER_DESK $TASKKEEPER_TASKS [$TASKKEEPER_SESSION]" >> {o}/log"#,
+        o = out.display()
+    );
+    let (status, desk) = d.call(
+        "POST",
+        "/api/desks",
+        Some(
+            &json!({"name": "bot", "dir": d.data_dir, "agent": "generic",
+                     "deliverCommand": command}),
+        ),
+    );
+    assert_eq!(status, 201, "{desk}");
+    assert_eq!(desk["deliverCommand"], command);
+
+    let first = add_task(&d, "bot", "Rotate the logs");
+    let second = add_task(&d, "bot", "Then archive them");
+    let log = out.join("log");
+    until("the first delivery", || {
+        (lines(&log).len() == 1).then_some(())
+    });
+    assert_eq!(lines(&log), [format!("bot {first} []")]);
+    let texts = read(&out.join("texts")).unwrap();
+    assert!(
+        texts.starts_with(&format!("[Taskkeeper] Task {first} from owner (desk bot):")),
+        "{texts}"
+    );
+    assert!(texts.contains("Rotate the logs") && texts.contains("task_update"));
+    until("the first task marked delivered", || delivered(&d, &first));
+    assert!(
+        task(&d, &second)["deliveredAt"].is_null(),
+        "the second waits its turn in the queue"
+    );
+
+    // The first ends; the desk takes the second; then the second is canceled.
+    let (status, _) = d.call(
+        "POST",
+        &format!("/api/tasks/{first}/update"),
+        Some(&json!({"status": "done", "text": "Rotated"})),
+    );
+    assert_eq!(status, 200);
+    until("the second delivery", || {
+        (lines(&log).len() == 2).then_some(())
+    });
+    until("the second task marked delivered", || {
+        delivered(&d, &second)
+    });
+    let (status, _) = d.call(
+        "POST",
+        &format!("/api/tasks/{second}/cancel"),
+        Some(&json!({"reason": "Not needed after all"})),
+    );
+    assert_eq!(status, 200);
+    until("the cancel notice", || {
+        (lines(&log).len() == 3).then_some(())
+    });
+    assert_eq!(
+        lines(&log),
+        [
+            format!("bot {first} []"),
+            format!("bot {second} []"),
+            format!("bot {second} []")
+        ]
+    );
+    let texts = read(&out.join("texts")).unwrap();
+    assert!(
+        texts.contains(&format!(
+            "[Taskkeeper] Task {second} from owner was canceled (Not needed after all)"
+        )),
+        "{texts}"
+    );
+    // Nothing more to tell: no further runs.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(lines(&log).len(), 3);
+}
+
+/// A command that fails delivers nothing and changes nothing; the owner fixes the command
+/// and the same task goes through. The owner's refusals change nothing either.
+#[test]
+fn a_failing_command_changes_nothing_until_it_is_fixed() {
+    let d = TestDaemon::start();
+    let out = d.data_dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let failing = format!(
+        "echo tried >> {}/tries; echo 'inbox full' >&2; exit 3",
+        out.display()
+    );
+    let (status, _) = d.call(
+        "POST",
+        "/api/desks",
+        Some(
+            &json!({"name": "bot", "dir": d.data_dir, "agent": "generic",
+                     "deliverCommand": failing}),
+        ),
+    );
+    assert_eq!(status, 201);
+    let id = add_task(&d, "bot", "Rotate the logs");
+    until("the command to run", || read(&out.join("tries")));
+    std::thread::sleep(Duration::from_millis(300));
+    let t = task(&d, &id);
+    assert!(t["deliveredAt"].is_null(), "{t}");
+    assert_eq!(t["state"], "working");
+
+    // Refusals.
+    for (body, status, needle) in [
+        (json!({}), 400, "nothing to change"),
+        (json!({"deliverCommand": "a\nb"}), 400, "one line"),
+        (json!({"deliverCommand": 3}), 400, "deliverCommand"),
+        (json!({"command": "x"}), 400, "command"),
+    ] {
+        let (got, answer) = d.call("PATCH", "/api/desks/bot", Some(&body));
+        assert_eq!(got, status, "{body}: {answer}");
+        assert!(answer.to_string().contains(needle), "{body}: {answer}");
+    }
+    let (got, answer) = d.call(
+        "PATCH",
+        "/api/desks/nope",
+        Some(&json!({"deliverCommand": "true"})),
+    );
+    assert_eq!(got, 404, "{answer}");
+    let (_, desks) = d.call("GET", "/api/desks", None);
+    assert_eq!(desks["desks"][0]["deliverCommand"], failing.as_str());
+
+    let fixed = format!("cat > {}/delivered", out.display());
+    let (got, desk) = d.call(
+        "PATCH",
+        "/api/desks/bot",
+        Some(&json!({"deliverCommand": fixed})),
+    );
+    assert_eq!(got, 200, "{desk}");
+    let text = until("the fixed command to deliver", || {
+        read(&out.join("delivered"))
+    });
+    assert!(text.contains(&id), "{text}");
+    until("the task marked delivered", || delivered(&d, &id));
+
+    // Removing the command: null.
+    let (got, desk) = d.call(
+        "PATCH",
+        "/api/desks/bot",
+        Some(&json!({"deliverCommand": null})),
+    );
+    assert_eq!(got, 200, "{desk}");
+    assert!(desk["deliverCommand"].is_null(), "{desk}");
+}
+
+/// An idle session whose tmux pane cannot be pasted into falls back to the next method in
+/// the ranked list: the desk's command, which learns the session.
+#[test]
+fn a_paste_that_fails_falls_back_to_the_command() {
+    let d = TestDaemon::start();
+    let h = Hooks::new(&d);
+    let work = Path::new(&h.cwd).to_owned();
+    std::fs::create_dir_all(&work).unwrap();
+    let out = d.data_dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let command = format!(
+        r#"cat > {o}/text; echo "$TASKKEEPER_SESSION" > {o}/session"#,
+        o = out.display()
+    );
+    let (status, _) = d.call(
+        "POST",
+        "/api/desks",
+        Some(&json!({"name": "web", "dir": work, "deliverCommand": command})),
+    );
+    assert_eq!(status, 201);
+    // The session reports a pane on a tmux server that does not exist.
+    let missing = d.data_dir.join("no-such-tmux-socket");
+    let (status, _) = h.send(
+        "s-1",
+        "SessionStart",
+        json!({"source": "startup"}),
+        &[
+            ("x-taskkeeper-tmux-pane", "%1".to_owned()),
+            ("x-taskkeeper-tmux", format!("{},1,0", missing.display())),
+        ],
+    );
+    assert_eq!(status, 200);
+    assert_eq!(h.session("s-1")["tmuxPane"], "%1");
+    let id = add_task(&d, "web", "Fix the login page");
+    let session = until("the command to deliver", || read(&out.join("session")));
+    assert_eq!(session.trim(), "s-1");
+    let text = until("the text", || read(&out.join("text")));
+    assert!(text.contains(&format!("Task {id} from owner")), "{text}");
+    until("the task marked delivered", || delivered(&d, &id));
+}
+
+/// Launching needs a claude-code desk with a directory and a `claude` that starts; stopping
+/// needs a session this daemon launched. Each refusal says which, and changes nothing.
+#[test]
+fn launch_and_stop_refuse_what_they_cannot_do() {
+    let d = TestDaemon::start_configured(|c| {
+        c.claude = "/nonexistent/bin/claude".into();
+    });
+    d.with_desk("bot");
+    let (status, _) = d.call(
+        "POST",
+        "/api/desks",
+        Some(&json!({"name": "gone", "dir": d.data_dir.join("missing")})),
+    );
+    assert_eq!(status, 201);
+    let (status, _) = d.call(
+        "POST",
+        "/api/desks",
+        Some(&json!({"name": "web", "dir": d.data_dir})),
+    );
+    assert_eq!(status, 201);
+    for (path, status, needle) in [
+        ("/api/desks/bot/launch", 400, "claude-code desks only"),
+        ("/api/desks/nope/launch", 404, "no desk named nope"),
+        ("/api/desks/gone/launch", 400, "does not exist"),
+        ("/api/desks/web/launch", 500, "TASKKEEPER_CLAUDE"),
+        (
+            "/api/sessions/s-9/stop",
+            404,
+            "not launched by this Taskkeeper",
+        ),
+    ] {
+        let (got, answer) = d.call("POST", path, Some(&json!({})));
+        assert_eq!(got, status, "{path}: {answer}");
+        assert!(answer.to_string().contains(needle), "{path}: {answer}");
+    }
+    let (_, sessions) = d.call("GET", "/api/sessions", None);
+    assert_eq!(sessions["sessions"], json!([]), "no session was stored");
+    assert!(
+        std::fs::read_dir(d.data_dir.join("launched"))
+            .map(|r| r.count() == 0)
+            .unwrap_or(true),
+        "no MCP configuration was left behind"
+    );
+}
