@@ -41,9 +41,26 @@ impl Fixture {
     }
 
     fn with_autostart(autostart: impl Autostart + 'static) -> Fixture {
+        // No test here starts the real Claude Code: `claude` is a program that cannot start,
+        // unless a test gives its own (see `with_claude`).
+        Fixture::with(autostart, |_| {
+            std::path::PathBuf::from("/nonexistent/claude")
+        })
+    }
+
+    /// A daemon whose headless sessions run `claude(data dir)` instead of Claude Code.
+    fn with_claude(claude: impl FnOnce(&std::path::Path) -> std::path::PathBuf) -> Fixture {
+        Fixture::with(FakeAutostart::default(), claude)
+    }
+
+    fn with(
+        autostart: impl Autostart + 'static,
+        claude: impl FnOnce(&std::path::Path) -> std::path::PathBuf,
+    ) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let mut config = DaemonConfig::new(0, dir.path().to_owned());
         config.token = Some(TOKEN.to_owned());
+        config.claude = claude(dir.path());
         let daemon = block_on(Daemon::start(config)).unwrap();
         let owner = daemon.owner();
         let app = with_commands(mock_builder(), owner.clone())
@@ -98,14 +115,40 @@ impl Fixture {
     }
 
     fn desk(&self, name: &str) -> std::path::PathBuf {
+        self.desk_of(name, "claude-code")
+    }
+
+    fn desk_of(&self, name: &str, agent: &str) -> std::path::PathBuf {
         let dir = self.dir.path().join(name);
         std::fs::create_dir_all(&dir).unwrap();
         block_on(
             self.owner
-                .add_desk(name, Some("claude-code"), dir.to_str().unwrap()),
+                .add_desk(name, Some(agent), dir.to_str().unwrap(), None),
         )
         .unwrap();
         dir
+    }
+
+    /// The session `id` as `list_sessions` shows it, once `check` holds (within 15 s).
+    fn session_when(&self, id: &str, check: impl Fn(&Value) -> bool) -> Value {
+        let deadline = std::time::Instant::now() + Duration::from_secs(15);
+        loop {
+            let sessions = self.ok("list_sessions", json!({}));
+            let found = sessions
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|s| s["id"] == id)
+                .cloned();
+            if let Some(session) = found.filter(|s| check(s)) {
+                return session;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "session {id} never got there: {sessions:#}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 }
 
@@ -255,6 +298,176 @@ fn desk_and_session_commands_list_and_pause() {
         f.err_kind("resume_session", json!({ "id": "s-404" })),
         "not_found"
     );
+}
+
+#[test]
+fn set_deliver_command_sets_shows_and_clears_it() {
+    let f = Fixture::new();
+    f.desk("web");
+    assert_eq!(
+        f.ok("list_desks", json!({}))[0]["deliverCommand"],
+        Value::Null
+    );
+
+    let command = "tmux send-keys -t work:1 -l \"$(cat)\" Enter";
+    let desk = f.ok(
+        "set_deliver_command",
+        json!({ "name": "web", "command": command }),
+    );
+    assert_eq!(desk["name"], "web");
+    assert_eq!(desk["deliverCommand"], command);
+    assert_eq!(f.ok("list_desks", json!({}))[0]["deliverCommand"], command);
+    // The owner API sees the same desk: one owner service behind both.
+    let seen = block_on(f.owner.list_desks()).unwrap();
+    assert_eq!(seen[0].deliver_command.as_deref(), Some(command));
+
+    // Refused as the API refuses: more than one line, or too long; nothing changes.
+    for bad in [
+        "cat\nrm -rf ~".to_owned(),
+        "cat\r".to_owned(),
+        "x".repeat(4097),
+    ] {
+        assert_eq!(
+            f.err_kind(
+                "set_deliver_command",
+                json!({ "name": "web", "command": bad })
+            ),
+            "invalid"
+        );
+    }
+    let longest = "x".repeat(4096);
+    assert_eq!(
+        f.ok(
+            "set_deliver_command",
+            json!({ "name": "web", "command": longest })
+        )["deliverCommand"],
+        longest
+    );
+    assert_eq!(
+        f.err_kind(
+            "set_deliver_command",
+            json!({ "name": "nowhere", "command": "cat" })
+        ),
+        "not_found"
+    );
+
+    // Null, absent or blank removes it.
+    let cleared = f.ok(
+        "set_deliver_command",
+        json!({ "name": "web", "command": null }),
+    );
+    assert_eq!(cleared["deliverCommand"], Value::Null);
+    f.ok(
+        "set_deliver_command",
+        json!({ "name": "web", "command": "cat" }),
+    );
+    assert_eq!(
+        f.ok(
+            "set_deliver_command",
+            json!({ "name": "web", "command": "  " })
+        )["deliverCommand"],
+        Value::Null
+    );
+    f.ok(
+        "set_deliver_command",
+        json!({ "name": "web", "command": "cat" }),
+    );
+    assert_eq!(
+        f.ok("set_deliver_command", json!({ "name": "web" }))["deliverCommand"],
+        Value::Null
+    );
+    assert!(
+        f.invoke("set_deliver_command", json!({ "command": "cat" }))
+            .is_err(),
+        "name is required"
+    );
+}
+
+#[test]
+fn launch_session_is_refused_where_it_cannot_launch() {
+    let f = Fixture::new();
+    f.desk_of("notes", "generic");
+    let error = f
+        .invoke("launch_session", json!({ "desk": "notes" }))
+        .unwrap_err();
+    assert_eq!(error["kind"], "invalid", "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("claude-code desks only"),
+        "{error}"
+    );
+    assert_eq!(
+        f.err_kind("launch_session", json!({ "desk": "nowhere" })),
+        "not_found"
+    );
+
+    // A claude-code desk whose directory went away.
+    let gone = f.desk("gone");
+    std::fs::remove_dir(&gone).unwrap();
+    assert_eq!(
+        f.err_kind("launch_session", json!({ "desk": "gone" })),
+        "invalid"
+    );
+
+    // `claude` cannot start: the message says how to point Taskkeeper at it.
+    f.desk("web");
+    let error = f
+        .invoke("launch_session", json!({ "desk": "web" }))
+        .unwrap_err();
+    assert_eq!(error["kind"], "internal", "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("TASKKEEPER_CLAUDE"),
+        "{error}"
+    );
+    assert_eq!(
+        f.ok("list_sessions", json!({})),
+        json!([]),
+        "nothing launched"
+    );
+    assert!(
+        f.invoke("launch_session", json!({})).is_err(),
+        "desk is required"
+    );
+
+    assert_eq!(
+        f.err_kind("stop_session", json!({ "id": "s-404" })),
+        "not_found"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn launch_and_stop_session_run_a_headless_session() {
+    // A stand-in for `claude -p`: it reads its stdin until Taskkeeper closes it.
+    let f = Fixture::with_claude(|dir| {
+        use std::os::unix::fs::PermissionsExt as _;
+        let script = dir.join("fake-claude");
+        std::fs::write(&script, "#!/bin/sh\nexec cat >/dev/null\n").unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        script
+    });
+    f.desk("web");
+    let session = f.ok("launch_session", json!({ "desk": "web" }));
+    let id = session["id"].as_str().unwrap().to_owned();
+    assert_eq!(session["desk"], "web", "{session:#}");
+    assert_eq!(session["headless"], true, "{session:#}");
+    assert!(session["pid"].is_u64(), "{session:#}");
+    let listed = f.session_when(&id, |_| true);
+    assert_eq!(listed["headless"], true);
+    assert_ne!(listed["activity"], "ended");
+
+    // The pause switch works on it like on any session.
+    assert_eq!(f.ok("pause_session", json!({ "id": id }))["id"], json!(id));
+
+    assert_eq!(f.ok("stop_session", json!({ "id": id })), Value::Null);
+    f.session_when(&id, |s| s["activity"] == "ended");
+    // Once stopped it is no longer this daemon's to stop.
+    assert_eq!(f.err_kind("stop_session", json!({ "id": id })), "not_found");
 }
 
 #[test]

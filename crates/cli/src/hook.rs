@@ -6,6 +6,8 @@
 //! [`HOOK_BUDGET`] even when the daemon is down or the payload is garbage: a hook must never
 //! break or slow a session.
 //!
+//! `report` is the same forwarding for agents without an adapter, in agent-neutral words.
+//!
 //! `hook wait` is the asyncRewake Stop handler: it long-polls the daemon and exits 2 with the
 //! text on stderr when there is something for this idle session (Claude Code then wakes it),
 //! or 0 quietly when it is superseded, the session starts a turn, or the daemon goes away.
@@ -43,6 +45,13 @@ fn status_file() -> Option<String> {
 /// its budget with an alarm, `hook wait` waits as long as the daemon holds it. (An overall
 /// timeout would also make ureq resolve the address on a thread of its own.)
 fn request(path: &str) -> Option<ureq::RequestBuilder<ureq::typestate::WithBody>> {
+    request_with(path, env("CLAUDE_PID"))
+}
+
+fn request_with(
+    path: &str,
+    pid: Option<String>,
+) -> Option<ureq::RequestBuilder<ureq::typestate::WithBody>> {
     let token = crate::client::token_from_env().ok()?;
     let agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
@@ -57,7 +66,7 @@ fn request(path: &str) -> Option<ureq::RequestBuilder<ureq::typestate::WithBody>
         ("X-Taskkeeper-Desk", env("TASKKEEPER_DESK")),
         ("X-Taskkeeper-Tmux-Pane", env("TMUX_PANE")),
         ("X-Taskkeeper-Tmux", env("TMUX")),
-        ("X-Taskkeeper-Pid", env("CLAUDE_PID")),
+        ("X-Taskkeeper-Pid", pid),
         (
             "X-Taskkeeper-Messaging-Socket",
             env("CLAUDE_CODE_MESSAGING_SOCKET"),
@@ -131,6 +140,48 @@ pub fn wait() -> ExitCode {
         }
         _ => ExitCode::SUCCESS,
     }
+}
+
+/// What `taskkeeper report` sends.
+pub struct Report {
+    pub event: String,
+    pub session: String,
+    pub agent: String,
+    pub words: Option<String>,
+    pub background: Vec<String>,
+    pub pid: Option<u32>,
+}
+
+/// `taskkeeper report`: one session report to the daemon; quiet on success.
+pub fn report(r: Report) -> anyhow::Result<()> {
+    let cwd = std::env::current_dir()?;
+    let body = serde_json::json!({
+        "session": r.session, "event": r.event, "cwd": cwd, "agent": r.agent,
+        "lastWords": r.words, "background": r.background,
+    });
+    let req = request_with("/hooks/generic", r.pid.map(|p| p.to_string())).ok_or_else(|| {
+        anyhow::anyhow!("no token: is the daemon set up (`taskkeeper serve` once)?")
+    })?;
+    let mut resp = req
+        .config()
+        .timeout_global(Some(Duration::from_secs(5)))
+        .build()
+        .send(body.to_string())
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "cannot reach the daemon at {}: {e}",
+                crate::client::base_url()
+            )
+        })?;
+    if resp.status() == 200 {
+        return Ok(());
+    }
+    let text = resp.body_mut().read_to_string().unwrap_or_default();
+    let message = serde_json::from_str::<Value>(&text)
+        .ok()
+        .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
+        .unwrap_or(text);
+    anyhow::bail!("the daemon refused the report: {message}")
 }
 
 /// `taskkeeper mcp-headers`: the MCP server's headers for Claude Code's `headersHelper`, so

@@ -17,13 +17,14 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Value, json};
 use taskkeeper_core::session::{Edge, Reach, SessionId, TurnOrigin};
-use taskkeeper_core::{AgentKind, Event, StoreError, TaskState, Timestamp, delivery};
+use taskkeeper_core::{AgentKind, StoreError, Timestamp, delivery};
 
 use crate::owner::{OwnerError, OwnerErrorKind};
 use crate::sessions::{Sessions, WaitOutcome};
 
 pub(crate) fn router(sessions: Sessions) -> Router {
     Router::new()
+        .route("/hooks/generic", post(crate::report::report))
         .route("/hooks/claude-code", post(hook))
         .route("/hooks/claude-code/wait", post(wait))
         .with_state(sessions)
@@ -51,7 +52,7 @@ const OUR_TOOLS: &str = "mcp__taskkeeper__";
 /// How long a rate limit holds reminders back when Claude Code does not say.
 const RATE_LIMIT_PAUSE: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 
-fn bad(message: impl Into<String>) -> Response {
+pub(crate) fn bad(message: impl Into<String>) -> Response {
     crate::http::error_response(
         StatusCode::BAD_REQUEST,
         OwnerError {
@@ -61,7 +62,7 @@ fn bad(message: impl Into<String>) -> Response {
     )
 }
 
-fn store_error(e: StoreError) -> Response {
+pub(crate) fn store_error(e: StoreError) -> Response {
     OwnerError::from(e).into_response()
 }
 
@@ -102,7 +103,7 @@ fn parse(body: &[u8]) -> Result<Hook, Box<Response>> {
 }
 
 /// What the helper's environment adds.
-fn reach_of(headers: &HeaderMap) -> (Option<String>, Reach) {
+pub(crate) fn reach_of(headers: &HeaderMap) -> (Option<String>, Reach) {
     let h = |name: &str| {
         headers
             .get(name)
@@ -142,6 +143,11 @@ async fn hook(State(sessions): State<Sessions>, headers: HeaderMap, body: Bytes)
         Err(e) => return store_error(e),
     };
     tracing::debug!(event = %hook.event, session = %session.id, desk = %session.desk, "hook");
+    if session.reach.headless {
+        // Its own event stream tells its activity, and its stdin takes its tasks: the
+        // hooks (installed for the owner's interactive sessions) only fill in the session.
+        return (StatusCode::OK, fill_session(&hook)).into_response();
+    }
     match handle(&sessions, &hook, session).await {
         Ok(out) => (StatusCode::OK, out).into_response(),
         Err(e) => store_error(e),
@@ -186,13 +192,7 @@ async fn handle(
     );
     let owner_back = || async {
         if was_waiting {
-            sessions
-                .for_desk_tasks(
-                    &desk,
-                    |t| t.waiting_on_owner,
-                    || Event::OwnerWait { waiting: false },
-                )
-                .await;
+            sessions.mark_owner_wait(&desk, false).await;
         }
     };
     Ok(match hook.event.as_str() {
@@ -340,13 +340,7 @@ async fn owner_waits(
     session: &taskkeeper_core::Session,
 ) -> Result<(), StoreError> {
     sessions.edge(&session.id, Edge::WaitingOnOwner).await?;
-    sessions
-        .for_desk_tasks(
-            &session.desk,
-            |t| t.state() == TaskState::Working,
-            || Event::OwnerWait { waiting: true },
-        )
-        .await;
+    sessions.mark_owner_wait(&session.desk, true).await;
     Ok(())
 }
 

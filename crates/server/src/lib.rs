@@ -20,6 +20,7 @@ pub mod logging;
 mod mcp;
 pub mod notify;
 mod owner;
+pub mod report;
 pub mod sessions;
 mod tasks;
 mod token;

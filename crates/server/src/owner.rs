@@ -495,27 +495,10 @@ impl OwnerService {
             })
             .await?;
         for desk in no_longer_waiting {
-            self.clear_owner_wait(&desk).await;
+            // The owner answered (or dismissed) the prompt.
+            self.sessions.mark_owner_wait(&desk, false).await;
         }
         Ok(sessions.iter().map(SessionView::from).collect())
-    }
-
-    /// The owner answered (or dismissed) the prompt: the desk's tasks stop waiting on them.
-    async fn clear_owner_wait(&self, desk: &DeskName) {
-        let filter = TaskFilter {
-            state: StateFilter::Open,
-            desk: Some(desk.clone()),
-            ..Default::default()
-        };
-        let Ok(tasks) = self.tasks.list(filter).await else {
-            return;
-        };
-        for t in tasks.iter().filter(|t| t.waiting_on_owner) {
-            let _ = self
-                .tasks
-                .apply(&t.id, Event::OwnerWait { waiting: false })
-                .await;
-        }
     }
 
     /// Every task change as it is committed: the tray and the UI follow this instead of

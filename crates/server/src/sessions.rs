@@ -303,6 +303,24 @@ impl Sessions {
         }
     }
 
+    /// A session of the desk waits on the owner (a permission prompt), or no longer does:
+    /// the desk's tasks carry the mark, so the asker reads WORKING with it (never
+    /// INPUT_REQUIRED, which is for the asker).
+    pub async fn mark_owner_wait(&self, desk: &DeskName, waiting: bool) {
+        self.for_desk_tasks(
+            desk,
+            |t| {
+                if waiting {
+                    t.state() == TaskState::Working
+                } else {
+                    t.waiting_on_owner
+                }
+            },
+            || Event::OwnerWait { waiting },
+        )
+        .await;
+    }
+
     /// A turn ended with these words: they are the last words of every task the session
     /// holds (the desk's delivered WORKING tasks), which reminders quote back.
     pub async fn worker_said(&self, desk: &DeskName, words: &str) {

@@ -7,6 +7,7 @@ mod claude;
 mod cli;
 mod connect;
 mod durability;
+mod generic;
 mod interop;
 mod refusals;
 mod support;

@@ -475,3 +475,69 @@ fn an_idle_session_without_a_waiter_gets_its_task_pasted_into_tmux() {
         .args(["kill-server"])
         .output();
 }
+
+/// A session Taskkeeper launched headless tells its activity through its own event stream
+/// and takes its tasks on stdin. The hooks the owner installed run in it too: they change
+/// nothing, except that our tools' calls get the session filled in; no Stop handover and no
+/// waiter answer for it. A restart of the daemon ends it (its stdin was the old daemon's).
+#[test]
+fn a_launched_sessions_hooks_only_fill_in_the_session_and_a_restart_ends_it() {
+    let mut d = TestDaemon::start();
+    let h = Hooks::new(&d);
+    let (status, _) = d.call(
+        "POST",
+        "/api/desks",
+        Some(&json!({"name": "web", "dir": h.cwd})),
+    );
+    assert_eq!(status, 201);
+    let mut s = taskkeeper_core::Session::new(
+        "s-1".into(),
+        "web".parse().unwrap(),
+        taskkeeper_core::AgentKind::ClaudeCode,
+        h.cwd.clone().into(),
+        taskkeeper_core::Timestamp::from_millis(1_700_000_000_000),
+    );
+    s.reach.headless = true;
+    d.daemon().store().put_session(s).unwrap();
+    let id = h.new_task("web", "Fix the login page");
+
+    for (event, extra) in [
+        ("SessionStart", json!({"source": "startup"})),
+        ("UserPromptSubmit", json!({"prompt": "hello"})),
+        (
+            "PreToolUse",
+            json!({"tool_name": "Bash", "tool_input": {"command": "ls"}}),
+        ),
+        ("Stop", json!({"last_assistant_message": "Done?"})),
+    ] {
+        assert_eq!(h.ok("s-1", event, extra), "", "{event} prints nothing");
+    }
+    let session = h.session("s-1");
+    assert_eq!(
+        (session["activity"].as_str(), session["headless"].as_bool()),
+        (Some("idle"), Some(true)),
+        "{session}"
+    );
+    assert!(h.task(&id)["deliveredAt"].is_null(), "no handover");
+    assert!(
+        h.task(&id)["lastWords"].is_null(),
+        "no last words from a hook"
+    );
+    let out = h.ok(
+        "s-1",
+        "PreToolUse",
+        json!({"tool_name": "mcp__taskkeeper__task_update",
+               "tool_input": {"task_id": id, "status": "done", "text": "x"}}),
+    );
+    let out: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        out["hookSpecificOutput"]["updatedInput"]["session_id"], "s-1",
+        "{out}"
+    );
+    let waiter = h.waiter().join().unwrap();
+    assert!(waiter.contains(r#""action":"leave""#), "{waiter}");
+
+    d.restart();
+    let h = Hooks::new(&d);
+    assert_eq!(h.session("s-1")["activity"], "ended");
+}

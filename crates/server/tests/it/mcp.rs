@@ -28,7 +28,21 @@ impl Client {
         Self::connect_with(d, token, ClientLifecycleMode::Initialize)
     }
 
+    /// As a session Taskkeeper launched: its MCP configuration names it in a header.
+    fn connect_as(d: &TestDaemon, token: &str, session: &str) -> Self {
+        Self::connect_full(d, token, ClientLifecycleMode::Initialize, Some(session))
+    }
+
     fn connect_with(d: &TestDaemon, token: &str, lifecycle: ClientLifecycleMode) -> Self {
+        Self::connect_full(d, token, lifecycle, None)
+    }
+
+    fn connect_full(
+        d: &TestDaemon,
+        token: &str,
+        lifecycle: ClientLifecycleMode,
+        session: Option<&str>,
+    ) -> Self {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -39,9 +53,14 @@ impl Client {
         config.protocol_version = ProtocolVersion::V_2025_11_25;
         let service = rt
             .block_on(async {
-                let transport = StreamableHttpClientTransport::from_config(
-                    StreamableHttpClientTransportConfig::with_uri(url).auth_header(token),
-                );
+                let mut transport_config =
+                    StreamableHttpClientTransportConfig::with_uri(url).auth_header(token);
+                if let Some(id) = session {
+                    transport_config
+                        .custom_headers
+                        .insert("x-taskkeeper-session".parse().unwrap(), id.parse().unwrap());
+                }
+                let transport = StreamableHttpClientTransport::from_config(transport_config);
                 config.serve_with_lifecycle(transport, lifecycle).await
             })
             .unwrap();
@@ -853,4 +872,39 @@ fn a_connected_client_neither_holds_up_shutdown_nor_loses_a_restart() {
     let id = add_task(&d, "api", "After the restart");
     let (_, one) = c.ok("task_get", json!({"task_id": id, "session_id": "s-api"}));
     assert_eq!(one["request"], "After the restart");
+}
+
+/// A session Taskkeeper launched names itself in the `X-Taskkeeper-Session` header of its MCP
+/// configuration (it runs no hook to fill `session_id`): the header scopes its calls like the
+/// argument does, and an unknown session in it is refused.
+#[test]
+fn a_launched_session_is_named_by_its_header() {
+    let d = two_desks();
+    let web = Client::connect_as(&d, TOKEN, "s-web");
+    let a1 = add_task(&d, "api", "First for api");
+    let w1 = add_task(&d, "web", "First for web");
+
+    let (_, list) = web.ok("task_list", json!({}));
+    let ids: Vec<&str> = list["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [w1.as_str()]);
+    let m = web.refused(
+        "task_update",
+        json!({"task_id": a1, "status": "done", "text": "x"}),
+    );
+    assert!(m.contains("not by this session's desk web"), "{m}");
+    assert_eq!(task(&d, &a1)["state"], "working", "nothing changed");
+    web.ok(
+        "task_update",
+        json!({"task_id": w1, "status": "done", "text": "Fixed."}),
+    );
+    assert_eq!(task(&d, &w1)["state"], "completed");
+
+    let ghost = Client::connect_as(&d, TOKEN, "s-ghost");
+    let m = ghost.refused("task_list", json!({}));
+    assert!(m.contains("no session \"s-ghost\""), "{m}");
 }

@@ -1,0 +1,204 @@
+//! An agent without a Taskkeeper adapter: it reports its session with `taskkeeper report`
+//! from its own hooks, and the desk's command is its way in. Together they give it the whole
+//! product: its task arrives, the watchdog sees it go quiet, and the reminder arrives the
+//! same way, quoting its last words.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::{Served, TOKEN, bin, request};
+
+/// `taskkeeper ARGS` in `dir`, as the agent's hook would run it.
+fn run_in(d: &Served, dir: &Path, args: &[&str], session: Option<&str>) -> Output {
+    let mut c = Command::new(bin());
+    c.args(args)
+        .current_dir(dir)
+        .env("TASKKEEPER_URL", d.url())
+        .env("TASKKEEPER_TOKEN", TOKEN)
+        .env("TASKKEEPER_DATA_DIR", &d.data_dir)
+        .env_remove("TASKKEEPER_SESSION")
+        .env_remove("TASKKEEPER_DESK")
+        .env_remove("TMUX")
+        .env_remove("TMUX_PANE")
+        .stdin(Stdio::null());
+    if let Some(s) = session {
+        c.env("TASKKEEPER_SESSION", s);
+    }
+    c.output().unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn until<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn get(d: &Served, path: &str) -> Value {
+    let (status, body) = request(d.port, "GET", path, "").unwrap();
+    assert_eq!(status, 200, "{body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+#[test]
+fn a_reporting_agent_is_given_its_task_and_reminded_through_its_command() {
+    let root = tempfile::tempdir().unwrap();
+    let d = Served::start(&root.path().join("data"));
+    let (work, out) = (root.path().join("bot"), root.path().join("out"));
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::create_dir_all(&out).unwrap();
+    let command = format!(
+        r#"cat >> {o}/texts; echo "$TASKKEEPER_SESSION" >> {o}/log"#,
+        o = out.display()
+    );
+    let added = d.cli(&[
+        "desk",
+        "add",
+        "bot",
+        "--dir",
+        work.to_str().unwrap(),
+        "--agent",
+        "generic",
+        "--deliver-command",
+        &command,
+    ]);
+    assert!(added.status.success(), "{}", text(&added));
+    assert!(text(&added).contains("delivers by:"), "{}", text(&added));
+    for (k, v) in [
+        ("reminders.first_after.default", "1s"),
+        ("reminders.ladder", "1s,1s,5s,10s"),
+    ] {
+        assert!(d.cli(&["settings", "set", k, v]).status.success());
+    }
+
+    let report = |args: &[&str]| {
+        let mut all = vec!["report"];
+        all.extend_from_slice(args);
+        let o = run_in(&d, &work, &all, Some("g-1"));
+        assert!(o.status.success(), "report {args:?}: {}", text(&o));
+        assert_eq!(text(&o), "", "quiet on success");
+    };
+    report(&["started"]);
+    let session = until("the session", || {
+        get(&d, "/api/sessions")["sessions"]
+            .as_array()?
+            .iter()
+            .find(|s| s["id"] == "g-1")
+            .cloned()
+    });
+    assert_eq!(
+        (session["desk"].as_str(), session["agent"].as_str()),
+        (Some("bot"), Some("generic")),
+        "attached by its directory: {session}"
+    );
+
+    let task = d.cli(&["task", "add", "bot", "Rotate the logs"]);
+    assert!(task.status.success(), "{}", text(&task));
+    let id = String::from_utf8_lossy(&task.stdout).trim().to_owned();
+    let texts = out.join("texts");
+    until("the task through the command", || {
+        std::fs::read_to_string(&texts)
+            .ok()
+            .filter(|t| t.contains(&id))
+    });
+    assert_eq!(
+        std::fs::read_to_string(out.join("log")).unwrap().trim(),
+        "g-1"
+    );
+
+    // The agent works on it, then stops without ending it.
+    report(&["turn-started"]);
+    report(&["turn-ended", "--words", "Rotating the access log next."]);
+    let reminded = until("the reminder through the command", || {
+        std::fs::read_to_string(&texts)
+            .ok()
+            .filter(|t| t.contains("Reminder #1"))
+    });
+    assert!(
+        reminded.contains(&format!("Task {id} from owner"))
+            && reminded.contains("Your last words: \"Rotating the access log next.\""),
+        "{reminded}"
+    );
+    report(&["turn-started"]);
+    let done = d.cli(&["task", "update", &id, "done", "Rotated."]);
+    assert!(done.status.success(), "{}", text(&done));
+    report(&["turn-ended"]);
+    report(&["ended"]);
+    let session = get(&d, "/api/sessions")["sessions"][0].clone();
+    assert_eq!(session["activity"], "ended", "{session}");
+}
+
+#[test]
+fn bad_reports_are_refused_with_the_reason_and_change_nothing() {
+    let root = tempfile::tempdir().unwrap();
+    let d = Served::start(&root.path().join("data"));
+    let work = root.path().join("bot");
+    std::fs::create_dir_all(&work).unwrap();
+    assert!(
+        d.cli(&[
+            "desk",
+            "add",
+            "bot",
+            "--dir",
+            work.to_str().unwrap(),
+            "--agent",
+            "generic"
+        ])
+        .status
+        .success()
+    );
+    for (args, session, needle) in [
+        (
+            vec!["report", "finished"],
+            Some("g-1"),
+            "invalid value 'finished'",
+        ),
+        (vec!["report", "started"], None, "--session"),
+        (
+            vec!["report", "started", "--agent", "cursor"],
+            Some("g-1"),
+            "unknown agent kind",
+        ),
+        (
+            vec!["report", "started", "--agent", "claude-code"],
+            Some("g-1"),
+            "report through their hooks",
+        ),
+    ] {
+        let o = run_in(&d, &work, &args, session);
+        assert!(!o.status.success(), "{args:?} was accepted");
+        assert!(text(&o).contains(needle), "{args:?}: {}", text(&o));
+    }
+    // Outside every desk's directory, with desks created only on request.
+    assert!(
+        d.cli(&["settings", "set", "sessions.create_desks", "false"])
+            .status
+            .success()
+    );
+    let o = run_in(&d, root.path(), &["report", "started"], Some("g-2"));
+    assert!(!o.status.success());
+    assert!(text(&o).contains("desk add"), "{}", text(&o));
+    // Garbage over HTTP is a 400 too.
+    let (status, body) = request(d.port, "POST", "/hooks/generic", "{\"session\": 3}").unwrap();
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(
+        get(&d, "/api/sessions")["sessions"],
+        serde_json::json!([]),
+        "nothing was attached"
+    );
+}

@@ -1,0 +1,125 @@
+//! The generic adapter: any agent without a Taskkeeper adapter of its own reports its
+//! session in agent-neutral words (`taskkeeper report EVENT`, or `POST /hooks/generic`), so
+//! the watchdog knows when it is quiet and reminds it on the other agents' ladder. Each
+//! event is one [`Edge`]; the rest of the session model is shared with every adapter.
+//!
+//! An agent that reports nothing still gets its tasks through the desk's command (see
+//! [`crate::sessions`]); it is just never reminded, because nobody can tell it is quiet.
+
+use std::path::PathBuf;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use taskkeeper_core::AgentKind;
+use taskkeeper_core::session::{Edge, SessionId, TurnOrigin};
+
+use crate::api::SessionView;
+use crate::hooks::{bad, reach_of, store_error};
+use crate::sessions::Sessions;
+
+/// One report: `POST /hooks/generic`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Report {
+    /// The agent's own id for the session (stable for the session's life).
+    pub session: String,
+    /// `started`, `turn-started`, `turn-ended`, `waiting` (on the owner) or `ended`.
+    pub event: String,
+    /// The session's working directory (absolute): it picks the desk when no desk is named.
+    pub cwd: PathBuf,
+    /// `codex`, `gemini` or `generic` (the default): the first rung of its ladder.
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// With `turn-ended`: what the agent said last (reminders quote it back).
+    #[serde(default)]
+    pub last_words: Option<String>,
+    /// With `turn-ended`: the background commands still running (no reminder while any runs).
+    #[serde(default)]
+    pub background: Vec<String>,
+}
+
+/// The events a report may name, in the order a session goes through them.
+pub const EVENTS: [&str; 5] = ["started", "turn-started", "turn-ended", "waiting", "ended"];
+
+pub(crate) async fn report(
+    State(sessions): State<Sessions>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let report: Report = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return bad(format!("not a session report: {e}")),
+    };
+    if report.session.trim().is_empty() {
+        return bad("session must name the session");
+    }
+    if !report.cwd.is_absolute() {
+        return bad("cwd must be an absolute path");
+    }
+    let agent = match report.agent.as_deref().map(str::parse::<AgentKind>) {
+        None => AgentKind::Generic,
+        Some(Ok(AgentKind::ClaudeCode)) => {
+            return bad(
+                "claude-code sessions report through their hooks (`taskkeeper connect claude-code`)",
+            );
+        }
+        Some(Ok(kind)) => kind,
+        Some(Err(e)) => return bad(e.to_string()),
+    };
+    if !EVENTS.contains(&report.event.as_str()) {
+        return bad(format!(
+            "unknown event {:?}: use {}",
+            report.event,
+            EVENTS.join(", ")
+        ));
+    }
+    let (desk_hint, reach) = reach_of(&headers);
+    let id = SessionId::from(report.session.trim());
+    let before = match sessions
+        .attach(&id, &report.cwd, desk_hint, reach, agent)
+        .await
+    {
+        Ok(s) => s,
+        Err(e) => return store_error(e),
+    };
+    if before.reach.headless {
+        return bad(format!(
+            "session {id} was launched by Taskkeeper, which reads its activity itself"
+        ));
+    }
+    let edge = match report.event.as_str() {
+        "started" => Edge::Started,
+        "turn-started" => Edge::TurnStarted {
+            origin: if sessions.take_expected(&id) {
+                TurnOrigin::Taskkeeper
+            } else {
+                TurnOrigin::Owner
+            },
+        },
+        "turn-ended" => {
+            if let Some(words) = &report.last_words {
+                sessions.worker_said(&before.desk, words).await;
+            }
+            Edge::TurnEnded {
+                last_words: report.last_words,
+                background: report.background,
+            }
+        }
+        "waiting" => Edge::WaitingOnOwner,
+        _ => Edge::Ended,
+    };
+    let waiting = edge == Edge::WaitingOnOwner;
+    let was_waiting = before.activity == taskkeeper_core::Activity::WaitingOnOwner;
+    let session = match sessions.edge(&id, edge).await {
+        Ok(s) => s,
+        Err(e) => return store_error(e),
+    };
+    if waiting != was_waiting {
+        sessions.mark_owner_wait(&session.desk, waiting).await;
+    }
+    tracing::debug!(session = %id, event = %report.event, desk = %session.desk, "session report");
+    (StatusCode::OK, axum::Json(SessionView::from(&session))).into_response()
+}
