@@ -12,8 +12,11 @@
 //! | `remind_task` | `id` | `TaskView` | `POST /api/tasks/{id}/remind` |
 //! | `resume_task` | `id` | `TaskView` | `POST /api/tasks/{id}/resume` |
 //! | `list_desks` | | `DeskView[]` | `GET /api/desks` |
+//! | `set_deliver_command` | `name`, `command` (text, or null/blank for none) | `DeskView` | `PATCH /api/desks/{name}` |
 //! | `list_sessions` | | `SessionView[]` | `GET /api/sessions` |
 //! | `pause_session`, `resume_session` | `id` | `SessionView` | `POST /api/sessions/{id}/pause`, `…/resume` |
+//! | `launch_session` | `desk` | `SessionView` | `POST /api/desks/{name}/launch` |
+//! | `stop_session` | `id` | | `POST /api/sessions/{id}/stop` |
 //! | `get_settings` | | `{key: value}` | `GET /api/settings` |
 //! | `save_settings` | `changes` (`{key: value}`) | `{key: value}` | `PUT /api/settings` |
 //! | `pause_reminders`, `resume_reminders` | | `{key: value}` | `POST /api/reminders/pause`, `…/resume` |
@@ -94,6 +97,17 @@ pub async fn list_desks(owner: State<'_, OwnerService>) -> Result<Vec<DeskView>,
     owner.list_desks().await
 }
 
+/// Sets the command that delivers text to a desk's agent (on its stdin), or removes it (null
+/// or blank). One line of at most 4096 bytes; the owner service checks.
+#[tauri::command]
+pub async fn set_deliver_command(
+    owner: State<'_, OwnerService>,
+    name: String,
+    command: Option<String>,
+) -> Result<DeskView, OwnerError> {
+    owner.set_deliver_command(&name, command).await
+}
+
 /// Sessions, most recently active first.
 #[tauri::command]
 pub async fn list_sessions(owner: State<'_, OwnerService>) -> Result<Vec<SessionView>, OwnerError> {
@@ -115,6 +129,22 @@ pub async fn resume_session(
     id: String,
 ) -> Result<SessionView, OwnerError> {
     owner.pause_session(&id, false).await
+}
+
+/// Launches a headless Claude Code session at a claude-code desk; the daemon owns it and
+/// speaks to it on its stdin.
+#[tauri::command]
+pub async fn launch_session(
+    owner: State<'_, OwnerService>,
+    desk: String,
+) -> Result<SessionView, OwnerError> {
+    owner.launch_session(&desk).await
+}
+
+/// Stops a session this daemon launched. It ends shortly after; the answer does not wait.
+#[tauri::command]
+pub async fn stop_session(owner: State<'_, OwnerService>, id: String) -> Result<(), OwnerError> {
+    owner.stop_session(&id).await
 }
 
 #[tauri::command]
@@ -231,9 +261,12 @@ pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'stat
         remind_task,
         resume_task,
         list_desks,
+        set_deliver_command,
         list_sessions,
         pause_session,
         resume_session,
+        launch_session,
+        stop_session,
         get_settings,
         save_settings,
         pause_reminders,

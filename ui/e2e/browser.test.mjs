@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, afterEach, before, beforeEach, test } from 'node:test';
@@ -37,11 +37,11 @@ for (const [what, path, fix] of [
 
 /** A `taskkeeper serve --ui` child on a free port, with its own data directory. */
 class Daemon {
-  static async start({ ui = true } = {}) {
+  static async start({ ui = true, env = {} } = {}) {
     const dir = await mkdtemp(join(tmpdir(), 'tk-browser-'));
     const flags = ui ? ['--ui', UI_DIST] : [];
     const child = spawn(BIN, ['serve', ...flags, '--port', '0', '--data-dir', join(dir, 'data')], {
-      env: { ...process.env, TASKKEEPER_TOKEN: TOKEN, RUST_LOG: 'warn' },
+      env: { ...process.env, TASKKEEPER_TOKEN: TOKEN, RUST_LOG: 'warn', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stderr = '';
@@ -114,10 +114,10 @@ class Daemon {
     return result.task;
   }
 
-  async desk(name) {
+  async desk(name, agent = 'claude-code') {
     const dir = join(this.dir, 'work', name);
     await mkdir(dir, { recursive: true });
-    await this.api('POST', '/api/desks', { name, dir, agent: 'claude-code' });
+    await this.api('POST', '/api/desks', { name, dir, agent });
     return dir;
   }
 
@@ -558,4 +558,136 @@ test('a stall reaches the window as a notice; Resume and Remind now act from the
   await page.getByText('Reminder sent to the session.').waitFor();
   assert.match((await daemon.wait('s-1', dir)).text, /Fix the flaky login test/);
   noProblems();
+});
+
+/** This test's daemon instead of the usual one: started with `env` (e.g. its `claude`). */
+async function restartDaemonWith(env) {
+  await daemon.stop();
+  daemon = await Daemon.start({ env });
+}
+
+const deskCard = (name) => page.locator(`section[aria-label="desk ${name}"]`);
+
+test("a desk's delivery command is set, kept and cleared from the Desks view; a multi-line one is refused", async () => {
+  await daemon.desk('web');
+  await daemon.desk('notes', 'generic');
+  const patches = [];
+  page.on('request', (r) => r.method() === 'PATCH' && patches.push(r.url()));
+  await openUi('#/desks');
+  const web = deskCard('web');
+  const line = web.locator('.deliver-line');
+  await line.waitFor();
+  assert.match(await line.innerText(), /Delivery command:\s*none/);
+  // Launching is for claude-code desks only.
+  assert.equal(await web.getByRole('button', { name: 'Launch headless session' }).count(), 1);
+  assert.equal(await deskCard('notes').getByRole('button', { name: 'Launch headless session' }).count(), 0);
+
+  // Set: the field takes focus, Enter saves.
+  const command = 'tmux send-keys -t work:1 -l "$(cat)" Enter';
+  await web.getByRole('button', { name: 'Set…' }).click();
+  const field = web.getByLabel('Delivery command for web');
+  await page.waitForFunction(() => document.activeElement?.id === 'deliver-web');
+  await field.fill(command);
+  await shot('desk-deliver-edit');
+  await page.keyboard.press('Enter');
+  await web.getByText('Delivery command saved.').waitFor();
+  assert.equal(await web.locator('.deliver-command').innerText(), command);
+  assert.equal(await field.count(), 0, 'the form closed');
+  const deskOf = async (name) => (await daemon.api('GET', '/api/desks')).desks.find((d) => d.name === name);
+  assert.equal((await deskOf('web')).deliverCommand, command);
+  assert.equal((await deskOf('notes')).deliverCommand, null);
+  await shot('desk-deliver-set');
+
+  // It is the daemon's: a reload shows it.
+  await page.reload();
+  await page.locator('[data-live="live"]').waitFor();
+  await web.locator('.deliver-command').waitFor();
+  assert.equal(await web.locator('.deliver-command').innerText(), command);
+
+  // A pasted script (more than one line) is refused before any request; nothing changes.
+  patches.length = 0;
+  await web.getByRole('button', { name: 'Edit…' }).click();
+  assert.equal(await field.inputValue(), command, 'the form starts from the current command');
+  await field.fill('cd ~/work\ncat >> inbox.txt');
+  const error = web.locator('.field-error');
+  await error.waitFor();
+  assert.match(await error.innerText(), /must be one line/);
+  assert.equal(await field.getAttribute('aria-invalid'), 'true');
+  await web.getByRole('button', { name: 'Save' }).click();
+  assert.equal(await field.evaluate((el) => el === document.activeElement), true, 'focus stays on the field');
+  await shot('desk-deliver-refused');
+  assert.deepEqual(patches, []);
+  assert.equal((await deskOf('web')).deliverCommand, command);
+  // Escape closes the form (and nothing else).
+  await page.keyboard.press('Escape');
+  await field.waitFor({ state: 'detached' });
+  assert.equal(await web.locator('.deliver-command').innerText(), command);
+
+  // Clear it.
+  await web.getByRole('button', { name: 'Edit…' }).click();
+  await web.getByRole('button', { name: 'Remove' }).click();
+  await web.getByText('This desk has no delivery command now.').waitFor();
+  assert.match(await line.innerText(), /Delivery command:\s*none/);
+  assert.equal((await deskOf('web')).deliverCommand, null);
+  assert.equal(patches.length, 1);
+  noProblems();
+});
+
+test("Launch on a claude-code desk shows why `claude` cannot start", async () => {
+  await restartDaemonWith({ TASKKEEPER_CLAUDE: '/nonexistent/claude' });
+  await daemon.desk('web');
+  await openUi('#/desks');
+  const web = deskCard('web');
+  await web.getByRole('button', { name: 'Launch headless session' }).click();
+  const alert = web.getByRole('alert');
+  await alert.waitFor();
+  const text = await alert.innerText();
+  assert.match(text, /TASKKEEPER_CLAUDE/);
+  assert.match(text, /\/nonexistent\/claude/);
+  await shot('desk-launch-refused');
+  assert.deepEqual((await daemon.api('GET', '/api/sessions')).sessions, [], 'nothing was launched');
+  assert.equal(await web.getByRole('button', { name: 'Launch headless session' }).isEnabled(), true, 'it can be tried again');
+  // The browser logs the refused POST as a failed resource load.
+  noProblems([/status of 500/]);
+});
+
+test('a headless session is marked as such and stopped from its row', async () => {
+  // Not Claude Code (the Rust tests launch the real one): a stand-in that reads its stdin
+  // until Taskkeeper closes it, which is all the UI needs to see.
+  const bin = await mkdtemp(join(tmpdir(), 'tk-fake-claude-'));
+  const fake = join(bin, 'claude');
+  await writeFile(fake, '#!/bin/sh\nexec cat >/dev/null\n');
+  await chmod(fake, 0o755);
+  try {
+    await restartDaemonWith({ TASKKEEPER_CLAUDE: fake });
+    const dir = await daemon.desk('web');
+    // A session started in a terminal, for comparison: no headless mark, no Stop.
+    await daemon.hook('s-term', 'SessionStart', dir, { source: 'startup' });
+    await openUi('#/desks');
+    const web = deskCard('web');
+    await page.locator('[data-session-id="s-term"]').waitFor();
+    await web.getByRole('button', { name: 'Launch headless session' }).click();
+    await web.getByText('Launched a headless session; it appears below.').waitFor();
+    const launched = (await daemon.api('GET', '/api/sessions')).sessions.find((s) => s.headless);
+    assert.ok(launched, 'the daemon lists a headless session');
+    const row = page.locator(`[data-session-id="${launched.id}"]`);
+    await row.waitFor();
+    assert.match(await row.locator('.meta').innerText(), /headless/);
+    const terminal = page.locator('[data-session-id="s-term"]');
+    assert.doesNotMatch(await terminal.locator('.meta').innerText(), /headless/);
+    assert.equal(await terminal.getByRole('button', { name: 'Stop' }).count(), 0);
+    await shot('desk-headless');
+
+    await row.getByRole('button', { name: 'Stop' }).click();
+    // It ends, and moves to the desk's ended sessions, where nothing can be stopped.
+    await web.locator('.ended-sessions summary', { hasText: '1 ended session' }).waitFor({ timeout: 15_000 });
+    const ended = (await daemon.api('GET', '/api/sessions')).sessions.find((s) => s.id === launched.id);
+    assert.equal(ended.activity, 'ended');
+    await web.locator('.ended-sessions summary').click();
+    assert.equal(await row.getByRole('button', { name: 'Stop' }).count(), 0);
+    assert.match(await row.locator('.meta').innerText(), /ended/);
+    noProblems();
+  } finally {
+    await rm(bin, { recursive: true, force: true });
+  }
 });

@@ -77,9 +77,15 @@ export interface DataSource {
   /** Start a stalled task's ladder again. */
   resumeTask(id: string): Promise<TaskView>;
   listDesks(): Promise<DeskView[]>;
+  /** Set the desk's delivery command, or remove it with null; answers the desk after the change. */
+  setDeliverCommand(desk: string, command: string | null): Promise<DeskView>;
   listSessions(): Promise<SessionView[]>;
   pauseSession(id: string): Promise<SessionView>;
   resumeSession(id: string): Promise<SessionView>;
+  /** Launch a headless Claude Code session at a claude-code desk; answers the new session. */
+  launchSession(desk: string): Promise<SessionView>;
+  /** Stop a headless session this daemon launched; it ends shortly after. */
+  stopSession(id: string): Promise<void>;
   getSettings(): Promise<SettingsMap>;
   /** All changes are checked before any is written; returns every setting after the change. */
   saveSettings(changes: SettingsMap): Promise<SettingsMap>;
@@ -164,9 +170,14 @@ function tauriSource(env: Env): DataSource {
     remindTask: async (id) => expectTask(await call('remind_task', { id })),
     resumeTask: async (id) => expectTask(await call('resume_task', { id })),
     listDesks: async () => expectArray<DeskView>(await call('list_desks'), 'desk list'),
+    setDeliverCommand: async (name, command) => expectDesk(await call('set_deliver_command', { name, command })),
     listSessions: async () => expectArray<SessionView>(await call('list_sessions'), 'session list'),
     pauseSession: async (id) => expectRecord<SessionView>(await call('pause_session', { id }), 'session'),
     resumeSession: async (id) => expectRecord<SessionView>(await call('resume_session', { id }), 'session'),
+    launchSession: async (desk) => expectSession(await call('launch_session', { desk })),
+    stopSession: async (id) => {
+      await call('stop_session', { id });
+    },
     getSettings: async () => expectSettings(await call('get_settings')),
     saveSettings: async (changes) => expectSettings(await call('save_settings', { changes })),
     pauseReminders: () => settingsAfter('pause_reminders'),
@@ -212,7 +223,7 @@ function httpSource(env: Env, token: string | null): DataSource {
   const headers = (extra: Record<string, string>): Record<string, string> =>
     token === null ? extra : { ...extra, Authorization: `Bearer ${token}` };
 
-  const request = async (method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown): Promise<unknown> => {
+  const request = async (method: 'GET' | 'POST' | 'PUT' | 'PATCH', path: string, body?: unknown): Promise<unknown> => {
     const init: RequestInit = { method, headers: headers({ Accept: 'application/json' }) };
     if (body !== undefined) {
       init.headers = headers({ Accept: 'application/json', 'Content-Type': 'application/json' });
@@ -235,6 +246,7 @@ function httpSource(env: Env, token: string | null): DataSource {
   const post = (path: string, body: unknown = {}) => request('POST', path, body);
   const task = (id: string, action: string) => `/api/tasks/${encodeURIComponent(id)}/${action}`;
   const session = (id: string, action: string) => `/api/sessions/${encodeURIComponent(id)}/${action}`;
+  const desk = (name: string) => `/api/desks/${encodeURIComponent(name)}`;
   const settingsOf = (body: unknown) => expectSettings(isRecord(body) ? body.settings : undefined);
 
   return {
@@ -256,8 +268,13 @@ function httpSource(env: Env, token: string | null): DataSource {
       const body = await get('/api/sessions');
       return expectArray<SessionView>(isRecord(body) ? body.sessions : undefined, 'session list');
     },
+    setDeliverCommand: async (name, command) => expectDesk(await request('PATCH', desk(name), { deliverCommand: command })),
     pauseSession: async (id) => expectRecord<SessionView>(await post(session(id, 'pause')), 'session'),
     resumeSession: async (id) => expectRecord<SessionView>(await post(session(id, 'resume')), 'session'),
+    launchSession: async (name) => expectSession(await post(`${desk(name)}/launch`)),
+    stopSession: async (id) => {
+      await post(session(id, 'stop'));
+    },
     getSettings: async () => settingsOf(await get('/api/settings')),
     saveSettings: async (changes) => settingsOf(await request('PUT', '/api/settings', changes)),
     pauseReminders: async () => settingsOf(await post('/api/reminders/pause')),
@@ -439,6 +456,18 @@ function expectArray<T>(value: unknown, what: string): T[] {
 function expectRecord<T>(value: unknown, what: string): T {
   if (!isRecord(value)) throw protocol(what);
   return value as T;
+}
+
+function expectDesk(value: unknown): DeskView {
+  if (!isRecord(value) || typeof value.name !== 'string' || !(value.deliverCommand === null || typeof value.deliverCommand === 'string')) {
+    throw protocol('desk');
+  }
+  return value as unknown as DeskView;
+}
+
+function expectSession(value: unknown): SessionView {
+  if (!isRecord(value) || typeof value.id !== 'string' || typeof value.desk !== 'string') throw protocol('session');
+  return value as unknown as SessionView;
 }
 
 function expectTasks(value: unknown): TaskView[] {

@@ -65,6 +65,11 @@ export interface DeskView {
   /** `claude-code`, `codex`, `gemini` or `generic`. */
   agent: string;
   dir: string;
+  /**
+   * The shell command the daemon runs with the text on its stdin to reach the desk's agent
+   * when no better way in exists (agents without hooks); null when the desk has none.
+   */
+  deliverCommand: string | null;
   createdAt: string;
 }
 
@@ -83,6 +88,8 @@ export interface SessionView {
   lastWords: string | null;
   tmuxPane: string | null;
   pid: number | null;
+  /** Taskkeeper launched it headless (`claude -p`) and speaks to it on its stdin; the owner can stop it. */
+  headless: boolean;
   updatedAt: string;
   /**
    * Whether the owner paused this session's reminders. Not every daemon reports it; when it is

@@ -9,7 +9,7 @@ import {
   type NavigateRequest,
 } from '../src/data';
 import type { Notice, TaskView } from '../src/types';
-import { task } from './fixtures';
+import { desk, task } from './fixtures';
 
 interface Recorded {
   fetches: { url: string; method: string; headers: Record<string, string>; body: string | undefined }[];
@@ -137,7 +137,9 @@ describe('browser transport', () => {
       stored: 't',
       respond: (url) => {
         if (url.startsWith('/api/tasks/')) return json(200, { ...task(), history: [], artifacts: [] });
-        if (url.startsWith('/api/sessions/')) return json(200, { id: 's 1', desk: 'web' });
+        if (url.endsWith('/stop')) return json(202, { id: 's 1', stopping: true });
+        if (url.startsWith('/api/sessions/') || url.endsWith('/launch')) return json(200, { id: 's 1', desk: 'web' });
+        if (url.startsWith('/api/desks/')) return json(200, desk({ deliverCommand: 'cat' }));
         if (url === '/api/desks') return json(200, { desks: [] });
         if (url === '/api/sessions') return json(200, { sessions: [] });
         return json(200, { settings: { 'reminders.paused': 'true' } });
@@ -153,6 +155,10 @@ describe('browser transport', () => {
     await data.listSessions();
     await data.pauseSession('s 1');
     await data.resumeSession('s 1');
+    expect(await data.setDeliverCommand('my desk', 'tmux send-keys -t w "$(cat)"')).toEqual(desk({ deliverCommand: 'cat' }));
+    await data.setDeliverCommand('web', null);
+    expect(await data.launchSession('my desk')).toEqual({ id: 's 1', desk: 'web' });
+    expect(await data.stopSession('s 1')).toBeUndefined();
     expect(await data.getSettings()).toEqual({ 'reminders.paused': 'true' });
     await data.saveSettings({ 'reminders.ladder': '10s,20s' });
     await data.pauseReminders();
@@ -167,13 +173,49 @@ describe('browser transport', () => {
       ['GET', '/api/sessions', undefined],
       ['POST', '/api/sessions/s%201/pause', '{}'],
       ['POST', '/api/sessions/s%201/resume', '{}'],
+      ['PATCH', '/api/desks/my%20desk', '{"deliverCommand":"tmux send-keys -t w \\"$(cat)\\""}'],
+      ['PATCH', '/api/desks/web', '{"deliverCommand":null}'],
+      ['POST', '/api/desks/my%20desk/launch', '{}'],
+      ['POST', '/api/sessions/s%201/stop', '{}'],
       ['GET', '/api/settings', undefined],
       ['PUT', '/api/settings', '{"reminders.ladder":"10s,20s"}'],
       ['POST', '/api/reminders/pause', '{}'],
       ['POST', '/api/reminders/resume', '{}'],
     ]);
     expect(rec.fetches[1]?.headers['Content-Type']).toBe('application/json');
+    expect(rec.fetches.find((f) => f.method === 'PATCH')?.headers).toMatchObject({
+      'Content-Type': 'application/json',
+      Authorization: 'Bearer t',
+    });
     await expect(data.getAutostart()).rejects.toMatchObject({ kind: 'unsupported' });
+  });
+
+  it("shows the daemon's refusals of a launch and a delivery command as they come", async () => {
+    const cannotStart =
+      'cannot start /nonexistent/claude: No such file or directory (os error 2); install Claude Code, or point TASKKEEPER_CLAUDE at its binary';
+    const { env } = fakeEnv({
+      stored: 't',
+      respond: (url) =>
+        url.endsWith('/launch')
+          ? json(500, { error: { kind: 'internal', message: cannotStart } })
+          : json(400, { error: { kind: 'invalid', message: 'deliverCommand must be one line of at most 4096 bytes' } }),
+    });
+    const data = createDataSource(env);
+    await expect(data.launchSession('web')).rejects.toMatchObject({ kind: 'internal', message: cannotStart });
+    await expect(data.setDeliverCommand('web', 'a\nb')).rejects.toMatchObject({
+      kind: 'invalid',
+      message: expect.stringContaining('one line'),
+    });
+  });
+
+  it('refuses a desk or a launched session in another shape', async () => {
+    const { env } = fakeEnv({ stored: 't', respond: () => json(200, { desks: [] }) });
+    const data = createDataSource(env);
+    await expect(data.setDeliverCommand('web', 'cat')).rejects.toMatchObject({ kind: 'protocol' });
+    await expect(data.launchSession('web')).rejects.toMatchObject({ kind: 'protocol' });
+    // A desk without the field is from a daemon that cannot have changed it.
+    const old = fakeEnv({ stored: 't', respond: () => json(200, { name: 'web', agent: 'claude-code', dir: '/w' }) });
+    await expect(createDataSource(old.env).setDeliverCommand('web', 'cat')).rejects.toMatchObject({ kind: 'protocol' });
   });
 
   it("turns the API's error body into a DataError with its kind and message", async () => {
@@ -321,7 +363,12 @@ describe('tauri transport', () => {
             return [];
           case 'pause_session':
           case 'resume_session':
-            return { id: 's1' };
+          case 'launch_session':
+            return { id: 's1', desk: 'web' };
+          case 'set_deliver_command':
+            return desk({ deliverCommand: 'cat' });
+          case 'stop_session':
+            return null;
           case 'get_settings':
           case 'save_settings':
             return { 'reminders.paused': 'false' };
@@ -350,6 +397,10 @@ describe('tauri transport', () => {
     await data.listSessions();
     await data.pauseSession('s1');
     await data.resumeSession('s1');
+    expect((await data.setDeliverCommand('web', 'cat')).deliverCommand).toBe('cat');
+    await data.setDeliverCommand('web', null);
+    expect(await data.launchSession('web')).toEqual({ id: 's1', desk: 'web' });
+    expect(await data.stopSession('s1')).toBeUndefined();
     await data.getSettings();
     await data.saveSettings({ 'reminders.hourly_cap': '4' });
     // No answer from pause_reminders: the map is read back.
@@ -368,6 +419,10 @@ describe('tauri transport', () => {
       { cmd: 'list_sessions', args: undefined },
       { cmd: 'pause_session', args: { id: 's1' } },
       { cmd: 'resume_session', args: { id: 's1' } },
+      { cmd: 'set_deliver_command', args: { name: 'web', command: 'cat' } },
+      { cmd: 'set_deliver_command', args: { name: 'web', command: null } },
+      { cmd: 'launch_session', args: { desk: 'web' } },
+      { cmd: 'stop_session', args: { id: 's1' } },
       { cmd: 'get_settings', args: undefined },
       { cmd: 'save_settings', args: { changes: { 'reminders.hourly_cap': '4' } } },
       { cmd: 'pause_reminders', args: undefined },
@@ -389,6 +444,15 @@ describe('tauri transport', () => {
     await expect(createDataSource(typed.env).cancelTask('t1', null)).rejects.toMatchObject({
       kind: 'conflict',
       message: 'task t1 is completed',
+    });
+
+    const launch = fakeEnv({
+      isTauri: true,
+      invoke: () => Promise.reject({ kind: 'invalid', message: 'desk notes is a generic desk; Taskkeeper launches headless sessions for claude-code desks only' }),
+    });
+    await expect(createDataSource(launch.env).launchSession('notes')).rejects.toMatchObject({
+      kind: 'invalid',
+      message: expect.stringContaining('claude-code desks only'),
     });
 
     const denied = fakeEnv({ isTauri: true, invoke: () => Promise.reject('command list_tasks not allowed') });

@@ -1,4 +1,4 @@
-import type { TaskView } from '../src/types';
+import type { DeskView, TaskView } from '../src/types';
 
 /** A plausible open task; tests override only what they are about. */
 export function task(overrides: Partial<TaskView> = {}): TaskView {
@@ -22,6 +22,18 @@ export function task(overrides: Partial<TaskView> = {}): TaskView {
     deliveredAt: null,
     statusText: null,
     version: 1,
+    ...overrides,
+  };
+}
+
+/** A claude-code desk with no delivery command. */
+export function desk(overrides: Partial<DeskView> = {}): DeskView {
+  return {
+    name: 'web',
+    agent: 'claude-code',
+    dir: '/home/me/web',
+    deliverCommand: null,
+    createdAt: '2026-11-30T09:00:00.000Z',
     ...overrides,
   };
 }

@@ -1,10 +1,13 @@
 // Desks and the agent sessions working at them: what each session is doing, its background
-// commands, and the owner's switches for reminders (one session, or all). Sessions have no
-// events of their own on the feed, so this view re-reads them every few seconds while shown,
-// and on every task change.
+// commands, and the owner's switches for reminders (one session, or all). A claude-code desk
+// can get a headless session the daemon launches (and the owner can stop); every desk shows
+// its delivery command, which the owner sets or clears here. Sessions have no events of their
+// own on the feed, so this view re-reads them every few seconds while shown, and on every
+// task change.
 
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { asDataError, type DataSource } from '../data';
+import { checkDeliverCommand, deliverCommandOf } from '../desks';
 import { useResource, useWhileVisible, valueOf } from '../hooks';
 import { Code, Empty, ErrorBanner, Loading } from '../parts';
 import { formatAge, formatTime, plural } from '../tasks';
@@ -176,6 +179,8 @@ function DeskCard({
           {desk.dir}
         </p>
       )}
+      {desk && <DeliverCommand data={data} desk={desk} onChanged={onChanged} />}
+      {desk?.agent === 'claude-code' && <Launch data={data} desk={desk.name} onChanged={onChanged} />}
       {live.length === 0 && <p class="note">No session is working here now.</p>}
       <ul>
         {live.map((s) => (
@@ -196,22 +201,175 @@ function DeskCard({
   );
 }
 
-function SessionRow({ data, session: s, now, onChanged }: { data: DataSource; session: SessionView; now: number; onChanged: () => void }) {
+interface Outcome {
+  ok: boolean;
+  text: string;
+}
+
+function OutcomeLine({ outcome }: { outcome: Outcome | null }) {
+  if (!outcome) return null;
+  return (
+    <p class={outcome.ok ? 'outcome' : 'outcome is-error'} role={outcome.ok ? 'status' : 'alert'}>
+      <Code text={outcome.text} />
+    </p>
+  );
+}
+
+/** One owner action at a time, with its outcome: `run(call, done)` shows `done` or the error. */
+function useAction(onChanged: () => void) {
   const [busy, setBusy] = useState(false);
-  const [outcome, setOutcome] = useState<{ ok: boolean; text: string } | null>(null);
-  const act = async (pause: boolean) => {
+  const [outcome, setOutcome] = useState<Outcome | null>(null);
+  const run = async (call: () => Promise<unknown>, done: string): Promise<boolean> => {
     setBusy(true);
     setOutcome(null);
     try {
-      await (pause ? data.pauseSession(s.id) : data.resumeSession(s.id));
-      setOutcome({ ok: true, text: pause ? "This session's reminders are paused." : "This session's reminders are on." });
+      await call();
+      setOutcome({ ok: true, text: done });
       onChanged();
+      return true;
     } catch (err) {
       setOutcome({ ok: false, text: asDataError(err).message });
+      return false;
     } finally {
       setBusy(false);
     }
   };
+  return { busy, outcome, setOutcome, run };
+}
+
+/** The desk's delivery command, and a small form to set or clear it. */
+function DeliverCommand({ data, desk, onChanged }: { data: DataSource; desk: DeskView; onChanged: () => void }) {
+  const current = desk.deliverCommand ?? null;
+  const { busy, outcome, setOutcome, run } = useAction(onChanged);
+  const [editing, setEditing] = useState(false);
+  const [draft, setDraft] = useState('');
+  const [problem, setProblem] = useState<string | null>(null);
+  const input = useRef<HTMLTextAreaElement>(null);
+  const id = `deliver-${desk.name.replace(/[^a-z0-9-]/gi, '-')}`;
+
+  useEffect(() => {
+    if (editing) input.current?.focus();
+  }, [editing]);
+
+  const open = () => {
+    setDraft(current ?? '');
+    setProblem(null);
+    setOutcome(null);
+    setEditing(true);
+  };
+  const save = async (text: string) => {
+    const found = checkDeliverCommand(text);
+    setProblem(found);
+    if (found) return input.current?.focus();
+    const command = deliverCommandOf(text);
+    const ok = await run(
+      () => data.setDeliverCommand(desk.name, command),
+      command === null ? 'This desk has no delivery command now.' : 'Delivery command saved.',
+    );
+    if (ok) setEditing(false);
+  };
+
+  return (
+    <div class="deliver" data-deliver-command={desk.name}>
+      <p class="deliver-line">
+        <span class="note">Delivery command:</span>{' '}
+        {current === null ? <span class="note">none</span> : <code class="deliver-command">{current}</code>}
+        {!editing && (
+          <button type="button" class="link" onClick={open}>
+            {current === null ? 'Set…' : 'Edit…'}
+          </button>
+        )}
+      </p>
+      {editing && (
+        <form
+          class="edit"
+          noValidate
+          onSubmit={(e) => {
+            e.preventDefault();
+            void save(draft);
+          }}
+          onKeyDown={(e) => {
+            if (e.key === 'Escape') {
+              e.stopPropagation();
+              setEditing(false);
+            } else if (e.key === 'Enter' && !e.shiftKey && !e.isComposing && e.target === input.current) {
+              // One line: Enter saves, as in a text field.
+              e.preventDefault();
+              void save(draft);
+            }
+          }}
+        >
+          <label for={id}>Delivery command for {desk.name}</label>
+          <textarea
+            id={id}
+            ref={input}
+            class="mono"
+            rows={2}
+            spellcheck={false}
+            autoComplete="off"
+            placeholder="none"
+            value={draft}
+            aria-invalid={problem ? 'true' : undefined}
+            aria-describedby={`${id}-help${problem ? ` ${id}-error` : ''}`}
+            onInput={(e) => {
+              setDraft(e.currentTarget.value);
+              setProblem(checkDeliverCommand(e.currentTarget.value));
+            }}
+          />
+          <p class="help" id={`${id}-help`}>
+            <Code text="Run with `sh -c` in the desk's directory, the text on its stdin, when there is no better way into the session (agents without hooks); exit status 0 means delivered. One line; empty for none." />
+          </p>
+          {problem && (
+            <p class="field-error" id={`${id}-error`} role="alert">
+              {problem}
+            </p>
+          )}
+          <div class="row">
+            <button type="submit" class="primary" disabled={busy}>
+              {busy ? 'Saving…' : 'Save'}
+            </button>
+            {current !== null && (
+              <button type="button" disabled={busy} onClick={() => void save('')}>
+                Remove
+              </button>
+            )}
+            <button type="button" disabled={busy} onClick={() => setEditing(false)}>
+              Cancel
+            </button>
+          </div>
+        </form>
+      )}
+      <OutcomeLine outcome={outcome} />
+    </div>
+  );
+}
+
+/** Launch a headless Claude Code session at this desk (`claude -p`, owned by the daemon). */
+function Launch({ data, desk, onChanged }: { data: DataSource; desk: string; onChanged: () => void }) {
+  const { busy, outcome, run } = useAction(onChanged);
+  return (
+    <div class="launch">
+      <button
+        type="button"
+        disabled={busy}
+        title="Start Claude Code without a terminal; Taskkeeper hands it this desk's tasks on its stdin"
+        onClick={() => void run(() => data.launchSession(desk), 'Launched a headless session; it appears below.')}
+      >
+        {busy ? 'Launching…' : 'Launch headless session'}
+      </button>
+      <OutcomeLine outcome={outcome} />
+    </div>
+  );
+}
+
+function SessionRow({ data, session: s, now, onChanged }: { data: DataSource; session: SessionView; now: number; onChanged: () => void }) {
+  const { busy, outcome, run } = useAction(onChanged);
+  const act = (pause: boolean) =>
+    run(
+      () => (pause ? data.pauseSession(s.id) : data.resumeSession(s.id)),
+      pause ? "This session's reminders are paused." : "This session's reminders are on.",
+    );
+  const stop = () => run(() => data.stopSession(s.id), 'Stopping: it finishes what it is writing, then ends.');
   const rateLimited = s.rateLimitedUntil !== null && Date.parse(s.rateLimitedUntil) > now;
   return (
     <li class={`session activity-${s.activity}`} data-session-id={s.id}>
@@ -221,6 +379,11 @@ function SessionRow({ data, session: s, now, onChanged }: { data: DataSource; se
         {s.agent !== 'claude-code' && <span>{s.agent}</span>}
         {s.tmuxPane && <span class="mono">tmux {s.tmuxPane}</span>}
         {s.pid !== null && <span class="mono">pid {s.pid}</span>}
+        {s.headless && (
+          <span class="badge badge-headless" title="Launched by Taskkeeper without a terminal; it reads its tasks on stdin">
+            headless
+          </span>
+        )}
         {s.remindersPaused && <span class="badge badge-paused">reminders paused</span>}
       </p>
       {rateLimited && s.rateLimitedUntil && (
@@ -251,13 +414,14 @@ function SessionRow({ data, session: s, now, onChanged }: { data: DataSource; se
               Resume reminders
             </button>
           )}
+          {s.headless && (
+            <button type="button" class="danger" disabled={busy} onClick={stop} title="Stop this headless session">
+              Stop
+            </button>
+          )}
         </div>
       )}
-      {outcome && (
-        <p class={outcome.ok ? 'outcome' : 'outcome is-error'} role={outcome.ok ? 'status' : 'alert'}>
-          {outcome.text}
-        </p>
-      )}
+      <OutcomeLine outcome={outcome} />
     </li>
   );
 }

@@ -1,0 +1,31 @@
+import { describe, expect, it } from 'vitest';
+import { checkDeliverCommand, DELIVER_COMMAND_MAX_BYTES, deliverCommandOf } from '../src/desks';
+
+describe('delivery command checks', () => {
+  it('takes one line of at most 4096 bytes, as typed', () => {
+    for (const ok of ['cat >> ~/inbox.txt', 'tmux send-keys -t work:1 -l "$(cat)" Enter', ' cat ', 'x'.repeat(4096)]) {
+      expect(checkDeliverCommand(ok)).toBeNull();
+      expect(deliverCommandOf(ok)).toBe(ok);
+    }
+  });
+
+  it('reads blank as no command, with the daemon’s idea of blank', () => {
+    for (const blank of ['', '   ', '\t', ' \n ', '\u00a0', '\u3000', '\u0085']) {
+      expect(deliverCommandOf(blank)).toBeNull();
+      // A blank one is no command, so never refused, even with a line break in it.
+      expect(checkDeliverCommand(blank)).toBeNull();
+    }
+    // Rust's trim keeps U+FEFF, so the daemon would store it.
+    expect(deliverCommandOf('\ufeff')).toBe('\ufeff');
+  });
+
+  it('refuses what the daemon refuses', () => {
+    for (const bad of ['cat\nrm -rf ~', 'cat\r', 'cat\r\n', 'a\0b', 'cat\n']) {
+      expect(checkDeliverCommand(bad)).toMatch(/one line/);
+    }
+    expect(checkDeliverCommand('x'.repeat(DELIVER_COMMAND_MAX_BYTES + 1))).toMatch(/at most 4096 bytes \(this one has 4097\)/);
+    // Bytes, not characters: 2048 two-byte letters fit, one more does not.
+    expect(checkDeliverCommand('é'.repeat(2048))).toBeNull();
+    expect(checkDeliverCommand('é'.repeat(2049))).toMatch(/this one has 4098/);
+  });
+});
