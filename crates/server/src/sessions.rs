@@ -41,6 +41,8 @@ pub struct Sessions {
 struct Inner {
     /// Woken on every session or task change; waiters re-check.
     changed: Notify,
+    /// Counts the same changes, for loops that must not miss one made while they work.
+    generation: Generation,
     /// The newest waiter's generation per session: an older waiter is superseded.
     waiters: Mutex<HashMap<SessionId, u64>>,
     /// Turns started per session (in this process): a waiter leaves when a turn starts.
@@ -53,6 +55,15 @@ struct Inner {
     waiting: Mutex<HashSet<SessionId>>,
     /// What is being (or was, unconfirmed) pushed to each session or desk: never sent twice.
     pushed: Mutex<HashMap<String, Vec<String>>>,
+}
+
+#[derive(Debug)]
+struct Generation(tokio::sync::watch::Sender<u64>);
+
+impl Default for Generation {
+    fn default() -> Self {
+        Self(tokio::sync::watch::Sender::new(0))
+    }
 }
 
 /// Unregisters a waiter when its long poll ends, however it ends.
@@ -149,6 +160,16 @@ impl Sessions {
     /// Wake waiters after a change elsewhere (a task changed).
     pub fn poke(&self) {
         self.inner.changed.notify_waiters();
+        self.inner
+            .generation
+            .0
+            .send_modify(|g| *g = g.wrapping_add(1));
+    }
+
+    /// Sees every change (or poke) after it subscribed, also those made while its holder
+    /// was busy elsewhere: `changed()` on it returns at once for a change not yet seen.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.generation.0.subscribe()
     }
 
     /// Resolves at the next session change (or poke).
@@ -538,6 +559,10 @@ impl Sessions {
     pub async fn deliver_loop(self) {
         let mut stop = self.stop.clone();
         loop {
+            // Registered before the pass: a change while the pass runs wakes the next one.
+            let changed = self.inner.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
             let recheck = match self.deliver_pass().await {
                 Ok(r) => r,
                 Err(e) => {
@@ -545,7 +570,6 @@ impl Sessions {
                     Some(Duration::from_secs(30))
                 }
             };
-            let changed = self.changed();
             tokio::select! {
                 () = changed => {}
                 () = async {

@@ -197,6 +197,7 @@ impl Watchdog {
     /// The scheduler loop, until `stop`.
     pub async fn run(self, mut stop: watch::Receiver<bool>) {
         let mut feed = self.tasks.feed();
+        let mut session_changes = self.sessions.subscribe();
         let mut last = (self.tasks.now(), self.tasks.monotonic());
         let mut next: Option<Timestamp> = None;
         let mut first = true;
@@ -206,9 +207,13 @@ impl Watchdog {
                 let woke = async {
                     match sleep {
                         Some(d) => {
-                            let _ = tokio::time::timeout(d, self.changes(&mut feed)).await;
+                            let _ = tokio::time::timeout(
+                                d,
+                                self.changes(&mut feed, &mut session_changes),
+                            )
+                            .await;
                         }
-                        None => self.changes(&mut feed).await,
+                        None => self.changes(&mut feed, &mut session_changes).await,
                     }
                 };
                 tokio::select! {
@@ -263,10 +268,15 @@ impl Watchdog {
     }
 
     /// Wait for the next change that can move a due time.
-    async fn changes(&self, feed: &mut tokio::sync::broadcast::Receiver<Arc<Task>>) {
+    async fn changes(
+        &self,
+        feed: &mut tokio::sync::broadcast::Receiver<Arc<Task>>,
+        session_changes: &mut watch::Receiver<u64>,
+    ) {
         tokio::select! {
             _ = feed.recv() => {}
-            () = self.sessions.changed() => {}
+            // A session that changed while the plan was being made counts too.
+            _ = session_changes.changed() => {}
             () = self.wake.notified() => {}
         }
     }

@@ -292,3 +292,38 @@ fn launch_and_stop_refuse_what_they_cannot_do() {
         "no MCP configuration was left behind"
     );
 }
+
+/// Tasks given one after another, each ended as soon as it arrived, all go through: a task
+/// that starts while the delivery loop is busy with the one before is not missed (the
+/// benchmark found the loop sleeping through such a change).
+#[test]
+fn back_to_back_tasks_are_each_delivered() {
+    let d = TestDaemon::start();
+    let out = d.data_dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let command = format!(r#"cat > /dev/null; echo "$TASKKEEPER_TASKS" >> {}/log"#, out.display());
+    let (status, _) = d.call(
+        "POST",
+        "/api/desks",
+        Some(&json!({"name": "bot", "dir": d.data_dir, "agent": "generic",
+                     "deliverCommand": command})),
+    );
+    assert_eq!(status, 201);
+    let log = out.join("log");
+    let mut ids = Vec::new();
+    for i in 0..30 {
+        let id = add_task(&d, "bot", &format!("Step {i}"));
+        until(&format!("task {i} delivered"), || {
+            (lines(&log).last() == Some(&id)).then_some(())
+        });
+        until("marked delivered", || delivered(&d, &id));
+        let (status, _) = d.call(
+            "POST",
+            &format!("/api/tasks/{id}/update"),
+            Some(&json!({"status": "done", "text": "ok"})),
+        );
+        assert_eq!(status, 200);
+        ids.push(id);
+    }
+    assert_eq!(lines(&log), ids);
+}
