@@ -143,13 +143,25 @@ pub fn wait() -> ExitCode {
 }
 
 /// What `taskkeeper report` sends.
+#[derive(Debug, clap::Args)]
 pub struct Report {
-    pub event: String,
-    pub session: String,
-    pub agent: String,
-    pub words: Option<String>,
-    pub background: Vec<String>,
-    pub pid: Option<u32>,
+    #[arg(value_parser = clap::builder::PossibleValuesParser::new(taskkeeper_server::report::EVENTS))]
+    event: String,
+    /// The agent's id for the session (default: TASKKEEPER_SESSION).
+    #[arg(long, env = "TASKKEEPER_SESSION")]
+    session: String,
+    /// codex, gemini or generic.
+    #[arg(long, default_value = "generic")]
+    agent: String,
+    /// With turn-ended: what the agent said last.
+    #[arg(long)]
+    words: Option<String>,
+    /// With turn-ended: a background command still running (repeat for several).
+    #[arg(long = "background", value_name = "ID")]
+    background: Vec<String>,
+    /// The agent's process id: when it is gone, the session has ended.
+    #[arg(long)]
+    pid: Option<u32>,
 }
 
 /// `taskkeeper report`: one session report to the daemon; quiet on success.

@@ -67,25 +67,7 @@ enum Command {
     /// For agents without a Taskkeeper adapter: report what a session is doing, so the
     /// watchdog knows when it is quiet (call it from the agent's own hooks). EVENT is
     /// started, turn-started, turn-ended, waiting (on the owner) or ended. Quiet on success.
-    Report {
-        #[arg(value_parser = clap::builder::PossibleValuesParser::new(taskkeeper_server::report::EVENTS))]
-        event: String,
-        /// The agent's id for the session (default: TASKKEEPER_SESSION).
-        #[arg(long, env = "TASKKEEPER_SESSION")]
-        session: String,
-        /// codex, gemini or generic.
-        #[arg(long, default_value = "generic")]
-        agent: String,
-        /// With turn-ended: what the agent said last.
-        #[arg(long)]
-        words: Option<String>,
-        /// With turn-ended: a background command still running (repeat for several).
-        #[arg(long = "background", value_name = "ID")]
-        background: Vec<String>,
-        /// The agent's process id: when it is gone, the session has ended.
-        #[arg(long)]
-        pid: Option<u32>,
-    },
+    Report(hook::Report),
     /// Register Taskkeeper with an agent (hooks, MCP server, permissions), or undo it.
     Connect {
         #[command(subcommand)]
@@ -325,21 +307,7 @@ fn main() -> ExitCode {
             what: Some(HookCommand::Wait),
         } => return hook::wait(),
         Command::McpHeaders => hook::mcp_headers(),
-        Command::Report {
-            event,
-            session,
-            agent,
-            words,
-            background,
-            pid,
-        } => hook::report(hook::Report {
-            event,
-            session,
-            agent,
-            words,
-            background,
-            pid,
-        }),
+        Command::Report(report) => hook::report(report),
         Command::Connect {
             agent:
                 ConnectCommand::ClaudeCode {

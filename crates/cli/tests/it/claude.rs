@@ -932,6 +932,29 @@ impl World {
         })
     }
 
+    /// A blocking SendMessage from `token`'s asker; its answer, checked to be COMPLETED with
+    /// `summary` as the status message.
+    fn completed(&self, token: &str, text: &str, message_id: &str, summary: &str) -> Value {
+        let answer = a2a_send_blocking(self.daemon().port, token, text, message_id);
+        let answer = match answer.recv_timeout(WAIT) {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(e)) => panic!("the blocking SendMessage failed: {e}{}", self.report()),
+            Err(_) => panic!("the blocking SendMessage did not return{}", self.report()),
+        };
+        let task = &answer["result"]["task"];
+        assert_eq!(
+            task["status"]["state"],
+            "TASK_STATE_COMPLETED",
+            "{answer}{}",
+            self.report()
+        );
+        assert_eq!(
+            task["status"]["message"]["parts"][0]["text"], summary,
+            "{answer}"
+        );
+        answer
+    }
+
     /// Register an asker; its token.
     fn asker(&self, name: &str) -> String {
         let (code, body) = request(
@@ -1474,24 +1497,9 @@ fn task_update_over_mcp_completes_a_blocking_send() {
     w.warm_up();
 
     let t = Instant::now();
-    let answer = a2a_send_blocking(w.daemon().port, &token, "Add a --json flag to list", "m-c");
-    let answer = match answer.recv_timeout(WAIT) {
-        Ok(Ok(answer)) => answer,
-        Ok(Err(e)) => panic!("the blocking SendMessage failed: {e}{}", w.report()),
-        Err(_) => panic!("the blocking SendMessage did not return{}", w.report()),
-    };
+    let answer = w.completed(&token, "Add a --json flag to list", "m-c", summary);
     eprintln!("blocking SendMessage round trip: {:.2?}", t.elapsed());
     let task = &answer["result"]["task"];
-    assert_eq!(
-        task["status"]["state"],
-        "TASK_STATE_COMPLETED",
-        "{answer}{}",
-        w.report()
-    );
-    assert_eq!(
-        task["status"]["message"]["parts"][0]["text"], summary,
-        "{answer}"
-    );
     assert_eq!(
         task["artifacts"][0]["parts"][0]["text"], summary,
         "{answer}"
@@ -1638,21 +1646,8 @@ fn a_launched_headless_session_takes_its_tasks_on_stdin() {
     assert_eq!(listed["headless"], true, "{listed}");
     assert_eq!(listed["desk"], DESK, "{listed}");
 
-    let answer = a2a_send_blocking(w.daemon().port, &token, "FIRST: fix the flag", "m-e1");
-    let answer = match answer.recv_timeout(WAIT) {
-        Ok(Ok(answer)) => answer,
-        Ok(Err(e)) => panic!("the blocking SendMessage failed: {e}{}", w.report()),
-        Err(_) => panic!("the blocking SendMessage did not return{}", w.report()),
-    };
+    w.completed(&token, "FIRST: fix the flag", "m-e1", "Flag fixed.");
     eprintln!("launch to the first task completed: {:.2?}", t.elapsed());
-    let task = &answer["result"]["task"];
-    assert_eq!(
-        task["status"]["state"],
-        "TASK_STATE_COMPLETED",
-        "{answer}{}",
-        w.report()
-    );
-    assert_eq!(task["status"]["message"]["parts"][0]["text"], "Flag fixed.");
 
     let sent = a2a_send(
         w.daemon().port,

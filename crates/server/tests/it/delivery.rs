@@ -301,12 +301,17 @@ fn back_to_back_tasks_are_each_delivered() {
     let d = TestDaemon::start();
     let out = d.data_dir.join("out");
     std::fs::create_dir_all(&out).unwrap();
-    let command = format!(r#"cat > /dev/null; echo "$TASKKEEPER_TASKS" >> {}/log"#, out.display());
+    let command = format!(
+        r#"cat > /dev/null; echo "$TASKKEEPER_TASKS" >> {}/log"#,
+        out.display()
+    );
     let (status, _) = d.call(
         "POST",
         "/api/desks",
-        Some(&json!({"name": "bot", "dir": d.data_dir, "agent": "generic",
-                     "deliverCommand": command})),
+        Some(
+            &json!({"name": "bot", "dir": d.data_dir, "agent": "generic",
+                     "deliverCommand": command}),
+        ),
     );
     assert_eq!(status, 201);
     let log = out.join("log");

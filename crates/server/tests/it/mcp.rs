@@ -120,6 +120,16 @@ fn session(d: &TestDaemon, id: &str, desk: &str) {
     d.daemon().store().put_session(s).unwrap();
 }
 
+/// The task ids of a `task_list` answer, in order.
+fn ids_of(list: &Value) -> Vec<String> {
+    list["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 fn add_task(d: &TestDaemon, desk: &str, text: &str) -> String {
     let (status, body) = d.call(
         "POST",
@@ -443,13 +453,8 @@ fn task_list_and_task_get_are_scoped_by_the_session() {
     );
 
     let (text, list) = c.ok("task_list", json!({"session_id": "s-api"}));
-    let ids: Vec<&str> = list["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(ids, [a1.as_str(), a2.as_str()], "{text}");
+    let ids = ids_of(&list);
+    assert_eq!(ids, [a1.clone(), a2.clone()], "{text}");
     assert_eq!(list["desk"], "api");
     assert_eq!(list["tasks"][0]["state"], "working");
     assert_eq!(list["tasks"][1]["state"], "submitted");
@@ -885,13 +890,8 @@ fn a_launched_session_is_named_by_its_header() {
     let w1 = add_task(&d, "web", "First for web");
 
     let (_, list) = web.ok("task_list", json!({}));
-    let ids: Vec<&str> = list["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(ids, [w1.as_str()]);
+    let ids = ids_of(&list);
+    assert_eq!(ids, [w1.clone()]);
     let m = web.refused(
         "task_update",
         json!({"task_id": a1, "status": "done", "text": "x"}),
