@@ -461,13 +461,18 @@ fn write_private(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// Translates a headless Claude Code session's stream-json events into edges. Turns are
 /// bracketed by `session_state_changed` (`running` … `idle`), the authoritative signal; the
 /// `result` before `idle` carries the last words or the error; `background_tasks_changed`
-/// replaces the set of running background commands.
+/// replaces the set of running background commands. The state events are switched on by an
+/// environment variable the docs do not name: should a release stop sending them, each turn's
+/// `init` and `result` bracket it instead (a little later at the end, after background agents
+/// of the turn rather than with them).
 #[derive(Debug, Default)]
 pub struct StreamEdges {
     background: Vec<String>,
     last_words: Option<String>,
     failed: bool,
     rate_limited_until: Option<Timestamp>,
+    /// The session sends `session_state_changed` (the first comes before the first `init`).
+    has_state_events: bool,
 }
 
 impl StreamEdges {
@@ -478,30 +483,15 @@ impl StreamEdges {
         let subtype = event.get("subtype").and_then(Value::as_str).unwrap_or("");
         match (kind, subtype) {
             ("system", "session_state_changed") => {
+                self.has_state_events = true;
                 match event.get("state").and_then(Value::as_str) {
-                    Some("running") => {
-                        let origin = if expected() {
-                            TurnOrigin::Taskkeeper
-                        } else {
-                            // Nobody but Taskkeeper writes to its stdin: a turn it did not
-                            // start was started by a finished background command.
-                            TurnOrigin::Background
-                        };
-                        self.failed = false;
-                        self.last_words = None;
-                        vec![Edge::TurnStarted { origin }]
-                    }
+                    Some("running") => self.turn_started(expected),
                     Some("requires_action") => vec![Edge::WaitingOnOwner],
-                    Some("idle") if self.failed => vec![Edge::TurnFailed {
-                        rate_limited_until: self.rate_limited_until.take(),
-                    }],
-                    Some("idle") => vec![Edge::TurnEnded {
-                        last_words: self.last_words.take(),
-                        background: self.background.clone(),
-                    }],
+                    Some("idle") => self.turn_ended(),
                     _ => vec![],
                 }
             }
+            ("system", "init") if !self.has_state_events => self.turn_started(expected),
             ("system", "background_tasks_changed") => {
                 self.background = event
                     .get("tasks")
@@ -533,7 +523,11 @@ impl StreamEdges {
                         .and_then(Value::as_str)
                         .map(str::to_owned);
                 }
-                vec![]
+                if self.has_state_events {
+                    vec![]
+                } else {
+                    self.turn_ended()
+                }
             }
             ("rate_limit_event", _) | ("system", "rate_limit_event") => {
                 let info = event.get("rate_limit_info").unwrap_or(event);
@@ -552,6 +546,32 @@ impl StreamEdges {
             _ => vec![],
         }
     }
+
+    fn turn_started(&mut self, expected: impl FnOnce() -> bool) -> Vec<Edge> {
+        let origin = if expected() {
+            TurnOrigin::Taskkeeper
+        } else {
+            // Nobody but Taskkeeper writes to its stdin: a turn it did not start was started
+            // by a finished background command.
+            TurnOrigin::Background
+        };
+        self.failed = false;
+        self.last_words = None;
+        vec![Edge::TurnStarted { origin }]
+    }
+
+    fn turn_ended(&mut self) -> Vec<Edge> {
+        if self.failed {
+            vec![Edge::TurnFailed {
+                rate_limited_until: self.rate_limited_until.take(),
+            }]
+        } else {
+            vec![Edge::TurnEnded {
+                last_words: self.last_words.take(),
+                background: self.background.clone(),
+            }]
+        }
+    }
 }
 
 #[cfg(test)]
@@ -562,15 +582,29 @@ mod tests {
     /// matter): a turn, a turn that starts a background command, the turn its end wakes.
     const RECORDED: &str = include_str!("../tests/fixtures/stream-json.jsonl");
 
-    #[test]
-    fn a_recorded_stream_makes_turns_background_commands_and_last_words() {
+    /// The recorded stream's edges, with the events `keep` keeps.
+    fn recorded_edges(keep: impl Fn(&Value) -> bool) -> Vec<Edge> {
         let mut stream = StreamEdges::default();
         let mut expected = [true, true, false].into_iter();
-        let edges: Vec<Edge> = RECORDED
+        RECORDED
             .lines()
             .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(keep)
             .flat_map(|e| stream.edges(&e, || expected.next().unwrap()))
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn without_state_events_init_and_result_bracket_the_turns() {
+        assert_eq!(
+            recorded_edges(|e| e["subtype"] != "session_state_changed"),
+            recorded_edges(|_| true)
+        );
+    }
+
+    #[test]
+    fn a_recorded_stream_makes_turns_background_commands_and_last_words() {
+        let edges = recorded_edges(|_| true);
         let ended = |words: &str, bg: &[&str]| Edge::TurnEnded {
             last_words: Some(words.into()),
             background: bg.iter().map(|b| (*b).to_owned()).collect(),
@@ -624,7 +658,6 @@ mod tests {
         for e in [
             json!({}),
             json!({"type": "assistant"}),
-            json!({"type": "system", "subtype": "init"}),
             json!({"type": "system", "subtype": "session_state_changed"}),
             json!({"type": "system", "subtype": "task_started"}),
             json!({"type": "system", "subtype": "background_tasks_changed", "tasks": "x"}),
