@@ -932,6 +932,21 @@ impl World {
         })
     }
 
+    /// `taskkeeper session launch DESK`: the new session's id and its process id.
+    fn launch_headless(&self) -> (String, u32) {
+        let out = self.taskkeeper(&["session", "launch", DESK]);
+        assert!(out.status.success(), "session launch: {}", text_of(&out));
+        let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        let pid = self.wait("the launched session's pid", |w| {
+            w.owner_get("/api/sessions")["sessions"]
+                .as_array()?
+                .iter()
+                .find(|s| s["id"] == id.as_str())?["pid"]
+                .as_u64()
+        });
+        (id, u32::try_from(pid).unwrap())
+    }
+
     /// A blocking SendMessage from `token`'s asker; its answer, checked to be COMPLETED with
     /// `summary` as the status message.
     fn completed(&self, token: &str, text: &str, message_id: &str, summary: &str) -> Value {
@@ -1633,9 +1648,7 @@ fn a_launched_headless_session_takes_its_tasks_on_stdin() {
     let token = w.asker("ci-bot");
 
     let t = Instant::now();
-    let out = w.taskkeeper(&["session", "launch", DESK]);
-    assert!(out.status.success(), "session launch: {}", text_of(&out));
-    let session = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let (session, _) = w.launch_headless();
     let listed = w.wait("the launched session to be listed", |w| {
         w.owner_get("/api/sessions")["sessions"]
             .as_array()?
@@ -1703,12 +1716,29 @@ fn a_launched_headless_session_takes_its_tasks_on_stdin() {
 
     let out = w.taskkeeper(&["session", "stop", &session]);
     assert!(out.status.success(), "session stop: {}", text_of(&out));
-    w.wait("the session to end", |w| {
+    let ended = |w: &World, id: &str| {
         w.owner_get("/api/sessions")["sessions"]
-            .as_array()?
-            .iter()
-            .any(|s| s["id"] == session.as_str() && s["activity"] == "ended")
-            .then_some(())
+            .as_array()
+            .is_some_and(|all| {
+                all.iter()
+                    .any(|s| s["id"] == id && s["activity"] == "ended")
+            })
+    };
+    w.wait("the session to end", |w| ended(w, &session).then_some(()));
+
+    // One killed from outside ends too.
+    let (killed, pid) = w.launch_headless();
+    let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    w.wait("the killed session to end", |w| {
+        ended(w, &killed).then_some(())
+    });
+
+    // One still running when the daemon stops does not outlive it.
+    let (_, pid) = w.launch_headless();
+    let daemon = w.daemon().child.id().to_string();
+    let _ = Command::new("kill").args(["-TERM", &daemon]).status();
+    w.wait("the launched session to exit with the daemon", |_| {
+        (!Path::new(&format!("/proc/{pid}")).exists()).then_some(())
     });
     w.assert_stayed_local();
 }
