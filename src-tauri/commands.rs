@@ -33,7 +33,7 @@ use taskkeeper_server::{OwnerError, OwnerErrorKind, OwnerService, TaskQuery};
 use tauri::ipc::Invoke;
 use tauri::{Runtime, State};
 
-use crate::tray::{PAUSED_KEY, Refresh};
+use crate::tray::PAUSED_KEY;
 
 /// The settings as the owner API shows them: every key with its value as text.
 pub type SettingsMap = Map<String, Value>;
@@ -158,7 +158,6 @@ pub async fn get_settings(owner: State<'_, OwnerService>) -> Result<SettingsMap,
 #[tauri::command]
 pub async fn save_settings(
     owner: State<'_, OwnerService>,
-    refresh: State<'_, Refresh>,
     changes: SettingsMap,
 ) -> Result<SettingsMap, OwnerError> {
     let mut pairs = Vec::with_capacity(changes.len());
@@ -175,38 +174,24 @@ pub async fn save_settings(
         };
         pairs.push((key, text));
     }
-    let settings = owner.set_settings(pairs).await?;
-    refresh.poke();
-    Ok(settings)
+    owner.set_settings(pairs).await
 }
 
 /// Pauses every reminder (the setting `reminders.paused`); answers every setting.
 #[tauri::command]
-pub async fn pause_reminders(
-    owner: State<'_, OwnerService>,
-    refresh: State<'_, Refresh>,
-) -> Result<SettingsMap, OwnerError> {
-    set_paused(&owner, &refresh, true).await
+pub async fn pause_reminders(owner: State<'_, OwnerService>) -> Result<SettingsMap, OwnerError> {
+    set_paused(&owner, true).await
 }
 
 #[tauri::command]
-pub async fn resume_reminders(
-    owner: State<'_, OwnerService>,
-    refresh: State<'_, Refresh>,
-) -> Result<SettingsMap, OwnerError> {
-    set_paused(&owner, &refresh, false).await
+pub async fn resume_reminders(owner: State<'_, OwnerService>) -> Result<SettingsMap, OwnerError> {
+    set_paused(&owner, false).await
 }
 
-async fn set_paused(
-    owner: &OwnerService,
-    refresh: &Refresh,
-    paused: bool,
-) -> Result<SettingsMap, OwnerError> {
-    let settings = owner
+async fn set_paused(owner: &OwnerService, paused: bool) -> Result<SettingsMap, OwnerError> {
+    owner
         .set_settings(vec![(PAUSED_KEY.to_owned(), paused.to_string())])
-        .await?;
-    refresh.poke();
-    Ok(settings)
+        .await
 }
 
 /// Starting the app at login. The app uses `tauri-plugin-autostart` ([`crate::PluginAutostart`]);

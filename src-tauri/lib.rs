@@ -33,7 +33,7 @@ use tauri_plugin_autostart::ManagerExt as _;
 use crate::commands::{Autostart, AutostartState};
 use crate::events::Navigate;
 use crate::notifications::{Click, DesktopNotifier};
-use crate::tray::{Refresh, Tray};
+use crate::tray::Tray;
 
 /// What the command line can ask for.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -128,13 +128,12 @@ fn run(mut config: DaemonConfig, flags: Flags, launched: Instant) -> anyhow::Res
             app.set_activation_policy(tauri::ActivationPolicy::Accessory);
             let handle = app.handle().clone();
             let owner = app.state::<OwnerService>().inner().clone();
-            let refresh = app.state::<Refresh>().inner().clone();
             let tray = Tray::build(&handle)?;
             tracing::info!(
                 startup_ms = u64::try_from(launched.elapsed().as_millis()).unwrap_or(u64::MAX),
                 "tray ready"
             );
-            tauri::async_runtime::spawn(tray::follow(tray, owner.clone(), refresh));
+            tauri::async_runtime::spawn(tray::follow(tray, owner.clone()));
             tauri::async_runtime::spawn(events::forward_task_changes(handle.clone(), owner));
             tauri::async_runtime::spawn(events::forward_notices(handle.clone(), notices));
             #[cfg(unix)]
@@ -158,7 +157,6 @@ fn run(mut config: DaemonConfig, flags: Flags, launched: Instant) -> anyhow::Res
     tracing::info!(addr = %daemon.addr(), "daemon listening");
     let owner = daemon.owner();
     app.manage(owner.clone());
-    app.manage(Refresh::default());
     app.manage(AutostartState(Box::new(PluginAutostart(
         app.handle().clone(),
     ))));
@@ -237,16 +235,13 @@ fn check_display() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Adds the window's commands and the state they use (the owner service, the tray's refresh)
+/// Adds the window's commands and the state they use (the owner service)
 /// to a builder. The tests on the mock runtime use it, with their own [`AutostartState`].
 pub fn with_commands<R: Runtime>(
     builder: tauri::Builder<R>,
     owner: OwnerService,
 ) -> tauri::Builder<R> {
-    builder
-        .manage(owner)
-        .manage(Refresh::default())
-        .invoke_handler(commands::handler())
+    builder.manage(owner).invoke_handler(commands::handler())
 }
 
 /// SIGTERM (a service manager, the end-to-end test) and SIGINT (Ctrl-C in a terminal) quit the

@@ -6,8 +6,6 @@
 //! reports no clicks: its first item opens the window and carries the counts. On macOS and
 //! Windows a left click toggles the window near the icon, and the tooltip carries the counts.
 
-use std::sync::Arc;
-
 use taskkeeper_server::{OwnerService, TaskQuery};
 use tauri::image::Image;
 use tauri::menu::{MenuBuilder, MenuEvent, MenuItem, MenuItemBuilder};
@@ -217,7 +215,6 @@ async fn flip_reminders<R: Runtime>(app: &AppHandle<R>) {
         ),
         Err(error) => tracing::warn!(%error, "could not pause or resume reminders"),
     }
-    app.state::<Refresh>().poke();
 }
 
 /// Whether the settings map says reminders are paused.
@@ -225,26 +222,17 @@ pub fn is_paused(settings: &serde_json::Map<String, serde_json::Value>) -> bool 
     settings.get(PAUSED_KEY).and_then(|v| v.as_str()) == Some("true")
 }
 
-/// Asks the tray to re-read what it shows: after a settings change made through the app (the
-/// daemon publishes task changes, not settings changes).
-#[derive(Debug, Clone, Default)]
-pub struct Refresh(Arc<tokio::sync::Notify>);
-
-impl Refresh {
-    pub fn poke(&self) {
-        self.0.notify_one();
-    }
-}
-
-/// Keeps the tray current: re-reads after every task change the daemon publishes, after every
-/// [`Refresh::poke`], and once at start, and touches the tray only when what it shows differs.
+/// Keeps the tray current: re-reads after every task and settings change the daemon
+/// publishes, also settings changes (a pause made in the window, a browser or with
+/// `taskkeeper settings`), and once at start, and touches the tray only when what it shows differs.
 /// A change of state is logged (`tray state stalled`), which is also how the end-to-end test
 /// sees the tray. Errors are logged once per change of message, so a broken store doesn't
 /// flood the log.
-pub async fn follow<R: Runtime>(tray: Tray<R>, owner: OwnerService, refresh: Refresh) {
+pub async fn follow<R: Runtime>(tray: Tray<R>, owner: OwnerService) {
     let mut shown: Option<TrayView> = None;
     let mut last_error: Option<String> = None;
     let mut changes = owner.changes();
+    let mut settings = owner.settings_changes();
     let mut first = true;
     loop {
         if !std::mem::take(&mut first) {
@@ -253,7 +241,10 @@ pub async fn follow<R: Runtime>(tray: Tray<R>, owner: OwnerService, refresh: Ref
                     Ok(_) | Err(RecvError::Lagged(_)) => {}
                     Err(RecvError::Closed) => return,
                 },
-                () = refresh.0.notified() => {}
+                // A pause made in the window, the browser or with `taskkeeper settings`.
+                change = settings.changed() => if change.is_err() {
+                    return;
+                },
             }
         }
         let view = match read_view(&owner).await {
@@ -281,6 +272,9 @@ pub async fn follow<R: Runtime>(tray: Tray<R>, owner: OwnerService, refresh: Ref
                         "tray state {}",
                         state.as_str()
                     );
+                }
+                if shown.is_some_and(|s| s.reminders_paused != view.reminders_paused) {
+                    tracing::info!("tray menu: {}", reminders_text(view.reminders_paused));
                 }
                 shown = Some(view);
             }

@@ -100,6 +100,15 @@ fn with_no_notification_service_a_stall_is_a_warning_and_a_second_launch_shows_t
         owner.healthy()
     });
     app.wait_for_log("tray ready", Duration::from_secs(30));
+    app.wait_for_log("tray state idle", Duration::from_secs(30));
+
+    // A pause made outside the app (the owner API, as `taskkeeper settings` and the browser
+    // use it) reaches the tray's menu at once, and so does the resume.
+    for (action, menu) in [("pause", "Resume reminders"), ("resume", "Pause reminders")] {
+        let (status, body) = owner.post(&format!("/api/reminders/{action}"), json!({}));
+        assert_eq!(status, 200, "{body}");
+        app.wait_for_log(&format!("tray menu: {menu}"), Duration::from_secs(10));
+    }
 
     drive_to_stall(&owner, tmp.path());
     app.wait_for_log("tray state stalled", Duration::from_secs(30));

@@ -386,7 +386,8 @@ async fn resume_task(State(owner): State<OwnerService>, Path(id): Path<String>) 
 }
 
 /// The owner's event stream (SSE): `task` events with the task as the owner API shows it on
-/// every change, and `notice` events (a stall, a session that ended with tasks open).
+/// every change, `notice` events (a stall, a session that ended with tasks open), and
+/// `settings` events with every setting after one changed.
 async fn events(
     State((owner, notices)): State<(OwnerService, Arc<crate::notify::EventNotifier>)>,
 ) -> Response {
@@ -394,10 +395,19 @@ async fn events(
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Event, std::convert::Infallible>>(64);
     let mut changes = owner.changes();
     let mut notes = notices.subscribe();
+    let mut settings = owner.settings_changes();
+    settings.mark_unchanged();
     let mut stop = owner.stopping();
     tokio::spawn(async move {
         loop {
             let event = tokio::select! {
+                r = settings.changed() => match r {
+                    Ok(()) => match owner.settings().await {
+                        Ok(all) => Event::default().event("settings").json_data(all),
+                        Err(_) => continue,
+                    },
+                    Err(_) => return,
+                },
                 r = changes.recv() => match r {
                     Ok(t) => Event::default().event("task").json_data(crate::api::TaskView::from(&*t)),
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => Ok(Event::default().event("resync").data("{}")),
@@ -408,7 +418,7 @@ async fn events(
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
                 },
-                _ = stop.wait_for(|s| *s) => return,
+                () = async { let _ = stop.wait_for(|s| *s).await; } => return,
             };
             let Ok(event) = event else { continue };
             if tx.send(Ok(event)).await.is_err() {

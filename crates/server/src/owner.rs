@@ -24,6 +24,8 @@ pub struct OwnerService {
     sessions: crate::sessions::Sessions,
     /// Poked when a setting or an owner action moves the watchdog's next due time.
     schedule: std::sync::Arc<tokio::sync::Notify>,
+    /// Counts settings changes, for those who show a setting (the tray, the owner's events).
+    settings_changed: std::sync::Arc<tokio::sync::watch::Sender<u64>>,
     /// The daemon is stopping: the owner's event streams end.
     stop: tokio::sync::watch::Receiver<bool>,
 }
@@ -207,6 +209,7 @@ impl OwnerService {
             credentials,
             sessions,
             schedule: std::sync::Arc::default(),
+            settings_changed: std::sync::Arc::new(tokio::sync::watch::Sender::new(0)),
             stop,
         }
     }
@@ -257,7 +260,15 @@ impl OwnerService {
         })
         .await?;
         self.reschedule();
+        self.settings_changed
+            .send_modify(|n| *n = n.wrapping_add(1));
         self.settings().await
+    }
+
+    /// Changes when a setting was changed (through this service: the owner API, the app, the
+    /// CLI); `changed()` on it returns at once for a change not yet seen.
+    pub fn settings_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.settings_changed.subscribe()
     }
 
     /// Remind the session holding this task now, outside the ladder.

@@ -316,3 +316,75 @@ fn a_suspend_moves_the_ladder_and_a_clock_stepped_back_sends_nothing() {
         "the wall clock stepped back an hour: no message"
     );
 }
+
+/// A setting changed by anyone (here the CLI's route, `PUT /api/settings`, and the pause
+/// route) reaches the owner's event stream at once as a `settings` event with every setting:
+/// the tray's menu and the window follow it.
+#[test]
+fn a_settings_change_is_an_event_on_the_owners_stream() {
+    let d = TestDaemon::start();
+    let mut events = std::net::TcpStream::connect(d.addr).unwrap();
+    write!(
+        events,
+        "GET /api/events HTTP/1.0\r\nHost: {}\r\nAuthorization: Bearer {TOKEN}\r\n\r\n",
+        d.host()
+    )
+    .unwrap();
+    let (tx, settings) = std::sync::mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        let mut kind = String::new();
+        for line in std::io::BufReader::new(events).lines() {
+            let Ok(line) = line else { return };
+            if line.starts_with("HTTP/") {
+                // The answer has begun: the stream is subscribed.
+                let _ = tx.send(json!("open"));
+            } else if let Some(k) = line.strip_prefix("event: ") {
+                kind = k.to_owned();
+            } else if let Some(data) = line.strip_prefix("data: ")
+                && kind == "settings"
+                && tx.send(serde_json::from_str(data).unwrap()).is_err()
+            {
+                return;
+            }
+        }
+    });
+    assert_eq!(
+        settings.recv_timeout(std::time::Duration::from_secs(10)),
+        Ok(json!("open"))
+    );
+    let (status, _) = d.call("POST", "/api/reminders/pause", Some(&json!({})));
+    assert_eq!(status, 200);
+    let got = settings
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .unwrap();
+    assert_eq!(got["reminders.paused"], "true", "{got}");
+    let (status, _) = d.call(
+        "PUT",
+        "/api/settings",
+        Some(&json!({"reminders.ladder": "1m,2m"})),
+    );
+    assert_eq!(status, 200);
+    let got = settings
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .unwrap();
+    assert_eq!(
+        (
+            got["reminders.ladder"].as_str(),
+            got["reminders.paused"].as_str()
+        ),
+        (Some("1m,2m"), Some("true")),
+        "{got}"
+    );
+    // A refused change is no change.
+    let (status, _) = d.call(
+        "PUT",
+        "/api/settings",
+        Some(&json!({"reminders.ladder": "soon"})),
+    );
+    assert_eq!(status, 400);
+    assert!(
+        settings
+            .recv_timeout(std::time::Duration::from_millis(500))
+            .is_err()
+    );
+}
