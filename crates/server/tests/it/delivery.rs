@@ -33,6 +33,20 @@ fn lines(path: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// A generic desk `bot` in the data directory, reached through `command`; its view.
+fn bot_desk(d: &TestDaemon, command: &str) -> serde_json::Value {
+    let (status, desk) = d.call(
+        "POST",
+        "/api/desks",
+        Some(
+            &json!({"name": "bot", "dir": d.data_dir, "agent": "generic",
+                     "deliverCommand": command}),
+        ),
+    );
+    assert_eq!(status, 201, "{desk}");
+    desk
+}
+
 fn add_task(d: &TestDaemon, desk: &str, text: &str) -> String {
     let (status, t) = d.call(
         "POST",
@@ -65,15 +79,7 @@ fn a_desk_reached_only_by_its_command_gets_each_task_once() {
         r#"cat >> {o}/texts; echo "$TASKKEEPER_DESK $TASKKEEPER_TASKS [$TASKKEEPER_SESSION]" >> {o}/log"#,
         o = out.display()
     );
-    let (status, desk) = d.call(
-        "POST",
-        "/api/desks",
-        Some(
-            &json!({"name": "bot", "dir": d.data_dir, "agent": "generic",
-                     "deliverCommand": command}),
-        ),
-    );
-    assert_eq!(status, 201, "{desk}");
+    let desk = bot_desk(&d, &command);
     assert_eq!(desk["deliverCommand"], command);
 
     let first = add_task(&d, "bot", "Rotate the logs");
@@ -148,15 +154,7 @@ fn a_failing_command_changes_nothing_until_it_is_fixed() {
         "echo tried >> {}/tries; echo 'inbox full' >&2; exit 3",
         out.display()
     );
-    let (status, _) = d.call(
-        "POST",
-        "/api/desks",
-        Some(
-            &json!({"name": "bot", "dir": d.data_dir, "agent": "generic",
-                     "deliverCommand": failing}),
-        ),
-    );
-    assert_eq!(status, 201);
+    bot_desk(&d, &failing);
     let id = add_task(&d, "bot", "Rotate the logs");
     until("the command to run", || read(&out.join("tries")));
     std::thread::sleep(Duration::from_millis(300));
@@ -305,15 +303,7 @@ fn back_to_back_tasks_are_each_delivered() {
         r#"cat > /dev/null; echo "$TASKKEEPER_TASKS" >> {}/log"#,
         out.display()
     );
-    let (status, _) = d.call(
-        "POST",
-        "/api/desks",
-        Some(
-            &json!({"name": "bot", "dir": d.data_dir, "agent": "generic",
-                     "deliverCommand": command}),
-        ),
-    );
-    assert_eq!(status, 201);
+    bot_desk(&d, &command);
     let log = out.join("log");
     let mut ids = Vec::new();
     for i in 0..30 {

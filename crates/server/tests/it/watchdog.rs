@@ -51,29 +51,7 @@ fn a_quiet_session_is_reminded_then_the_task_stalls_and_the_owner_hears() {
     );
     assert_eq!(status, 200, "{v}");
 
-    // The owner's event stream.
-    let mut events = std::net::TcpStream::connect(d.addr).unwrap();
-    write!(
-        events,
-        "GET /api/events HTTP/1.0\r\nHost: {}\r\nAuthorization: Bearer {TOKEN}\r\n\r\n",
-        d.host()
-    )
-    .unwrap();
-    let (tx, notices) = std::sync::mpsc::channel::<Value>();
-    std::thread::spawn(move || {
-        let mut kind = String::new();
-        for line in std::io::BufReader::new(events).lines() {
-            let Ok(line) = line else { return };
-            if let Some(k) = line.strip_prefix("event: ") {
-                kind = k.to_owned();
-            } else if let Some(data) = line.strip_prefix("data: ")
-                && kind == "notice"
-                && tx.send(serde_json::from_str(data).unwrap()).is_err()
-            {
-                return;
-            }
-        }
-    });
+    let notices = owner_events(&d, "notice");
 
     hook(&d, "SessionStart", json!({"source": "startup"}));
     hook(&d, "UserPromptSubmit", json!({"prompt": "hello"}));
@@ -323,35 +301,7 @@ fn a_suspend_moves_the_ladder_and_a_clock_stepped_back_sends_nothing() {
 #[test]
 fn a_settings_change_is_an_event_on_the_owners_stream() {
     let d = TestDaemon::start();
-    let mut events = std::net::TcpStream::connect(d.addr).unwrap();
-    write!(
-        events,
-        "GET /api/events HTTP/1.0\r\nHost: {}\r\nAuthorization: Bearer {TOKEN}\r\n\r\n",
-        d.host()
-    )
-    .unwrap();
-    let (tx, settings) = std::sync::mpsc::channel::<Value>();
-    std::thread::spawn(move || {
-        let mut kind = String::new();
-        for line in std::io::BufReader::new(events).lines() {
-            let Ok(line) = line else { return };
-            if line.starts_with("HTTP/") {
-                // The answer has begun: the stream is subscribed.
-                let _ = tx.send(json!("open"));
-            } else if let Some(k) = line.strip_prefix("event: ") {
-                kind = k.to_owned();
-            } else if let Some(data) = line.strip_prefix("data: ")
-                && kind == "settings"
-                && tx.send(serde_json::from_str(data).unwrap()).is_err()
-            {
-                return;
-            }
-        }
-    });
-    assert_eq!(
-        settings.recv_timeout(std::time::Duration::from_secs(10)),
-        Ok(json!("open"))
-    );
+    let settings = owner_events(&d, "settings");
     let (status, _) = d.call("POST", "/api/reminders/pause", Some(&json!({})));
     assert_eq!(status, 200);
     let got = settings
@@ -387,4 +337,37 @@ fn a_settings_change_is_an_event_on_the_owners_stream() {
             .recv_timeout(std::time::Duration::from_millis(500))
             .is_err()
     );
+}
+
+/// The owner's event stream (`/api/events`): the data of each event of `kind`, parsed. It
+/// returns once the stream is subscribed (its answer has begun).
+fn owner_events(d: &TestDaemon, kind: &'static str) -> std::sync::mpsc::Receiver<Value> {
+    let mut events = std::net::TcpStream::connect(d.addr).unwrap();
+    write!(
+        events,
+        "GET /api/events HTTP/1.0\r\nHost: {}\r\nAuthorization: Bearer {TOKEN}\r\n\r\n",
+        d.host()
+    )
+    .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    let (open_tx, open) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let mut current = String::new();
+        for line in std::io::BufReader::new(events).lines() {
+            let Ok(line) = line else { return };
+            if line.starts_with("HTTP/") {
+                let _ = open_tx.send(());
+            } else if let Some(k) = line.strip_prefix("event: ") {
+                current = k.to_owned();
+            } else if let Some(data) = line.strip_prefix("data: ")
+                && current == kind
+                && tx.send(serde_json::from_str(data).unwrap()).is_err()
+            {
+                return;
+            }
+        }
+    });
+    open.recv_timeout(std::time::Duration::from_secs(10))
+        .expect("the owner's event stream answers");
+    rx
 }
