@@ -891,7 +891,7 @@ fn a_launched_session_is_named_by_its_header() {
 
     let (_, list) = web.ok("task_list", json!({}));
     let ids = ids_of(&list);
-    assert_eq!(ids, [w1.clone()]);
+    assert_eq!(ids, std::slice::from_ref(&w1));
     let m = web.refused(
         "task_update",
         json!({"task_id": a1, "status": "done", "text": "x"}),
