@@ -6,6 +6,7 @@
 //! | [`TASK`] `taskkeeper://task` | the task as the owner API shows it (`TaskView`) | every committed task change |
 //! | [`NOTICE`] `taskkeeper://notice` | the notice (`{"kind": "stalled", "task": …}` or `{"kind": "session-ended", …}`) | a stall, a session that ended with tasks open |
 //! | [`NAVIGATE`] `taskkeeper://navigate` | `"settings"` or `{"task": id}` | the tray's Settings item, a click on a notification |
+//! | [`SETTINGS`] `taskkeeper://settings` | every setting, `{key: "value as text", …}` (the owner API's `settings`) | every settings change (the window, a browser, the CLI) |
 //!
 //! Events carry no secrets and change nothing; the page re-reads through the commands when it
 //! needs more.
@@ -23,6 +24,8 @@ pub const TASK: &str = "taskkeeper://task";
 pub const NOTICE: &str = "taskkeeper://notice";
 /// Open a view of the window: `"settings"` or `{"task": id}`.
 pub const NAVIGATE: &str = "taskkeeper://navigate";
+/// A setting changed; the payload is every setting after the change.
+pub const SETTINGS: &str = "taskkeeper://settings";
 
 /// Where the window should go, as the `taskkeeper://navigate` payload.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -51,22 +54,40 @@ pub fn navigate<R: Runtime>(app: &AppHandle<R>, to: &Navigate) {
     }
 }
 
-/// Forwards every task change to the page as [`TASK`], until the daemon stops. If this loop
-/// ever lags behind the feed, the skipped changes are lost, but the next one still arrives and
-/// the page re-reads what it shows.
+/// Forwards every task change to the page as [`TASK`], and every settings change as
+/// [`SETTINGS`] (so a pause made in a browser or with the CLI shows in the window at once),
+/// until the daemon stops. If this loop ever lags behind the task feed, the skipped changes
+/// are lost, but the next one still arrives and the page re-reads what it shows.
 pub async fn forward_task_changes<R: Runtime>(app: AppHandle<R>, owner: OwnerService) {
     let mut changes = owner.changes();
+    let mut settings = owner.settings_changes();
+    settings.mark_unchanged();
     loop {
-        match changes.recv().await {
-            Ok(task) => {
-                if let Err(error) = app.emit(TASK, TaskView::from(&*task)) {
-                    tracing::debug!(%error, "could not emit a task change");
+        tokio::select! {
+            change = changes.recv() => match change {
+                Ok(task) => {
+                    if let Err(error) = app.emit(TASK, TaskView::from(&*task)) {
+                        tracing::debug!(%error, "could not emit a task change");
+                    }
+                }
+                Err(RecvError::Lagged(missed)) => {
+                    tracing::debug!(missed, "the task feed lagged; the page re-reads");
+                }
+                Err(RecvError::Closed) => return,
+            },
+            change = settings.changed() => {
+                if change.is_err() {
+                    return;
+                }
+                match owner.settings().await {
+                    Ok(all) => {
+                        if let Err(error) = app.emit(SETTINGS, all) {
+                            tracing::debug!(%error, "could not emit a settings change");
+                        }
+                    }
+                    Err(error) => tracing::debug!(%error, "could not read the changed settings"),
                 }
             }
-            Err(RecvError::Lagged(missed)) => {
-                tracing::debug!(missed, "the task feed lagged; the page re-reads");
-            }
-            Err(RecvError::Closed) => return,
         }
     }
 }

@@ -582,6 +582,7 @@ fn task_changes_notices_and_navigation_reach_the_page_as_events() {
     let f = Fixture::new();
     let handle = f.app.handle().clone();
     let tasks = listen(&f.app, events::TASK);
+    let settings = listen(&f.app, events::SETTINGS);
     let notices = listen(&f.app, events::NOTICE);
     let navigation = listen(&f.app, events::NAVIGATE);
 
@@ -606,6 +607,11 @@ fn task_changes_notices_and_navigation_reach_the_page_as_events() {
         (&event["id"], &event["state"]),
         (&json!(task.id), &json!("canceled"))
     );
+    // A settings change made anywhere (here: the pause command) arrives with every setting.
+    f.ok("pause_reminders", json!({}));
+    let event = settings.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!(event["reminders.paused"], "true");
+    assert!(event["reminders.ladder"].is_string());
 
     notice_tx
         .send(Notice::SessionEnded {

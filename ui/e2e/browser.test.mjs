@@ -402,6 +402,36 @@ test('settings saved in the UI change `taskkeeper settings get`', async () => {
   noProblems();
 });
 
+test('settings changed elsewhere show in the open settings view at once, and a field being edited keeps its edit', async () => {
+  await openUi('#/settings');
+  const ladder = page.getByLabel('Further reminders');
+  await ladder.waitFor();
+  // Marks this page: still there at the end means nothing reloaded it.
+  await page.evaluate(() => (window.__sameDocument = true));
+  await ladder.fill('10s,20s,30s');
+
+  // The CLI and the owner API change other settings while the owner is typing.
+  await daemon.cli('settings', 'set', 'tasks.keep_ended', '3d');
+  await daemon.api('PUT', '/api/settings', { 'reminders.paused': 'true', 'reminders.ladder': '1m,2m' });
+  const keepEnded = page.getByLabel('Keep ended tasks for');
+  await page.waitForFunction(() => document.querySelector('[name="tasks.keep_ended"]')?.value === '3d');
+  assert.equal(await keepEnded.inputValue(), '3d');
+  await page.getByText('All reminders are paused.').waitFor();
+  assert.equal(await page.getByLabel('Pause all reminders').isChecked(), true);
+  // The field being edited keeps the edit, even though the ladder changed elsewhere too.
+  assert.equal(await ladder.inputValue(), '10s,20s,30s');
+  await shot('settings-changed-elsewhere');
+
+  // Saving sends the edit alone: the pause made elsewhere is not undone.
+  await page.getByRole('button', { name: 'Save' }).click();
+  await page.getByText('Saved the change; in effect now.').waitFor();
+  assert.equal(await daemon.cli('settings', 'get', 'reminders.ladder'), '10s,20s,30s');
+  assert.equal(await daemon.cli('settings', 'get', 'reminders.paused'), 'true');
+  assert.equal(await daemon.cli('settings', 'get', 'tasks.keep_ended'), '3d');
+  assert.equal(await page.evaluate(() => window.__sameDocument), true);
+  noProblems();
+});
+
 test("an invalid setting shows its error next to the field, from the UI's check and from the API", async () => {
   await openUi('#/settings');
   const stall = page.getByLabel('Stalled after');

@@ -77,6 +77,12 @@ export function App({ data }: { data: DataSource }) {
         setNotices((list) => [{ seq, notice }, ...list].slice(0, MAX_NOTICES));
         if (notice.kind === 'stalled') open.update((list) => mergeTask(list, notice.task, isOpen));
       },
+      // A setting changed here or elsewhere (a browser, the tray, the CLI): the paused bar, the
+      // desks' pause switch and the settings form follow; the re-read confirms it.
+      onSettings: (map) => {
+        settings.update(() => map);
+        settings.refresh();
+      },
       onResync: () => {
         open.refresh();
         settings.refresh();

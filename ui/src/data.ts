@@ -51,6 +51,8 @@ export interface LiveListener {
   /** A task changed (the TaskView after the change). */
   onTask(task: TaskView): void;
   onNotice(notice: Notice): void;
+  /** A setting changed (here, in another window, or with the CLI): every setting after it. */
+  onSettings(settings: SettingsMap): void;
   /**
    * Changes may have been missed (the feed (re)connected, or it lagged): re-read what is shown.
    * Also called once the feed is up, since changes made before it was can't be replayed.
@@ -93,7 +95,7 @@ export interface DataSource {
   resumeReminders(): Promise<SettingsMap>;
   getAutostart(): Promise<boolean>;
   setAutostart(enabled: boolean): Promise<boolean>;
-  /** Follow task changes and notices; returns the function that stops following. */
+  /** Follow task and settings changes and notices; returns the function that stops following. */
   subscribe(listener: LiveListener): () => void;
   /**
    * Tells the app how many open tasks the page has drawn, so the app's end-to-end test can
@@ -120,9 +122,10 @@ export interface Env {
 
 const TOKEN_KEY = 'taskkeeper.token';
 
-/** The Tauri events the app emits, mirroring the SSE stream's `task` and `notice`. */
+/** The Tauri events the app emits, mirroring the SSE stream's `task`, `notice` and `settings`. */
 export const TAURI_TASK_EVENT = 'taskkeeper://task';
 export const TAURI_NOTICE_EVENT = 'taskkeeper://notice';
+export const TAURI_SETTINGS_EVENT = 'taskkeeper://settings';
 /** The app's request to show a view: `"settings"` or `{"task": id}`. */
 export const TAURI_NAVIGATE_EVENT = 'taskkeeper://navigate';
 
@@ -194,6 +197,7 @@ function tauriSource(env: Env): DataSource {
       Promise.all([
         env.listen(TAURI_TASK_EVENT, (payload) => deliverTask(payload, listener)),
         env.listen(TAURI_NOTICE_EVENT, (payload) => deliverNotice(payload, listener)),
+        env.listen(TAURI_SETTINGS_EVENT, (payload) => deliverSettings(payload, listener)),
         env.listen(TAURI_NAVIGATE_EVENT, (payload) => deliverNavigate(payload, listener)),
       ]).then(
         (fns) => {
@@ -366,6 +370,7 @@ function deliverSse(event: SseEvent, listener: LiveListener): void {
   }
   if (event.type === 'task') deliverTask(payload, listener);
   else if (event.type === 'notice') deliverNotice(payload, listener);
+  else if (event.type === 'settings') deliverSettings(payload, listener);
 }
 
 function deliverTask(payload: unknown, listener: LiveListener): void {
@@ -379,6 +384,17 @@ function deliverNotice(payload: unknown, listener: LiveListener): void {
   } else {
     console.warn('ignoring a notice in an unknown shape');
   }
+}
+
+function deliverSettings(payload: unknown, listener: LiveListener): void {
+  let settings: SettingsMap;
+  try {
+    settings = expectSettings(payload);
+  } catch {
+    console.warn('ignoring a settings event in an unknown shape');
+    return;
+  }
+  listener.onSettings(settings);
 }
 
 function deliverNavigate(payload: unknown, listener: LiveListener): void {

@@ -146,6 +146,16 @@ export function changedSettings(saved: SettingsMap, draft: SettingsMap): Setting
 }
 
 /**
+ * The form once the saved settings moved from `before` to `after` (a save here, or a change
+ * made elsewhere and heard live): every field shows its new value, except those the owner has
+ * edited since `before`, which keep the edit, so nothing typed is lost and no field changed
+ * elsewhere is sent back stale.
+ */
+export function rebaseDraft(before: SettingsMap, after: SettingsMap, draft: SettingsMap): SettingsMap {
+  return { ...after, ...changedSettings(before, draft) };
+}
+
+/**
  * Which setting an API error is about. The daemon names the key in its message
  * (`invalid value "soon" for reminders.stall_after: ...`); the longest key found wins, so a
  * key that is a prefix of another can't be picked by mistake.

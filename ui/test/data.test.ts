@@ -8,7 +8,7 @@ import {
   type LiveStatus,
   type NavigateRequest,
 } from '../src/data';
-import type { Notice, TaskView } from '../src/types';
+import type { Notice, SettingsMap, TaskView } from '../src/types';
 import { desk, task } from './fixtures';
 
 interface Recorded {
@@ -75,10 +75,12 @@ function recorder() {
     resyncs: 0,
     statuses: [] as LiveStatus[],
     navigations: [] as NavigateRequest[],
+    settings: [] as SettingsMap[],
   };
   const listener: LiveListener = {
     onTask: (t) => got.tasks.push(t),
     onNotice: (n) => got.notices.push(n),
+    onSettings: (s) => got.settings.push(s),
     onResync: () => (got.resyncs += 1),
     onStatus: (s) => got.statuses.push(s),
     onNavigate: (to) => got.navigations.push(to),
@@ -267,7 +269,7 @@ describe('browser transport', () => {
 });
 
 describe('browser live feed', () => {
-  it('reads the SSE stream with the bearer header, delivers tasks and notices, and resyncs on connect', async () => {
+  it('reads the SSE stream with the bearer header, delivers tasks, notices and settings, and resyncs on connect', async () => {
     const working = task({ id: 'a', version: 2 });
     const stalled = task({ id: 'b', stalledAt: '2026-11-30T11:00:00.000Z' });
     const { env, rec } = fakeEnv({
@@ -279,6 +281,10 @@ describe('browser live feed', () => {
           '\n',
           `event: notice\ndata: ${JSON.stringify({ kind: 'stalled', task: stalled })}\n\n`,
           'event: notice\ndata: {"kind":"session-ended","session":"s1","desk":"web","openTasks":2}\n\n',
+          'event: settings\ndata: {"reminders.paused":"true","reminders.hourly_cap":"6"}\n\n',
+          'event: settings\ndata: ["not","a","map"]\n\n',
+          'event: settings\ndata: {"reminders.paused":{"nested":true}}\n\n',
+          'event: something-new\ndata: {}\n\n',
           'event: task\ndata: not json\n\n',
           'event: resync\ndata: {}\n\n',
         ]),
@@ -296,6 +302,8 @@ describe('browser live feed', () => {
       { kind: 'stalled', task: stalled },
       { kind: 'session-ended', session: 's1', desk: 'web', openTasks: 2 },
     ]);
+    // The map itself is the payload; one in another shape and an unknown event are ignored.
+    expect(got.settings).toEqual([{ 'reminders.paused': 'true', 'reminders.hourly_cap': '6' }]);
     // Once on connect, once for the server's resync.
     expect(got.resyncs).toBe(2);
     // The stream ended: reconnect after a second.
@@ -474,12 +482,16 @@ describe('tauri transport', () => {
     const { got, listener } = recorder();
     const stop = createDataSource(env).subscribe(listener);
     await until(() => got.resyncs === 1);
-    expect(rec.listens).toEqual(['taskkeeper://task', 'taskkeeper://notice', 'taskkeeper://navigate']);
+    expect(rec.listens).toEqual(['taskkeeper://task', 'taskkeeper://notice', 'taskkeeper://settings', 'taskkeeper://navigate']);
     handlers.get('taskkeeper://task')?.(task({ id: 'x' }));
     handlers.get('taskkeeper://task')?.({ nonsense: true });
     handlers.get('taskkeeper://notice')?.({ kind: 'session-ended', session: 's', desk: 'web', openTasks: 1 });
     expect(got.tasks.map((t) => t.id)).toEqual(['x']);
     expect(got.notices).toHaveLength(1);
+    handlers.get('taskkeeper://settings')?.({ 'reminders.paused': 'false', 'reminders.hourly_cap': 6 });
+    handlers.get('taskkeeper://settings')?.('paused');
+    handlers.get('taskkeeper://settings')?.(null);
+    expect(got.settings).toEqual([{ 'reminders.paused': 'false', 'reminders.hourly_cap': '6' }]);
     handlers.get('taskkeeper://navigate')?.('settings');
     handlers.get('taskkeeper://navigate')?.({ task: 't-9' });
     handlers.get('taskkeeper://navigate')?.(42);
@@ -489,7 +501,7 @@ describe('tauri transport', () => {
     ]);
     expect(got.statuses.map((s) => s.state)).toEqual(['connecting', 'live']);
     stop();
-    expect(rec.unlistened).toEqual(['taskkeeper://task', 'taskkeeper://notice', 'taskkeeper://navigate']);
+    expect(rec.unlistened).toEqual(['taskkeeper://task', 'taskkeeper://notice', 'taskkeeper://settings', 'taskkeeper://navigate']);
   });
 
   it('reports a feed that cannot listen (a missing capability) as failed', async () => {

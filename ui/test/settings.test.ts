@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { changedSettings, fieldsFor, keyInMessage, SETTING_FIELDS, validateSetting, type SettingField } from '../src/settings';
+import { changedSettings, fieldsFor, keyInMessage, rebaseDraft, SETTING_FIELDS, validateSetting, type SettingField } from '../src/settings';
 
 const field = (key: string): SettingField => {
   const f = SETTING_FIELDS.find((x) => x.key === key);
@@ -48,6 +48,19 @@ describe('settings checks', () => {
   it('sends only what changed', () => {
     expect(changedSettings({ a: '1', b: '2' }, { a: '1', b: '3' })).toEqual({ b: '3' });
     expect(changedSettings({ a: '1' }, { a: '1' })).toEqual({});
+  });
+
+  it('shows a change made elsewhere in every field but those being edited', () => {
+    const before = { 'reminders.ladder': '1m,2m', 'reminders.paused': 'false', 'tasks.keep_ended': '7d' };
+    const after = { 'reminders.ladder': '5m', 'reminders.paused': 'true', 'tasks.keep_ended': '7d' };
+    // The owner is editing keep_ended and, as it happens, the ladder too: both edits stay.
+    const draft = { ...before, 'reminders.ladder': '3m', 'tasks.keep_ended': '3d' };
+    expect(rebaseDraft(before, after, draft)).toEqual({ 'reminders.ladder': '3m', 'reminders.paused': 'true', 'tasks.keep_ended': '3d' });
+    // With no edits, the form is what was saved; after its own save, too.
+    expect(rebaseDraft(before, after, before)).toEqual(after);
+    expect(rebaseDraft(before, after, after)).toEqual(after);
+    // What a save then sends is the edits alone, never the paused flag changed elsewhere.
+    expect(changedSettings(after, rebaseDraft(before, after, draft))).toEqual({ 'reminders.ladder': '3m', 'tasks.keep_ended': '3d' });
   });
 
   it('finds the field an API error names, preferring the longest key', () => {

@@ -30,6 +30,12 @@ describe('SSE parser', () => {
     expect(parse(text.split(''))).toEqual(whole);
   });
 
+  it("reads the daemon's settings event: the map as one data line", () => {
+    expect(parse(['event: settings\ndata: {"reminders.paused":"true"}\n\n'])).toEqual([
+      { type: 'settings', data: '{"reminders.paused":"true"}' },
+    ]);
+  });
+
   it('waits for the blank line before dispatching', () => {
     expect(parse(['event: task\ndata: {}\n'])).toEqual([]);
   });

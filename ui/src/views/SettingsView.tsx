@@ -8,7 +8,7 @@ import { asDataError, type DataSource } from '../data';
 import type { Load } from '../hooks';
 import { valueOf } from '../hooks';
 import { Code, ErrorBanner, Loading } from '../parts';
-import { changedSettings, fieldsFor, keyInMessage, validateSetting, type SettingField } from '../settings';
+import { changedSettings, fieldsFor, keyInMessage, rebaseDraft, validateSetting, type SettingField } from '../settings';
 import type { SettingsMap } from '../types';
 
 export function SettingsView({
@@ -28,11 +28,15 @@ export function SettingsView({
   const [saving, setSaving] = useState(false);
   const formRef = useRef<HTMLFormElement>(null);
 
-  // A save elsewhere (the tray, the CLI, this form) shows here, unless the owner is editing.
+  // A change saved elsewhere (a browser, the tray, the CLI, this form) shows here at once, in
+  // every field but those the owner has edited since the form last showed what was saved.
   const savedKey = saved ? JSON.stringify(saved) : '';
+  const base = useRef(saved);
   useEffect(() => {
     if (!saved) return;
-    setDraft((d) => (d === null || Object.keys(changedSettings(saved, d)).length === 0 ? saved : { ...saved, ...changedSettings(saved, d) }));
+    const before = base.current;
+    base.current = saved;
+    setDraft((d) => (d === null || before === null ? saved : rebaseDraft(before, saved, d)));
   }, [savedKey]);
 
   if (!saved || !draft) {
