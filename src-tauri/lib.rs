@@ -4,7 +4,7 @@
 //! Tauri commands and events instead of HTTP, and desktop notifications when a task stalls.
 //!
 //! * [`commands`] — the window's commands, one per owner action.
-//! * [`events`] — every event the window hears (`taskkeeper://task`, `…/notice`, `…/navigate`).
+//! * [`events`] — every event the window hears (`taskkeeper://task`, `…/notice`, `…/navigate`, `…/settings`).
 //! * [`tray`] — the icon's three states, the menu, and the loop that keeps them current.
 //! * [`window`] — showing the window near the tray, hiding it on close.
 //! * [`notifications`] — the daemon's notifier: one thread, never blocking the watchdog.
