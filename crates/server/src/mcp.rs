@@ -304,6 +304,11 @@ impl McpServer {
             .and_then(|v| v.to_str().ok())
             .filter(|v| !v.is_empty())
             .map(str::to_owned);
+        tracing::debug!(
+            argument = session_id.as_deref(),
+            header = header.as_deref(),
+            "an MCP tool call's session"
+        );
         let Some(session_id) = session_id.or(header) else {
             return Ok(Call {
                 caller,
