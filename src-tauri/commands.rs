@@ -17,6 +17,7 @@
 //! | `pause_session`, `resume_session` | `id` | `SessionView` | `POST /api/sessions/{id}/pause`, `…/resume` |
 //! | `launch_session` | `desk` | `SessionView` | `POST /api/desks/{name}/launch` |
 //! | `stop_session` | `id` | | `POST /api/sessions/{id}/stop` |
+//! | `answer_permission` | `id`, `allow`, `message?` | `SessionView` | `POST /api/sessions/{id}/permission` |
 //! | `get_settings` | | `{key: value}` | `GET /api/settings` |
 //! | `save_settings` | `changes` (`{key: value}`) | `{key: value}` | `PUT /api/settings` |
 //! | `pause_reminders`, `resume_reminders` | | `{key: value}` | `POST /api/reminders/pause`, `…/resume` |
@@ -147,6 +148,19 @@ pub async fn stop_session(owner: State<'_, OwnerService>, id: String) -> Result<
     owner.stop_session(&id).await
 }
 
+/// Answers the tool a headless session asks to use (its `permission`): allow it, or deny it
+/// with an optional message the model reads. Answers the session, nothing waiting any more.
+#[tauri::command]
+pub async fn answer_permission(
+    owner: State<'_, OwnerService>,
+    id: String,
+    allow: bool,
+    message: Option<String>,
+) -> Result<SessionView, OwnerError> {
+    let message = message.filter(|m| !m.trim().is_empty());
+    owner.answer_permission(&id, allow, message).await
+}
+
 #[tauri::command]
 pub async fn get_settings(owner: State<'_, OwnerService>) -> Result<SettingsMap, OwnerError> {
     owner.settings().await
@@ -252,6 +266,7 @@ pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'stat
         resume_session,
         launch_session,
         stop_session,
+        answer_permission,
         get_settings,
         save_settings,
         pause_reminders,

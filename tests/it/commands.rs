@@ -440,6 +440,40 @@ fn launch_session_is_refused_where_it_cannot_launch() {
     );
 }
 
+#[test]
+fn answer_permission_is_refused_without_a_request_to_answer() {
+    let f = Fixture::new();
+    // No such session.
+    assert_eq!(
+        f.err_kind("answer_permission", json!({ "id": "s-404", "allow": true })),
+        "not_found"
+    );
+    // A session in a terminal is not this daemon's to answer for: its prompt is in the terminal.
+    let work = f.desk("web");
+    f.http()
+        .hook("s-1", &work, "SessionStart", json!({"source": "startup"}));
+    assert_eq!(
+        f.err_kind(
+            "answer_permission",
+            json!({ "id": "s-1", "allow": false, "message": "not now" })
+        ),
+        "not_found"
+    );
+    let listed = f.ok("list_sessions", json!({}));
+    assert_eq!(listed[0]["permission"], Value::Null, "{listed:#}");
+    // `id` and `allow` are required.
+    assert!(
+        f.invoke("answer_permission", json!({ "id": "s-1" }))
+            .is_err(),
+        "allow is required"
+    );
+    assert!(
+        f.invoke("answer_permission", json!({ "allow": true }))
+            .is_err(),
+        "id is required"
+    );
+}
+
 #[cfg(unix)]
 #[test]
 fn launch_and_stop_session_run_a_headless_session() {

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, afterEach, before, beforeEach, test } from 'node:test';
@@ -719,5 +719,130 @@ test('a headless session is marked as such and stopped from its row', async () =
     noProblems();
   } finally {
     await rm(bin, { recursive: true, force: true });
+  }
+});
+
+/**
+ * A stand-in for `claude -p --permission-prompt-tool stdio` (not Claude Code: the Rust tests
+ * launch the real one): it asks for `ask` on stdout the way Claude Code does, then keeps what
+ * Taskkeeper writes to its stdin in `answers`. `read()` waits for the control responses there.
+ */
+async function fakeAsker(ask) {
+  const bin = await mkdtemp(join(tmpdir(), 'tk-fake-claude-'));
+  const fake = join(bin, 'claude');
+  const answers = join(bin, 'answers');
+  const state = { type: 'system', subtype: 'session_state_changed', state: 'requires_action' };
+  await writeFile(
+    fake,
+    // printf, not echo: dash's echo would turn the JSON's `\n` escapes into line breaks.
+    ['#!/bin/sh', `printf '%s\\n' '${JSON.stringify(state)}' '${JSON.stringify(ask)}'`, `exec cat > '${answers}'`, ''].join('\n'),
+  );
+  await chmod(fake, 0o755);
+  const read = async () => {
+    for (let i = 0; i < 100; i++) {
+      const text = existsSync(answers) ? await readFile(answers, 'utf8') : '';
+      const responses = text
+        .split('\n')
+        .filter((line) => line.includes('"type":"control_response"'))
+        .map((line) => JSON.parse(line));
+      if (responses.length > 0) return responses;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return [];
+  };
+  return { fake, read, remove: () => rm(bin, { recursive: true, force: true }) };
+}
+
+/** Launches a headless session at desk web from the page; answers its request's section. */
+async function launchAndSeeRequest(requestId) {
+  await daemon.desk('web');
+  await openUi('#/desks');
+  const web = deskCard('web');
+  await web.getByRole('button', { name: 'Launch headless session' }).click();
+  const request = web.locator(`[data-permission-request="${requestId}"]`);
+  // The view re-reads sessions every few seconds; the request may come after the launch's re-read.
+  await request.waitFor({ timeout: 15_000 });
+  const session = (await daemon.api('GET', '/api/sessions')).sessions.find((s) => s.headless);
+  return { request, row: page.locator(`[data-session-id="${session.id}"]`), session };
+}
+
+test('a headless session asks to use a tool; Allow in the Desks view answers it on its stdin', async () => {
+  const asker = await fakeAsker({
+    type: 'control_request',
+    request_id: 'r-1',
+    request: { subtype: 'can_use_tool', tool_name: 'Bash', input: { command: 'touch x' }, description: 'touch x' },
+  });
+  try {
+    await restartDaemonWith({ TASKKEEPER_CLAUDE: asker.fake });
+    const { request, row, session } = await launchAndSeeRequest('r-1');
+    assert.match(await row.locator('.meta').innerText(), /waiting on you/);
+    assert.match(await request.innerText(), /wants to use Bash: touch x/);
+    assert.equal(await request.locator('pre.permission-input').innerText(), '{"command":"touch x"}');
+    assert.deepEqual(session.permission, { requestId: 'r-1', tool: 'Bash', description: 'touch x', input: '{"command":"touch x"}' });
+    await shot('desk-permission');
+
+    // By keyboard: Allow takes focus, Enter presses it.
+    await request.getByRole('button', { name: 'Allow' }).focus();
+    await page.keyboard.press('Enter');
+    await row.getByText('Allowed; the session goes on.').waitFor();
+    await request.waitFor({ state: 'detached' });
+    assert.equal((await daemon.api('GET', '/api/sessions')).sessions.find((s) => s.id === session.id).permission, null);
+
+    // What the session read on its stdin: one answer, allowing r-1.
+    const responses = await asker.read();
+    assert.equal(responses.length, 1, JSON.stringify(responses));
+    assert.equal(responses[0].type, 'control_response');
+    assert.equal(responses[0].response.request_id, 'r-1');
+    assert.equal(responses[0].response.response.behavior, 'allow');
+
+    // Nothing waits any more: a second answer is refused.
+    await daemon.api('POST', `/api/sessions/${encodeURIComponent(session.id)}/permission`, { allow: true }, { expect: [409] });
+    noProblems();
+  } finally {
+    await asker.remove();
+  }
+});
+
+test('Deny with a message answers the request; a long input starts folded', async () => {
+  const content = 'line of the file\n'.repeat(40);
+  const asker = await fakeAsker({
+    type: 'control_request',
+    request_id: 'r-2',
+    request: { subtype: 'can_use_tool', tool_name: 'Write', input: { file_path: '/etc/motd', content } },
+  });
+  try {
+    await restartDaemonWith({ TASKKEEPER_CLAUDE: asker.fake });
+    const { request, row } = await launchAndSeeRequest('r-2');
+    assert.match(await request.locator('.permission-ask').innerText(), /wants to use Write$/);
+    const folded = request.locator('details.permission-more');
+    assert.equal(await folded.getAttribute('open'), null, 'the long input starts folded');
+    assert.equal(await request.locator('pre.permission-input').isVisible(), false);
+    await folded.locator('summary').click();
+    assert.match(await request.locator('pre.permission-input').innerText(), /\/etc\/motd/);
+
+    // The message form: its field takes focus, Escape closes it and focus goes back.
+    const withMessage = request.getByRole('button', { name: 'Deny with a message…' });
+    await withMessage.click();
+    const field = request.getByLabel('Why not (optional; the session reads it)');
+    await page.waitForFunction(() => document.activeElement?.tagName === 'INPUT');
+    await page.keyboard.press('Escape');
+    await field.waitFor({ state: 'detached' });
+    assert.equal(await withMessage.evaluate((el) => el === document.activeElement), true);
+
+    await withMessage.click();
+    await field.fill('Not /etc; write it in the repository.');
+    await shot('desk-permission-deny');
+    await page.keyboard.press('Enter');
+    await row.getByText('Denied; the session was told.').waitFor();
+    await request.waitFor({ state: 'detached' });
+
+    const responses = await asker.read();
+    assert.equal(responses.length, 1, JSON.stringify(responses));
+    assert.equal(responses[0].response.request_id, 'r-2');
+    assert.equal(responses[0].response.response.behavior, 'deny');
+    assert.equal(responses[0].response.response.message, 'Not /etc; write it in the repository.');
+    noProblems();
+  } finally {
+    await asker.remove();
   }
 });

@@ -14,6 +14,7 @@ import type {
   ApiErrorBody,
   DeskView,
   Notice,
+  PermissionRequest,
   SessionView,
   SettingsMap,
   TaskDetail,
@@ -88,6 +89,11 @@ export interface DataSource {
   launchSession(desk: string): Promise<SessionView>;
   /** Stop a headless session this daemon launched; it ends shortly after. */
   stopSession(id: string): Promise<void>;
+  /**
+   * Allow or deny the tool a headless session asks for (its `permission`); a denial may say
+   * why. Answers the session, its `permission` now null.
+   */
+  answerPermission(id: string, allow: boolean, message?: string): Promise<SessionView>;
   getSettings(): Promise<SettingsMap>;
   /** All changes are checked before any is written; returns every setting after the change. */
   saveSettings(changes: SettingsMap): Promise<SettingsMap>;
@@ -174,13 +180,15 @@ function tauriSource(env: Env): DataSource {
     resumeTask: async (id) => expectTask(await call('resume_task', { id })),
     listDesks: async () => expectArray<DeskView>(await call('list_desks'), 'desk list'),
     setDeliverCommand: async (name, command) => expectDesk(await call('set_deliver_command', { name, command })),
-    listSessions: async () => expectArray<SessionView>(await call('list_sessions'), 'session list'),
-    pauseSession: async (id) => expectRecord<SessionView>(await call('pause_session', { id }), 'session'),
-    resumeSession: async (id) => expectRecord<SessionView>(await call('resume_session', { id }), 'session'),
+    listSessions: async () => expectSessions(await call('list_sessions')),
+    pauseSession: async (id) => expectSession(await call('pause_session', { id })),
+    resumeSession: async (id) => expectSession(await call('resume_session', { id })),
     launchSession: async (desk) => expectSession(await call('launch_session', { desk })),
     stopSession: async (id) => {
       await call('stop_session', { id });
     },
+    answerPermission: async (id, allow, message) =>
+      expectSession(await call('answer_permission', { id, allow, message: messageOf(message) })),
     getSettings: async () => expectSettings(await call('get_settings')),
     saveSettings: async (changes) => expectSettings(await call('save_settings', { changes })),
     pauseReminders: () => settingsAfter('pause_reminders'),
@@ -270,14 +278,18 @@ function httpSource(env: Env, token: string | null): DataSource {
     },
     listSessions: async () => {
       const body = await get('/api/sessions');
-      return expectArray<SessionView>(isRecord(body) ? body.sessions : undefined, 'session list');
+      return expectSessions(isRecord(body) ? body.sessions : undefined);
     },
     setDeliverCommand: async (name, command) => expectDesk(await request('PATCH', desk(name), { deliverCommand: command })),
-    pauseSession: async (id) => expectRecord<SessionView>(await post(session(id, 'pause')), 'session'),
-    resumeSession: async (id) => expectRecord<SessionView>(await post(session(id, 'resume')), 'session'),
+    pauseSession: async (id) => expectSession(await post(session(id, 'pause'))),
+    resumeSession: async (id) => expectSession(await post(session(id, 'resume'))),
     launchSession: async (name) => expectSession(await post(`${desk(name)}/launch`)),
     stopSession: async (id) => {
       await post(session(id, 'stop'));
+    },
+    answerPermission: async (id, allow, message) => {
+      const text = messageOf(message);
+      return expectSession(await post(session(id, 'permission'), text === null ? { allow } : { allow, message: text }));
     },
     getSettings: async () => settingsOf(await get('/api/settings')),
     saveSettings: async (changes) => settingsOf(await request('PUT', '/api/settings', changes)),
@@ -469,11 +481,6 @@ function expectArray<T>(value: unknown, what: string): T[] {
   return value as T[];
 }
 
-function expectRecord<T>(value: unknown, what: string): T {
-  if (!isRecord(value)) throw protocol(what);
-  return value as T;
-}
-
 function expectDesk(value: unknown): DeskView {
   if (!isRecord(value) || typeof value.name !== 'string' || !(value.deliverCommand === null || typeof value.deliverCommand === 'string')) {
     throw protocol('desk');
@@ -481,9 +488,42 @@ function expectDesk(value: unknown): DeskView {
   return value as unknown as DeskView;
 }
 
+/**
+ * A session, its `permission` checked: absent (a daemon from before the field) reads as null,
+ * anything but null or a request in the documented shape is refused.
+ */
 function expectSession(value: unknown): SessionView {
   if (!isRecord(value) || typeof value.id !== 'string' || typeof value.desk !== 'string') throw protocol('session');
-  return value as unknown as SessionView;
+  const asked = value.permission ?? null;
+  if (asked !== null && !isPermissionRequest(asked)) throw protocol('session');
+  const permission = asked === null ? null : { ...asked, description: asked.description ?? null };
+  return { ...value, permission } as unknown as SessionView;
+}
+
+function expectSessions(value: unknown): SessionView[] {
+  return expectArray<unknown>(value, 'session list').map((s) => {
+    try {
+      return expectSession(s);
+    } catch {
+      throw protocol('session list');
+    }
+  });
+}
+
+function isPermissionRequest(value: unknown): value is PermissionRequest {
+  return (
+    isRecord(value) &&
+    typeof value.requestId === 'string' &&
+    typeof value.tool === 'string' &&
+    typeof value.input === 'string' &&
+    (value.description === null || value.description === undefined || typeof value.description === 'string')
+  );
+}
+
+/** A denial's message as sent: trimmed, and none rather than blank. */
+function messageOf(message: string | undefined): string | null {
+  const text = message?.trim() ?? '';
+  return text === '' ? null : text;
 }
 
 function expectTasks(value: unknown): TaskView[] {

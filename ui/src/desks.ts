@@ -27,3 +27,21 @@ export function checkDeliverCommand(text: string): string | null {
   }
   return null;
 }
+
+// A headless session's permission request (`SessionView.permission`): what the Desks view says
+// it asks, and whether its input is long enough to fold away.
+
+/** The input shown open up to this many characters and lines; a longer one starts folded. */
+export const PERMISSION_INPUT_OPEN_CHARS = 240;
+export const PERMISSION_INPUT_OPEN_LINES = 4;
+
+/** "wants to use Bash: touch x", or without a description "wants to use Bash". */
+export function permissionAsk(tool: string, description: string | null): string {
+  const what = description?.trim() ?? '';
+  return what === '' ? `wants to use ${tool}` : `wants to use ${tool}: ${what}`;
+}
+
+/** Whether the tool's input (JSON text, up to 2000 characters) starts folded. */
+export function isLongInput(input: string): boolean {
+  return input.length > PERMISSION_INPUT_OPEN_CHARS || input.split('\n').length > PERMISSION_INPUT_OPEN_LINES;
+}

@@ -96,6 +96,22 @@ export interface SessionView {
    * absent the UI offers both pause and resume rather than guess.
    */
   remindersPaused?: boolean;
+  /**
+   * What a headless session waits for the owner to allow or deny (its activity is then
+   * `waiting-on-owner`); null when nothing waits, and from a daemon that predates the field.
+   */
+  permission: PermissionRequest | null;
+}
+
+/** A tool a headless session wants to use that the project's settings don't allow. */
+export interface PermissionRequest {
+  requestId: string;
+  /** The tool's name: `Bash`, `Write`, `mcp__server__tool`… */
+  tool: string;
+  /** What Claude Code says the call does, when it says. */
+  description: string | null;
+  /** The tool's input as JSON text, at most 2000 characters (longer ones end in an ellipsis). */
+  input: string;
 }
 
 /** Every setting as text, keyed by name (`reminders.ladder` → `1m,2m,5m,10m`). */

@@ -9,7 +9,7 @@ import {
   type NavigateRequest,
 } from '../src/data';
 import type { Notice, SettingsMap, TaskView } from '../src/types';
-import { desk, task } from './fixtures';
+import { desk, session, task } from './fixtures';
 
 interface Recorded {
   fetches: { url: string; method: string; headers: Record<string, string>; body: string | undefined }[];
@@ -159,8 +159,11 @@ describe('browser transport', () => {
     await data.resumeSession('s 1');
     expect(await data.setDeliverCommand('my desk', 'tmux send-keys -t w "$(cat)"')).toEqual(desk({ deliverCommand: 'cat' }));
     await data.setDeliverCommand('web', null);
-    expect(await data.launchSession('my desk')).toEqual({ id: 's 1', desk: 'web' });
+    expect(await data.launchSession('my desk')).toEqual({ id: 's 1', desk: 'web', permission: null });
     expect(await data.stopSession('s 1')).toBeUndefined();
+    await data.answerPermission('s 1', true);
+    await data.answerPermission('s 1', false, '  not in this repo ');
+    await data.answerPermission('s 1', false, '   ');
     expect(await data.getSettings()).toEqual({ 'reminders.paused': 'true' });
     await data.saveSettings({ 'reminders.ladder': '10s,20s' });
     await data.pauseReminders();
@@ -179,6 +182,9 @@ describe('browser transport', () => {
       ['PATCH', '/api/desks/web', '{"deliverCommand":null}'],
       ['POST', '/api/desks/my%20desk/launch', '{}'],
       ['POST', '/api/sessions/s%201/stop', '{}'],
+      ['POST', '/api/sessions/s%201/permission', '{"allow":true}'],
+      ['POST', '/api/sessions/s%201/permission', '{"allow":false,"message":"not in this repo"}'],
+      ['POST', '/api/sessions/s%201/permission', '{"allow":false}'],
       ['GET', '/api/settings', undefined],
       ['PUT', '/api/settings', '{"reminders.ladder":"10s,20s"}'],
       ['POST', '/api/reminders/pause', '{}'],
@@ -218,6 +224,57 @@ describe('browser transport', () => {
     // A desk without the field is from a daemon that cannot have changed it.
     const old = fakeEnv({ stored: 't', respond: () => json(200, { name: 'web', agent: 'claude-code', dir: '/w' }) });
     await expect(createDataSource(old.env).setDeliverCommand('web', 'cat')).rejects.toMatchObject({ kind: 'protocol' });
+  });
+
+  it("reads a session's permission request, and reads its absence (an older daemon) as none", async () => {
+    const asking = session({
+      activity: 'waiting-on-owner',
+      headless: true,
+      permission: { requestId: 'r-1', tool: 'Bash', description: 'touch x', input: '{"command":"touch x"}' },
+    });
+    const { permission: _, ...older } = session({ id: 's-2' });
+    const { env } = fakeEnv({ stored: 't', respond: () => json(200, { sessions: [asking, older] }) });
+    const sessions = await createDataSource(env).listSessions();
+    expect(sessions[0]?.permission).toEqual({ requestId: 'r-1', tool: 'Bash', description: 'touch x', input: '{"command":"touch x"}' });
+    expect(sessions[1]).toEqual(session({ id: 's-2' }));
+    expect(sessions[1]?.permission).toBeNull();
+
+    // A request without a description says so with null.
+    const bare = fakeEnv({
+      stored: 't',
+      respond: () => json(200, { sessions: [session({ permission: { requestId: 'r', tool: 'Write', input: '{}' } as never })] }),
+    });
+    expect((await createDataSource(bare.env).listSessions())[0]?.permission).toEqual({
+      requestId: 'r',
+      tool: 'Write',
+      description: null,
+      input: '{}',
+    });
+  });
+
+  it('refuses a permission request in another shape', async () => {
+    for (const permission of [true, 'Bash', { requestId: 'r-1', tool: 'Bash' }, { requestId: 'r-1', tool: 'Bash', input: { command: 'ls' } }]) {
+      const { env } = fakeEnv({ stored: 't', respond: () => json(200, { sessions: [session({ permission: permission as never })] }) });
+      await expect(createDataSource(env).listSessions()).rejects.toMatchObject({ kind: 'protocol' });
+    }
+    const answer = fakeEnv({ stored: 't', respond: () => json(200, { ...session(), permission: { tool: 'Bash' } }) });
+    await expect(createDataSource(answer.env).answerPermission('s-1', true)).rejects.toMatchObject({ kind: 'protocol' });
+  });
+
+  it("shows the daemon's refusals of an answer as they come", async () => {
+    const { env } = fakeEnv({
+      stored: 't',
+      respond: (url) =>
+        url.includes('gone')
+          ? json(404, { error: { kind: 'not_found', message: 'no session gone launched by this daemon' } })
+          : json(409, { error: { kind: 'conflict', message: 'session s-1 has no permission request waiting' } }),
+    });
+    const data = createDataSource(env);
+    await expect(data.answerPermission('s-1', false, 'no')).rejects.toMatchObject({
+      kind: 'conflict',
+      message: 'session s-1 has no permission request waiting',
+    });
+    await expect(data.answerPermission('gone', true)).rejects.toMatchObject({ kind: 'not_found' });
   });
 
   it("turns the API's error body into a DataError with its kind and message", async () => {
@@ -372,6 +429,7 @@ describe('tauri transport', () => {
           case 'pause_session':
           case 'resume_session':
           case 'launch_session':
+          case 'answer_permission':
             return { id: 's1', desk: 'web' };
           case 'set_deliver_command':
             return desk({ deliverCommand: 'cat' });
@@ -407,8 +465,11 @@ describe('tauri transport', () => {
     await data.resumeSession('s1');
     expect((await data.setDeliverCommand('web', 'cat')).deliverCommand).toBe('cat');
     await data.setDeliverCommand('web', null);
-    expect(await data.launchSession('web')).toEqual({ id: 's1', desk: 'web' });
+    expect(await data.launchSession('web')).toEqual({ id: 's1', desk: 'web', permission: null });
     expect(await data.stopSession('s1')).toBeUndefined();
+    expect(await data.answerPermission('s1', true)).toEqual({ id: 's1', desk: 'web', permission: null });
+    await data.answerPermission('s1', false, 'use the test runner instead');
+    await data.answerPermission('s1', false, '');
     await data.getSettings();
     await data.saveSettings({ 'reminders.hourly_cap': '4' });
     // No answer from pause_reminders: the map is read back.
@@ -431,6 +492,9 @@ describe('tauri transport', () => {
       { cmd: 'set_deliver_command', args: { name: 'web', command: null } },
       { cmd: 'launch_session', args: { desk: 'web' } },
       { cmd: 'stop_session', args: { id: 's1' } },
+      { cmd: 'answer_permission', args: { id: 's1', allow: true, message: null } },
+      { cmd: 'answer_permission', args: { id: 's1', allow: false, message: 'use the test runner instead' } },
+      { cmd: 'answer_permission', args: { id: 's1', allow: false, message: null } },
       { cmd: 'get_settings', args: undefined },
       { cmd: 'save_settings', args: { changes: { 'reminders.hourly_cap': '4' } } },
       { cmd: 'pause_reminders', args: undefined },

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { checkDeliverCommand, DELIVER_COMMAND_MAX_BYTES, deliverCommandOf } from '../src/desks';
+import {
+  checkDeliverCommand,
+  DELIVER_COMMAND_MAX_BYTES,
+  deliverCommandOf,
+  isLongInput,
+  PERMISSION_INPUT_OPEN_CHARS,
+  permissionAsk,
+} from '../src/desks';
 
 describe('delivery command checks', () => {
   it('takes one line of at most 4096 bytes, as typed', () => {
@@ -27,5 +34,23 @@ describe('delivery command checks', () => {
     // Bytes, not characters: 2048 two-byte letters fit, one more does not.
     expect(checkDeliverCommand('é'.repeat(2048))).toBeNull();
     expect(checkDeliverCommand('é'.repeat(2049))).toMatch(/this one has 4098/);
+  });
+});
+
+describe('permission requests', () => {
+  it('says what the session wants, with or without a description', () => {
+    expect(permissionAsk('Bash', 'touch x')).toBe('wants to use Bash: touch x');
+    expect(permissionAsk('Write', null)).toBe('wants to use Write');
+    expect(permissionAsk('Write', '  ')).toBe('wants to use Write');
+  });
+
+  it('folds a long input, by characters or by lines', () => {
+    expect(isLongInput('{"command":"touch x"}')).toBe(false);
+    expect(isLongInput('x'.repeat(PERMISSION_INPUT_OPEN_CHARS))).toBe(false);
+    expect(isLongInput('x'.repeat(PERMISSION_INPUT_OPEN_CHARS + 1))).toBe(true);
+    expect(isLongInput('a\nb\nc\nd')).toBe(false);
+    expect(isLongInput('a\nb\nc\nd\ne')).toBe(true);
+    // What the daemon cut: 2000 characters and an ellipsis.
+    expect(isLongInput(`${'x'.repeat(2000)}…`)).toBe(true);
   });
 });

@@ -1,4 +1,4 @@
-import type { DeskView, TaskView } from '../src/types';
+import type { DeskView, SessionView, TaskView } from '../src/types';
 
 /** A plausible open task; tests override only what they are about. */
 export function task(overrides: Partial<TaskView> = {}): TaskView {
@@ -34,6 +34,27 @@ export function desk(overrides: Partial<DeskView> = {}): DeskView {
     dir: '/home/me/web',
     deliverCommand: null,
     createdAt: '2026-11-30T09:00:00.000Z',
+    ...overrides,
+  };
+}
+
+/** An idle Claude Code session at desk web, started in a terminal, asking nothing. */
+export function session(overrides: Partial<SessionView> = {}): SessionView {
+  return {
+    id: 's-1',
+    desk: 'web',
+    agent: 'claude-code',
+    activity: 'idle',
+    since: '2026-11-30T10:00:00.000Z',
+    background: [],
+    rateLimitedUntil: null,
+    lastWords: null,
+    tmuxPane: null,
+    pid: null,
+    headless: false,
+    updatedAt: '2026-11-30T10:00:00.000Z',
+    remindersPaused: false,
+    permission: null,
     ...overrides,
   };
 }

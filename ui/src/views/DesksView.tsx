@@ -1,17 +1,18 @@
 // Desks and the agent sessions working at them: what each session is doing, its background
 // commands, and the owner's switches for reminders (one session, or all). A claude-code desk
-// can get a headless session the daemon launches (and the owner can stop); every desk shows
+// can get a headless session the daemon launches (and the owner can stop, and whose permission
+// requests the owner allows or denies here); every desk shows
 // its delivery command, which the owner sets or clears here. Sessions have no events of their
 // own on the feed, so this view re-reads them every few seconds while shown, and on every
 // task change.
 
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { asDataError, type DataSource } from '../data';
-import { checkDeliverCommand, deliverCommandOf } from '../desks';
+import { checkDeliverCommand, deliverCommandOf, isLongInput, permissionAsk } from '../desks';
 import { useResource, useWhileVisible, valueOf } from '../hooks';
 import { Code, Empty, ErrorBanner, Loading } from '../parts';
 import { formatAge, formatTime, plural } from '../tasks';
-import type { Activity, DeskView, SessionView, SettingsMap, TaskView } from '../types';
+import type { Activity, DeskView, PermissionRequest, SessionView, SettingsMap, TaskView } from '../types';
 
 const SESSIONS_EVERY_MS = 5000;
 
@@ -370,6 +371,11 @@ function SessionRow({ data, session: s, now, onChanged }: { data: DataSource; se
       pause ? "This session's reminders are paused." : "This session's reminders are on.",
     );
   const stop = () => run(() => data.stopSession(s.id), 'Stopping: it finishes what it is writing, then ends.');
+  const answer = (allow: boolean, message?: string) =>
+    run(
+      () => data.answerPermission(s.id, allow, message),
+      allow ? 'Allowed; the session goes on.' : 'Denied; the session was told.',
+    );
   const rateLimited = s.rateLimitedUntil !== null && Date.parse(s.rateLimitedUntil) > now;
   return (
     <li class={`session activity-${s.activity}`} data-session-id={s.id}>
@@ -388,6 +394,9 @@ function SessionRow({ data, session: s, now, onChanged }: { data: DataSource; se
       </p>
       {rateLimited && s.rateLimitedUntil && (
         <p class="note">Rate-limited until {formatTime(s.rateLimitedUntil, now)}; no reminders until then.</p>
+      )}
+      {s.permission && s.activity !== 'ended' && (
+        <PermissionAsk key={s.permission.requestId} id={s.id} request={s.permission} busy={busy} onAnswer={answer} />
       )}
       {s.lastWords && <p class="last-words">{s.lastWords}</p>}
       {s.background.length > 0 && (
@@ -423,5 +432,97 @@ function SessionRow({ data, session: s, now, onChanged }: { data: DataSource; se
       )}
       <OutcomeLine outcome={outcome} />
     </li>
+  );
+}
+
+/**
+ * What a headless session asks to use, with the owner's answer: Allow, Deny, or Deny with a
+ * message the model reads. The input is JSON text; a long one starts folded.
+ */
+function PermissionAsk({
+  id,
+  request: p,
+  busy,
+  onAnswer,
+}: {
+  id: string;
+  request: PermissionRequest;
+  busy: boolean;
+  onAnswer: (allow: boolean, message?: string) => Promise<boolean>;
+}) {
+  const [denying, setDenying] = useState(false);
+  const [message, setMessage] = useState('');
+  const field = useRef<HTMLInputElement>(null);
+  const denyButton = useRef<HTMLButtonElement>(null);
+  const fieldId = `deny-${id.replace(/[^a-z0-9-]/gi, '-')}`;
+  const opened = useRef(false);
+  useEffect(() => {
+    // Focus follows the form: into its field when it opens, back to its button when it closes.
+    if (denying) field.current?.focus();
+    else if (opened.current) denyButton.current?.focus();
+    opened.current = denying;
+  }, [denying]);
+  const close = () => setDenying(false);
+  const input = <pre class="permission-input mono">{p.input}</pre>;
+  return (
+    <section class="permission" aria-label="permission request" data-permission-request={p.requestId}>
+      <p class="permission-ask">
+        <span class="badge badge-waiting-on-owner">asks</span> {permissionAsk(p.tool, p.description)}
+      </p>
+      {isLongInput(p.input) ? (
+        <details class="permission-more">
+          <summary>input ({plural(p.input.length, 'character', 'characters')})</summary>
+          {input}
+        </details>
+      ) : (
+        input
+      )}
+      {denying ? (
+        <form
+          class="edit"
+          noValidate
+          onSubmit={(e) => {
+            e.preventDefault();
+            void onAnswer(false, message).then((ok) => ok || field.current?.focus());
+          }}
+          onKeyDown={(e) => {
+            if (e.key === 'Escape') {
+              e.stopPropagation();
+              close();
+            }
+          }}
+        >
+          <label for={fieldId}>Why not (optional; the session reads it)</label>
+          <input
+            id={fieldId}
+            ref={field}
+            type="text"
+            autoComplete="off"
+            value={message}
+            onInput={(e) => setMessage(e.currentTarget.value)}
+          />
+          <div class="row">
+            <button type="submit" class="danger" disabled={busy}>
+              Deny
+            </button>
+            <button type="button" disabled={busy} onClick={close}>
+              Cancel
+            </button>
+          </div>
+        </form>
+      ) : (
+        <div class="row">
+          <button type="button" class="primary" disabled={busy} onClick={() => void onAnswer(true)}>
+            Allow
+          </button>
+          <button type="button" class="danger" disabled={busy} onClick={() => void onAnswer(false)}>
+            Deny
+          </button>
+          <button type="button" class="link" ref={denyButton} disabled={busy} onClick={() => setDenying(true)}>
+            Deny with a message…
+          </button>
+        </div>
+      )}
+    </section>
   );
 }

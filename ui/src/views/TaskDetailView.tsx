@@ -6,6 +6,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { asDataError, type DataError, type DataSource } from '../data';
 import { useResource, valueOf } from '../hooks';
 import { Code, ErrorBanner, Loading, StateBadges } from '../parts';
+import { routeHref } from '../route';
 import { firstLine, formatAgo, formatTime, isOpen, plural } from '../tasks';
 import type { TaskDetail } from '../types';
 
@@ -108,7 +109,10 @@ export function TaskDetailView({
 
       {t.statusText && <p class="status-text detail-status">{t.statusText}</p>}
       {open && t.waitingOnOwner && (
-        <p class="callout">The desk's session is waiting for your answer to a permission prompt.</p>
+        <p class="callout">
+          The desk's session is waiting for your answer to a permission prompt: in its terminal, or for a headless
+          session in <a href={routeHref({ view: 'tab', tab: 'desks' })}>Desks</a>.
+        </p>
       )}
       {open && t.stalledAt && (
         <p class="callout is-stalled">
