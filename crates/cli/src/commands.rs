@@ -434,6 +434,14 @@ pub fn status(json: bool) -> anyhow::Result<()> {
                 s.activity,
                 age(now, s.since)
             );
+            if let Some(p) = &s.permission {
+                println!(
+                    "    asks to use {}: {}  (`taskkeeper session allow {}` or `deny`)",
+                    p.tool,
+                    p.description.as_deref().unwrap_or(&p.input),
+                    s.id
+                );
+            }
         }
     }
     Ok(())
@@ -488,6 +496,18 @@ pub fn session(cmd: SessionCommand) -> anyhow::Result<()> {
                     .map_or_else(|| "?".to_owned(), |p| p.to_string()),
                 session.id
             );
+            return Ok(());
+        }
+        SessionCommand::Allow { id } | SessionCommand::Deny { id, .. } => {
+            let (allow, message) = match &cmd {
+                SessionCommand::Deny { message, .. } => (false, message.clone()),
+                _ => (true, None),
+            };
+            let _: taskkeeper_server::api::SessionView = client.post(
+                &format!("/api/sessions/{}/permission", encode(id)),
+                &json!({"allow": allow, "message": message}),
+            )?;
+            println!("session {id}: {}", if allow { "allowed" } else { "denied" });
             return Ok(());
         }
         SessionCommand::Stop { id } => {

@@ -181,6 +181,14 @@ enum SessionCommand {
     Launch { desk: String },
     /// Stop a session Taskkeeper launched (its stdin closes; killed after 10 s).
     Stop { id: String },
+    /// Allow the tool a launched session asks for (`taskkeeper status` shows what it asks).
+    Allow { id: String },
+    /// Deny the tool a launched session asks for; the model reads the message.
+    Deny {
+        id: String,
+        #[arg(long)]
+        message: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

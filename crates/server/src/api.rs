@@ -275,6 +275,9 @@ pub struct SessionView {
     /// Taskkeeper launched it headless and speaks to it on its stdin (the owner can stop it).
     #[serde(default)]
     pub headless: bool,
+    /// What a headless session asks the owner to allow (it waits until answered).
+    #[serde(default)]
+    pub permission: Option<PermissionView>,
     /// The owner paused this session's reminders.
     pub reminders_paused: bool,
     pub updated_at: Timestamp,
@@ -294,10 +297,43 @@ impl From<&taskkeeper_core::Session> for SessionView {
             tmux_pane: s.reach.tmux_pane.clone(),
             pid: s.reach.pid,
             headless: s.reach.headless,
+            permission: None,
             reminders_paused: s.watch.paused,
             updated_at: s.updated_at,
         }
     }
+}
+
+/// A tool a launched session asks to use.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionView {
+    pub request_id: String,
+    pub tool: String,
+    pub description: Option<String>,
+    /// The tool's input as JSON text, cut to 2000 characters.
+    pub input: String,
+}
+
+impl From<&crate::launch::Permission> for PermissionView {
+    fn from(p: &crate::launch::Permission) -> Self {
+        Self {
+            request_id: p.request_id.clone(),
+            tool: p.tool.clone(),
+            description: p.description.clone(),
+            input: p.input.clone(),
+        }
+    }
+}
+
+/// `POST /api/sessions/{id}/permission`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PermissionAnswer {
+    pub allow: bool,
+    /// With a denial: what the model reads.
+    #[serde(default)]
+    pub message: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -43,6 +43,7 @@ pub(crate) fn router(
         )
         .route("/api/desks/{name}/launch", post(launch_session))
         .route("/api/sessions/{id}/stop", post(stop_session))
+        .route("/api/sessions/{id}/permission", post(answer_permission))
         .route("/api/tasks", get(list_tasks).post(create_task))
         .route("/api/tasks/{id}", get(get_task))
         .route("/api/tasks/{id}/update", post(update_task))
@@ -190,6 +191,19 @@ async fn change_desk(
 
 async fn launch_session(State(owner): State<OwnerService>, Path(name): Path<String>) -> Response {
     reply(StatusCode::CREATED, owner.launch_session(&name).await)
+}
+
+async fn answer_permission(
+    State(owner): State<OwnerService>,
+    Path(id): Path<String>,
+    Body(answer): Body<crate::api::PermissionAnswer>,
+) -> Response {
+    reply(
+        StatusCode::OK,
+        owner
+            .answer_permission(&id, answer.allow, answer.message)
+            .await,
+    )
 }
 
 async fn stop_session(State(owner): State<OwnerService>, Path(id): Path<String>) -> Response {

@@ -9,6 +9,10 @@
 //! process, pipes its streams and ends the session when the process ends. Delivery itself goes
 //! through the one ranked list in [`taskkeeper_core::delivery::ranked`] like every other method.
 //!
+//! Tools the project's settings do not allow are asked of the owner
+//! (`--permission-prompt-tool stdio`): the session waits on the owner, the request is shown
+//! with the session ([`Permission`]), and the owner's answer goes back on stdin.
+//!
 //! The process gets the MCP server with two headers: the owner's bearer token and
 //! `X-Taskkeeper-Session`, so its `task_update` calls name their session without a hook.
 //! The configuration is a 0600 file, never an argument: a command line is readable by every
@@ -98,18 +102,97 @@ pub enum LaunchError {
     NotLaunched(String),
     #[error("this daemon cannot launch sessions (no launch configuration)")]
     Unavailable,
+    #[error("session {0} has no permission request waiting")]
+    NothingAsked(String),
+}
+
+/// A tool a launched session asks the owner to allow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Permission {
+    /// The session's id for the request; the answer names it.
+    pub request_id: String,
+    pub tool: String,
+    pub description: Option<String>,
+    /// The tool's input as JSON text (cut to [`INPUT_SHOWN`] characters).
+    pub input: String,
+    /// The input as asked, for the answer (`updatedInput` repeats it).
+    full_input: Value,
+}
+
+/// How much of a tool's input a permission request shows.
+pub const INPUT_SHOWN: usize = 2000;
+
+impl Permission {
+    /// The permission request in a `can_use_tool` control request, if it is one.
+    fn from_control(event: &Value) -> Option<Permission> {
+        let request = event.get("request")?;
+        if request.get("subtype")?.as_str()? != "can_use_tool" {
+            return None;
+        }
+        let full_input = request.get("input").cloned().unwrap_or_else(|| json!({}));
+        let text = full_input.to_string();
+        let input = if text.chars().count() > INPUT_SHOWN {
+            let mut cut: String = text.chars().take(INPUT_SHOWN).collect();
+            cut.push('…');
+            cut
+        } else {
+            text
+        };
+        Some(Permission {
+            request_id: event.get("request_id")?.as_str()?.to_owned(),
+            tool: request.get("tool_name")?.as_str()?.to_owned(),
+            description: request
+                .get("description")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            input,
+            full_input,
+        })
+    }
+
+    /// The line that answers it on the session's stdin.
+    fn answer(&self, allow: bool, message: Option<&str>) -> String {
+        let response = if allow {
+            json!({"behavior": "allow", "updatedInput": self.full_input})
+        } else {
+            json!({"behavior": "deny",
+                   "message": message.filter(|m| !m.trim().is_empty()).unwrap_or("The owner did not allow this.")})
+        };
+        control_response(&self.request_id, response)
+    }
+}
+
+/// A successful answer to a control request, as one line.
+fn control_response(request_id: &str, response: Value) -> String {
+    let mut line = json!({"type": "control_response", "response": {
+        "subtype": "success", "request_id": request_id, "response": response}})
+    .to_string();
+    line.push('\n');
+    line
+}
+
+/// An answer refusing a control request Taskkeeper does not handle, as one line.
+fn control_error(request_id: &str, error: &str) -> String {
+    let mut line = json!({"type": "control_response", "response": {
+        "subtype": "error", "request_id": request_id, "error": error}})
+    .to_string();
+    line.push('\n');
+    line
 }
 
 /// The sessions this process launched: their stdin, and how to stop them.
 #[derive(Debug, Default)]
 pub(crate) struct Launched {
     running: Mutex<HashMap<SessionId, Handle>>,
+    /// The permission request each session waits on the owner for.
+    asked: Mutex<HashMap<SessionId, Permission>>,
     /// The processes' lifecycle tasks, awaited at shutdown.
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 #[derive(Debug, Clone)]
 struct Handle {
+    /// Whole lines for the session's stdin.
     stdin: mpsc::UnboundedSender<String>,
     stop: Arc<Notify>,
 }
@@ -120,10 +203,19 @@ impl Launched {
     }
 
     /// Queue `text` as a user message; false when the session's stdin is gone.
-    pub(crate) fn send(&self, id: &SessionId, text: String) -> bool {
+    pub(crate) fn send(&self, id: &SessionId, text: &str) -> bool {
+        self.send_line(id, user_message(text))
+    }
+
+    fn send_line(&self, id: &SessionId, line: String) -> bool {
         crate::sessions::lock(&self.running)
             .get(id)
-            .is_some_and(|h| h.stdin.send(text).is_ok())
+            .is_some_and(|h| h.stdin.send(line).is_ok())
+    }
+
+    /// What the session asks the owner to allow, if anything.
+    pub(crate) fn asked(&self, id: &SessionId) -> Option<Permission> {
+        crate::sessions::lock(&self.asked).get(id).cloned()
     }
 }
 
@@ -176,6 +268,8 @@ impl Sessions {
                 id.as_str(),
                 "--allowedTools",
                 "mcp__taskkeeper",
+                "--permission-prompt-tool",
+                "stdio",
                 "--append-system-prompt",
                 &delivery::session_note(&desk),
                 "--mcp-config",
@@ -324,6 +418,21 @@ impl Sessions {
                 tracing::debug!(session = %id, line = %line.chars().take(200).collect::<String>(), "not a stream-json event");
                 continue;
             };
+            if event.get("type").and_then(Value::as_str) == Some("control_request") {
+                self.control_request(&id, &desk, &event).await;
+                continue;
+            }
+            if event.get("type").and_then(Value::as_str) == Some("control_cancel_request")
+                && let Some(rid) = event.get("request_id").and_then(Value::as_str)
+            {
+                let mut asked = crate::sessions::lock(&self.launched().asked);
+                if asked.get(&id).is_some_and(|p| p.request_id == rid) {
+                    asked.remove(&id);
+                }
+                drop(asked);
+                self.poke();
+                continue;
+            }
             let edges = stream.edges(&event, || self.take_expected(&id));
             if edges.is_empty() {
                 continue;
@@ -344,6 +453,61 @@ impl Sessions {
         }
     }
 
+    /// A control request from the session: a permission request waits for the owner; any
+    /// other is refused at once, so the session never waits on an answer that will not come.
+    async fn control_request(
+        &self,
+        id: &SessionId,
+        desk: &taskkeeper_core::DeskName,
+        event: &Value,
+    ) {
+        match Permission::from_control(event) {
+            Some(permission) => {
+                tracing::info!(session = %id, tool = %permission.tool, "a headless session asks the owner to allow a tool");
+                crate::sessions::lock(&self.launched().asked).insert(id.clone(), permission);
+                self.mark_owner_wait(desk, true).await;
+                self.poke();
+            }
+            None => {
+                let rid = event
+                    .get("request_id")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                tracing::debug!(session = %id, request = %event, "refused a control request Taskkeeper does not handle");
+                self.launched()
+                    .send_line(id, control_error(rid, "not supported by Taskkeeper"));
+            }
+        }
+    }
+
+    /// The owner's answer to what a launched session asks: allowed, or denied with a message
+    /// the model reads.
+    pub async fn answer_permission(
+        &self,
+        id: &SessionId,
+        allow: bool,
+        message: Option<&str>,
+    ) -> Result<(), LaunchError> {
+        if !self.launched().holds(id) {
+            return Err(LaunchError::NotLaunched(id.to_string()));
+        }
+        let permission = crate::sessions::lock(&self.launched().asked)
+            .remove(id)
+            .ok_or_else(|| LaunchError::NothingAsked(id.to_string()))?;
+        if !self
+            .launched()
+            .send_line(id, permission.answer(allow, message))
+        {
+            return Err(LaunchError::NotLaunched(id.to_string()));
+        }
+        tracing::info!(session = %id, tool = %permission.tool, allow, "the owner answered a permission request");
+        if let Some(session) = self.tasks().get_session(id).await? {
+            self.mark_owner_wait(&session.desk, false).await;
+        }
+        self.poke();
+        Ok(())
+    }
+
     async fn watch_process(
         self,
         id: SessionId,
@@ -360,6 +524,7 @@ impl Sessions {
             () = async { let _ = daemon_stops.wait_for(|s| *s).await; } => stop_child(&mut child).await,
         };
         crate::sessions::lock(&self.launched().running).remove(&id);
+        crate::sessions::lock(&self.launched().asked).remove(&id);
         // Every event it wrote is recorded before its end is.
         if let Some(reader) = reader {
             let _ = tokio::time::timeout(Duration::from_secs(2), reader).await;
@@ -406,8 +571,7 @@ async fn write_stdin(
     mut stdin: tokio::process::ChildStdin,
     mut rx: mpsc::UnboundedReceiver<String>,
 ) {
-    while let Some(text) = rx.recv().await {
-        let line = user_message(&text);
+    while let Some(line) = rx.recv().await {
         if stdin.write_all(line.as_bytes()).await.is_err() || stdin.flush().await.is_err() {
             return;
         }
@@ -473,6 +637,8 @@ pub struct StreamEdges {
     rate_limited_until: Option<Timestamp>,
     /// The session sends `session_state_changed` (the first comes before the first `init`).
     has_state_events: bool,
+    /// It waits on the owner: the next `running` resumes the turn, it starts none.
+    waiting: bool,
 }
 
 impl StreamEdges {
@@ -484,7 +650,11 @@ impl StreamEdges {
         match (kind, subtype) {
             ("system", "session_state_changed") => {
                 self.has_state_events = true;
-                match event.get("state").and_then(Value::as_str) {
+                let state = event.get("state").and_then(Value::as_str);
+                let was_waiting =
+                    std::mem::replace(&mut self.waiting, state == Some("requires_action"));
+                match state {
+                    Some("running") if was_waiting => vec![Edge::ToolActivity],
                     Some("running") => self.turn_started(expected),
                     Some("requires_action") => vec![Edge::WaitingOnOwner],
                     Some("idle") => self.turn_ended(),
@@ -629,6 +799,79 @@ mod tests {
                 ended("ok", &[]),
             ]
         );
+    }
+
+    #[test]
+    fn a_permission_request_waits_on_the_owner_and_the_answer_resumes_the_turn() {
+        let mut stream = StreamEdges::default();
+        let state =
+            |s: &str| json!({"type": "system", "subtype": "session_state_changed", "state": s});
+        let mut edges = Vec::new();
+        for (event, expected) in [
+            (state("running"), true),
+            (state("requires_action"), false),
+            (state("running"), false),
+            (state("idle"), false),
+        ] {
+            edges.extend(stream.edges(&event, || expected));
+        }
+        assert_eq!(
+            edges,
+            [
+                Edge::TurnStarted {
+                    origin: TurnOrigin::Taskkeeper
+                },
+                Edge::WaitingOnOwner,
+                Edge::ToolActivity,
+                Edge::TurnEnded {
+                    last_words: None,
+                    background: vec![]
+                },
+            ]
+        );
+    }
+
+    /// The request as Claude Code 2.1.332 sends it, and the answers it accepts.
+    #[test]
+    fn a_permission_request_and_its_answers() {
+        let request = json!({"type": "control_request", "request_id": "r-1", "request": {
+            "subtype": "can_use_tool", "tool_name": "Bash", "display_name": "Bash",
+            "input": {"command": "touch made.txt", "description": "touch"},
+            "description": "touch", "permission_suggestions": []}});
+        let p = Permission::from_control(&request).unwrap();
+        assert_eq!(
+            (
+                p.request_id.as_str(),
+                p.tool.as_str(),
+                p.description.as_deref()
+            ),
+            ("r-1", "Bash", Some("touch"))
+        );
+        let allow: Value = serde_json::from_str(p.answer(true, None).trim_end()).unwrap();
+        assert_eq!(allow["type"], "control_response");
+        assert_eq!(allow["response"]["request_id"], "r-1");
+        assert_eq!(allow["response"]["response"]["behavior"], "allow");
+        assert_eq!(
+            allow["response"]["response"]["updatedInput"]["command"],
+            "touch made.txt"
+        );
+        let deny: Value =
+            serde_json::from_str(p.answer(false, Some("Not here.")).trim_end()).unwrap();
+        assert_eq!(
+            (
+                &deny["response"]["response"]["behavior"],
+                &deny["response"]["response"]["message"]
+            ),
+            (&json!("deny"), &json!("Not here."))
+        );
+        // Another control request is not a permission request; a huge input is cut.
+        let other = json!({"type": "control_request", "request_id": "r-2",
+                           "request": {"subtype": "hook_callback"}});
+        assert_eq!(Permission::from_control(&other), None);
+        let mut big = request.clone();
+        big["request"]["input"] = json!({"content": "x".repeat(5000)});
+        let p = Permission::from_control(&big).unwrap();
+        assert_eq!(p.input.chars().count(), INPUT_SHOWN + 1);
     }
 
     #[test]

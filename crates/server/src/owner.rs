@@ -180,6 +180,7 @@ impl From<crate::launch::LaunchError> for OwnerError {
             L::Store(s) => return OwnerError::from(s.clone()),
             L::NotClaudeCode { .. } | L::NoDirectory { .. } => OwnerErrorKind::Invalid,
             L::NotLaunched(_) => OwnerErrorKind::NotFound,
+            L::NothingAsked(_) => OwnerErrorKind::Conflict,
             L::Spawn { .. } | L::Config { .. } | L::Unavailable => OwnerErrorKind::Internal,
         };
         OwnerError {
@@ -336,7 +337,7 @@ impl OwnerService {
             })
             .await?;
         self.reschedule();
-        Ok(SessionView::from(&session))
+        Ok(self.session_view(&session))
     }
 
     async fn blocking<R: Send + 'static>(
@@ -401,7 +402,38 @@ impl OwnerService {
     /// Launch a headless Claude Code session at a desk; Taskkeeper speaks to it on its stdin.
     pub async fn launch_session(&self, desk: &str) -> Result<SessionView, OwnerError> {
         let session = self.sessions.launch(desk).await?;
-        Ok(SessionView::from(&session))
+        Ok(self.session_view(&session))
+    }
+
+    /// Answer what a launched session asks: allow the tool, or deny it (the model reads
+    /// `message`).
+    pub async fn answer_permission(
+        &self,
+        id: &str,
+        allow: bool,
+        message: Option<String>,
+    ) -> Result<SessionView, OwnerError> {
+        let id = taskkeeper_core::SessionId::from(id);
+        self.sessions
+            .answer_permission(&id, allow, message.as_deref())
+            .await?;
+        let session = self
+            .tasks
+            .get_session(&id)
+            .await?
+            .ok_or_else(|| StoreError::NoSuchSession(id.to_string()))?;
+        Ok(self.session_view(&session))
+    }
+
+    /// A session as the owner sees it, with what it asks the owner, if anything.
+    fn session_view(&self, session: &taskkeeper_core::Session) -> SessionView {
+        let mut view = SessionView::from(session);
+        view.permission = self
+            .sessions
+            .launched()
+            .asked(&session.id)
+            .map(|p| crate::api::PermissionView::from(&p));
+        view
     }
 
     /// Stop a session Taskkeeper launched.
@@ -509,7 +541,7 @@ impl OwnerService {
             // The owner answered (or dismissed) the prompt.
             self.sessions.mark_owner_wait(&desk, false).await;
         }
-        Ok(sessions.iter().map(SessionView::from).collect())
+        Ok(sessions.iter().map(|s| self.session_view(s)).collect())
     }
 
     /// Every task change as it is committed: the tray and the UI follow this instead of

@@ -783,7 +783,7 @@ impl Sessions {
     async fn send_stdin(&self, session: &Session, text: &str) -> Pushed {
         let turn0 = *lock(&self.inner.turns).get(&session.id).unwrap_or(&0);
         self.expect_turn(&session.id);
-        if !self.launched.send(&session.id, text.to_owned()) {
+        if !self.launched.send(&session.id, text) {
             lock(&self.inner.expecting).remove(&session.id);
             return Pushed::Failed("the session's stdin is closed".into());
         }

@@ -1742,3 +1742,94 @@ fn a_launched_headless_session_takes_its_tasks_on_stdin() {
     });
     w.assert_stayed_local();
 }
+
+/// (f) A launched session asks the owner for a tool its settings do not allow: it waits on
+/// the owner (its task carries the mark), `taskkeeper status` says what it asks, `session
+/// allow` lets the tool run, and `session deny` hands the owner's message to the model.
+#[test]
+fn a_launched_session_asks_the_owner_for_a_tool() {
+    let w = World::connected(&rules(vec![
+        json!({"name": "denied", "match": format!("Not this one: (?P<id>{UUID})"),
+               "tool_result": true,
+               "tool": {"name": TASK_UPDATE, "input": {"task_id": "{{id}}", "status": "failed",
+                                                     "text": "The owner said no."}}}),
+        json!({"name": "ran", "match": format!(r"\[tool_result\] (?P<id>{UUID})"),
+               "tool_result": true,
+               "tool": {"name": TASK_UPDATE, "input": {"task_id": "{{id}}", "status": "done",
+                                                     "text": "Echoed it."}}}),
+        json!({"name": "ask", "match": header("ECHO: say the task id"), "tool_result": false,
+               // Writes a file: not one of the read-only commands Claude Code runs unasked.
+               "tool": {"name": "Bash", "input": {"command": "touch {{id}}.txt && echo {{id}}",
+                                                  "description": "Print the task id"}}}),
+    ]));
+    let token = w.asker("ci-bot");
+    let (session, _) = w.launch_headless();
+    let asking = |w: &World| {
+        w.owner_get("/api/sessions")["sessions"]
+            .as_array()?
+            .iter()
+            .find(|s| s["id"] == session.as_str() && s["permission"].is_object())
+            .cloned()
+    };
+
+    let first = task_id(&a2a_send(
+        w.daemon().port,
+        &token,
+        "ECHO: say the task id",
+        "m-f1",
+        true,
+    ));
+    let s = w.wait("the session to ask for Bash", asking);
+    assert_eq!(
+        (s["activity"].as_str(), s["permission"]["tool"].as_str()),
+        (Some("waiting-on-owner"), Some("Bash")),
+        "{s}"
+    );
+    assert!(
+        s["permission"]["input"].as_str().unwrap().contains(&first),
+        "{s}"
+    );
+    assert_eq!(w.task(&first)["waitingOnOwner"], true);
+    let status = w.taskkeeper(&["status"]);
+    assert!(
+        text_of(&status).contains("asks to use Bash: Print the task id"),
+        "{}",
+        text_of(&status)
+    );
+    let out = w.taskkeeper(&["session", "allow", &session]);
+    assert!(out.status.success(), "session allow: {}", text_of(&out));
+    let done = w.wait_state(&first, "completed");
+    assert_eq!(done["statusText"], "Echoed it.");
+    assert!(
+        w.work.join(format!("{first}.txt")).exists(),
+        "the allowed tool ran"
+    );
+    assert_eq!(done["waitingOnOwner"], false, "{done}");
+
+    let second = task_id(&a2a_send(
+        w.daemon().port,
+        &token,
+        "ECHO: say the task id again",
+        "m-f2",
+        true,
+    ));
+    w.wait("the session to ask again", asking);
+    let message = format!("Not this one: {second}");
+    let out = w.taskkeeper(&["session", "deny", &session, "--message", &message]);
+    assert!(out.status.success(), "session deny: {}", text_of(&out));
+    let failed = w.wait_state(&second, "failed");
+    assert_eq!(failed["statusText"], "The owner said no.");
+    assert!(
+        !w.work.join(format!("{second}.txt")).exists(),
+        "the denied tool did not run"
+    );
+    // Answering again: nothing is asked now.
+    let out = w.taskkeeper(&["session", "allow", &session]);
+    assert!(!out.status.success());
+    assert!(
+        text_of(&out).contains("no permission request waiting"),
+        "{}",
+        text_of(&out)
+    );
+    w.assert_stayed_local();
+}
