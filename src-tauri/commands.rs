@@ -17,7 +17,7 @@
 //! | `pause_session`, `resume_session` | `id` | `SessionView` | `POST /api/sessions/{id}/pause`, `…/resume` |
 //! | `launch_session` | `desk` | `SessionView` | `POST /api/desks/{name}/launch` |
 //! | `stop_session` | `id` | | `POST /api/sessions/{id}/stop` |
-//! | `answer_permission` | `id`, `allow`, `message?` | `SessionView` | `POST /api/sessions/{id}/permission` |
+//! | `answer_permission` | `id`, `allow`, `message?`, `requestId?` | `SessionView` | `POST /api/sessions/{id}/permission` |
 //! | `get_settings` | | `{key: value}` | `GET /api/settings` |
 //! | `save_settings` | `changes` (`{key: value}`) | `{key: value}` | `PUT /api/settings` |
 //! | `pause_reminders`, `resume_reminders` | | `{key: value}` | `POST /api/reminders/pause`, `…/resume` |
@@ -156,9 +156,12 @@ pub async fn answer_permission(
     id: String,
     allow: bool,
     message: Option<String>,
+    request_id: Option<String>,
 ) -> Result<SessionView, OwnerError> {
     let message = message.filter(|m| !m.trim().is_empty());
-    owner.answer_permission(&id, allow, message).await
+    owner
+        .answer_permission(&id, allow, message, request_id)
+        .await
 }
 
 #[tauri::command]

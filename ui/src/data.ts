@@ -93,7 +93,8 @@ export interface DataSource {
    * Allow or deny the tool a headless session asks for (its `permission`); a denial may say
    * why. Answers the session, its `permission` now null.
    */
-  answerPermission(id: string, allow: boolean, message?: string): Promise<SessionView>;
+  /** With `requestId`, only that request is answered (a newer one is refused with 409). */
+  answerPermission(id: string, allow: boolean, message?: string, requestId?: string): Promise<SessionView>;
   getSettings(): Promise<SettingsMap>;
   /** All changes are checked before any is written; returns every setting after the change. */
   saveSettings(changes: SettingsMap): Promise<SettingsMap>;
@@ -187,8 +188,15 @@ function tauriSource(env: Env): DataSource {
     stopSession: async (id) => {
       await call('stop_session', { id });
     },
-    answerPermission: async (id, allow, message) =>
-      expectSession(await call('answer_permission', { id, allow, message: messageOf(message) })),
+    answerPermission: async (id, allow, message, requestId) =>
+      expectSession(
+        await call('answer_permission', {
+          id,
+          allow,
+          message: messageOf(message),
+          ...(requestId === undefined ? {} : { requestId }),
+        }),
+      ),
     getSettings: async () => expectSettings(await call('get_settings')),
     saveSettings: async (changes) => expectSettings(await call('save_settings', { changes })),
     pauseReminders: () => settingsAfter('pause_reminders'),
@@ -287,9 +295,15 @@ function httpSource(env: Env, token: string | null): DataSource {
     stopSession: async (id) => {
       await post(session(id, 'stop'));
     },
-    answerPermission: async (id, allow, message) => {
+    answerPermission: async (id, allow, message, requestId) => {
       const text = messageOf(message);
-      return expectSession(await post(session(id, 'permission'), text === null ? { allow } : { allow, message: text }));
+      return expectSession(
+        await post(session(id, 'permission'), {
+          allow,
+          ...(text === null ? {} : { message: text }),
+          ...(requestId === undefined ? {} : { requestId }),
+        }),
+      );
     },
     getSettings: async () => settingsOf(await get('/api/settings')),
     saveSettings: async (changes) => settingsOf(await request('PUT', '/api/settings', changes)),

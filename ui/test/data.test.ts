@@ -164,6 +164,7 @@ describe('browser transport', () => {
     await data.answerPermission('s 1', true);
     await data.answerPermission('s 1', false, '  not in this repo ');
     await data.answerPermission('s 1', false, '   ');
+    await data.answerPermission('s 1', true, undefined, 'r-1');
     expect(await data.getSettings()).toEqual({ 'reminders.paused': 'true' });
     await data.saveSettings({ 'reminders.ladder': '10s,20s' });
     await data.pauseReminders();
@@ -185,6 +186,7 @@ describe('browser transport', () => {
       ['POST', '/api/sessions/s%201/permission', '{"allow":true}'],
       ['POST', '/api/sessions/s%201/permission', '{"allow":false,"message":"not in this repo"}'],
       ['POST', '/api/sessions/s%201/permission', '{"allow":false}'],
+      ['POST', '/api/sessions/s%201/permission', '{"allow":true,"requestId":"r-1"}'],
       ['GET', '/api/settings', undefined],
       ['PUT', '/api/settings', '{"reminders.ladder":"10s,20s"}'],
       ['POST', '/api/reminders/pause', '{}'],
@@ -470,6 +472,7 @@ describe('tauri transport', () => {
     expect(await data.answerPermission('s1', true)).toEqual({ id: 's1', desk: 'web', permission: null });
     await data.answerPermission('s1', false, 'use the test runner instead');
     await data.answerPermission('s1', false, '');
+    await data.answerPermission('s1', false, 'no', 'r-2');
     await data.getSettings();
     await data.saveSettings({ 'reminders.hourly_cap': '4' });
     // No answer from pause_reminders: the map is read back.
@@ -495,6 +498,7 @@ describe('tauri transport', () => {
       { cmd: 'answer_permission', args: { id: 's1', allow: true, message: null } },
       { cmd: 'answer_permission', args: { id: 's1', allow: false, message: 'use the test runner instead' } },
       { cmd: 'answer_permission', args: { id: 's1', allow: false, message: null } },
+      { cmd: 'answer_permission', args: { id: 's1', allow: false, message: 'no', requestId: 'r-2' } },
       { cmd: 'get_settings', args: undefined },
       { cmd: 'save_settings', args: { changes: { 'reminders.hourly_cap': '4' } } },
       { cmd: 'pause_reminders', args: undefined },

@@ -334,6 +334,10 @@ pub struct PermissionAnswer {
     /// With a denial: what the model reads.
     #[serde(default)]
     pub message: Option<String>,
+    /// The request being answered, as the owner saw it: if the session now asks something
+    /// else, the answer is refused instead of landing on a request the owner never saw.
+    #[serde(default)]
+    pub request_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

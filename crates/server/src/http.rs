@@ -201,7 +201,7 @@ async fn answer_permission(
     reply(
         StatusCode::OK,
         owner
-            .answer_permission(&id, answer.allow, answer.message)
+            .answer_permission(&id, answer.allow, answer.message, answer.request_id)
             .await,
     )
 }

@@ -104,6 +104,14 @@ pub enum LaunchError {
     Unavailable,
     #[error("session {0} has no permission request waiting")]
     NothingAsked(String),
+    #[error(
+        "session {session} now asks something else (request {asked}, not {answered}); look again before answering"
+    )]
+    AskedSomethingElse {
+        session: String,
+        asked: String,
+        answered: String,
+    },
 }
 
 /// A tool a launched session asks the owner to allow.
@@ -487,13 +495,29 @@ impl Sessions {
         id: &SessionId,
         allow: bool,
         message: Option<&str>,
+        request_id: Option<&str>,
     ) -> Result<(), LaunchError> {
         if !self.launched().holds(id) {
             return Err(LaunchError::NotLaunched(id.to_string()));
         }
-        let permission = crate::sessions::lock(&self.launched().asked)
-            .remove(id)
-            .ok_or_else(|| LaunchError::NothingAsked(id.to_string()))?;
+        let permission = {
+            let mut asked = crate::sessions::lock(&self.launched().asked);
+            let current = asked
+                .get(id)
+                .ok_or_else(|| LaunchError::NothingAsked(id.to_string()))?;
+            if let Some(answered) = request_id
+                && answered != current.request_id
+            {
+                return Err(LaunchError::AskedSomethingElse {
+                    session: id.to_string(),
+                    asked: current.request_id.clone(),
+                    answered: answered.to_owned(),
+                });
+            }
+            asked
+                .remove(id)
+                .ok_or_else(|| LaunchError::NothingAsked(id.to_string()))?
+        };
         if !self
             .launched()
             .send_line(id, permission.answer(allow, message))

@@ -180,7 +180,7 @@ impl From<crate::launch::LaunchError> for OwnerError {
             L::Store(s) => return OwnerError::from(s.clone()),
             L::NotClaudeCode { .. } | L::NoDirectory { .. } => OwnerErrorKind::Invalid,
             L::NotLaunched(_) => OwnerErrorKind::NotFound,
-            L::NothingAsked(_) => OwnerErrorKind::Conflict,
+            L::NothingAsked(_) | L::AskedSomethingElse { .. } => OwnerErrorKind::Conflict,
             L::Spawn { .. } | L::Config { .. } | L::Unavailable => OwnerErrorKind::Internal,
         };
         OwnerError {
@@ -406,16 +406,17 @@ impl OwnerService {
     }
 
     /// Answer what a launched session asks: allow the tool, or deny it (the model reads
-    /// `message`).
+    /// `message`). With `request_id`, only that request is answered.
     pub async fn answer_permission(
         &self,
         id: &str,
         allow: bool,
         message: Option<String>,
+        request_id: Option<String>,
     ) -> Result<SessionView, OwnerError> {
         let id = taskkeeper_core::SessionId::from(id);
         self.sessions
-            .answer_permission(&id, allow, message.as_deref())
+            .answer_permission(&id, allow, message.as_deref(), request_id.as_deref())
             .await?;
         let session = self
             .tasks

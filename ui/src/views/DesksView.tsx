@@ -373,7 +373,7 @@ function SessionRow({ data, session: s, now, onChanged }: { data: DataSource; se
   const stop = () => run(() => data.stopSession(s.id), 'Stopping: it finishes what it is writing, then ends.');
   const answer = (allow: boolean, message?: string) =>
     run(
-      () => data.answerPermission(s.id, allow, message),
+      () => data.answerPermission(s.id, allow, message, s.permission?.requestId),
       allow ? 'Allowed; the session goes on.' : 'Denied; the session was told.',
     );
   const rateLimited = s.rateLimitedUntil !== null && Date.parse(s.rateLimitedUntil) > now;

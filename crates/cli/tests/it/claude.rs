@@ -1813,7 +1813,18 @@ fn a_launched_session_asks_the_owner_for_a_tool() {
         "m-f2",
         true,
     ));
-    w.wait("the session to ask again", asking);
+    let asked = w.wait("the session to ask again", asking);
+    // An answer to the request the owner saw before is not taken for this one.
+    let (code, body) = request(
+        w.daemon().port,
+        "POST",
+        &format!("/api/sessions/{session}/permission"),
+        &json!({"allow": true, "requestId": "an-earlier-request"}).to_string(),
+    )
+    .unwrap();
+    assert_eq!(code, 409, "{body}");
+    assert!(body.contains("now asks something else"), "{body}");
+    assert!(asked["permission"]["requestId"].is_string(), "{asked}");
     let message = format!("Not this one: {second}");
     let out = w.taskkeeper(&["session", "deny", &session, "--message", &message]);
     assert!(out.status.success(), "session deny: {}", text_of(&out));
