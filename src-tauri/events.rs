@@ -7,9 +7,12 @@
 //! | [`NOTICE`] `taskkeeper://notice` | the notice (`{"kind": "stalled", "task": …}` or `{"kind": "session-ended", …}`) | a stall, a session that ended with tasks open |
 //! | [`NAVIGATE`] `taskkeeper://navigate` | `"settings"` or `{"task": id}` | the tray's Settings item, a click on a notification |
 //! | [`SETTINGS`] `taskkeeper://settings` | every setting, `{key: "value as text", …}` (the owner API's `settings`) | every settings change (the window, a browser, the CLI) |
+//! | [`SESSIONS`] `taskkeeper://sessions` | `{}` (a hint: re-read the sessions) | a session changed in a way the session list shows (activity, a headless session's permission request, launch, end); at most one per [`SESSIONS_GAP`] |
 //!
 //! Events carry no secrets and change nothing; the page re-reads through the commands when it
 //! needs more.
+
+use std::time::Duration;
 
 use serde::Serialize;
 use taskkeeper_server::OwnerService;
@@ -17,6 +20,7 @@ use taskkeeper_server::api::TaskView;
 use taskkeeper_server::notify::Notice;
 use tauri::{AppHandle, Emitter as _, Runtime};
 use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::time::Instant;
 
 /// A task changed; the payload is the task as the owner API shows it.
 pub const TASK: &str = "taskkeeper://task";
@@ -26,6 +30,12 @@ pub const NOTICE: &str = "taskkeeper://notice";
 pub const NAVIGATE: &str = "taskkeeper://navigate";
 /// A setting changed; the payload is every setting after the change.
 pub const SETTINGS: &str = "taskkeeper://settings";
+/// A session changed in a way the session list shows; the payload is `{}`: re-read the list.
+pub const SESSIONS: &str = "taskkeeper://sessions";
+
+/// The shortest time between two [`SESSIONS`] events, as on the owner's SSE stream: hooks
+/// change sessions on every tool call, and changes within the gap are folded into one event.
+pub const SESSIONS_GAP: Duration = Duration::from_millis(250);
 
 /// Where the window should go, as the `taskkeeper://navigate` payload.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -54,16 +64,35 @@ pub fn navigate<R: Runtime>(app: &AppHandle<R>, to: &Navigate) {
     }
 }
 
-/// Forwards every task change to the page as [`TASK`], and every settings change as
-/// [`SETTINGS`] (so a pause made in a browser or with the CLI shows in the window at once),
-/// until the daemon stops. If this loop ever lags behind the task feed, the skipped changes
-/// are lost, but the next one still arrives and the page re-reads what it shows.
+/// Forwards every task change to the page as [`TASK`], every settings change as [`SETTINGS`]
+/// (so a pause made in a browser or with the CLI shows in the window at once), and session
+/// changes as [`SESSIONS`] (so a headless session's permission request shows at once), until
+/// the daemon stops. If this loop ever lags behind the task feed, the skipped changes are
+/// lost, but the next one still arrives and the page re-reads what it shows.
 pub async fn forward_task_changes<R: Runtime>(app: AppHandle<R>, owner: OwnerService) {
     let mut changes = owner.changes();
     let mut settings = owner.settings_changes();
     settings.mark_unchanged();
+    let mut sessions = owner.session_changes();
+    sessions.mark_unchanged();
+    // When the pending [`SESSIONS`] event goes out; while one is pending, more session changes
+    // fold into it (the wait doesn't hold up task and settings changes).
+    let mut sessions_due: Option<Instant> = None;
     loop {
         tokio::select! {
+            change = sessions.changed(), if sessions_due.is_none() => {
+                if change.is_err() {
+                    return;
+                }
+                sessions_due = Some(Instant::now() + SESSIONS_GAP);
+            }
+            () = tokio::time::sleep_until(sessions_due.unwrap_or_else(Instant::now)), if sessions_due.is_some() => {
+                sessions_due = None;
+                sessions.mark_unchanged();
+                if let Err(error) = app.emit(SESSIONS, serde_json::json!({})) {
+                    tracing::debug!(%error, "could not emit a session change");
+                }
+            }
             change = changes.recv() => match change {
                 Ok(task) => {
                     if let Err(error) = app.emit(TASK, TaskView::from(&*task)) {

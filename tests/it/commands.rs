@@ -612,13 +612,14 @@ fn listen(app: &App<MockRuntime>, event: &'static str) -> mpsc::Receiver<Value> 
 }
 
 #[test]
-fn task_changes_notices_and_navigation_reach_the_page_as_events() {
+fn task_and_session_changes_notices_and_navigation_reach_the_page_as_events() {
     let f = Fixture::new();
     let handle = f.app.handle().clone();
     let tasks = listen(&f.app, events::TASK);
     let settings = listen(&f.app, events::SETTINGS);
     let notices = listen(&f.app, events::NOTICE);
     let navigation = listen(&f.app, events::NAVIGATE);
+    let sessions = listen(&f.app, events::SESSIONS);
 
     tauri::async_runtime::spawn(events::forward_task_changes(
         handle.clone(),
@@ -629,7 +630,7 @@ fn task_changes_notices_and_navigation_reach_the_page_as_events() {
     // The forwarders subscribe when they first run.
     std::thread::sleep(Duration::from_millis(200));
 
-    f.desk("web");
+    let work = f.desk("web");
     let task = block_on(f.owner.create_task("web", "Add a --json flag", None)).unwrap();
     let event = tasks.recv_timeout(Duration::from_secs(5)).unwrap();
     assert_eq!(event["id"], json!(task.id));
@@ -658,6 +659,23 @@ fn task_changes_notices_and_navigation_reach_the_page_as_events() {
     assert_eq!(
         event,
         json!({ "kind": "session-ended", "session": "s-1", "desk": "web", "openTasks": 2 })
+    );
+
+    // A session starting and getting busy is a hint to re-read the sessions; a burst of session
+    // changes is folded into one event per gap, and none follow once nothing changes.
+    f.http()
+        .hook("s-1", &work, "SessionStart", json!({"source": "startup"}));
+    f.http()
+        .hook("s-1", &work, "UserPromptSubmit", json!({"prompt": "hi"}));
+    assert_eq!(
+        sessions.recv_timeout(Duration::from_secs(5)).unwrap(),
+        json!({})
+    );
+    std::thread::sleep(events::SESSIONS_GAP * 3);
+    while sessions.try_recv().is_ok() {}
+    assert!(
+        sessions.recv_timeout(events::SESSIONS_GAP * 2).is_err(),
+        "a sessions event with no session change"
     );
 
     events::navigate(&handle, &Navigate::SETTINGS);

@@ -726,6 +726,8 @@ test('a headless session is marked as such and stopped from its row', async () =
  * A stand-in for `claude -p --permission-prompt-tool stdio` (not Claude Code: the Rust tests
  * launch the real one): it asks for `ask` on stdout the way Claude Code does, then keeps what
  * Taskkeeper writes to its stdin in `answers`. `read()` waits for the control responses there.
+ * It asks half a second after it starts, so the page has read the new session (after the
+ * launch) before there is a request to show: only the live feed's session hint brings it.
  */
 async function fakeAsker(ask) {
   const bin = await mkdtemp(join(tmpdir(), 'tk-fake-claude-'));
@@ -735,7 +737,7 @@ async function fakeAsker(ask) {
   await writeFile(
     fake,
     // printf, not echo: dash's echo would turn the JSON's `\n` escapes into line breaks.
-    ['#!/bin/sh', `printf '%s\\n' '${JSON.stringify(state)}' '${JSON.stringify(ask)}'`, `exec cat > '${answers}'`, ''].join('\n'),
+    ['#!/bin/sh', 'sleep 0.5', `printf '%s\\n' '${JSON.stringify(state)}' '${JSON.stringify(ask)}'`, `exec cat > '${answers}'`, ''].join('\n'),
   );
   await chmod(fake, 0o755);
   const read = async () => {
@@ -753,15 +755,18 @@ async function fakeAsker(ask) {
   return { fake, read, remove: () => rm(bin, { recursive: true, force: true }) };
 }
 
-/** Launches a headless session at desk web from the page; answers its request's section. */
+/**
+ * Launches a headless session at desk web from the page; answers its request's section. The
+ * request shows within 2 s of the launch: the feed's `sessions` hint brings it, not the desks
+ * view's poll (30 s while the feed is up).
+ */
 async function launchAndSeeRequest(requestId) {
   await daemon.desk('web');
   await openUi('#/desks');
   const web = deskCard('web');
   await web.getByRole('button', { name: 'Launch headless session' }).click();
   const request = web.locator(`[data-permission-request="${requestId}"]`);
-  // The view re-reads sessions every few seconds; the request may come after the launch's re-read.
-  await request.waitFor({ timeout: 15_000 });
+  await request.waitFor({ timeout: 2_000 });
   const session = (await daemon.api('GET', '/api/sessions')).sessions.find((s) => s.headless);
   return { request, row: page.locator(`[data-session-id="${session.id}"]`), session };
 }

@@ -37,6 +37,7 @@ export function App({ data }: { data: DataSource }) {
   const [route, setRoute] = useState<Route>(() => parseRoute(window.location.hash));
   const [live, setLive] = useState<LiveStatus>({ state: 'connecting' });
   const [changeSeq, setChangeSeq] = useState(0);
+  const [sessionSeq, setSessionSeq] = useState(0);
   const [notices, setNotices] = useState<ShownNotice[]>([]);
   const lastTab = useRef<Tab>(route.view === 'tab' ? route.tab : 'open');
   const cameFrom = useRef<string | null>(null);
@@ -56,7 +57,8 @@ export function App({ data }: { data: DataSource }) {
   }, []);
   if (route.view === 'tab') lastTab.current = route.tab;
 
-  // The live feed. Every change bumps `changeSeq`, which the other views re-read on.
+  // The live feed. Every change bumps `changeSeq`, which the other views re-read on; a session
+  // change bumps `sessionSeq`, which only the desks view (the one showing sessions) re-reads on.
   useEffect(() => {
     let noticeSeq = 0;
     return data.subscribe({
@@ -83,6 +85,7 @@ export function App({ data }: { data: DataSource }) {
         settings.update(() => map);
         settings.refresh();
       },
+      onSessions: () => setSessionSeq((n) => n + 1),
       onResync: () => {
         open.refresh();
         settings.refresh();
@@ -221,6 +224,8 @@ export function App({ data }: { data: DataSource }) {
             data={data}
             now={now}
             changeSeq={changeSeq}
+            sessionSeq={sessionSeq}
+            live={live.state === 'live'}
             openTasks={tasks}
             settings={settingsValue}
             onSettings={onSettings}

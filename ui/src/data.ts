@@ -55,6 +55,12 @@ export interface LiveListener {
   /** A setting changed (here, in another window, or with the CLI): every setting after it. */
   onSettings(settings: SettingsMap): void;
   /**
+   * Some session changed in a way the session list shows (activity, a headless session's
+   * permission request, a launch, an end): re-read the sessions. A hint with no payload; the
+   * sender coalesces bursts (at most one per 250 ms).
+   */
+  onSessions(): void;
+  /**
    * Changes may have been missed (the feed (re)connected, or it lagged): re-read what is shown.
    * Also called once the feed is up, since changes made before it was can't be replayed.
    */
@@ -102,7 +108,7 @@ export interface DataSource {
   resumeReminders(): Promise<SettingsMap>;
   getAutostart(): Promise<boolean>;
   setAutostart(enabled: boolean): Promise<boolean>;
-  /** Follow task and settings changes and notices; returns the function that stops following. */
+  /** Follow task, settings and session changes and notices; returns the function that stops following. */
   subscribe(listener: LiveListener): () => void;
   /**
    * Tells the app how many open tasks the page has drawn, so the app's end-to-end test can
@@ -129,10 +135,12 @@ export interface Env {
 
 const TOKEN_KEY = 'taskkeeper.token';
 
-/** The Tauri events the app emits, mirroring the SSE stream's `task`, `notice` and `settings`. */
+/** The Tauri events the app emits, mirroring the SSE stream's `task`, `notice`, `settings` and `sessions`. */
 export const TAURI_TASK_EVENT = 'taskkeeper://task';
 export const TAURI_NOTICE_EVENT = 'taskkeeper://notice';
 export const TAURI_SETTINGS_EVENT = 'taskkeeper://settings';
+/** A hint that the session list changed; its payload (`{}` or null) means nothing. */
+export const TAURI_SESSIONS_EVENT = 'taskkeeper://sessions';
 /** The app's request to show a view: `"settings"` or `{"task": id}`. */
 export const TAURI_NAVIGATE_EVENT = 'taskkeeper://navigate';
 
@@ -214,6 +222,7 @@ function tauriSource(env: Env): DataSource {
         env.listen(TAURI_TASK_EVENT, (payload) => deliverTask(payload, listener)),
         env.listen(TAURI_NOTICE_EVENT, (payload) => deliverNotice(payload, listener)),
         env.listen(TAURI_SETTINGS_EVENT, (payload) => deliverSettings(payload, listener)),
+        env.listen(TAURI_SESSIONS_EVENT, () => listener.onSessions()),
         env.listen(TAURI_NAVIGATE_EVENT, (payload) => deliverNavigate(payload, listener)),
       ]).then(
         (fns) => {
@@ -387,6 +396,8 @@ function followEvents(env: Env, headers: Record<string, string>, hadToken: boole
 
 function deliverSse(event: SseEvent, listener: LiveListener): void {
   if (event.type === 'resync') return listener.onResync();
+  // A hint to re-read `/api/sessions`; whatever its data says (today `{}`) carries nothing.
+  if (event.type === 'sessions') return listener.onSessions();
   let payload: unknown;
   try {
     payload = JSON.parse(event.data);

@@ -76,11 +76,13 @@ function recorder() {
     statuses: [] as LiveStatus[],
     navigations: [] as NavigateRequest[],
     settings: [] as SettingsMap[],
+    sessions: 0,
   };
   const listener: LiveListener = {
     onTask: (t) => got.tasks.push(t),
     onNotice: (n) => got.notices.push(n),
     onSettings: (s) => got.settings.push(s),
+    onSessions: () => (got.sessions += 1),
     onResync: () => (got.resyncs += 1),
     onStatus: (s) => got.statuses.push(s),
     onNavigate: (to) => got.navigations.push(to),
@@ -328,7 +330,7 @@ describe('browser transport', () => {
 });
 
 describe('browser live feed', () => {
-  it('reads the SSE stream with the bearer header, delivers tasks, notices and settings, and resyncs on connect', async () => {
+  it('reads the SSE stream with the bearer header, delivers tasks, notices, settings and session hints, and resyncs on connect', async () => {
     const working = task({ id: 'a', version: 2 });
     const stalled = task({ id: 'b', stalledAt: '2026-11-30T11:00:00.000Z' });
     const { env, rec } = fakeEnv({
@@ -343,8 +345,11 @@ describe('browser live feed', () => {
           'event: settings\ndata: {"reminders.paused":"true","reminders.hourly_cap":"6"}\n\n',
           'event: settings\ndata: ["not","a","map"]\n\n',
           'event: settings\ndata: {"reminders.paused":{"nested":true}}\n\n',
+          'event: sessions\ndata: {}\n\n',
           'event: something-new\ndata: {}\n\n',
           'event: task\ndata: not json\n\n',
+          // The hint's data means nothing, whatever it is.
+          'event: sessions\ndata: not json\n\n',
           'event: resync\ndata: {}\n\n',
         ]),
     });
@@ -363,6 +368,7 @@ describe('browser live feed', () => {
     ]);
     // The map itself is the payload; one in another shape and an unknown event are ignored.
     expect(got.settings).toEqual([{ 'reminders.paused': 'true', 'reminders.hourly_cap': '6' }]);
+    expect(got.sessions).toBe(2);
     // Once on connect, once for the server's resync.
     expect(got.resyncs).toBe(2);
     // The stream ended: reconnect after a second.
@@ -550,7 +556,7 @@ describe('tauri transport', () => {
     const { got, listener } = recorder();
     const stop = createDataSource(env).subscribe(listener);
     await until(() => got.resyncs === 1);
-    expect(rec.listens).toEqual(['taskkeeper://task', 'taskkeeper://notice', 'taskkeeper://settings', 'taskkeeper://navigate']);
+    expect(rec.listens).toEqual(['taskkeeper://task', 'taskkeeper://notice', 'taskkeeper://settings', 'taskkeeper://sessions', 'taskkeeper://navigate']);
     handlers.get('taskkeeper://task')?.(task({ id: 'x' }));
     handlers.get('taskkeeper://task')?.({ nonsense: true });
     handlers.get('taskkeeper://notice')?.({ kind: 'session-ended', session: 's', desk: 'web', openTasks: 1 });
@@ -560,6 +566,10 @@ describe('tauri transport', () => {
     handlers.get('taskkeeper://settings')?.('paused');
     handlers.get('taskkeeper://settings')?.(null);
     expect(got.settings).toEqual([{ 'reminders.paused': 'false', 'reminders.hourly_cap': '6' }]);
+    // The session hint: `{}` from the app, but any payload (or none) is the same hint.
+    handlers.get('taskkeeper://sessions')?.({});
+    handlers.get('taskkeeper://sessions')?.(null);
+    expect(got.sessions).toBe(2);
     handlers.get('taskkeeper://navigate')?.('settings');
     handlers.get('taskkeeper://navigate')?.({ task: 't-9' });
     handlers.get('taskkeeper://navigate')?.(42);
@@ -569,7 +579,7 @@ describe('tauri transport', () => {
     ]);
     expect(got.statuses.map((s) => s.state)).toEqual(['connecting', 'live']);
     stop();
-    expect(rec.unlistened).toEqual(['taskkeeper://task', 'taskkeeper://notice', 'taskkeeper://settings', 'taskkeeper://navigate']);
+    expect(rec.unlistened).toEqual(['taskkeeper://task', 'taskkeeper://notice', 'taskkeeper://settings', 'taskkeeper://sessions', 'taskkeeper://navigate']);
   });
 
   it('reports a feed that cannot listen (a missing capability) as failed', async () => {

@@ -2,9 +2,10 @@
 // commands, and the owner's switches for reminders (one session, or all). A claude-code desk
 // can get a headless session the daemon launches (and the owner can stop, and whose permission
 // requests the owner allows or denies here); every desk shows
-// its delivery command, which the owner sets or clears here. Sessions have no events of their
-// own on the feed, so this view re-reads them every few seconds while shown, and on every
-// task change.
+// its delivery command, which the owner sets or clears here. The live feed's session hint
+// (`sessions`) makes this view re-read them at once (so a permission request shows within a
+// moment), as does every task change; a slow poll while shown is the fallback, a fast one
+// while the feed is down.
 
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { asDataError, type DataSource } from '../data';
@@ -14,7 +15,10 @@ import { Code, Empty, ErrorBanner, Loading } from '../parts';
 import { formatAge, formatTime, plural } from '../tasks';
 import type { Activity, DeskView, PermissionRequest, SessionView, SettingsMap, TaskView } from '../types';
 
-const SESSIONS_EVERY_MS = 5000;
+/** The fallback re-read while the live feed is up (its session hint does the real work)... */
+const SESSIONS_EVERY_MS = 30_000;
+/** ...and while it is not (connecting, reconnecting, failed). */
+const SESSIONS_OFFLINE_EVERY_MS = 5000;
 
 interface DesksAndSessions {
   desks: DeskView[];
@@ -33,6 +37,8 @@ export function DesksView({
   data,
   now,
   changeSeq,
+  sessionSeq,
+  live,
   openTasks,
   settings,
   onSettings,
@@ -40,6 +46,10 @@ export function DesksView({
   data: DataSource;
   now: number;
   changeSeq: number;
+  /** Bumped by the feed's session hint. */
+  sessionSeq: number;
+  /** Whether the live feed is up (then the poll can be slow). */
+  live: boolean;
   openTasks: TaskView[] | null;
   settings: SettingsMap | null;
   onSettings: (settings: SettingsMap) => void;
@@ -54,7 +64,11 @@ export function DesksView({
   useEffect(() => {
     if (changeSeq > 0) res.refreshSoon();
   }, [changeSeq]);
-  useWhileVisible(res.refresh, SESSIONS_EVERY_MS, true);
+  // The hint is already coalesced by its sender, and a re-read while one runs collapses into one.
+  useEffect(() => {
+    if (sessionSeq > 0) res.refresh();
+  }, [sessionSeq]);
+  useWhileVisible(res.refresh, live ? SESSIONS_EVERY_MS : SESSIONS_OFFLINE_EVERY_MS, true);
 
   const value = valueOf(res.load);
   const sessions = value?.sessions ?? [];
