@@ -399,9 +399,14 @@ async fn resume_task(State(owner): State<OwnerService>, Path(id): Path<String>) 
     reply(StatusCode::OK, owner.resume_task(&id).await)
 }
 
+/// The shortest time between two `sessions` events on the owner's stream.
+const SESSIONS_EVENT_GAP: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// The owner's event stream (SSE): `task` events with the task as the owner API shows it on
-/// every change, `notice` events (a stall, a session that ended with tasks open), and
-/// `settings` events with every setting after one changed.
+/// every change, `notice` events (a stall, a session that ended with tasks open),
+/// `settings` events with every setting after one changed, and `sessions` events (no data
+/// worth reading: `{}`) when a session changed in a way `/api/sessions` shows — at most one
+/// per [`SESSIONS_EVENT_GAP`], since hooks change sessions on every tool call.
 async fn events(
     State((owner, notices)): State<(OwnerService, Arc<crate::notify::EventNotifier>)>,
 ) -> Response {
@@ -412,6 +417,28 @@ async fn events(
     let mut settings = owner.settings_changes();
     settings.mark_unchanged();
     let mut stop = owner.stopping();
+    let mut sessions = owner.session_changes();
+    sessions.mark_unchanged();
+    let sessions_tx = tx.clone();
+    let mut sessions_stop = owner.stopping();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                r = sessions.changed() => if r.is_err() { return },
+                // The client went away.
+                () = sessions_tx.closed() => return,
+                // The stream ends when the daemon stops: nothing may hold it open.
+                () = async { let _ = sessions_stop.wait_for(|s| *s).await; } => return,
+            }
+            // Changes in the gap are folded into this event.
+            tokio::time::sleep(SESSIONS_EVENT_GAP).await;
+            sessions.mark_unchanged();
+            let event = Event::default().event("sessions").data("{}");
+            if sessions_tx.send(Ok(event)).await.is_err() {
+                return;
+            }
+        }
+    });
     tokio::spawn(async move {
         loop {
             let event = tokio::select! {

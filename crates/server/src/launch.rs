@@ -353,7 +353,7 @@ impl Sessions {
         ));
         crate::sessions::lock(&self.launched().tasks).push(lifecycle);
         tracing::info!(session = %id, desk = %desk.name, pid, "launched a headless Claude Code session");
-        self.poke();
+        self.session_changed();
         Ok(session)
     }
 
@@ -438,7 +438,7 @@ impl Sessions {
                     asked.remove(&id);
                 }
                 drop(asked);
-                self.poke();
+                self.session_changed();
                 continue;
             }
             let edges = stream.edges(&event, || self.take_expected(&id));
@@ -474,7 +474,7 @@ impl Sessions {
                 tracing::info!(session = %id, tool = %permission.tool, "a headless session asks the owner to allow a tool");
                 crate::sessions::lock(&self.launched().asked).insert(id.clone(), permission);
                 self.mark_owner_wait(desk, true).await;
-                self.poke();
+                self.session_changed();
             }
             None => {
                 let rid = event
@@ -528,7 +528,7 @@ impl Sessions {
         if let Some(session) = self.tasks().get_session(id).await? {
             self.mark_owner_wait(&session.desk, false).await;
         }
-        self.poke();
+        self.session_changed();
         Ok(())
     }
 

@@ -266,6 +266,11 @@ impl OwnerService {
         self.settings().await
     }
 
+    /// Changes when a session changed in a way the owner sees (re-read the sessions).
+    pub fn session_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.sessions.session_changes()
+    }
+
     /// Changes when a setting was changed (through this service: the owner API, the app, the
     /// CLI); `changed()` on it returns at once for a change not yet seen.
     pub fn settings_changes(&self) -> tokio::sync::watch::Receiver<u64> {

@@ -43,6 +43,8 @@ struct Inner {
     changed: Notify,
     /// Counts the same changes, for loops that must not miss one made while they work.
     generation: Generation,
+    /// Counts changes of what the owner sees of sessions (activity, a permission request).
+    shown: Generation,
     /// The newest waiter's generation per session: an older waiter is superseded.
     waiters: Mutex<HashMap<SessionId, u64>>,
     /// Turns started per session (in this process): a waiter leaves when a turn starts.
@@ -166,6 +168,18 @@ impl Sessions {
             .send_modify(|g| *g = g.wrapping_add(1));
     }
 
+    /// A session changed in a way the owner sees: wake waiters too.
+    pub(crate) fn session_changed(&self) {
+        self.inner.shown.0.send_modify(|g| *g = g.wrapping_add(1));
+        self.poke();
+    }
+
+    /// Changes when a session changed in a way the owner sees (its activity, what it asks);
+    /// the owner's event stream and the app follow it.
+    pub fn session_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.shown.0.subscribe()
+    }
+
     /// Sees every change (or poke) after it subscribed, also those made while its holder
     /// was busy elsewhere: `changed()` on it returns at once for a change not yet seen.
     pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
@@ -265,7 +279,7 @@ impl Sessions {
                     .ok_or_else(|| StoreError::NoSuchSession(id2.to_string()))
             })
             .await?;
-        self.poke();
+        self.session_changed();
         Ok(session)
     }
 
@@ -282,7 +296,7 @@ impl Sessions {
             .tasks
             .blocking(move |s, now| Ok(reconcile_stored(s, &id2, now)?.map(|(session, _)| session)))
             .await?;
-        self.poke();
+        self.session_changed();
         Ok(session)
     }
 

@@ -371,3 +371,30 @@ fn owner_events(d: &TestDaemon, kind: &'static str) -> std::sync::mpsc::Receiver
         .expect("the owner's event stream answers");
     rx
 }
+
+/// A session's change reaches the owner's event stream as a `sessions` event (read
+/// `/api/sessions` again), so the window shows a session waiting on the owner at once.
+#[test]
+fn a_session_change_is_an_event_on_the_owners_stream() {
+    let d = TestDaemon::start();
+    let sessions = owner_events(&d, "sessions");
+    let (status, _) = d.call("POST", "/api/reminders/pause", Some(&json!({})));
+    assert_eq!(status, 200);
+    assert!(
+        sessions
+            .recv_timeout(std::time::Duration::from_millis(500))
+            .is_err(),
+        "a settings change is no session change"
+    );
+    hook(&d, "SessionStart", json!({"source": "startup"}));
+    hook(&d, "PermissionRequest", json!({"tool_name": "Bash"}));
+    let got = sessions
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .unwrap();
+    assert_eq!(got, json!({}));
+    let (_, list) = d.call("GET", "/api/sessions", None);
+    assert_eq!(
+        list["sessions"][0]["activity"], "waiting-on-owner",
+        "{list}"
+    );
+}
