@@ -97,7 +97,7 @@ pub enum LaunchError {
         source: std::io::Error,
     },
     #[error(
-        "session {0} was not launched by this Taskkeeper (or has ended); stop it where it runs"
+        "session {0} was not launched by this Taskkeeper (or has ended): a session started elsewhere is stopped or answered where it runs"
     )]
     NotLaunched(String),
     #[error("this daemon cannot launch sessions (no launch configuration)")]
