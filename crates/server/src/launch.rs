@@ -31,6 +31,16 @@ use taskkeeper_core::{AgentKind, StoreError, Timestamp};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::sync::{Notify, mpsc};
 
+#[cfg(unix)]
+use nix::sys::signal::Signal;
+/// Where there are no process groups to signal, the names stay for the callers.
+#[cfg(not(unix))]
+#[derive(Debug, Clone, Copy)]
+enum Signal {
+    SIGTERM,
+    SIGKILL,
+}
+
 use crate::sessions::Sessions;
 
 /// The header naming the calling session on MCP requests of a launched session.
@@ -100,7 +110,9 @@ pub enum LaunchError {
         "session {0} was not launched by this Taskkeeper (or has ended): a session started elsewhere is stopped or answered where it runs"
     )]
     NotLaunched(String),
-    #[error("this daemon cannot launch sessions (no launch configuration)")]
+    #[error(
+        "this daemon cannot launch sessions now (it is stopping, or has no launch configuration)"
+    )]
     Unavailable,
     #[error("session {0} has no permission request waiting")]
     NothingAsked(String),
@@ -243,6 +255,9 @@ impl Sessions {
             .launch_config()
             .ok_or(LaunchError::Unavailable)?
             .clone();
+        if *self.stopping().borrow() {
+            return Err(LaunchError::Unavailable);
+        }
         let name = desk.to_owned();
         let desk = self
             .tasks()
@@ -320,10 +335,21 @@ impl Sessions {
             headless: true,
             ..Reach::default()
         };
-        let session = self
+        let session = match self
             .tasks()
             .blocking(move |s, _| s.put_session(session))
-            .await?;
+            .await
+        {
+            Ok(s) => s,
+            Err(e) => {
+                // Nothing may be left of a launch that did not happen: not the process,
+                // not the file holding the token.
+                kill_group(pid, Signal::SIGKILL);
+                let _ = child.start_kill();
+                let _ = std::fs::remove_file(&mcp);
+                return Err(e.into());
+            }
+        };
 
         let (tx, rx) = mpsc::unbounded_channel();
         let stop = Arc::new(Notify::new());
@@ -383,24 +409,28 @@ impl Sessions {
             .drain(..)
             .collect();
         for t in tasks {
-            let _ = tokio::time::timeout(STOP_GRACE, t).await;
+            // The grace, and time to record the end.
+            let _ = tokio::time::timeout(STOP_GRACE + Duration::from_secs(5), t).await;
         }
     }
 
     /// Sessions launched by an earlier run of the daemon died with it (their stdin was its):
     /// end them.
     pub(crate) async fn end_orphaned_headless(&self) -> Result<(), StoreError> {
-        let orphans: Vec<SessionId> = self
+        let orphans: Vec<Session> = self
             .tasks()
             .blocking(|s, _| s.sessions(None))
             .await?
             .into_iter()
             .filter(|s| s.reach.headless && s.is_live() && !self.launched().holds(&s.id))
-            .map(|s| s.id)
             .collect();
-        for id in orphans {
-            tracing::info!(session = %id, "a headless session of an earlier run ended with it");
-            self.edge(&id, Edge::Ended).await?;
+        for s in orphans {
+            tracing::info!(session = %s.id, "a headless session of an earlier run ended with it");
+            self.edge(&s.id, Edge::Ended).await?;
+            if s.activity == taskkeeper_core::Activity::WaitingOnOwner {
+                // It will not be answered now: its desk's tasks wait no more.
+                self.mark_owner_wait(&s.desk, false).await;
+            }
         }
         Ok(())
     }
@@ -413,6 +443,7 @@ impl Sessions {
     ) {
         let mut lines = BufReader::new(out).lines();
         let mut stream = StreamEdges::default();
+        let mut waiting = false;
         loop {
             let line = match lines.next_line().await {
                 Ok(Some(line)) => line,
@@ -433,11 +464,17 @@ impl Sessions {
             if event.get("type").and_then(Value::as_str) == Some("control_cancel_request")
                 && let Some(rid) = event.get("request_id").and_then(Value::as_str)
             {
-                let mut asked = crate::sessions::lock(&self.launched().asked);
-                if asked.get(&id).is_some_and(|p| p.request_id == rid) {
-                    asked.remove(&id);
+                let withdrawn = {
+                    let mut asked = crate::sessions::lock(&self.launched().asked);
+                    let ours = asked.get(&id).is_some_and(|p| p.request_id == rid);
+                    if ours {
+                        asked.remove(&id);
+                    }
+                    ours
+                };
+                if withdrawn {
+                    self.mark_owner_wait(&desk, false).await;
                 }
-                drop(asked);
                 self.session_changed();
                 continue;
             }
@@ -445,6 +482,11 @@ impl Sessions {
             if edges.is_empty() {
                 continue;
             }
+            // Any activity after waiting on the owner ends the wait (answered, or withdrawn
+            // by the session).
+            let asks = edges.contains(&Edge::WaitingOnOwner);
+            let resumed = waiting && !asks;
+            waiting = asks || (waiting && !resumed);
             tracing::debug!(session = %id, ?edges, "headless session");
             for edge in &edges {
                 if let Edge::TurnEnded {
@@ -457,6 +499,9 @@ impl Sessions {
             }
             if let Err(e) = self.edges(&id, edges).await {
                 tracing::warn!(session = %id, error = %e, "recording a headless session's activity failed");
+            }
+            if resumed {
+                self.mark_owner_wait(&desk, false).await;
             }
         }
     }
@@ -542,13 +587,18 @@ impl Sessions {
         mcp: PathBuf,
     ) {
         let mut daemon_stops = self.stopping();
+        let pid = child.id();
         let status = tokio::select! {
             status = child.wait() => status,
             () = stop.notified() => stop_child(&mut child).await,
             () = async { let _ = daemon_stops.wait_for(|s| *s).await; } => stop_child(&mut child).await,
         };
+        // What it left running in its group (background commands) goes with it.
+        kill_group(pid, Signal::SIGTERM);
         crate::sessions::lock(&self.launched().running).remove(&id);
-        crate::sessions::lock(&self.launched().asked).remove(&id);
+        let was_asked = crate::sessions::lock(&self.launched().asked)
+            .remove(&id)
+            .is_some();
         // Every event it wrote is recorded before its end is.
         if let Some(reader) = reader {
             let _ = tokio::time::timeout(Duration::from_secs(2), reader).await;
@@ -562,10 +612,33 @@ impl Sessions {
             }
             Err(e) => tracing::warn!(session = %id, error = %e, "lost a headless session"),
         }
-        if let Err(e) = self.edge(&id, Edge::Ended).await {
-            tracing::debug!(session = %id, error = %e, "could not record a headless session's end");
+        let before = self.tasks().get_session(&id).await.ok().flatten();
+        match self.edge(&id, Edge::Ended).await {
+            Ok(session) => {
+                let waited = was_asked
+                    || before
+                        .is_some_and(|b| b.activity == taskkeeper_core::Activity::WaitingOnOwner);
+                if waited {
+                    // It will not be answered now: its desk's tasks wait no more.
+                    self.mark_owner_wait(&session.desk, false).await;
+                }
+            }
+            Err(e) => {
+                tracing::debug!(session = %id, error = %e, "could not record a headless session's end")
+            }
         }
     }
+}
+
+/// Signal the process group a launched session leads (it and its background commands);
+/// a group that is gone already is fine.
+fn kill_group(pid: Option<u32>, signal: Signal) {
+    #[cfg(unix)]
+    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), signal);
+    }
+    #[cfg(not(unix))]
+    let _ = (pid, signal);
 }
 
 /// Close stdin (the session exits when it has finished), then kill the process group if it
@@ -577,14 +650,7 @@ async fn stop_child(
     match tokio::time::timeout(STOP_GRACE, child.wait()).await {
         Ok(status) => status,
         Err(_) => {
-            #[cfg(unix)]
-            if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
-                // The group launch() created: the session and its background commands.
-                let _ = nix::sys::signal::killpg(
-                    nix::unistd::Pid::from_raw(pid),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-            }
+            kill_group(child.id(), Signal::SIGKILL);
             let _ = child.start_kill();
             child.wait().await
         }
@@ -639,6 +705,9 @@ fn write_mcp_config(config: &LaunchConfig, id: &SessionId) -> Result<PathBuf, La
 
 fn write_private(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     crate::token::ensure_private_dir(dir)?;
+    // Also when it was there already, made by someone less careful.
+    #[cfg(unix)]
+    std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create(true).truncate(true);
     #[cfg(unix)]

@@ -78,6 +78,16 @@ pub(crate) async fn report(
     }
     let (desk_hint, reach) = reach_of(&headers);
     let id = SessionId::from(report.session.trim());
+    // Refused before anything of the report is taken in.
+    match sessions.tasks().get_session(&id).await {
+        Ok(Some(s)) if s.reach.headless => {
+            return bad(format!(
+                "session {id} was launched by Taskkeeper, which reads its activity itself"
+            ));
+        }
+        Ok(_) => {}
+        Err(e) => return store_error(e),
+    }
     let before = match sessions
         .attach(&id, &report.cwd, desk_hint, reach, agent)
         .await
@@ -85,11 +95,6 @@ pub(crate) async fn report(
         Ok(s) => s,
         Err(e) => return store_error(e),
     };
-    if before.reach.headless {
-        return bad(format!(
-            "session {id} was launched by Taskkeeper, which reads its activity itself"
-        ));
-    }
     let edge = match report.event.as_str() {
         "started" => Edge::Started,
         "turn-started" => Edge::TurnStarted {

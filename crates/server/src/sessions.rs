@@ -57,6 +57,9 @@ struct Inner {
     waiting: Mutex<HashSet<SessionId>>,
     /// What is being (or was, unconfirmed) pushed to each session or desk: never sent twice.
     pushed: Mutex<HashMap<String, Vec<String>>>,
+    /// Sessions and desks a push is going to right now: one at a time, so a task that
+    /// arrives meanwhile is not sent again alongside the one on its way.
+    in_flight: Mutex<HashSet<String>>,
 }
 
 #[derive(Debug)]
@@ -671,14 +674,19 @@ impl Sessions {
             {
                 parcel_key.push(format!("command:{c}"));
             }
-            if lock(&self.inner.pushed).get(&target_key) == Some(&parcel_key) {
+            if lock(&self.inner.pushed).get(&target_key) == Some(&parcel_key)
+                || !lock(&self.inner.in_flight).insert(target_key.clone())
+            {
                 continue;
             }
             lock(&self.inner.pushed).insert(target_key.clone(), parcel_key.clone());
             let this = self.clone();
             tokio::spawn(async move {
-                this.push(target, methods, parcel, target_key, parcel_key)
+                this.push(target, methods, parcel, target_key.clone(), parcel_key)
                     .await;
+                lock(&this.inner.in_flight).remove(&target_key);
+                // What arrived while this push was on its way goes next.
+                this.poke();
             });
         }
         Ok(recheck)
@@ -763,17 +771,14 @@ impl Sessions {
                 .await?;
         }
         for t in &parcel.items {
-            let current = self.tasks.get(&t.id).await?;
-            if current.is_none_or(|c| c.version != t.version) {
-                continue;
-            }
             let event = if t.cancel_to_tell() {
                 Event::CancelTold
             } else {
                 Event::Delivered
             };
-            match self.tasks.apply(&t.id, event).await {
-                Ok(_) | Err(StoreError::Transition(_)) => {}
+            // A task that changed meanwhile (a follow-up) stays to be told again.
+            match self.tasks.apply_at(&t.id, t.version, event).await {
+                Ok(_) | Err(StoreError::Transition(_) | StoreError::Conflict(_)) => {}
                 Err(e) => return Err(e),
             }
         }
@@ -792,8 +797,9 @@ impl Sessions {
         false
     }
 
-    /// A user message on the stdin of a session Taskkeeper launched, confirmed by the turn
-    /// it starts.
+    /// A user message on the stdin of a session Taskkeeper launched. Written is delivered:
+    /// the session reads its stdin in order, however long it takes to start (a session still
+    /// starting up begins its turn late, not never); the turn it starts is only logged.
     async fn send_stdin(&self, session: &Session, text: &str) -> Pushed {
         let turn0 = *lock(&self.inner.turns).get(&session.id).unwrap_or(&0);
         self.expect_turn(&session.id);
@@ -801,12 +807,10 @@ impl Sessions {
             lock(&self.inner.expecting).remove(&session.id);
             return Pushed::Failed("the session's stdin is closed".into());
         }
-        if self.turn_started(&session.id, turn0).await {
-            Pushed::Delivered
-        } else {
-            // It is queued in the session and will be read: never send it twice.
-            Pushed::Unconfirmed(format!("no turn started within {VERIFY:?}"))
+        if !self.turn_started(&session.id, turn0).await {
+            tracing::info!(session = %session.id, "written to the session's stdin; no turn has started yet");
         }
+        Pushed::Delivered
     }
 
     /// The tmux paste: the text (bracketed), a separate Enter, and the turn it starts; Enter

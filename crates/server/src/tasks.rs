@@ -111,6 +111,21 @@ impl Tasks {
         Ok(changed)
     }
 
+    /// [`Tasks::apply`] to the task as it was at `version` only (see `Store::apply_at`).
+    pub async fn apply_at(
+        &self,
+        id: &TaskId,
+        version: u64,
+        event: Event,
+    ) -> Result<Changed, StoreError> {
+        let id = id.clone();
+        let changed = self
+            .blocking(move |s, now| s.apply_at(&id, version, event, now))
+            .await?;
+        self.publish(&changed);
+        Ok(changed)
+    }
+
     pub async fn get(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
         let id = id.clone();
         self.blocking(move |s, _| s.task(&id)).await

@@ -1763,7 +1763,7 @@ fn a_launched_session_asks_the_owner_for_a_tool() {
                                                   "description": "Print the task id"}}}),
     ]));
     let token = w.asker("ci-bot");
-    let (session, _) = w.launch_headless();
+    let (session, pid) = w.launch_headless();
     let asking = |w: &World| {
         w.owner_get("/api/sessions")["sessions"]
             .as_array()?
@@ -1842,5 +1842,22 @@ fn a_launched_session_asks_the_owner_for_a_tool() {
         "{}",
         text_of(&out)
     );
+
+    // A session that dies while it asks will not be answered: its task waits no more.
+    let third = task_id(&a2a_send(
+        w.daemon().port,
+        &token,
+        "ECHO: say the task id a third time",
+        "m-f3",
+        true,
+    ));
+    w.wait("the session to ask a third time", asking);
+    assert_eq!(w.task(&third)["waitingOnOwner"], true);
+    let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    let t = w.wait("the mark to go with the session", |w| {
+        let t = w.task(&third);
+        (t["waitingOnOwner"] == false).then_some(t)
+    });
+    assert_eq!(t["state"], "working", "{t}");
     w.assert_stayed_local();
 }

@@ -552,9 +552,35 @@ impl Store {
 
     /// Apply `event` to task `id` (see [`transition::apply`]) and let its desk's queue move on.
     pub fn apply(&self, id: &TaskId, event: Event, now: Timestamp) -> Result<Changed, StoreError> {
+        self.apply_to(id, None, event, now)
+    }
+
+    /// [`Store::apply`], only to the task as it was at `version` (whoever acts on what they
+    /// read, such as a delivery that sent that version's text): a newer version is refused
+    /// with [`StoreError::Conflict`] and nothing changes.
+    pub fn apply_at(
+        &self,
+        id: &TaskId,
+        version: u64,
+        event: Event,
+        now: Timestamp,
+    ) -> Result<Changed, StoreError> {
+        self.apply_to(id, Some(version), event, now)
+    }
+
+    fn apply_to(
+        &self,
+        id: &TaskId,
+        version: Option<u64>,
+        event: Event,
+        now: Timestamp,
+    ) -> Result<Changed, StoreError> {
         let id = id.clone();
         self.write(move |c| {
             let before = load_task(c, &id)?.ok_or_else(|| StoreError::NoSuchTask(id.clone()))?;
+            if version.is_some_and(|v| v != before.version) {
+                return Err(StoreError::Conflict(id));
+            }
             let after = transition::apply(&before, event, now)?;
             if after.version == before.version {
                 let mut task = after;

@@ -178,6 +178,39 @@ fn refusals_change_nothing() {
     assert!(err.is_ok(), "a desk with only ended tasks can go: {err:?}");
 }
 
+/// Acting on a task as it was read: a newer version (a follow-up meanwhile) is refused and
+/// nothing changes; the version read is accepted.
+#[test]
+fn apply_at_refuses_a_task_that_changed_since_it_was_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    with_desk(&store, "web");
+    let read = store
+        .submit(new_task("web", "a", "m1", "x"), T0)
+        .unwrap()
+        .task;
+    store
+        .apply(&read.id, Event::OwnerWait { waiting: true }, T0)
+        .unwrap();
+    let now = store.task(&read.id).unwrap().unwrap();
+    assert!(now.version > read.version);
+
+    let err = store
+        .apply_at(&read.id, read.version, Event::Delivered, T0)
+        .unwrap_err();
+    assert_eq!(err, StoreError::Conflict(read.id.clone()));
+    assert_eq!(
+        store.task(&read.id).unwrap().unwrap(),
+        now,
+        "nothing changed"
+    );
+
+    let done = store
+        .apply_at(&read.id, now.version, Event::Delivered, T0)
+        .unwrap();
+    assert!(done.changed && done.task.delivered_at.is_some());
+}
+
 #[test]
 fn a_desk_with_open_tasks_cannot_be_removed() {
     let dir = tempfile::tempdir().unwrap();

@@ -322,3 +322,48 @@ fn back_to_back_tasks_are_each_delivered() {
     }
     assert_eq!(lines(&log), ids);
 }
+
+/// One push at a time per target: a follow-up that arrives while the task's first delivery
+/// is still running waits for it, and goes next with the new words, never alongside.
+#[test]
+fn a_follow_up_during_a_slow_delivery_goes_after_it() {
+    let d = TestDaemon::start();
+    let out = d.data_dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    // Started, then 0.8 s later the text and the end: two runs at once would interleave.
+    let command = format!(
+        r#"echo start >> {o}/log; sleep 0.8; cat >> {o}/texts; echo end >> {o}/log"#,
+        o = out.display()
+    );
+    bot_desk(&d, &command);
+    let id = add_task(&d, "bot", "Rotate the logs");
+    let log = out.join("log");
+    until("the first delivery to start", || {
+        (lines(&log) == ["start"]).then_some(())
+    });
+    let answer = d.rpc(
+        "/a2a/bot",
+        crate::support::TOKEN,
+        Some("1.0"),
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+            "message": {"messageId": "m-more", "role": "ROLE_USER", "taskId": id,
+                        "parts": [{"text": "Also the error log, please"}]},
+            "configuration": {"returnImmediately": true}}}),
+    );
+    assert!(answer.get("result").is_some(), "{answer}");
+    until("the second delivery to end", || {
+        (lines(&log).len() == 4).then_some(())
+    });
+    assert_eq!(lines(&log), ["start", "end", "start", "end"]);
+    let texts = read(&out.join("texts")).unwrap();
+    assert_eq!(texts.matches(&format!("Task {id} from owner")).count(), 2);
+    assert!(
+        texts
+            .split("[Taskkeeper] Task ")
+            .last()
+            .unwrap()
+            .contains("Also the error log, please"),
+        "the second delivery carries the follow-up: {texts}"
+    );
+    until("marked delivered", || delivered(&d, &id));
+}
