@@ -517,8 +517,9 @@ impl Sessions {
         match Permission::from_control(event) {
             Some(permission) => {
                 tracing::info!(session = %id, tool = %permission.tool, "a headless session asks the owner to allow a tool");
-                crate::sessions::lock(&self.launched().asked).insert(id.clone(), permission);
+                // The tasks carry the mark before the owner can see the request.
                 self.mark_owner_wait(desk, true).await;
+                crate::sessions::lock(&self.launched().asked).insert(id.clone(), permission);
                 self.session_changed();
             }
             None => {
