@@ -519,7 +519,14 @@ impl Sessions {
                 tracing::info!(session = %id, tool = %permission.tool, "a headless session asks the owner to allow a tool");
                 // The tasks carry the mark before the owner can see the request.
                 self.mark_owner_wait(desk, true).await;
+                let notice = crate::notify::Notice::PermissionAsked {
+                    session: id.to_string(),
+                    desk: desk.to_string(),
+                    tool: permission.tool.clone(),
+                    description: permission.description.clone(),
+                };
                 crate::sessions::lock(&self.launched().asked).insert(id.clone(), permission);
+                self.notifier().notice(notice);
                 self.session_changed();
             }
             None => {

@@ -1,5 +1,5 @@
-//! Telling the owner: the [`Notifier`] is called when a task stalls and when a session ends
-//! with tasks open. The headless daemon logs it and publishes it on the owner's event stream
+//! Telling the owner: the [`Notifier`] is called when a task stalls, when a session ends
+//! with tasks open, and when a headless session asks the owner to allow a tool. The headless daemon logs it and publishes it on the owner's event stream
 //! (`/api/events`); the tray app adds a desktop notification.
 
 use serde::Serialize;
@@ -23,6 +23,13 @@ pub enum Notice {
         session: String,
         desk: String,
         open_tasks: usize,
+    },
+    /// A headless session waits until the owner allows or denies a tool.
+    PermissionAsked {
+        session: String,
+        desk: String,
+        tool: String,
+        description: Option<String>,
     },
 }
 
@@ -69,6 +76,14 @@ impl Notifier for EventNotifier {
                 open_tasks,
             } => {
                 tracing::warn!(%session, %desk, open_tasks, "a session ended with tasks open");
+            }
+            Notice::PermissionAsked {
+                session,
+                desk,
+                tool,
+                ..
+            } => {
+                tracing::warn!(%session, %desk, %tool, "a session waits for the owner to allow a tool");
             }
         }
         if let Some(also) = &self.also {

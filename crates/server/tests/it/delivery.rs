@@ -367,3 +367,83 @@ fn a_follow_up_during_a_slow_delivery_goes_after_it() {
     );
     until("marked delivered", || delivered(&d, &id));
 }
+
+/// What the daemon does with a launched session's permission request, with a stand-in for
+/// `claude -p` that asks once and records what it is told (the real Claude Code does the
+/// same in the CLI's tests): the owner hears it as a notice, the session shows it, the
+/// desk's task is marked, and the answer reaches the process's stdin as a control response.
+#[cfg(unix)]
+#[test]
+fn a_permission_request_is_a_notice_and_the_answer_reaches_the_session() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let scratch = tempfile::tempdir().unwrap();
+    let answers = scratch.path().join("answers");
+    let stand_in = scratch.path().join("claude");
+    std::fs::write(
+        &stand_in,
+        format!(
+            "#!/bin/sh\n\
+             printf '%s\\n' '{{\"type\":\"system\",\"subtype\":\"session_state_changed\",\"state\":\"requires_action\"}}'\n\
+             printf '%s\\n' '{{\"type\":\"control_request\",\"request_id\":\"r-1\",\"request\":{{\"subtype\":\"can_use_tool\",\"tool_name\":\"Bash\",\"input\":{{\"command\":\"touch x\"}},\"description\":\"touch x\"}}}}'\n\
+             exec cat > {}\n",
+            answers.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&stand_in, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let d = TestDaemon::start_configured(|c| c.claude = stand_in.clone());
+    let (status, _) = d.call(
+        "POST",
+        "/api/desks",
+        Some(&json!({"name": "web", "dir": d.data_dir})),
+    );
+    assert_eq!(status, 201);
+    let fix = add_task(&d, "web", "Fix the login page");
+    let notices = crate::watchdog::owner_events(&d, "notice");
+    let (status, session) = d.call("POST", "/api/desks/web/launch", Some(&json!({})));
+    assert_eq!(status, 201, "{session}");
+    let id = session["id"].as_str().unwrap().to_owned();
+
+    let notice = notices.recv_timeout(Duration::from_secs(20)).unwrap();
+    assert_eq!(
+        notice,
+        json!({"kind": "permission-asked", "session": id, "desk": "web", "tool": "Bash",
+               "description": "touch x"})
+    );
+    let (_, list) = d.call("GET", "/api/sessions", None);
+    let s = &list["sessions"][0];
+    assert_eq!(
+        (
+            s["activity"].as_str(),
+            s["permission"]["requestId"].as_str()
+        ),
+        (Some("waiting-on-owner"), Some("r-1")),
+        "{s}"
+    );
+    assert_eq!(task(&d, &fix)["waitingOnOwner"], true);
+
+    let (status, after) = d.call(
+        "POST",
+        &format!("/api/sessions/{id}/permission"),
+        Some(&json!({"allow": true, "requestId": "r-1"})),
+    );
+    assert_eq!(status, 200, "{after}");
+    assert!(after["permission"].is_null(), "{after}");
+    assert_eq!(task(&d, &fix)["waitingOnOwner"], false);
+    let line = until("the answer on the session's stdin", || {
+        read(&answers).filter(|a| a.contains("control_response"))
+    });
+    let answer: serde_json::Value = serde_json::from_str(line.lines().last().unwrap()).unwrap();
+    assert_eq!(answer["response"]["request_id"], "r-1");
+    assert_eq!(answer["response"]["response"]["behavior"], "allow");
+    assert_eq!(
+        answer["response"]["response"]["updatedInput"]["command"],
+        "touch x"
+    );
+    let (status, _) = d.call(
+        "POST",
+        &format!("/api/sessions/{id}/stop"),
+        Some(&json!({})),
+    );
+    assert_eq!(status, 202);
+}

@@ -341,7 +341,7 @@ fn a_settings_change_is_an_event_on_the_owners_stream() {
 
 /// The owner's event stream (`/api/events`): the data of each event of `kind`, parsed. It
 /// returns once the stream is subscribed (its answer has begun).
-fn owner_events(d: &TestDaemon, kind: &'static str) -> std::sync::mpsc::Receiver<Value> {
+pub(crate) fn owner_events(d: &TestDaemon, kind: &'static str) -> std::sync::mpsc::Receiver<Value> {
     let mut events = std::net::TcpStream::connect(d.addr).unwrap();
     write!(
         events,
