@@ -231,16 +231,33 @@ pub fn render(batch: &[Notice]) -> Note {
                 ),
                 click: Click::Window,
             },
+            Notice::PermissionAsked {
+                desk,
+                tool,
+                description,
+                ..
+            } => Note {
+                summary: format!("A session at {desk} asks to use {tool}"),
+                body: description
+                    .as_deref()
+                    .map(first_line)
+                    .unwrap_or_else(|| "It waits until you allow or deny it.".to_owned()),
+                click: Click::Window,
+            },
         };
     }
     let stalled: Vec<_> = batch
         .iter()
         .filter_map(|n| match n {
             Notice::Stalled { task } => Some(task),
-            Notice::SessionEnded { .. } => None,
+            Notice::SessionEnded { .. } | Notice::PermissionAsked { .. } => None,
         })
         .collect();
-    let ended = batch.len() - stalled.len();
+    let asks = batch
+        .iter()
+        .filter(|n| matches!(n, Notice::PermissionAsked { .. }))
+        .count();
+    let ended = batch.len() - stalled.len() - asks;
     let mut parts = Vec::new();
     if !stalled.is_empty() {
         parts.push(format!(
@@ -252,6 +269,12 @@ pub fn render(batch: &[Notice]) -> Note {
         parts.push(format!(
             "{} ended with tasks open",
             plural(ended, "session", "sessions")
+        ));
+    }
+    if asks > 0 {
+        parts.push(format!(
+            "{} asking you",
+            plural(asks, "session", "sessions")
         ));
     }
     const SHOWN: usize = 4;
@@ -266,6 +289,7 @@ pub fn render(batch: &[Notice]) -> Note {
                 "{desk}: session ended, {} open",
                 plural(*open_tasks, "task", "tasks")
             ),
+            Notice::PermissionAsked { desk, tool, .. } => format!("{desk}: asks to use {tool}"),
         })
         .collect();
     if batch.len() > SHOWN {
@@ -276,7 +300,7 @@ pub fn render(batch: &[Notice]) -> Note {
     Note {
         summary: parts.join(" · "),
         body: lines.join("\n"),
-        click: match (ids.as_slice(), ended) {
+        click: match (ids.as_slice(), ended + asks) {
             ([id], 0) => Click::Task((*id).to_owned()),
             _ => Click::Window,
         },

@@ -10,6 +10,7 @@ import { useNow, useResource, valueOf } from './hooks';
 import { Code } from './parts';
 import { parseRoute, routeHref, TABS, type Route, type Tab } from './route';
 import { countTasks, firstLine, isOpen, mergeTask, plural } from './tasks';
+import { permissionAsk } from './desks';
 import type { Notice, SettingsMap } from './types';
 import { DesksView } from './views/DesksView';
 import { OpenView } from './views/OpenView';
@@ -39,6 +40,8 @@ export function App({ data }: { data: DataSource }) {
   const [changeSeq, setChangeSeq] = useState(0);
   const [sessionSeq, setSessionSeq] = useState(0);
   const [notices, setNotices] = useState<ShownNotice[]>([]);
+  const noticesRef = useRef(notices);
+  noticesRef.current = notices;
   const lastTab = useRef<Tab>(route.view === 'tab' ? route.tab : 'open');
   const cameFrom = useRef<string | null>(null);
   const now = useNow(30_000);
@@ -61,6 +64,21 @@ export function App({ data }: { data: DataSource }) {
   // change bumps `sessionSeq`, which only the desks view (the one showing sessions) re-reads on.
   useEffect(() => {
     let noticeSeq = 0;
+    // A permission notice goes once its session no longer waits (answered here, in another
+    // window or with the CLI; withdrawn; ended): it would only mislead. Only notices older than
+    // the re-read are dropped, so one that arrives meanwhile is never judged on a stale list.
+    const dropAnswered = (upTo: number) => {
+      if (!noticesRef.current.some((n) => n.notice.kind === 'permission-asked' && n.seq <= upTo)) return;
+      data.listSessions().then(
+        (sessions) => {
+          const waiting = new Set(sessions.filter((s) => s.permission !== null && s.activity !== 'ended').map((s) => s.id));
+          setNotices((list) =>
+            list.filter((n) => n.notice.kind !== 'permission-asked' || n.seq > upTo || waiting.has(n.notice.session)),
+          );
+        },
+        () => {},
+      );
+    };
     return data.subscribe({
       onTask: (task) => {
         open.update((list) => mergeTask(list, task, isOpen));
@@ -85,7 +103,10 @@ export function App({ data }: { data: DataSource }) {
         settings.update(() => map);
         settings.refresh();
       },
-      onSessions: () => setSessionSeq((n) => n + 1),
+      onSessions: () => {
+        setSessionSeq((n) => n + 1);
+        dropAnswered(noticeSeq);
+      },
       onResync: () => {
         open.refresh();
         settings.refresh();
@@ -266,6 +287,11 @@ function Notices({ notices, onDismiss }: { notices: ShownNotice[]; onDismiss: (s
               <>
                 <strong>Stalled</strong> at {notice.task.desk}:{' '}
                 <a href={routeHref({ view: 'task', id: notice.task.id })}>{firstLine(notice.task.request) || notice.task.id}</a>
+              </>
+            ) : notice.kind === 'permission-asked' ? (
+              <>
+                <strong>Asks you</strong>: a session at {notice.desk} {permissionAsk(notice.tool, notice.description)}.{' '}
+                <a href={routeHref({ view: 'tab', tab: 'desks' })}>Allow or deny in Desks</a>
               </>
             ) : (
               <>

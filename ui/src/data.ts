@@ -416,10 +416,27 @@ function deliverTask(payload: unknown, listener: LiveListener): void {
 }
 
 function deliverNotice(payload: unknown, listener: LiveListener): void {
-  if (isRecord(payload) && (payload.kind === 'stalled' ? isTaskView(payload.task) : payload.kind === 'session-ended')) {
-    listener.onNotice(payload as unknown as Notice);
-  } else {
-    console.warn('ignoring a notice in an unknown shape');
+  if (isNotice(payload)) listener.onNotice(payload);
+  else console.warn('ignoring a notice in an unknown shape');
+}
+
+/** A notice of a kind this UI shows, in the shape the daemon sends (`notify.rs`). */
+export function isNotice(value: unknown): value is Notice {
+  if (!isRecord(value)) return false;
+  switch (value.kind) {
+    case 'stalled':
+      return isTaskView(value.task);
+    case 'session-ended':
+      return typeof value.session === 'string' && typeof value.desk === 'string' && typeof value.openTasks === 'number';
+    case 'permission-asked':
+      return (
+        typeof value.session === 'string' &&
+        typeof value.desk === 'string' &&
+        typeof value.tool === 'string' &&
+        (value.description === null || typeof value.description === 'string')
+      );
+    default:
+      return false;
   }
 }
 
@@ -541,7 +558,7 @@ function isPermissionRequest(value: unknown): value is PermissionRequest {
     typeof value.requestId === 'string' &&
     typeof value.tool === 'string' &&
     typeof value.input === 'string' &&
-    (value.description === null || value.description === undefined || typeof value.description === 'string')
+    (value.description === null || typeof value.description === 'string')
   );
 }
 

@@ -120,7 +120,13 @@ export type SettingsMap = Record<string, string>;
 /** What the daemon tells the owner besides task changes (`event: notice`, `taskkeeper://notice`). */
 export type Notice =
   | { kind: 'stalled'; task: TaskView }
-  | { kind: 'session-ended'; session: string; desk: string; openTasks: number };
+  | { kind: 'session-ended'; session: string; desk: string; openTasks: number }
+  /**
+   * A headless session Taskkeeper launched waits until the owner allows or denies a tool (in the
+   * Desks view, or `taskkeeper session allow|deny`). `description` is what Claude Code says the
+   * call does, when it says.
+   */
+  | { kind: 'permission-asked'; session: string; desk: string; tool: string; description: string | null };
 
 /** The error shape shared by `/api` (inside `{"error": ...}`) and Tauri commands. */
 export interface ApiErrorBody {
