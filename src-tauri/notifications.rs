@@ -1,5 +1,6 @@
-//! Desktop notifications: a stall ("Task stalled at web", the request's first line) and a
-//! session that ended with tasks open. [`DesktopNotifier`] is the daemon's
+//! Desktop notifications: a stall ("Task stalled at web", the request's first line), a
+//! session that ended with tasks open, and a headless session that asks to use a tool ("A
+//! session at web asks to use Bash", what the call does; answered in the window's Desks view). [`DesktopNotifier`] is the daemon's
 //! [`Notifier`](taskkeeper_server::notify::Notifier) in the app (`DaemonConfig::notifier`).
 //!
 //! Showing a notification can block for a long time: a notification service that is registered

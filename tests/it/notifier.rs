@@ -75,6 +75,70 @@ fn a_session_that_ended_with_tasks_open_says_so() {
     );
 }
 
+fn asked(desk: &str, tool: &str, description: Option<&str>) -> Notice {
+    Notice::PermissionAsked {
+        session: "s-2".into(),
+        desk: desk.into(),
+        tool: tool.into(),
+        description: description.map(Into::into),
+    }
+}
+
+#[test]
+fn a_permission_request_names_the_desk_and_the_tool_and_says_what_the_call_does() {
+    assert_eq!(
+        render(&[asked("web", "Bash", Some("touch x"))]),
+        Note {
+            summary: "A session at web asks to use Bash".into(),
+            body: "touch x".into(),
+            click: Click::Window,
+        }
+    );
+    // Without a description the body says what the session waits for.
+    assert_eq!(
+        render(&[asked("web", "Write", None)]).body,
+        "It waits until you allow or deny it."
+    );
+    // A long or multi-line description is cut like a request.
+    let long = render(&[asked("web", "Bash", Some(&format!("\n{}\nmore", "word ".repeat(100))))]);
+    assert!(
+        long.body.chars().count() <= 120 && long.body.ends_with('…') && !long.body.contains('\n'),
+        "{long:?}"
+    );
+}
+
+#[test]
+fn permission_requests_coalesce_with_stalls_and_ended_sessions() {
+    let note = render(&[
+        stalled("t-1", "web", "Add a --json flag"),
+        asked("web", "Bash", Some("touch x")),
+        ended("docs", 1),
+        asked("api", "mcp__db__query", None),
+    ]);
+    assert_eq!(
+        note.summary,
+        "1 task stalled · 1 session ended with tasks open · 2 sessions asking you"
+    );
+    assert_eq!(
+        note.body,
+        "web: Add a --json flag\nweb: asks to use Bash\ndocs: session ended, 1 task open\napi: asks to use mcp__db__query"
+    );
+    assert_eq!(
+        note.click,
+        Click::Window,
+        "a request is answered in the Desks view, not on the task"
+    );
+
+    let note = render(&[asked("web", "Bash", None), asked("api", "Write", None)]);
+    assert_eq!(note.summary, "2 sessions asking you");
+    assert_eq!(note.body, "web: asks to use Bash\napi: asks to use Write");
+    assert_eq!(note.click, Click::Window);
+
+    let note = render(&[asked("web", "Bash", None), stalled("t-1", "web", "x")]);
+    assert_eq!(note.summary, "1 task stalled · 1 session asking you");
+    assert_eq!(note.click, Click::Window);
+}
+
 #[test]
 fn several_notices_become_one_notification() {
     let note = render(&[

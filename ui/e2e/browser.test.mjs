@@ -771,7 +771,7 @@ async function launchAndSeeRequest(requestId) {
   return { request, row: page.locator(`[data-session-id="${session.id}"]`), session };
 }
 
-test('a headless session asks to use a tool; Allow in the Desks view answers it on its stdin', async () => {
+test('a headless session asks to use a tool: a notice leads to the Desks view, where Allow answers it on its stdin', async () => {
   const asker = await fakeAsker({
     type: 'control_request',
     request_id: 'r-1',
@@ -779,7 +779,23 @@ test('a headless session asks to use a tool; Allow in the Desks view answers it 
   });
   try {
     await restartDaemonWith({ TASKKEEPER_CLAUDE: asker.fake });
-    const { request, row, session } = await launchAndSeeRequest('r-1');
+    // Launched elsewhere (the API) while the page shows the open tasks: the notice tells.
+    await daemon.desk('web');
+    await openUi();
+    const { id } = await daemon.api('POST', '/api/desks/web/launch');
+    const notice = page.locator('.notice-permission-asked');
+    await notice.waitFor({ timeout: 5_000 });
+    assert.match(await notice.innerText(), /Asks you at web: a session wants to use Bash: touch x\./);
+    await shot('notice-permission');
+    // Following it leads to the Desks view, where the request waits with Allow and Deny.
+    await notice.getByRole('link', { name: 'Answer in Desks' }).click();
+    await page.waitForFunction(() => window.location.hash === '#/desks');
+    const request = deskCard('web').locator('[data-permission-request="r-1"]');
+    await request.waitFor();
+    await request.getByRole('button', { name: 'Allow' }).waitFor();
+    await request.getByRole('button', { name: 'Deny', exact: true }).waitFor();
+    const session = (await daemon.api('GET', '/api/sessions')).sessions.find((s) => s.id === id);
+    const row = page.locator(`[data-session-id="${id}"]`);
     assert.match(await row.locator('.meta').innerText(), /waiting on you/);
     assert.match(await request.innerText(), /wants to use Bash: touch x/);
     assert.equal(await request.locator('pre.permission-input').innerText(), '{"command":"touch x"}');
@@ -792,6 +808,8 @@ test('a headless session asks to use a tool; Allow in the Desks view answers it 
     await row.getByText('Allowed; the session goes on.').waitFor();
     await request.waitFor({ state: 'detached' });
     assert.equal((await daemon.api('GET', '/api/sessions')).sessions.find((s) => s.id === session.id).permission, null);
+    // Answered: the notice goes, it would only mislead.
+    await notice.waitFor({ state: 'detached', timeout: 5_000 });
 
     // What the session read on its stdin: one answer, allowing r-1.
     const responses = await asker.read();

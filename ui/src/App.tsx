@@ -290,8 +290,8 @@ function Notices({ notices, onDismiss }: { notices: ShownNotice[]; onDismiss: (s
               </>
             ) : notice.kind === 'permission-asked' ? (
               <>
-                <strong>Asks you</strong>: a session at {notice.desk} {permissionAsk(notice.tool, notice.description)}.{' '}
-                <a href={routeHref({ view: 'tab', tab: 'desks' })}>Allow or deny in Desks</a>
+                <strong>Asks you</strong> at {notice.desk}: a session {permissionAsk(notice.tool, notice.description)}.{' '}
+                <a href={routeHref({ view: 'tab', tab: 'desks' })}>Answer in Desks</a>
               </>
             ) : (
               <>

@@ -558,7 +558,7 @@ function isPermissionRequest(value: unknown): value is PermissionRequest {
     typeof value.requestId === 'string' &&
     typeof value.tool === 'string' &&
     typeof value.input === 'string' &&
-    (value.description === null || typeof value.description === 'string')
+    (value.description === null || value.description === undefined || typeof value.description === 'string')
   );
 }
 

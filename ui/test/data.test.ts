@@ -3,6 +3,7 @@ import {
   createDataSource,
   DataError,
   expectSettings,
+  isNotice,
   type Env,
   type LiveListener,
   type LiveStatus,
@@ -342,6 +343,9 @@ describe('browser live feed', () => {
           '\n',
           `event: notice\ndata: ${JSON.stringify({ kind: 'stalled', task: stalled })}\n\n`,
           'event: notice\ndata: {"kind":"session-ended","session":"s1","desk":"web","openTasks":2}\n\n',
+          'event: notice\ndata: {"kind":"permission-asked","session":"s2","desk":"web","tool":"Bash","description":"touch x"}\n\n',
+          'event: notice\ndata: {"kind":"permission-asked","session":"s2","desk":"web","tool":42,"description":null}\n\n',
+          'event: notice\ndata: {"kind":"something-else","desk":"web"}\n\n',
           'event: settings\ndata: {"reminders.paused":"true","reminders.hourly_cap":"6"}\n\n',
           'event: settings\ndata: ["not","a","map"]\n\n',
           'event: settings\ndata: {"reminders.paused":{"nested":true}}\n\n',
@@ -365,6 +369,7 @@ describe('browser live feed', () => {
     expect(got.notices).toEqual([
       { kind: 'stalled', task: stalled },
       { kind: 'session-ended', session: 's1', desk: 'web', openTasks: 2 },
+      { kind: 'permission-asked', session: 's2', desk: 'web', tool: 'Bash', description: 'touch x' },
     ]);
     // The map itself is the payload; one in another shape and an unknown event are ignored.
     expect(got.settings).toEqual([{ 'reminders.paused': 'true', 'reminders.hourly_cap': '6' }]);
@@ -560,8 +565,11 @@ describe('tauri transport', () => {
     handlers.get('taskkeeper://task')?.(task({ id: 'x' }));
     handlers.get('taskkeeper://task')?.({ nonsense: true });
     handlers.get('taskkeeper://notice')?.({ kind: 'session-ended', session: 's', desk: 'web', openTasks: 1 });
+    handlers.get('taskkeeper://notice')?.({ kind: 'permission-asked', session: 's', desk: 'web', tool: 'Write', description: null });
+    handlers.get('taskkeeper://notice')?.({ kind: 'permission-asked', session: 's', desk: 'web' });
     expect(got.tasks.map((t) => t.id)).toEqual(['x']);
-    expect(got.notices).toHaveLength(1);
+    expect(got.notices.map((n) => n.kind)).toEqual(['session-ended', 'permission-asked']);
+    expect(got.notices[1]).toEqual({ kind: 'permission-asked', session: 's', desk: 'web', tool: 'Write', description: null });
     handlers.get('taskkeeper://settings')?.({ 'reminders.paused': 'false', 'reminders.hourly_cap': 6 });
     handlers.get('taskkeeper://settings')?.('paused');
     handlers.get('taskkeeper://settings')?.(null);
@@ -588,6 +596,31 @@ describe('tauri transport', () => {
     createDataSource(env).subscribe(listener);
     await until(() => got.statuses.length === 2);
     expect(got.statuses[1]).toMatchObject({ state: 'failed', error: { kind: 'ipc' } });
+  });
+});
+
+describe('notices', () => {
+  const asked = { kind: 'permission-asked', session: 's1', desk: 'web', tool: 'Bash', description: 'touch x' };
+
+  it('accepts every kind the daemon sends, in its shape', () => {
+    expect(isNotice({ kind: 'stalled', task: task({ id: 'a' }) })).toBe(true);
+    expect(isNotice({ kind: 'session-ended', session: 's1', desk: 'web', openTasks: 0 })).toBe(true);
+    expect(isNotice(asked)).toBe(true);
+    expect(isNotice({ ...asked, description: null })).toBe(true);
+    expect(isNotice({ ...asked, tool: 'mcp__server__tool' })).toBe(true);
+  });
+
+  it('refuses a notice missing what it is shown with, or of an unknown kind', () => {
+    expect(isNotice({ ...asked, description: undefined })).toBe(false);
+    expect(isNotice({ ...asked, tool: undefined })).toBe(false);
+    expect(isNotice({ ...asked, desk: 3 })).toBe(false);
+    expect(isNotice({ ...asked, session: null })).toBe(false);
+    expect(isNotice({ ...asked, description: { text: 'x' } })).toBe(false);
+    expect(isNotice({ kind: 'stalled', task: { id: 'a' } })).toBe(false);
+    expect(isNotice({ kind: 'session-ended', session: 's1', desk: 'web' })).toBe(false);
+    expect(isNotice({ kind: 'permission-granted', session: 's1' })).toBe(false);
+    expect(isNotice(null)).toBe(false);
+    expect(isNotice('permission-asked')).toBe(false);
   });
 });
 
