@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | [`TASK`] `taskkeeper://task` | the task as the owner API shows it (`TaskView`) | every committed task change |
 //! | [`NOTICE`] `taskkeeper://notice` | the notice (`{"kind": "stalled", "task": …}` or `{"kind": "session-ended", …}`) | a stall, a session that ended with tasks open |
-//! | [`NAVIGATE`] `taskkeeper://navigate` | `"settings"` or `{"task": id}` | the tray's Settings item, a click on a notification |
+//! | [`NAVIGATE`] `taskkeeper://navigate` | `"settings"`, `"desks"` or `{"task": id}` | the tray's Settings item, a click on a notification |
 //! | [`SETTINGS`] `taskkeeper://settings` | every setting, `{key: "value as text", …}` (the owner API's `settings`) | every settings change (the window, a browser, the CLI) |
 //! | [`SESSIONS`] `taskkeeper://sessions` | `{}` (a hint: re-read the sessions) | a session changed in a way the session list shows (activity, a headless session's permission request, launch, end); at most one per [`SESSIONS_GAP`] |
 //!
@@ -41,7 +41,7 @@ pub const SESSIONS_GAP: Duration = Duration::from_millis(250);
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum Navigate {
-    /// A named view; today only [`Navigate::SETTINGS`].
+    /// A named view: [`Navigate::SETTINGS`] or [`Navigate::DESKS`].
     View(&'static str),
     /// One task's detail.
     Task { task: String },
@@ -49,6 +49,7 @@ pub enum Navigate {
 
 impl Navigate {
     pub const SETTINGS: Navigate = Navigate::View("settings");
+    pub const DESKS: Navigate = Navigate::View("desks");
 
     pub fn task(id: impl Into<String>) -> Self {
         Navigate::Task { task: id.into() }

@@ -194,8 +194,10 @@ fn hide_on_close<R: Runtime>(window: &Window<R>, event: &WindowEvent) {
 /// A click on a desktop notification: the window, on the task when there is one.
 fn open_from_notification<R: Runtime>(app: &AppHandle<R>, click: &Click) {
     window::show(app);
-    if let Click::Task(id) = click {
-        events::navigate(app, &Navigate::task(id.clone()));
+    match click {
+        Click::Task(id) => events::navigate(app, &Navigate::task(id.clone())),
+        Click::Desks => events::navigate(app, &Navigate::DESKS),
+        Click::Window => {}
     }
 }
 

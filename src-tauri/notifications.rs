@@ -44,6 +44,8 @@ pub const ENABLED_KEY: &str = "notifications.enabled";
 pub enum Click {
     /// The window on this task.
     Task(String),
+    /// The window on the Desks view, where a session's request is answered.
+    Desks,
     /// The window as it is.
     Window,
 }
@@ -243,7 +245,7 @@ pub fn render(batch: &[Notice]) -> Note {
                     .as_deref()
                     .map(first_line)
                     .unwrap_or_else(|| "It waits until you allow or deny it.".to_owned()),
-                click: Click::Window,
+                click: Click::Desks,
             },
         };
     }
@@ -301,8 +303,10 @@ pub fn render(batch: &[Notice]) -> Note {
     Note {
         summary: parts.join(" · "),
         body: lines.join("\n"),
-        click: match (ids.as_slice(), ended + asks) {
-            ([id], 0) => Click::Task((*id).to_owned()),
+        click: match (ids.as_slice(), ended, asks) {
+            ([id], 0, 0) => Click::Task((*id).to_owned()),
+            // Only requests: they are answered in the Desks view.
+            ([], 0, _) => Click::Desks,
             _ => Click::Window,
         },
     }

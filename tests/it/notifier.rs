@@ -91,7 +91,7 @@ fn a_permission_request_names_the_desk_and_the_tool_and_says_what_the_call_does(
         Note {
             summary: "A session at web asks to use Bash".into(),
             body: "touch x".into(),
-            click: Click::Window,
+            click: Click::Desks,
         }
     );
     // Without a description the body says what the session waits for.
@@ -100,7 +100,11 @@ fn a_permission_request_names_the_desk_and_the_tool_and_says_what_the_call_does(
         "It waits until you allow or deny it."
     );
     // A long or multi-line description is cut like a request.
-    let long = render(&[asked("web", "Bash", Some(&format!("\n{}\nmore", "word ".repeat(100))))]);
+    let long = render(&[asked(
+        "web",
+        "Bash",
+        Some(&format!("\n{}\nmore", "word ".repeat(100))),
+    )]);
     assert!(
         long.body.chars().count() <= 120 && long.body.ends_with('…') && !long.body.contains('\n'),
         "{long:?}"
@@ -132,7 +136,11 @@ fn permission_requests_coalesce_with_stalls_and_ended_sessions() {
     let note = render(&[asked("web", "Bash", None), asked("api", "Write", None)]);
     assert_eq!(note.summary, "2 sessions asking you");
     assert_eq!(note.body, "web: asks to use Bash\napi: asks to use Write");
-    assert_eq!(note.click, Click::Window);
+    assert_eq!(
+        note.click,
+        Click::Desks,
+        "only requests: where they are answered"
+    );
 
     let note = render(&[asked("web", "Bash", None), stalled("t-1", "web", "x")]);
     assert_eq!(note.summary, "1 task stalled · 1 session asking you");
