@@ -9,6 +9,29 @@ use serde_json::{Value, json};
 
 use crate::support::{TOKEN, TestDaemon};
 
+/// Give the desk a task; the session's Stop hands it over, the session works on it and
+/// stops without task_update. The task's id.
+fn handed_over_then_quiet(d: &TestDaemon, request: &str, last_words: &str) -> String {
+    let (_, t) = d.call(
+        "POST",
+        "/api/tasks",
+        Some(&json!({"desk": "work", "text": request})),
+    );
+    let id = t["id"].as_str().unwrap().to_owned();
+    let out = hook(
+        d,
+        "Stop",
+        json!({"last_assistant_message": "Hi", "background_tasks": []}),
+    );
+    assert!(out.contains("\"decision\":\"block\""), "handed over: {out}");
+    hook(
+        d,
+        "Stop",
+        json!({"last_assistant_message": last_words, "background_tasks": []}),
+    );
+    id
+}
+
 fn hook(d: &TestDaemon, event: &str, extra: Value) -> String {
     let cwd = d.data_dir.join("work").to_string_lossy().into_owned();
     let mut body = json!({"session_id": "s-1", "hook_event_name": event, "cwd": cwd});
@@ -55,24 +78,7 @@ fn a_quiet_session_is_reminded_then_the_task_stalls_and_the_owner_hears() {
 
     hook(&d, "SessionStart", json!({"source": "startup"}));
     hook(&d, "UserPromptSubmit", json!({"prompt": "hello"}));
-    let (_, t) = d.call(
-        "POST",
-        "/api/tasks",
-        Some(&json!({"desk": "work", "text": "Add a --json flag"})),
-    );
-    let id = t["id"].as_str().unwrap().to_owned();
-    let out = hook(
-        &d,
-        "Stop",
-        json!({"last_assistant_message": "Hi", "background_tasks": []}),
-    );
-    assert!(out.contains("\"decision\":\"block\""), "handed over: {out}");
-    // The session works on it, then stops without task_update.
-    hook(
-        &d,
-        "Stop",
-        json!({"last_assistant_message": "Now writing the probe…", "background_tasks": []}),
-    );
+    let id = handed_over_then_quiet(&d, "Add a --json flag", "Now writing the probe…");
 
     let first = wait(&d);
     assert_eq!(first["action"], "deliver", "{first}");
@@ -159,22 +165,7 @@ fn paused_reminders_stay_silent_and_remind_now_speaks() {
     let (status, _) = d.call("POST", "/api/reminders/pause", Some(&json!({})));
     assert_eq!(status, 200);
     hook(&d, "SessionStart", json!({"source": "startup"}));
-    let (_, t) = d.call(
-        "POST",
-        "/api/tasks",
-        Some(&json!({"desk": "work", "text": "x"})),
-    );
-    let id = t["id"].as_str().unwrap().to_owned();
-    hook(
-        &d,
-        "Stop",
-        json!({"last_assistant_message": "Hi", "background_tasks": []}),
-    );
-    hook(
-        &d,
-        "Stop",
-        json!({"last_assistant_message": "…", "background_tasks": []}),
-    );
+    let id = handed_over_then_quiet(&d, "x", "…");
     std::thread::sleep(Duration::from_millis(1500));
     let (_, task) = d.call("GET", &format!("/api/tasks/{id}"), None);
     assert_eq!(task["remindersSent"], 0, "paused: nothing sent");
@@ -237,22 +228,7 @@ fn a_suspend_moves_the_ladder_and_a_clock_stepped_back_sends_nothing() {
     let settings = json!({"reminders.first_after.claude-code": "60s", "reminders.ladder": "60s", "reminders.stall_after": "1h"});
     assert_eq!(d.call("PUT", "/api/settings", Some(&settings)).0, 200);
     hook(&d, "SessionStart", json!({"source": "startup"}));
-    let (_, t) = d.call(
-        "POST",
-        "/api/tasks",
-        Some(&json!({"desk": "work", "text": "Add a --json flag"})),
-    );
-    let id = t["id"].as_str().unwrap().to_owned();
-    hook(
-        &d,
-        "Stop",
-        json!({"last_assistant_message": "Hi", "background_tasks": []}),
-    );
-    hook(
-        &d,
-        "Stop",
-        json!({"last_assistant_message": "Now writing the probe…", "background_tasks": []}),
-    );
+    let id = handed_over_then_quiet(&d, "Add a --json flag", "Now writing the probe…");
     let reminders = || {
         d.call("GET", &format!("/api/tasks/{id}"), None).1["remindersSent"]
             .as_u64()
