@@ -2,9 +2,9 @@
 //! its edges in, and getting text into it. Adapters (the Claude Code hook intake) translate
 //! their world into calls here; nothing here knows a hook's JSON.
 //!
-//! Delivery has one rule, written once in [`Sessions::claim`]: a task (or a cancel notice)
-//! is marked delivered by a transition in the store, which succeeds once; whoever wins that
-//! claim — the Stop hook handing over the next task, the waiter waking an idle session —
+//! Delivery has one rule, written once in `Sessions::record_told`: a task (or a cancel
+//! notice) is marked delivered by a transition in the store, at the version that was told,
+//! which succeeds once; whoever wins that claim — the Stop hook handing over the next task, the waiter waking an idle session —
 //! delivers the text, and nobody else does. Which method is tried, and which next when one
 //! is not confirmed, is [`delivery::ranked`]'s decision; [`Sessions::deliver_loop`] pushes
 //! through the methods that Taskkeeper drives itself (a headless session's stdin, the tmux
@@ -107,6 +107,20 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// How an item is told: its text, and the transition that records it was told.
+fn telling(t: &Task) -> (Event, String) {
+    if t.cancel_to_tell() {
+        (Event::CancelTold, delivery::cancel_text(t))
+    } else {
+        (Event::Delivered, delivery::task_text(t))
+    }
+}
+
+/// Several texts for a session, as one message.
+fn joined(texts: impl IntoIterator<Item = String>) -> String {
+    texts.into_iter().collect::<Vec<_>>().join("\n\n---\n\n")
+}
+
 /// A desk name made from a directory's last component.
 fn desk_name_for(dir: &Path) -> String {
     let base = dir
@@ -195,12 +209,27 @@ impl Sessions {
     }
 
     /// Take the session's recorded watchdog message, if it has one not yet delivered.
-    pub async fn claim_note(&self, id: &SessionId) -> Result<Option<String>, StoreError> {
+    /// With `seq`, only the message of that number (the one that was sent): a newer one
+    /// stays to be delivered.
+    pub async fn claim_note(
+        &self,
+        id: &SessionId,
+        seq: Option<u64>,
+    ) -> Result<Option<String>, StoreError> {
         let id = id.clone();
         self.tasks
             .blocking(move |s, _| {
-                let taken = s.update_session(&id, |session| {
-                    let note = session.watch.pending.take().map(|(_, text)| text);
+                let taken = s.update_session(&id, move |session| {
+                    let ours = session
+                        .watch
+                        .pending
+                        .as_ref()
+                        .is_some_and(|(n, _)| seq.is_none_or(|seq| *n == seq));
+                    let note = if ours {
+                        session.watch.pending.take().map(|(_, text)| text)
+                    } else {
+                        None
+                    };
                     (note.is_some(), note)
                 })?;
                 Ok(taken.and_then(|(_, note)| note))
@@ -401,20 +430,26 @@ impl Sessions {
     /// Claim everything the desk's session has to be told and return its text; `None` when
     /// there is nothing (or someone else claimed it first).
     pub async fn claim(&self, desk: &DeskName) -> Result<Option<String>, StoreError> {
+        let items = self.undelivered(desk).await?;
+        let texts = self.record_told(&items).await?;
+        Ok((!texts.is_empty()).then(|| joined(texts)))
+    }
+
+    /// Record that `items` were told, each as it was read: the one rule of delivery, a
+    /// transition that succeeds once, and only at the version that was told. Returns the
+    /// texts of the items recorded now; one that someone else recorded first, or that changed
+    /// meanwhile (a follow-up), is left to be told (again, as it is now).
+    async fn record_told(&self, items: &[Task]) -> Result<Vec<String>, StoreError> {
         let mut texts = Vec::new();
-        for t in self.undelivered(desk).await? {
-            let (event, text) = if t.cancel_to_tell() {
-                (Event::CancelTold, delivery::cancel_text(&t))
-            } else {
-                (Event::Delivered, delivery::task_text(&t))
-            };
-            match self.tasks.apply(&t.id, event).await {
+        for t in items {
+            let (event, text) = telling(t);
+            match self.tasks.apply_at(&t.id, t.version, event).await {
                 Ok(c) if c.changed => texts.push(text),
-                Ok(_) | Err(StoreError::Transition(_)) => {}
+                Ok(_) | Err(StoreError::Transition(_) | StoreError::Conflict(_)) => {}
                 Err(e) => return Err(e),
             }
         }
-        Ok((!texts.is_empty()).then(|| texts.join("\n\n---\n\n")))
+        Ok(texts)
     }
 
     /// The Stop hook's handover: claim what is waiting, to continue the turn with it, unless
@@ -477,12 +512,12 @@ impl Sessions {
                 ));
             }
             if session.activity == taskkeeper_core::Activity::Idle {
-                let note = self.claim_note(id).await?;
+                let note = self.claim_note(id, None).await?;
                 let tasks = self.claim(&session.desk).await?;
                 let text: Vec<String> = note.into_iter().chain(tasks).collect();
                 if !text.is_empty() {
                     self.expect_turn(id);
-                    return Ok(WaitOutcome::Deliver(text.join("\n\n---\n\n")));
+                    return Ok(WaitOutcome::Deliver(joined(text)));
                 }
             }
             // The cap lets a level signal (a killed process) be noticed while nothing else
@@ -527,15 +562,9 @@ impl Parcel {
             .note
             .iter()
             .map(|(_, text)| text.clone())
-            .chain(self.items.iter().map(|t| {
-                if t.cancel_to_tell() {
-                    delivery::cancel_text(t)
-                } else {
-                    delivery::task_text(t)
-                }
-            }))
+            .chain(self.items.iter().map(|t| telling(t).1))
             .collect();
-        texts.join("\n\n---\n\n")
+        joined(texts)
     }
 
     /// Identifies the content, so the same parcel is never pushed twice.
@@ -753,35 +782,9 @@ impl Sessions {
         parcel: &Parcel,
     ) -> Result<(), StoreError> {
         if let (Some(session), Some((seq, _))) = (session, &parcel.note) {
-            let (id, seq) = (session.id.clone(), *seq);
-            self.tasks
-                .blocking(move |s, _| {
-                    s.update_session(&id, move |session| {
-                        let same = session
-                            .watch
-                            .pending
-                            .as_ref()
-                            .is_some_and(|(n, _)| *n == seq);
-                        if same {
-                            session.watch.pending = None;
-                        }
-                        (same, ())
-                    })
-                })
-                .await?;
+            self.claim_note(&session.id, Some(*seq)).await?;
         }
-        for t in &parcel.items {
-            let event = if t.cancel_to_tell() {
-                Event::CancelTold
-            } else {
-                Event::Delivered
-            };
-            // A task that changed meanwhile (a follow-up) stays to be told again.
-            match self.tasks.apply_at(&t.id, t.version, event).await {
-                Ok(_) | Err(StoreError::Transition(_) | StoreError::Conflict(_)) => {}
-                Err(e) => return Err(e),
-            }
-        }
+        self.record_told(&parcel.items).await?;
         Ok(())
     }
 
