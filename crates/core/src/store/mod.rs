@@ -631,10 +631,7 @@ impl Store {
                 params![filter.desk.as_ref().map(DeskName::as_str), filter.asker.as_deref(), limit],
                 |r| r.get::<_, String>(0),
             )?;
-            let mut tasks = Vec::new();
-            for body in rows {
-                tasks.push(decode_task(&body?)?);
-            }
+            let mut tasks = decode_tasks(rows)?;
             fill_positions(c, &mut tasks)?;
             Ok(tasks)
         })
@@ -677,10 +674,7 @@ impl Store {
                 ],
                 |r| r.get::<_, String>(0),
             )?;
-            let mut tasks = Vec::new();
-            for body in rows {
-                tasks.push(decode_task(&body?)?);
-            }
+            let mut tasks = decode_tasks(rows)?;
             fill_positions(c, &mut tasks)?;
             Ok((tasks, total.unsigned_abs()))
         })
@@ -995,11 +989,14 @@ fn open_tasks_of(c: &Connection, desk: &DeskName) -> Result<Vec<Task>, StoreErro
         "SELECT body FROM tasks WHERE desk = ?1 AND ended_at IS NULL ORDER BY queue_seq",
     )?;
     let rows = stmt.query_map([desk.as_str()], |r| r.get::<_, String>(0))?;
-    let mut tasks = Vec::new();
-    for body in rows {
-        tasks.push(decode_task(&body?)?);
-    }
-    Ok(tasks)
+    decode_tasks(rows)
+}
+
+/// Task bodies as a query returns them, decoded.
+fn decode_tasks(
+    rows: impl Iterator<Item = rusqlite::Result<String>>,
+) -> Result<Vec<Task>, StoreError> {
+    rows.map(|body| decode_task(&body?)).collect()
 }
 
 fn ended_at(t: &Task) -> Option<i64> {
