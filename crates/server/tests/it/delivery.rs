@@ -422,6 +422,32 @@ fn a_permission_request_is_a_notice_and_the_answer_reaches_the_session() {
     );
     assert_eq!(task(&d, &fix)["waitingOnOwner"], true);
 
+    // Refusals change nothing: a malformed answer, a session that was not launched here.
+    for (path, body, code) in [
+        (
+            format!("/api/sessions/{id}/permission"),
+            json!({"allow": "yes"}),
+            400,
+        ),
+        (format!("/api/sessions/{id}/permission"), json!({}), 400),
+        (
+            "/api/sessions/nope/permission".to_owned(),
+            json!({"allow": true}),
+            404,
+        ),
+    ] {
+        let (got, answer) = d.call("POST", &path, Some(&body));
+        assert_eq!(got, code, "{path} {body}: {answer}");
+    }
+    let (_, list) = d.call("GET", "/api/sessions", None);
+    assert_eq!(list["sessions"][0]["permission"]["requestId"], "r-1");
+    assert!(
+        !read(&answers)
+            .unwrap_or_default()
+            .contains("control_response"),
+        "nothing was answered"
+    );
+
     let (status, after) = d.call(
         "POST",
         &format!("/api/sessions/{id}/permission"),
@@ -433,7 +459,12 @@ fn a_permission_request_is_a_notice_and_the_answer_reaches_the_session() {
     let line = until("the answer on the session's stdin", || {
         read(&answers).filter(|a| a.contains("control_response"))
     });
-    let answer: serde_json::Value = serde_json::from_str(line.lines().last().unwrap()).unwrap();
+    let answer: serde_json::Value = serde_json::from_str(
+        line.lines()
+            .find(|l| l.contains("control_response"))
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(answer["response"]["request_id"], "r-1");
     assert_eq!(answer["response"]["response"]["behavior"], "allow");
     assert_eq!(

@@ -536,6 +536,26 @@ fn a_launched_sessions_hooks_only_fill_in_the_session_and_a_restart_ends_it() {
     );
     let waiter = h.waiter().join().unwrap();
     assert!(waiter.contains(r#""action":"leave""#), "{waiter}");
+    // Nor does a generic report speak for it; its reach stays as it was.
+    let (status, body) = d.raw(
+        "POST",
+        "/hooks/generic",
+        &d.host(),
+        &[
+            ("Authorization".to_owned(), format!("Bearer {TOKEN}")),
+            ("Content-Type".to_owned(), "application/json".to_owned()),
+            ("X-Taskkeeper-Tmux-Pane".to_owned(), "%9".to_owned()),
+        ],
+        &json!({"session": "s-1", "event": "turn-started", "cwd": h.cwd}).to_string(),
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("launched by Taskkeeper"), "{body}");
+    let session = h.session("s-1");
+    assert_eq!(
+        (session["activity"].as_str(), &session["tmuxPane"]),
+        (Some("idle"), &Value::Null),
+        "{session}"
+    );
 
     d.restart();
     let h = Hooks::new(&d);
