@@ -1,6 +1,7 @@
 //! A small blocking client of the owner API: where the daemon is (`TASKKEEPER_URL`), which
-//! token to send (`TASKKEEPER_TOKEN`, else the token file in the data directory), and error
-//! bodies turned into one readable line.
+//! token to send (the owner's: `TASKKEEPER_TOKEN`, else the token file in the data
+//! directory; the hook helper's: the worker token), and error bodies turned into one
+//! readable line.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -18,9 +19,28 @@ pub fn base_url() -> String {
         .to_owned()
 }
 
-/// `TASKKEEPER_TOKEN`, else the owner's token file in the data directory.
+/// The owner's token: `TASKKEEPER_TOKEN`, else the owner's token file in the data directory.
 pub fn token_from_env() -> anyhow::Result<String> {
-    if let Ok(t) = std::env::var("TASKKEEPER_TOKEN")
+    token_of(
+        "TASKKEEPER_TOKEN",
+        taskkeeper_server::OWNER_TOKEN_FILE,
+        "owner",
+    )
+}
+
+/// The sessions' token (what the hook helper and `mcp-headers` send):
+/// `TASKKEEPER_WORKER_TOKEN`, else the worker token file in the data directory. Never the
+/// owner's: a session reaches the hook intake and MCP, not the owner API.
+pub fn worker_token_from_env() -> anyhow::Result<String> {
+    token_of(
+        "TASKKEEPER_WORKER_TOKEN",
+        taskkeeper_server::WORKER_TOKEN_FILE,
+        "worker",
+    )
+}
+
+fn token_of(var: &str, file: &str, whose: &str) -> anyhow::Result<String> {
+    if let Ok(t) = std::env::var(var)
         && !t.is_empty()
     {
         return Ok(t);
@@ -29,11 +49,11 @@ pub fn token_from_env() -> anyhow::Result<String> {
         Some(d) if !d.is_empty() => PathBuf::from(d),
         _ => taskkeeper_server::default_data_dir()?,
     };
-    let path = dir.join("token");
+    let path = dir.join(file);
     Ok(std::fs::read_to_string(&path)
         .with_context(|| {
             format!(
-                "cannot read the owner token from {}; is the daemon set up (taskkeeper serve)? or set TASKKEEPER_TOKEN",
+                "cannot read the {whose} token from {}; is the daemon set up (taskkeeper serve)? or set {var}",
                 path.display()
             )
         })?
@@ -51,22 +71,7 @@ impl Client {
     pub fn from_env() -> anyhow::Result<Client> {
         let base =
             std::env::var("TASKKEEPER_URL").unwrap_or_else(|_| "http://127.0.0.1:7717".to_owned());
-        let token = match std::env::var("TASKKEEPER_TOKEN") {
-            Ok(t) if !t.is_empty() => t,
-            _ => {
-                let dir = match std::env::var_os("TASKKEEPER_DATA_DIR") {
-                    Some(d) if !d.is_empty() => PathBuf::from(d),
-                    _ => taskkeeper_server::default_data_dir()?,
-                };
-                let path = dir.join("token");
-                std::fs::read_to_string(&path)
-                    .with_context(|| {
-                        format!("cannot read the owner token from {}; is the daemon set up (taskkeeper serve)? or set TASKKEEPER_TOKEN", path.display())
-                    })?
-                    .trim()
-                    .to_owned()
-            }
-        };
+        let token = token_from_env()?;
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_global(Some(Duration::from_secs(30)))

@@ -1,7 +1,8 @@
 //! `taskkeeper connect claude-code`: registers Taskkeeper with Claude Code by merging into
 //! its settings — the hooks (every event through `taskkeeper hook`, plus the asyncRewake
 //! waiter on Stop), the permission for our MCP tools, and the MCP server `taskkeeper` whose
-//! token comes from `taskkeeper mcp-headers` (never written into a settings file).
+//! worker token (the sessions' own, never the owner's) comes from `taskkeeper mcp-headers`,
+//! never written into a settings file.
 //!
 //! It merges: whatever else is in the files stays as it was; running it again changes
 //! nothing; before the first change to a file it keeps a backup, and `--undo` restores
@@ -262,7 +263,7 @@ pub fn connect(scope: Scope, undo: bool) -> anyhow::Result<Vec<String>> {
             "{}: {}",
             plan.file.display(),
             if plan.file.ends_with(".claude.json") {
-                "added the MCP server `taskkeeper` (token through `taskkeeper mcp-headers`)"
+                "added the MCP server `taskkeeper` (the worker token through `taskkeeper mcp-headers`)"
             } else {
                 "added Taskkeeper's hooks (all events, and the waiter on Stop) and allowed mcp__taskkeeper"
             }

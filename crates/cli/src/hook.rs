@@ -52,7 +52,7 @@ fn request_with(
     path: &str,
     pid: Option<String>,
 ) -> Option<ureq::RequestBuilder<ureq::typestate::WithBody>> {
-    let token = crate::client::token_from_env().ok()?;
+    let token = crate::client::worker_token_from_env().ok()?;
     let agent = ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_connect(Some(Duration::from_millis(300)))
@@ -197,9 +197,10 @@ pub fn report(r: Report) -> anyhow::Result<()> {
 }
 
 /// `taskkeeper mcp-headers`: the MCP server's headers for Claude Code's `headersHelper`, so
-/// the token stays in its 0600 file instead of a settings file.
+/// the token stays in its 0600 file instead of a settings file. The worker token, never the
+/// owner's: whatever runs in a session can read these headers.
 pub fn mcp_headers() -> anyhow::Result<()> {
-    let token = crate::client::token_from_env()?;
+    let token = crate::client::worker_token_from_env()?;
     println!(
         "{}",
         serde_json::json!({"Authorization": format!("Bearer {token}")})

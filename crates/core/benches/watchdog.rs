@@ -231,7 +231,7 @@ impl World {
             };
             let t = Task::submit(TaskId::from(format!("t-{i:05}").as_str()), new, 1, T0);
             let t = apply(&t, Event::Start, T0)?;
-            let t = apply(&t, Event::Delivered, T0)?;
+            let t = apply(&t, Event::Delivered { to: None }, T0)?;
             if let Some(at) = turn_ends(i) {
                 w.edges.push((at, i));
             }

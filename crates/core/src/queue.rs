@@ -3,10 +3,12 @@
 //! finished, blocked or stalled.
 //!
 //! The queue is not a separate structure: it is the desk's SUBMITTED tasks ordered by
-//! [`Task::queue_seq`]. These functions are the only place that order and the "holds the
-//! desk" rule are written down.
+//! [`Task::queue_seq`]. These functions are the only place that order, the "holds the
+//! desk" rule, and which session may end a task are written down.
 
-use crate::task::{Task, TaskState};
+use crate::desk::DeskName;
+use crate::session::{Session, SessionId};
+use crate::task::{Task, TaskId, TaskState};
 
 /// Whether `task` keeps its desk busy: it is being worked on and has not stalled. A blocked
 /// (INPUT_REQUIRED), stalled or ended task frees the desk.
@@ -44,5 +46,61 @@ pub fn positions(desk_tasks: &mut [Task]) {
     }
     for (pos, (_, i)) in queued.into_iter().enumerate() {
         desk_tasks[i].queue_position = u32::try_from(pos + 1).ok();
+    }
+}
+
+/// Why a session may not end a task.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotHeld {
+    #[error(
+        "task {task} is held by desk {task_desk}, not by this session's desk {desk}; nothing changed. task_list shows this desk's open tasks"
+    )]
+    OtherDesk {
+        task: TaskId,
+        task_desk: DeskName,
+        desk: DeskName,
+    },
+    #[error(
+        "task {task} has not been handed to this session yet ({where_}); nothing changed: it reaches the session, with its header, when the desk is free"
+    )]
+    NotDelivered { task: TaskId, where_: String },
+    #[error(
+        "task {task} was handed to session {other}, not to this one, and is not the desk's current task; nothing changed: that session ends it, or the owner does (`taskkeeper task update`)"
+    )]
+    OtherSession { task: TaskId, other: SessionId },
+}
+
+/// Whether `session` may end `task` (the worker's `task_update`): only a task of its own
+/// desk that was handed to it, or its desk's current, delivered task (the desk's session
+/// after a `/clear` goes on with it). A queued or undelivered task is refused, whoever
+/// asks; the owner ends any task without naming a session. An ended task of the desk is
+/// let through, so the transition says it has ended.
+pub fn session_may_end(task: &Task, session: &Session) -> Result<(), NotHeld> {
+    if task.desk != session.desk {
+        return Err(NotHeld::OtherDesk {
+            task: task.id.clone(),
+            task_desk: task.desk.clone(),
+            desk: session.desk.clone(),
+        });
+    }
+    if !task.is_open() {
+        return Ok(());
+    }
+    match &task.delivered_to {
+        Some(to) if *to == session.id => Ok(()),
+        Some(_) if holds_desk(task) => Ok(()),
+        Some(other) => Err(NotHeld::OtherSession {
+            task: task.id.clone(),
+            other: other.clone(),
+        }),
+        // Handed over by the desk's command, which names no session.
+        None if task.delivered_at.is_some() => Ok(()),
+        None => Err(NotHeld::NotDelivered {
+            task: task.id.clone(),
+            where_: match task.queue_position {
+                Some(p) => format!("it is queued, position {p}"),
+                None => format!("it is {}, not yet delivered", task.state().as_str()),
+            },
+        }),
     }
 }

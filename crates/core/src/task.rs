@@ -302,6 +302,11 @@ pub struct Task {
     /// `None` while a WORKING task still waits to be delivered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivered_at: Option<Timestamp>,
+    /// The session the task (or the asker's latest message) was last handed to, when a
+    /// session took it (a desk's command has none). Kept when a follow-up waits to be
+    /// delivered: the session still holds the task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivered_to: Option<crate::session::SessionId>,
     /// When the session was told that a task it had was canceled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancel_told_at: Option<Timestamp>,
@@ -349,6 +354,7 @@ impl Task {
             acknowledged_at: None,
             last_words: None,
             delivered_at: None,
+            delivered_to: None,
             cancel_told_at: None,
             waiting_on_owner: false,
             version: 1,

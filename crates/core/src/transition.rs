@@ -38,8 +38,11 @@ pub enum Event {
     Resume,
     /// The asker acknowledges an ended task (bookkeeping only).
     Acknowledge,
-    /// The desk's session was handed the task (or the asker's latest message).
-    Delivered,
+    /// The desk's session was handed the task (or the asker's latest message); `to` is the
+    /// session that took it, `None` for a desk's command.
+    Delivered {
+        to: Option<crate::session::SessionId>,
+    },
     /// The session was told that a task it had was canceled.
     CancelTold,
     /// The worker's latest words at the end of a turn.
@@ -63,7 +66,7 @@ impl Event {
             Event::Stall => "stall",
             Event::Resume => "resume",
             Event::Acknowledge => "acknowledge",
-            Event::Delivered => "delivered",
+            Event::Delivered { .. } => "delivered",
             Event::CancelTold => "cancel-told",
             Event::WorkerSaid { .. } => "worker-said",
             Event::OwnerWait { .. } => "owner-wait",
@@ -201,11 +204,14 @@ pub fn apply(task: &Task, event: Event, now: Timestamp) -> Result<Task, Transiti
             next.stalled_at = None;
             next.reminders_sent = 0;
         }
-        Event::Delivered => {
+        Event::Delivered { to } => {
             if !task.to_deliver() {
                 return Err(TransitionError::NothingToDeliver { id: id(), state });
             }
             next.delivered_at = Some(now);
+            if to.is_some() {
+                next.delivered_to = to;
+            }
         }
         Event::CancelTold => {
             if !task.cancel_to_tell() {

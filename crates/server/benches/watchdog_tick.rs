@@ -133,7 +133,7 @@ fn fill(store: &Store, n: usize) -> Res<()> {
             },
             T0,
         )?;
-        store.apply(&changed.task.id, Event::Delivered, T0)?;
+        store.apply(&changed.task.id, Event::Delivered { to: None }, T0)?;
         let mut s = Session::new(
             SessionId::from(format!("session-{i:05}-4f1c9a2e")),
             desk,

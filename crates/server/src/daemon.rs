@@ -14,7 +14,7 @@ use crate::auth::Credentials;
 use crate::guard::Guard;
 use crate::owner::OwnerService;
 use crate::tasks::Tasks;
-use crate::token::{Token, ensure_private_dir};
+use crate::token::{OWNER_FILE, Token, WORKER_FILE, ensure_private_dir};
 use crate::{DaemonConfig, http};
 
 #[derive(Debug, thiserror::Error)]
@@ -26,7 +26,7 @@ pub enum DaemonError {
     },
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("cannot read or create the token file in {path}: {source}")]
+    #[error("cannot read or create the token file {path}: {source}")]
     Token {
         path: std::path::PathBuf,
         source: std::io::Error,
@@ -47,6 +47,9 @@ pub struct Daemon {
     addr: SocketAddr,
     owner: OwnerService,
     token: Token,
+    worker_token: Token,
+    credentials: Credentials,
+    routes: Vec<crate::routes::RouteDoc>,
     store: Store,
     stop: watch::Sender<bool>,
     server: JoinHandle<()>,
@@ -80,15 +83,17 @@ impl Daemon {
             reason: e.to_string(),
         })??;
 
+        let token_file = |file: &str| {
+            Token::load_or_create(&config.data_dir, file).map_err(|source| DaemonError::Token {
+                path: config.data_dir.join(file),
+                source,
+            })
+        };
         let token = match &config.token {
             Some(t) => Token::new(t.clone()),
-            None => {
-                Token::load_or_create(&config.data_dir).map_err(|source| DaemonError::Token {
-                    path: config.data_dir.clone(),
-                    source,
-                })?
-            }
+            None => token_file(OWNER_FILE)?,
         };
+        let worker_token = token_file(WORKER_FILE)?;
 
         let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, config.port))
             .await
@@ -115,7 +120,7 @@ impl Daemon {
                 .await
                 .map_err(|e| StoreError::Sqlite(e.to_string()))??
         };
-        let credentials = Credentials::new(token.clone(), &askers);
+        let credentials = Credentials::new(token.clone(), worker_token.clone(), &askers);
         let tasks = Tasks::new(store.clone(), config.clock.clone());
         let (stop, mut stopped) = watch::channel(false);
         let guard = Arc::new(Guard::new(credentials.clone(), addr.port()));
@@ -135,8 +140,9 @@ impl Daemon {
         // Cancelled at shutdown: ends any open MCP response so the graceful shutdown
         // does not wait on a connected client.
         let mcp_cancel = tokio_util::sync::CancellationToken::new();
-        let mcp = crate::mcp::router(
+        let mcp = crate::mcp::room(
             tasks.clone(),
+            credentials.clone(),
             addr.port(),
             http::MAX_BODY,
             mcp_cancel.child_token(),
@@ -146,7 +152,8 @@ impl Daemon {
         let launch = crate::launch::LaunchConfig {
             program: config.claude.clone(),
             port: addr.port(),
-            token: token.as_str().to_owned(),
+            credentials: credentials.clone(),
+            worker_token: worker_token.clone(),
             dir: config.data_dir.join("launched"),
         };
         let sessions = crate::sessions::Sessions::new(
@@ -166,11 +173,12 @@ impl Daemon {
             Some(dir) => Some(Arc::new(crate::ui::UiFiles::load(dir)?)),
             None => None,
         };
-        let app = http::router(
+        let (app, routes) = http::router(
             owner.clone(),
             a2a,
             mcp,
             sessions.clone(),
+            credentials.clone(),
             notices.clone(),
             ui,
             guard,
@@ -223,6 +231,9 @@ impl Daemon {
             addr,
             owner,
             token,
+            worker_token,
+            credentials,
+            routes,
             store,
             stop,
             server,
@@ -240,8 +251,25 @@ impl Daemon {
         self.owner.clone()
     }
 
+    /// The owner's token.
     pub fn token(&self) -> &Token {
         &self.token
+    }
+
+    /// The token of this machine's agent sessions (the hook helper, MCP).
+    pub fn worker_token(&self) -> &Token {
+        &self.worker_token
+    }
+
+    /// The proof a session presents to say it is `session` (what its hooks add to its MCP
+    /// calls); for tests and the launcher.
+    pub fn session_proof(&self, session: &str) -> String {
+        self.credentials.session_proof(session)
+    }
+
+    /// Every route with who may call it: the table in ARCHITECTURE.md.
+    pub fn routes(&self) -> &[crate::routes::RouteDoc] {
+        &self.routes
     }
 
     pub fn store(&self) -> &Store {

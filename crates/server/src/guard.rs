@@ -1,18 +1,19 @@
 //! The guard in front of every route (reliability.md §13): a `Host` that names loopback and
 //! our port (defeats DNS rebinding), an `Origin` that is absent or our own (defeats
-//! cross-site requests; `null` is refused), and the bearer token, compared in constant time.
-//! Only `GET /healthz` and the web UI's static files (`GET /ui/...`, see [`crate::ui`]) are
-//! open, and even they must pass the `Host` and `Origin` checks.
+//! cross-site requests; `null` is refused), and the bearer token, compared in constant time
+//! and resolved to the kind of caller it belongs to. The guard refuses nothing for the
+//! token: whether that caller may call the route is the route's room's decision
+//! ([`crate::routes`]), so open routes (`/healthz`, the web UI's files) need none.
 
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
 
 use crate::OwnerError;
-use crate::auth::{Caller, Credentials};
+use crate::auth::{Credentials, Presented};
 use crate::owner::OwnerErrorKind;
 
 #[derive(Debug)]
@@ -40,12 +41,7 @@ impl Guard {
         }
     }
 
-    fn check(
-        &self,
-        method: &Method,
-        path: &str,
-        headers: &HeaderMap,
-    ) -> Result<Option<Caller>, Box<Response>> {
+    fn check(&self, path: &str, headers: &HeaderMap) -> Result<Presented, Box<Response>> {
         let host = headers
             .get(header::HOST)
             .and_then(|h| h.to_str().ok())
@@ -77,48 +73,22 @@ impl Guard {
                 )));
             }
         }
-        if path == "/healthz" || is_ui_file(method, path) {
-            return Ok(None);
-        }
         let presented = headers
             .get(header::AUTHORIZATION)
             .and_then(|h| h.to_str().ok())
             .and_then(|h| h.strip_prefix("Bearer "))
             .map(str::trim);
-        match presented {
+        Ok(match presented {
+            None => Presented::Nothing,
             Some(t) => match self.credentials.identify(t) {
-                Some(Caller::Asker(name)) if path == "/api" || path.starts_with("/api/") => {
-                    tracing::warn!(asker = %name, %path, "refused: an asker on the owner API");
-                    Err(Box::new(refuse(
-                        StatusCode::FORBIDDEN,
-                        "the owner API needs the owner's token; askers use /a2a",
-                    )))
-                }
-                Some(caller) => Ok(Some(caller)),
-                None => {
-                    tracing::warn!(%path, "refused: wrong token");
-                    Err(Box::new(refuse(
-                        StatusCode::UNAUTHORIZED,
-                        "wrong bearer token; the owner's token is in the data directory's `token` file",
-                    )))
-                }
+                Some(caller) => Presented::Caller(caller),
+                None => Presented::Unknown,
             },
-            None => Err(Box::new(refuse(
-                StatusCode::UNAUTHORIZED,
-                "missing `Authorization: Bearer <token>`; the owner's token is in the data directory's `token` file",
-            ))),
-        }
+        })
     }
 }
 
-/// The web UI's files: a browser cannot send the bearer header when it loads a page, and the
-/// files hold no data. Only reading them is open; everything the page then asks of `/api`
-/// needs the token like any other call.
-fn is_ui_file(method: &Method, path: &str) -> bool {
-    method == Method::GET && (path == "/ui" || path.starts_with("/ui/"))
-}
-
-fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
+pub(crate) fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
     let kind = if status == StatusCode::UNAUTHORIZED {
         OwnerErrorKind::Unauthorized
     } else {
@@ -145,11 +115,9 @@ pub(crate) async fn guard(
     mut request: Request,
     next: Next,
 ) -> Response {
-    match guard.check(request.method(), request.uri().path(), request.headers()) {
-        Ok(caller) => {
-            if let Some(caller) = caller {
-                request.extensions_mut().insert(caller);
-            }
+    match guard.check(request.uri().path(), request.headers()) {
+        Ok(presented) => {
+            request.extensions_mut().insert(presented);
             next.run(request).await
         }
         Err(refusal) => *refusal,

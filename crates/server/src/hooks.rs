@@ -9,7 +9,6 @@
 
 use std::path::PathBuf;
 
-use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -19,14 +18,21 @@ use serde_json::{Value, json};
 use taskkeeper_core::session::{Edge, Reach, SessionId, TurnOrigin};
 use taskkeeper_core::{AgentKind, StoreError, Timestamp, delivery};
 
+use crate::auth::Credentials;
 use crate::owner::{OwnerError, OwnerErrorKind};
+use crate::routes::{Access, Room};
 use crate::sessions::{Sessions, WaitOutcome};
 
-pub(crate) fn router(sessions: Sessions) -> Router {
-    Router::new()
-        .route("/hooks/generic", post(crate::report::report))
-        .route("/hooks/claude-code", post(hook))
-        .route("/hooks/claude-code/wait", post(wait))
+/// The hook intake: the agent sessions of this machine (the worker token) and the owner.
+pub(crate) fn room(sessions: Sessions, credentials: Credentials) -> Room {
+    Room::new(Access::Workers)
+        .route("POST", "/hooks/generic", post(crate::report::report))
+        .route(
+            "POST",
+            "/hooks/claude-code",
+            post(hook).layer(axum::Extension(credentials)),
+        )
+        .route("POST", "/hooks/claude-code/wait", post(wait))
         .with_state(sessions)
 }
 
@@ -123,7 +129,12 @@ pub(crate) fn reach_of(headers: &HeaderMap) -> (Option<String>, Reach) {
     (h("x-taskkeeper-desk"), reach)
 }
 
-async fn hook(State(sessions): State<Sessions>, headers: HeaderMap, body: Bytes) -> Response {
+async fn hook(
+    State(sessions): State<Sessions>,
+    axum::Extension(credentials): axum::Extension<Credentials>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let hook = match parse(&body) {
         Ok(h) => h,
         Err(refusal) => return *refusal,
@@ -146,17 +157,19 @@ async fn hook(State(sessions): State<Sessions>, headers: HeaderMap, body: Bytes)
     if session.reach.headless {
         // Its own event stream tells its activity, and its stdin takes its tasks: the
         // hooks (installed for the owner's interactive sessions) only fill in the session.
-        return (StatusCode::OK, fill_session(&hook)).into_response();
+        return (StatusCode::OK, fill_session(&hook, &credentials)).into_response();
     }
-    match handle(&sessions, &hook, session).await {
+    match handle(&sessions, &credentials, &hook, session).await {
         Ok(out) => (StatusCode::OK, out).into_response(),
         Err(e) => store_error(e),
     }
 }
 
-/// For a PreToolUse of one of our tools: allow it, with the calling session's id added to its
-/// input (see the MCP module). Nothing for any other event or tool.
-fn fill_session(hook: &Hook) -> String {
+/// For a PreToolUse of one of our tools: allow it, with the calling session's id and its
+/// proof added to its input (see the MCP module): the model cannot write another session's
+/// proof, so its arguments cannot make it act as another session. Nothing for any other
+/// event or tool.
+fn fill_session(hook: &Hook, credentials: &Credentials) -> String {
     let b = &hook.body;
     let tool = b.get("tool_name").and_then(Value::as_str).unwrap_or("");
     if hook.event != "PreToolUse" || !tool.starts_with(OUR_TOOLS) {
@@ -166,6 +179,10 @@ fn fill_session(hook: &Hook) -> String {
     let mut input = b.get("tool_input").cloned().unwrap_or_else(|| json!({}));
     if let Value::Object(o) = &mut input {
         o.insert("session_id".into(), json!(hook.session.as_str()));
+        o.insert(
+            "session_proof".into(),
+            json!(credentials.session_proof(hook.session.as_str())),
+        );
     }
     json!({"hookSpecificOutput": {
         "hookEventName": "PreToolUse",
@@ -179,6 +196,7 @@ fn fill_session(hook: &Hook) -> String {
 /// Returns what the hook prints.
 async fn handle(
     sessions: &Sessions,
+    credentials: &Credentials,
     hook: &Hook,
     session: taskkeeper_core::Session,
 ) -> Result<String, StoreError> {
@@ -221,7 +239,7 @@ async fn handle(
         "PreToolUse" => {
             sessions.edge(id, Edge::ToolActivity).await?;
             owner_back().await;
-            fill_session(hook)
+            fill_session(hook, credentials)
         }
         "PostToolUse" | "PostToolUseFailure" => {
             sessions.edge(id, Edge::ToolActivity).await?;

@@ -1,5 +1,5 @@
-//! The HTTP routes: `/healthz` and the owner API under `/api`, as thin wrappers around the
-//! [`OwnerService`]. Bodies are JSON (`Content-Type: application/json`), at most 1 MiB;
+//! The HTTP routes: the root router that puts every area's room together, `/healthz`, and
+//! the owner API under `/api`, as thin wrappers around the [`OwnerService`]. Bodies are JSON (`Content-Type: application/json`), at most 1 MiB;
 //! every error is `{"error": {"kind", "message"}}` with a fitting status.
 
 use std::sync::Arc;
@@ -18,56 +18,37 @@ use crate::api::{
 };
 use crate::guard::{Guard, guard};
 use crate::owner::{OwnerError, OwnerErrorKind, OwnerService, TaskQuery, WorkerEnding};
+use crate::routes::{Access, House, Room, RouteDoc};
 
 /// The largest request body accepted.
 pub const MAX_BODY: usize = 1024 * 1024;
 
+/// Every route of the daemon, room by room ([`crate::routes`]), behind the guard and the
+/// body limit; with the route table the rooms declare.
 pub(crate) fn router(
     owner: OwnerService,
     a2a: crate::a2a::A2a,
-    mcp: Router,
+    mcp: Room,
     sessions: crate::sessions::Sessions,
+    credentials: crate::auth::Credentials,
     notices: Arc<crate::notify::EventNotifier>,
     ui: Option<Arc<crate::ui::UiFiles>>,
     guard_state: Arc<Guard>,
-) -> Router {
-    let events = Router::new()
-        .route("/api/events", get(events))
+) -> (Router, Vec<RouteDoc>) {
+    let health = Room::new(Access::Open).route("GET", "/healthz", get(|| async { "ok" }));
+    let events = Room::new(Access::Owner)
+        .route("GET", "/api/events", get(events))
         .with_state((owner.clone(), notices));
-    let owner_routes = Router::new()
-        .route("/healthz", get(|| async { "ok" }))
-        .route("/api/desks", get(list_desks).post(add_desk))
-        .route(
-            "/api/desks/{name}",
-            axum::routing::delete(remove_desk).patch(change_desk),
-        )
-        .route("/api/desks/{name}/launch", post(launch_session))
-        .route("/api/sessions/{id}/stop", post(stop_session))
-        .route("/api/sessions/{id}/permission", post(answer_permission))
-        .route("/api/tasks", get(list_tasks).post(create_task))
-        .route("/api/tasks/{id}", get(get_task))
-        .route("/api/tasks/{id}/update", post(update_task))
-        .route("/api/tasks/{id}/cancel", post(cancel_task))
-        .route("/api/sessions", get(list_sessions))
-        .route("/api/sessions/{id}/pause", post(pause_session))
-        .route("/api/sessions/{id}/resume", post(resume_session))
-        .route("/api/settings", get(get_settings).put(put_settings))
-        .route("/api/reminders/pause", post(pause_all))
-        .route("/api/reminders/resume", post(resume_all))
-        .route("/api/tasks/{id}/remind", post(remind_task))
-        .route("/api/tasks/{id}/resume", post(resume_task))
-        .route("/api/askers", get(list_askers).post(add_asker))
-        .route("/api/askers/{name}", axum::routing::delete(remove_asker))
-        .with_state(owner);
-    Router::new()
-        .merge(owner_routes)
-        .merge(events)
-        .merge(crate::a2a::router(a2a))
-        .merge(crate::hooks::router(sessions))
-        // `/mcp` (crate::mcp) sits inside the guard and the body limit like every route.
-        .merge(mcp)
-        // `/ui` (crate::ui): the guard lets only its GETs through without the token.
-        .merge(crate::ui::router(ui))
+    let (router, routes) = House::default()
+        .room(health)
+        .room(owner_room(owner))
+        .room(events)
+        .room(crate::a2a::room(a2a))
+        .room(crate::hooks::room(sessions, credentials))
+        .room(mcp)
+        .room(crate::ui::room(ui))
+        .into_parts();
+    let router = router
         .fallback(|| async {
             error_response(
                 StatusCode::NOT_FOUND,
@@ -78,7 +59,49 @@ pub(crate) fn router(
             )
         })
         .layer(DefaultBodyLimit::max(MAX_BODY))
-        .layer(axum::middleware::from_fn_with_state(guard_state, guard))
+        .layer(axum::middleware::from_fn_with_state(guard_state, guard));
+    (router, routes)
+}
+
+/// The owner API: the owner's token only.
+fn owner_room(owner: OwnerService) -> Room {
+    Room::new(Access::Owner)
+        .route("GET POST", "/api/desks", get(list_desks).post(add_desk))
+        .route(
+            "PATCH DELETE",
+            "/api/desks/{name}",
+            axum::routing::delete(remove_desk).patch(change_desk),
+        )
+        .route("POST", "/api/desks/{name}/launch", post(launch_session))
+        .route("POST", "/api/sessions/{id}/stop", post(stop_session))
+        .route(
+            "POST",
+            "/api/sessions/{id}/permission",
+            post(answer_permission),
+        )
+        .route("GET POST", "/api/tasks", get(list_tasks).post(create_task))
+        .route("GET", "/api/tasks/{id}", get(get_task))
+        .route("POST", "/api/tasks/{id}/update", post(update_task))
+        .route("POST", "/api/tasks/{id}/cancel", post(cancel_task))
+        .route("GET", "/api/sessions", get(list_sessions))
+        .route("POST", "/api/sessions/{id}/pause", post(pause_session))
+        .route("POST", "/api/sessions/{id}/resume", post(resume_session))
+        .route(
+            "GET PUT",
+            "/api/settings",
+            get(get_settings).put(put_settings),
+        )
+        .route("POST", "/api/reminders/pause", post(pause_all))
+        .route("POST", "/api/reminders/resume", post(resume_all))
+        .route("POST", "/api/tasks/{id}/remind", post(remind_task))
+        .route("POST", "/api/tasks/{id}/resume", post(resume_task))
+        .route("GET POST", "/api/askers", get(list_askers).post(add_asker))
+        .route(
+            "DELETE",
+            "/api/askers/{name}",
+            axum::routing::delete(remove_asker),
+        )
+        .with_state(owner)
 }
 
 pub(crate) fn error_response(status: StatusCode, error: OwnerError) -> Response {

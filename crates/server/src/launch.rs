@@ -13,10 +13,11 @@
 //! (`--permission-prompt-tool stdio`): the session waits on the owner, the request is shown
 //! with the session ([`Permission`]), and the owner's answer goes back on stdin.
 //!
-//! The process gets the MCP server with two headers: the owner's bearer token and
-//! `X-Taskkeeper-Session`, so its `task_update` calls name their session without a hook.
-//! The configuration is a 0600 file, never an argument: a command line is readable by every
-//! user of the machine.
+//! The process gets the MCP server with three headers: the worker token (never the
+//! owner's), `X-Taskkeeper-Session` and the session's proof, so its `task_update` calls are
+//! that session's without a hook, and no argument can make them another's. The
+//! configuration is a 0600 file, never an argument: a command line is readable by every user
+//! of the machine. Its environment carries no token at all.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -45,6 +46,8 @@ use crate::sessions::Sessions;
 
 /// The header naming the calling session on MCP requests of a launched session.
 pub const SESSION_HEADER: &str = "x-taskkeeper-session";
+/// The header carrying that session's proof (see [`crate::auth`]).
+pub const SESSION_PROOF_HEADER: &str = "x-taskkeeper-session-proof";
 
 /// How long a stopped session has to finish after its stdin closed before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(10);
@@ -69,8 +72,9 @@ pub struct LaunchConfig {
     pub program: PathBuf,
     /// The daemon's port, for the MCP server's address.
     pub port: u16,
-    /// The owner's token, for the MCP server's Authorization header.
-    pub token: String,
+    /// The worker token and the session proofs, for the MCP server's headers.
+    pub(crate) credentials: crate::auth::Credentials,
+    pub(crate) worker_token: crate::token::Token,
     /// Where the per-session MCP configuration files go (private to the owner).
     pub dir: PathBuf,
 }
@@ -309,6 +313,7 @@ impl Sessions {
         for var in STRIPPED_ENV {
             command.env_remove(var);
         }
+        crate::child_env::scrub_secrets(&mut command);
         // Its own process group: stopping it stops the background commands it started.
         #[cfg(unix)]
         command.process_group(0);
@@ -698,8 +703,9 @@ fn write_mcp_config(config: &LaunchConfig, id: &SessionId) -> Result<PathBuf, La
         "type": "http",
         "url": format!("http://127.0.0.1:{}/mcp", config.port),
         "headers": {
-            "Authorization": format!("Bearer {}", config.token),
+            "Authorization": format!("Bearer {}", config.worker_token.as_str()),
             "X-Taskkeeper-Session": id.as_str(),
+            "X-Taskkeeper-Session-Proof": config.credentials.session_proof(id.as_str()),
         },
     }}});
     write_private(&config.dir, &path, body.to_string().as_bytes()).map_err(|source| {

@@ -9,6 +9,7 @@
 pub mod a2a;
 pub mod api;
 mod auth;
+mod child_env;
 mod config;
 pub mod conformance;
 mod daemon;
@@ -21,15 +22,16 @@ mod mcp;
 pub mod notify;
 mod owner;
 pub mod report;
+pub mod routes;
 pub mod sessions;
 mod tasks;
 mod token;
 pub mod ui;
 pub mod watchdog;
 
-pub use auth::Caller;
+pub use auth::{Caller, CallerKind};
 pub use config::{DaemonConfig, default_data_dir};
 pub use daemon::{Daemon, DaemonError};
 pub use owner::{OwnerError, OwnerErrorKind, OwnerService, TaskQuery, WorkerEnding};
 pub use tasks::Tasks;
-pub use token::Token;
+pub use token::{OWNER_FILE as OWNER_TOKEN_FILE, Token, WORKER_FILE as WORKER_TOKEN_FILE};

@@ -51,7 +51,6 @@ use std::fmt::Write as _;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use axum::Router;
 use axum::http::request::Parts;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
@@ -68,8 +67,9 @@ use taskkeeper_core::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::Caller;
+use crate::auth::{Caller, Credentials};
 use crate::owner::WorkerEnding;
+use crate::routes::{Access, Room};
 use crate::tasks::Tasks;
 
 /// The prefix of the asker name a session's `task_send` carries.
@@ -82,16 +82,18 @@ summary; if you need something from the asker, `blocked` and what you need; if i
 done, `failed` and why. The ending comes only from task_update: your reply text is never read \
 as one. task_list shows this desk's open tasks, task_get one of them with its request. To ask \
 another desk for something, use desks_list, task_send, then task_status (and task_ack once you \
-have read the ending). The session_id argument is filled in by Taskkeeper's hook; leave it \
-out.";
+have read the ending). The session_id and session_proof arguments are filled in by \
+Taskkeeper's hook; leave them out.";
 
-/// Build the `/mcp` routes. `cancel` is cancelled when the daemon shuts down.
-pub(crate) fn router(
+/// The `/mcp` room: the agent sessions of this machine (the worker token) and the owner.
+/// `cancel` is cancelled when the daemon shuts down.
+pub(crate) fn room(
     tasks: Tasks,
+    credentials: Credentials,
     port: u16,
     body_limit: usize,
     cancel: CancellationToken,
-) -> Router {
+) -> Room {
     let loopback = [
         format!("127.0.0.1:{port}"),
         format!("localhost:{port}"),
@@ -106,19 +108,20 @@ pub(crate) fn router(
         .with_allowed_origins(loopback.iter().map(|h| format!("http://{h}")))
         .with_max_request_body_bytes(body_limit)
         .with_cancellation_token(cancel);
-    let server = McpServer { tasks };
+    let server = McpServer { tasks, credentials };
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(NeverSessionManager::default()),
         config,
     );
-    Router::new().nest_service("/mcp", service)
+    Room::new(Access::Workers).nest_service("POST", "/mcp", service)
 }
 
 /// The MCP server; one per request (it is only handles to shared state).
 #[derive(Clone, Debug)]
 pub(crate) struct McpServer {
     tasks: Tasks,
+    credentials: Credentials,
 }
 
 // ---- arguments --------------------------------------------------------------------------
@@ -134,28 +137,38 @@ pub struct TaskUpdateArgs {
     pub status: String,
     /// The summary, what you need, or why it failed. The asker reads exactly this.
     pub text: String,
-    /// Filled in automatically by Taskkeeper's hook with the calling session's id; leave it
-    /// out.
-    #[serde(default)]
-    pub session_id: Option<String>,
+    /// The calling session, filled in by Taskkeeper's hook.
+    #[serde(flatten)]
+    pub session: SessionClaim,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct TaskIdArgs {
     /// The task's id.
     pub task_id: String,
+    /// The calling session, filled in by Taskkeeper's hook.
+    #[serde(flatten)]
+    pub session: SessionClaim,
+}
+
+/// Which session calls, and its proof: both filled in by Taskkeeper's PreToolUse hook (see
+/// the module doc); the model leaves them out.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+pub struct SessionClaim {
     /// Filled in automatically by Taskkeeper's hook with the calling session's id; leave it
     /// out.
     #[serde(default)]
     pub session_id: Option<String>,
+    /// Filled in automatically by Taskkeeper's hook; leave it out.
+    #[serde(default)]
+    pub session_proof: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 pub struct SessionArgs {
-    /// Filled in automatically by Taskkeeper's hook with the calling session's id; leave it
-    /// out.
-    #[serde(default)]
-    pub session_id: Option<String>,
+    /// The calling session, filled in by Taskkeeper's hook.
+    #[serde(flatten)]
+    pub session: SessionClaim,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -164,10 +177,9 @@ pub struct TaskSendArgs {
     pub desk: String,
     /// What you ask for, in full: the desk's session reads only this.
     pub text: String,
-    /// Filled in automatically by Taskkeeper's hook with the calling session's id; leave it
-    /// out.
-    #[serde(default)]
-    pub session_id: Option<String>,
+    /// The calling session, filled in by Taskkeeper's hook.
+    #[serde(flatten)]
+    pub session: SessionClaim,
 }
 
 // ---- tool errors ------------------------------------------------------------------------
@@ -245,8 +257,8 @@ fn success(text: String, structured: Value) -> CallToolResult {
 
 // ---- who is calling ---------------------------------------------------------------------
 
-/// The caller of one tool call: the token's identity and, when `session_id` was given, the
-/// session.
+/// The caller of one tool call: the token's identity and the session it acts as. A worker's
+/// call always has its session, proven; the owner's has one only when it names one.
 struct Call {
     caller: Caller,
     session: Option<Session>,
@@ -261,35 +273,33 @@ impl Call {
         }
     }
 
-    /// Refuse a worker tool to an asker token.
-    fn worker(&self, tool: &str) -> Result<(), ToolError> {
-        match &self.caller {
-            Caller::Owner => Ok(()),
-            Caller::Asker(name) => Err(ToolError::forbidden(format!(
-                "{tool} is for the sessions working at the desks, which use the owner's token; \
-                 asker {name} can use desks_list, task_send, task_status and task_ack"
-            ))),
-        }
-    }
-
     /// Refuse a task of another desk than the calling session's.
     fn same_desk(&self, task: &Task) -> Result<(), ToolError> {
         match &self.session {
-            Some(s) if s.desk != task.desk => Err(ToolError::forbidden(format!(
-                "task {} is held by desk {}, not by this session's desk {}; nothing changed. \
-                 task_list shows this desk's open tasks",
-                task.id, task.desk, s.desk
-            ))),
+            Some(s) if s.desk != task.desk => Err(ToolError::forbidden(
+                taskkeeper_core::queue::NotHeld::OtherDesk {
+                    task: task.id.clone(),
+                    task_desk: task.desk.clone(),
+                    desk: s.desk.clone(),
+                }
+                .to_string(),
+            )),
             _ => Ok(()),
         }
     }
 }
 
 impl McpServer {
+    /// Who calls, as which session. The session comes from what the caller can prove, never
+    /// from what it merely says: a launched session's headers (its private MCP
+    /// configuration) are authoritative and no argument overrides them; otherwise the
+    /// arguments' `session_id` counts only with its `session_proof` (which Taskkeeper's
+    /// PreToolUse hook adds). A worker's call without a proven session is refused; the
+    /// owner may name a session without proof (it may do everything anyway) or none.
     async fn call(
         &self,
         ctx: &RequestContext<RoleServer>,
-        session_id: Option<String>,
+        claim: SessionClaim,
     ) -> Result<Call, ToolError> {
         let parts = ctx.extensions.get::<Parts>();
         let caller = parts
@@ -298,29 +308,68 @@ impl McpServer {
             .ok_or_else(|| {
                 ToolError::forbidden("this call carried no verified caller; send the bearer token")
             })?;
-        // A session Taskkeeper launched names itself in a header of its MCP configuration.
-        let header = parts
-            .and_then(|p| p.headers.get(crate::launch::SESSION_HEADER))
-            .and_then(|v| v.to_str().ok())
-            .filter(|v| !v.is_empty())
-            .map(str::to_owned);
+        if let Caller::Asker(name) = &caller {
+            // The route's layer admits no asker; this stays true if that ever changes.
+            return Err(ToolError::forbidden(format!(
+                "MCP is for the agent sessions on this machine; asker {name} uses A2A"
+            )));
+        }
+        let header = |name: &str| {
+            parts
+                .and_then(|p| p.headers.get(name))
+                .and_then(|v| v.to_str().ok())
+                .filter(|v| !v.is_empty())
+                .map(str::to_owned)
+        };
+        let launched = header(crate::launch::SESSION_HEADER);
         tracing::debug!(
-            argument = session_id.as_deref(),
-            header = header.as_deref(),
+            argument = claim.session_id.as_deref(),
+            header = launched.as_deref(),
             "an MCP tool call's session"
         );
-        let Some(session_id) = session_id.or(header) else {
+        let named = claim.session_id.filter(|s| !s.trim().is_empty());
+        let session_id = if let Some(launched) = launched {
+            let proof = header(crate::launch::SESSION_PROOF_HEADER).unwrap_or_default();
+            if !self.credentials.proves(&launched, &proof) {
+                return Err(ToolError::forbidden(format!(
+                    "the X-Taskkeeper-Session header names {launched:?} without its proof; only \
+                     the MCP configuration Taskkeeper wrote for a session it launched carries it"
+                )));
+            }
+            if let Some(named) = named.as_ref().filter(|n| **n != launched) {
+                return Err(ToolError::forbidden(format!(
+                    "this is session {launched} (its MCP configuration says so); session_id \
+                     {named:?} cannot make it another session. Nothing changed: leave \
+                     session_id out"
+                )));
+            }
+            launched
+        } else if let Some(named) = named {
+            let proven = claim
+                .session_proof
+                .as_deref()
+                .is_some_and(|p| self.credentials.proves(&named, p));
+            if !proven && caller != Caller::Owner {
+                return Err(ToolError::forbidden(format!(
+                    "session_id {named:?} came without its proof, so it is not taken; nothing \
+                     changed. Taskkeeper's PreToolUse hook adds both to this tool's calls: leave \
+                     them out, and if this keeps happening run `taskkeeper connect claude-code` \
+                     (or restart the session)"
+                )));
+            }
+            named
+        } else if caller == Caller::Owner {
             return Ok(Call {
                 caller,
                 session: None,
             });
+        } else {
+            return Err(ToolError::forbidden(
+                "this call names no session, and a session's tool calls must say which session \
+                 they are: Taskkeeper's PreToolUse hook adds that (check that `taskkeeper connect \
+                 claude-code` set it up, then restart the session). Nothing changed",
+            ));
         };
-        if let Caller::Asker(name) = &caller {
-            return Err(ToolError::forbidden(format!(
-                "session_id is for the agent sessions on this machine, which use the owner's \
-                 token; asker {name} acts as itself: leave session_id out"
-            )));
-        }
         let id = SessionId::from(session_id.clone());
         let session = self
             .tasks
@@ -503,8 +552,7 @@ impl McpServer {
         args: TaskUpdateArgs,
         ctx: &RequestContext<RoleServer>,
     ) -> ToolOutcome {
-        let call = self.call(ctx, args.session_id).await?;
-        call.worker("task_update")?;
+        let call = self.call(ctx, args.session).await?;
         let ending = WorkerEnding::from_str(args.status.trim())
             .map_err(|e| ToolError::invalid(format!("{e}; nothing changed")))?;
         if args.text.trim().is_empty() {
@@ -513,7 +561,10 @@ impl McpServer {
             ));
         }
         let task = self.task(&args.task_id).await?;
-        call.same_desk(&task)?;
+        if let Some(session) = &call.session {
+            taskkeeper_core::queue::session_may_end(&task, session)
+                .map_err(|e| ToolError::forbidden(e.to_string()))?;
+        }
         let changed = self
             .tasks
             .apply(&task.id, ending.event(args.text))
@@ -542,8 +593,7 @@ impl McpServer {
         args: SessionArgs,
         ctx: &RequestContext<RoleServer>,
     ) -> ToolOutcome {
-        let call = self.call(ctx, args.session_id).await?;
-        call.worker("task_list")?;
+        let call = self.call(ctx, args.session).await?;
         let desk = call.session.as_ref().map(|s| s.desk.clone());
         let filter = TaskFilter {
             state: StateFilter::Open,
@@ -586,8 +636,7 @@ impl McpServer {
         args: TaskIdArgs,
         ctx: &RequestContext<RoleServer>,
     ) -> ToolOutcome {
-        let call = self.call(ctx, args.session_id).await?;
-        call.worker("task_get")?;
+        let call = self.call(ctx, args.session).await?;
         let task = self.task(&args.task_id).await?;
         call.same_desk(&task)?;
         Ok(success(
@@ -601,7 +650,7 @@ impl McpServer {
         args: SessionArgs,
         ctx: &RequestContext<RoleServer>,
     ) -> ToolOutcome {
-        let call = self.call(ctx, args.session_id).await?;
+        let call = self.call(ctx, args.session).await?;
         let desks = self
             .tasks
             .blocking(|s, _| s.desks())
@@ -633,7 +682,7 @@ impl McpServer {
         args: TaskSendArgs,
         ctx: &RequestContext<RoleServer>,
     ) -> ToolOutcome {
-        let call = self.call(ctx, args.session_id).await?;
+        let call = self.call(ctx, args.session).await?;
         let desk = DeskName::from_str(args.desk.trim())
             .map_err(|e| ToolError::invalid(format!("{e}; desks_list shows the desks")))?;
         if args.text.trim().is_empty() {
@@ -679,7 +728,7 @@ impl McpServer {
         args: TaskIdArgs,
         ctx: &RequestContext<RoleServer>,
     ) -> ToolOutcome {
-        let call = self.call(ctx, args.session_id).await?;
+        let call = self.call(ctx, args.session).await?;
         let task = self.own_task(&call, &args.task_id).await?;
         Ok(success(
             render_task(&task, Audience::Asker),
@@ -692,7 +741,7 @@ impl McpServer {
         args: TaskIdArgs,
         ctx: &RequestContext<RoleServer>,
     ) -> ToolOutcome {
-        let call = self.call(ctx, args.session_id).await?;
+        let call = self.call(ctx, args.session).await?;
         let task = self.own_task(&call, &args.task_id).await?;
         let task = self
             .tasks

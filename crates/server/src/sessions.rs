@@ -107,12 +107,13 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// How an item is told: its text, and the transition that records it was told.
-fn telling(t: &Task) -> (Event, String) {
+/// How an item is told: its text, and the transition that records it was told (to `to`,
+/// the session that takes it, if a session does).
+fn telling(t: &Task, to: Option<&SessionId>) -> (Event, String) {
     if t.cancel_to_tell() {
         (Event::CancelTold, delivery::cancel_text(t))
     } else {
-        (Event::Delivered, delivery::task_text(t))
+        (Event::Delivered { to: to.cloned() }, delivery::task_text(t))
     }
 }
 
@@ -427,11 +428,11 @@ impl Sessions {
         Ok(due)
     }
 
-    /// Claim everything the desk's session has to be told and return its text; `None` when
+    /// Claim everything `session`'s desk has to tell it and return its text; `None` when
     /// there is nothing (or someone else claimed it first).
-    pub async fn claim(&self, desk: &DeskName) -> Result<Option<String>, StoreError> {
-        let items = self.undelivered(desk).await?;
-        let texts = self.record_told(&items).await?;
+    pub async fn claim(&self, session: &Session) -> Result<Option<String>, StoreError> {
+        let items = self.undelivered(&session.desk).await?;
+        let texts = self.record_told(&items, Some(&session.id)).await?;
         Ok((!texts.is_empty()).then(|| joined(texts)))
     }
 
@@ -439,10 +440,14 @@ impl Sessions {
     /// transition that succeeds once, and only at the version that was told. Returns the
     /// texts of the items recorded now; one that someone else recorded first, or that changed
     /// meanwhile (a follow-up), is left to be told (again, as it is now).
-    async fn record_told(&self, items: &[Task]) -> Result<Vec<String>, StoreError> {
+    async fn record_told(
+        &self,
+        items: &[Task],
+        to: Option<&SessionId>,
+    ) -> Result<Vec<String>, StoreError> {
         let mut texts = Vec::new();
         for t in items {
-            let (event, text) = telling(t);
+            let (event, text) = telling(t, to);
             match self.tasks.apply_at(&t.id, t.version, event).await {
                 Ok(c) if c.changed => texts.push(text),
                 Ok(_) | Err(StoreError::Transition(_) | StoreError::Conflict(_)) => {}
@@ -462,7 +467,7 @@ impl Sessions {
             lock(&self.inner.handovers).remove(&session.id);
             return Ok(None);
         }
-        let text = self.claim(&session.desk).await?;
+        let text = self.claim(session).await?;
         if text.is_some() {
             *lock(&self.inner.handovers)
                 .entry(session.id.clone())
@@ -513,7 +518,7 @@ impl Sessions {
             }
             if session.activity == taskkeeper_core::Activity::Idle {
                 let note = self.claim_note(id, None).await?;
-                let tasks = self.claim(&session.desk).await?;
+                let tasks = self.claim(&session).await?;
                 let text: Vec<String> = note.into_iter().chain(tasks).collect();
                 if !text.is_empty() {
                     self.expect_turn(id);
@@ -562,7 +567,7 @@ impl Parcel {
             .note
             .iter()
             .map(|(_, text)| text.clone())
-            .chain(self.items.iter().map(|t| telling(t).1))
+            .chain(self.items.iter().map(|t| telling(t, None).1))
             .collect();
         joined(texts)
     }
@@ -784,7 +789,8 @@ impl Sessions {
         if let (Some(session), Some((seq, _))) = (session, &parcel.note) {
             self.claim_note(&session.id, Some(*seq)).await?;
         }
-        self.record_told(&parcel.items).await?;
+        self.record_told(&parcel.items, session.map(|s| &s.id))
+            .await?;
         Ok(())
     }
 

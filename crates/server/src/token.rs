@@ -1,6 +1,8 @@
-//! The owner's bearer token: from `TASKKEEPER_TOKEN`, else a random 32-byte token kept in
-//! `<data-dir>/token`, created with mode 0600 inside a 0700 directory (the mode is set at
-//! creation, so there is no window in which another user could read it).
+//! The daemon's own bearer tokens: the owner's (from `TASKKEEPER_TOKEN`, else kept in
+//! `<data-dir>/token`) and the workers' (always kept in `<data-dir>/worker-token`, so the
+//! hook helper of any session, launched or not, finds it). Each is a random 32-byte token
+//! in a file created with mode 0600 inside a 0700 directory (the mode is set at creation, so
+//! there is no window in which another user could read it).
 
 use std::fs;
 use std::io::Write as _;
@@ -8,6 +10,11 @@ use std::path::Path;
 
 use rand::RngCore as _;
 use subtle::ConstantTimeEq as _;
+
+/// The owner token's file in the data directory.
+pub const OWNER_FILE: &str = "token";
+/// The worker token's file in the data directory.
+pub const WORKER_FILE: &str = "worker-token";
 
 /// A bearer token. Comparison takes the same time wherever the first difference is.
 #[derive(Clone)]
@@ -38,9 +45,10 @@ impl Token {
         self.0.as_bytes().ct_eq(candidate.as_bytes()).into()
     }
 
-    /// Read `<dir>/token`, or create it.
-    pub fn load_or_create(dir: &Path) -> std::io::Result<Token> {
-        let path = dir.join("token");
+    /// Read `<dir>/<file>` (the owner's [`OWNER_FILE`], the workers' [`WORKER_FILE`]), or
+    /// create it.
+    pub fn load_or_create(dir: &Path, file: &str) -> std::io::Result<Token> {
+        let path = dir.join(file);
         match fs::read_to_string(&path) {
             Ok(text) if !text.trim().is_empty() => return Ok(Token(text.trim().to_owned())),
             Ok(_) => {

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use axum::Router;
+use crate::routes::{Access, Room};
 use axum::body::{Body, Bytes};
 use axum::extract::{Path as UrlPath, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -232,11 +232,14 @@ fn content_type(path: &Path) -> &'static str {
 
 /// `/ui`, `/ui/` and `/ui/{path}`. Without a UI directory (`serve` without `--ui`, the tray
 /// app) they answer 404 with what to do.
-pub(crate) fn router(files: Option<Arc<UiFiles>>) -> Router {
-    Router::new()
-        .route("/ui", get(redirect))
-        .route("/ui/", get(index))
-        .route("/ui/{*path}", get(file))
+/// The page's files: open, since a browser cannot send the bearer header when it loads a
+/// page, and the files hold no data; everything the page then asks of `/api` needs the
+/// owner's token like any other call.
+pub(crate) fn room(files: Option<Arc<UiFiles>>) -> Room {
+    Room::new(Access::Open)
+        .route("GET", "/ui", get(redirect))
+        .route("GET", "/ui/", get(index))
+        .route("GET", "/ui/{*path}", get(file))
         .with_state(files)
 }
 

@@ -196,7 +196,7 @@ fn apply_at_refuses_a_task_that_changed_since_it_was_read() {
     assert!(now.version > read.version);
 
     let err = store
-        .apply_at(&read.id, read.version, Event::Delivered, T0)
+        .apply_at(&read.id, read.version, Event::Delivered { to: None }, T0)
         .unwrap_err();
     assert_eq!(err, StoreError::Conflict(read.id.clone()));
     assert_eq!(
@@ -206,7 +206,7 @@ fn apply_at_refuses_a_task_that_changed_since_it_was_read() {
     );
 
     let done = store
-        .apply_at(&read.id, now.version, Event::Delivered, T0)
+        .apply_at(&read.id, now.version, Event::Delivered { to: None }, T0)
         .unwrap();
     assert!(done.changed && done.task.delivered_at.is_some());
 }

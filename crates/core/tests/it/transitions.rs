@@ -60,7 +60,7 @@ fn events() -> Vec<Event> {
         Event::Stall,
         Event::Resume,
         Event::Acknowledge,
-        Event::Delivered,
+        Event::Delivered { to: None },
         Event::CancelTold,
         Event::WorkerSaid {
             text: "Now writing the probe".into(),
@@ -254,7 +254,7 @@ fn arb_event() -> impl Strategy<Value = Event> {
         Just(Event::Stall),
         Just(Event::Resume),
         Just(Event::Acknowledge),
-        Just(Event::Delivered),
+        Just(Event::Delivered { to: None }),
         Just(Event::CancelTold),
         any::<u8>().prop_map(|n| Event::WorkerSaid {
             text: format!("words {n}")

@@ -52,7 +52,7 @@ impl Sim {
                     T0,
                 );
                 let t = apply(&t, Event::Start, T0).unwrap();
-                apply(&t, Event::Delivered, T0).unwrap()
+                apply(&t, Event::Delivered { to: None }, T0).unwrap()
             })
             .collect();
         session.apply(
@@ -438,7 +438,7 @@ fn a_follow_up_restarts_the_ladder() {
         Some(T0.plus(min(24.0 * 60.0))),
         "not held until the answer is delivered"
     );
-    let t = apply(&t, Event::Delivered, sim.now).unwrap();
+    let t = apply(&t, Event::Delivered { to: None }, sim.now).unwrap();
     assert_eq!(t.reminders_sent, 0);
     sim.tasks[0] = t;
     let start = sim.now;

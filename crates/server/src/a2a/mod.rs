@@ -14,7 +14,7 @@ pub mod wire;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
+use crate::routes::{Access, Room};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State};
@@ -57,12 +57,17 @@ pub struct CardOptionsConfig {
     pub machine_desk: Option<String>,
 }
 
-pub(crate) fn router(a2a: A2a) -> Router {
-    Router::new()
-        .route("/a2a", post(rpc_machine))
-        .route("/a2a/{desk}", post(rpc_desk))
-        .route("/a2a/{desk}/.well-known/agent-card.json", get(desk_card))
-        .route("/.well-known/agent-card.json", get(machine_card))
+/// A2A and the Agent Cards: askers and the owner.
+pub(crate) fn room(a2a: A2a) -> Room {
+    Room::new(Access::Askers)
+        .route("POST", "/a2a", post(rpc_machine))
+        .route("POST", "/a2a/{desk}", post(rpc_desk))
+        .route(
+            "GET",
+            "/a2a/{desk}/.well-known/agent-card.json",
+            get(desk_card),
+        )
+        .route("GET", "/.well-known/agent-card.json", get(machine_card))
         .with_state(a2a)
 }
 

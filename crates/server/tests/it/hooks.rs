@@ -32,8 +32,12 @@ impl<'a> Hooks<'a> {
         if let (Value::Object(b), Value::Object(e)) = (&mut body, extra) {
             b.extend(e);
         }
+        // The worker token, as the hook helper sends it.
         let mut hs = vec![
-            ("Authorization".to_owned(), format!("Bearer {TOKEN}")),
+            (
+                "Authorization".to_owned(),
+                format!("Bearer {}", self.d.daemon().worker_token().as_str()),
+            ),
             ("Content-Type".to_owned(), "application/json".to_owned()),
         ];
         hs.extend(headers.iter().map(|(k, v)| (k.to_string(), v.clone())));
@@ -268,9 +272,11 @@ fn our_tool_calls_get_the_session_id_and_are_allowed() {
     let v: Value = serde_json::from_str(&out).unwrap();
     let hso = &v["hookSpecificOutput"];
     assert_eq!(hso["permissionDecision"], "allow");
+    // The session's proof goes with its id: the model never writes either.
     assert_eq!(
         hso["updatedInput"],
-        json!({"task_id": "t-1", "status": "done", "text": "Added it", "session_id": "s-1"})
+        json!({"task_id": "t-1", "status": "done", "text": "Added it", "session_id": "s-1",
+            "session_proof": d.daemon().session_proof("s-1")})
     );
     assert_eq!(
         h.ok(
@@ -371,7 +377,10 @@ fn garbage_payloads_are_refused_and_change_nothing() {
     let h = Hooks::new(&d);
     let post = |body: &str| {
         let hs = vec![
-            ("Authorization".to_owned(), format!("Bearer {TOKEN}")),
+            (
+                "Authorization".to_owned(),
+                format!("Bearer {}", d.daemon().worker_token().as_str()),
+            ),
             ("Content-Type".to_owned(), "application/json".to_owned()),
         ];
         d.raw("POST", "/hooks/claude-code", &d.host(), &hs, body)

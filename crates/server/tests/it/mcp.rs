@@ -28,9 +28,15 @@ impl Client {
         Self::connect_with(d, token, ClientLifecycleMode::Initialize)
     }
 
-    /// As a session Taskkeeper launched: its MCP configuration names it in a header.
-    fn connect_as(d: &TestDaemon, token: &str, session: &str) -> Self {
-        Self::connect_full(d, token, ClientLifecycleMode::Initialize, Some(session))
+    /// As a session Taskkeeper launched: its MCP configuration names it in a header, with
+    /// the proof.
+    fn connect_as(d: &TestDaemon, token: &str, session: &str, proof: &str) -> Self {
+        Self::connect_full(
+            d,
+            token,
+            ClientLifecycleMode::Initialize,
+            Some((session, proof)),
+        )
     }
 
     fn connect_with(d: &TestDaemon, token: &str, lifecycle: ClientLifecycleMode) -> Self {
@@ -41,7 +47,7 @@ impl Client {
         d: &TestDaemon,
         token: &str,
         lifecycle: ClientLifecycleMode,
-        session: Option<&str>,
+        session: Option<(&str, &str)>,
     ) -> Self {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -55,10 +61,13 @@ impl Client {
             .block_on(async {
                 let mut transport_config =
                     StreamableHttpClientTransportConfig::with_uri(url).auth_header(token);
-                if let Some(id) = session {
-                    transport_config
-                        .custom_headers
-                        .insert("x-taskkeeper-session".parse().unwrap(), id.parse().unwrap());
+                if let Some((id, proof)) = session {
+                    let headers = &mut transport_config.custom_headers;
+                    headers.insert("x-taskkeeper-session".parse().unwrap(), id.parse().unwrap());
+                    headers.insert(
+                        "x-taskkeeper-session-proof".parse().unwrap(),
+                        proof.parse().unwrap(),
+                    );
                 }
                 let transport = StreamableHttpClientTransport::from_config(transport_config);
                 config.serve_with_lifecycle(transport, lifecycle).await
@@ -107,6 +116,32 @@ fn text_of(r: &CallToolResult) -> String {
         .filter_map(|c| c.as_text().map(|t| t.text.clone()))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The worker token: what a session's MCP configuration sends.
+fn worker(d: &TestDaemon) -> String {
+    d.daemon().worker_token().as_str().to_owned()
+}
+
+/// `args` as the PreToolUse hook makes them for `session`: its id and its proof added.
+fn as_session(d: &TestDaemon, session: &str, mut args: Value) -> Value {
+    args["session_id"] = json!(session);
+    args["session_proof"] = json!(d.daemon().session_proof(session));
+    args
+}
+
+/// Hand `task` to `session`, as a delivery does.
+fn deliver(d: &TestDaemon, task: &str, session: &str) {
+    d.daemon()
+        .store()
+        .apply(
+            &taskkeeper_core::TaskId::from(task),
+            taskkeeper_core::Event::Delivered {
+                to: Some(SessionId::from(session)),
+            },
+            Timestamp::from_millis(1_700_000_000_000),
+        )
+        .unwrap();
 }
 
 fn session(d: &TestDaemon, id: &str, desk: &str) {
@@ -267,26 +302,31 @@ fn protocol_2026_07_28_through_server_discover_works_too() {
             legacy_version: Some(ProtocolVersion::V_2025_11_25),
         },
     ] {
-        let c = Client::connect_with(&d, TOKEN, lifecycle);
+        let c = Client::connect_with(&d, &worker(&d), lifecycle);
         assert_eq!(c.protocol(), "2026-07-28");
         let tools = c.rt.block_on(c.service.list_all_tools()).unwrap();
         assert_eq!(tools.len(), 7);
         // The caller and the session reach the tools on this path as well.
-        let (text, _) = c.ok("task_get", json!({"task_id": id, "session_id": "s-api"}));
+        let (text, _) = c.ok("task_get", as_session(&d, "s-api", json!({"task_id": id})));
         assert!(text.contains("Add a --json flag"), "{text}");
-        let refusal = c.refused("task_get", json!({"task_id": id, "session_id": "s-web"}));
+        let refusal = c.refused("task_get", as_session(&d, "s-web", json!({"task_id": id})));
         assert!(refusal.contains("held by desk api"), "{refusal}");
     }
     let c = Client::connect_with(
         &d,
-        TOKEN,
+        &worker(&d),
         ClientLifecycleMode::Discover {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28],
         },
     );
+    deliver(&d, &id, "s-api");
     c.ok(
         "task_update",
-        json!({"task_id": id, "status": "done", "text": "Added.", "session_id": "s-api"}),
+        as_session(
+            &d,
+            "s-api",
+            json!({"task_id": id, "status": "done", "text": "Added."}),
+        ),
     );
     assert_eq!(task(&d, &id)["state"], "completed");
 }
@@ -294,12 +334,17 @@ fn protocol_2026_07_28_through_server_discover_works_too() {
 #[test]
 fn task_update_done_blocked_failed_reach_the_task() {
     let d = two_desks();
-    let c = Client::connect(&d, TOKEN);
+    let c = Client::connect(&d, &worker(&d));
 
     let done = add_task(&d, "api", "Add a --json flag");
+    deliver(&d, &done, "s-api");
     let (text, structured) = c.ok(
         "task_update",
-        json!({"task_id": done, "status": "done", "text": "Added --json; tests pass.", "session_id": "s-api"}),
+        as_session(
+            &d,
+            "s-api",
+            json!({"task_id": done, "status": "done", "text": "Added --json; tests pass."}),
+        ),
     );
     assert!(text.contains("completed"), "{text}");
     assert_eq!(structured["id"], done.as_str());
@@ -311,15 +356,22 @@ fn task_update_done_blocked_failed_reach_the_task() {
     assert_eq!(t["artifacts"][0]["text"], "Added --json; tests pass.");
 
     let blocked = add_task(&d, "api", "Rename the crate");
+    deliver(&d, &blocked, "s-api");
     c.ok(
         "task_update",
-        json!({"task_id": blocked, "status": "blocked", "text": "Which name?", "session_id": "s-api"}),
+        as_session(
+            &d,
+            "s-api",
+            json!({"task_id": blocked, "status": "blocked", "text": "Which name?"}),
+        ),
     );
     let t = task(&d, &blocked);
     assert_eq!(t["state"], "input-required");
     assert_eq!(t["statusText"], "Which name?");
 
-    // Without session_id the owner's token acts as the owner (like `taskkeeper task update`).
+    // Without session_id the owner's token acts as the owner (like `taskkeeper task update`),
+    // on any task, delivered or not.
+    let c = Client::connect(&d, TOKEN);
     let failed = add_task(&d, "web", "Port it to COBOL");
     let (_, structured) = c.ok(
         "task_update",
@@ -343,21 +395,28 @@ fn task_update_done_blocked_failed_reach_the_task() {
 #[test]
 fn task_update_refusals_are_tool_errors_and_change_nothing() {
     let d = two_desks();
-    let asker = add_asker(&d, "bob");
-    let c = Client::connect(&d, TOKEN);
+    let c = Client::connect(&d, &worker(&d));
     let open = add_task(&d, "api", "Add a --json flag");
+    deliver(&d, &open, "s-api");
     let ended = add_task(&d, "web", "Fix the footer");
+    deliver(&d, &ended, "s-web");
     c.ok(
         "task_update",
-        json!({"task_id": ended, "status": "done", "text": "Fixed.", "session_id": "s-web"}),
+        as_session(
+            &d,
+            "s-web",
+            json!({"task_id": ended, "status": "done", "text": "Fixed."}),
+        ),
     );
     let before_open = task(&d, &open);
     let before_ended = task(&d, &ended);
     let count = d.task_count();
+    let api = |args: Value| as_session(&d, "s-api", args);
+    let web = |args: Value| as_session(&d, "s-web", args);
 
     let m = c.refused(
         "task_update",
-        json!({"task_id": "t-nope", "status": "done", "text": "x", "session_id": "s-api"}),
+        api(json!({"task_id": "t-nope", "status": "done", "text": "x"})),
     );
     assert!(
         m.contains("no task t-nope") && m.contains("task_list"),
@@ -366,7 +425,7 @@ fn task_update_refusals_are_tool_errors_and_change_nothing() {
 
     let m = c.refused(
         "task_update",
-        json!({"task_id": open, "status": "done", "text": "x", "session_id": "s-web"}),
+        web(json!({"task_id": open, "status": "done", "text": "x"})),
     );
     assert!(
         m.contains(&format!(
@@ -378,7 +437,7 @@ fn task_update_refusals_are_tool_errors_and_change_nothing() {
 
     let m = c.refused(
         "task_update",
-        json!({"task_id": ended, "status": "failed", "text": "x", "session_id": "s-web"}),
+        web(json!({"task_id": ended, "status": "failed", "text": "x"})),
     );
     assert!(
         m.contains(&format!("task {ended} has already ended (completed)")),
@@ -387,7 +446,7 @@ fn task_update_refusals_are_tool_errors_and_change_nothing() {
 
     let m = c.refused(
         "task_update",
-        json!({"task_id": open, "status": "finished", "text": "x", "session_id": "s-api"}),
+        api(json!({"task_id": open, "status": "finished", "text": "x"})),
     );
     assert!(
         m.contains("unknown status \"finished\"") && m.contains("done, blocked or failed"),
@@ -396,38 +455,26 @@ fn task_update_refusals_are_tool_errors_and_change_nothing() {
 
     let m = c.refused(
         "task_update",
-        json!({"task_id": open, "status": "done", "text": "  ", "session_id": "s-api"}),
+        api(json!({"task_id": open, "status": "done", "text": "  "})),
     );
     assert!(m.contains("text must not be empty"), "{m}");
 
     let m = c.refused(
         "task_update",
-        json!({"task_id": open, "status": "done", "text": "x", "session_id": "s-ghost"}),
+        as_session(
+            &d,
+            "s-ghost",
+            json!({"task_id": open, "status": "done", "text": "x"}),
+        ),
     );
     assert!(
         m.contains("no session \"s-ghost\"") && m.contains("taskkeeper connect"),
         "{m}"
     );
 
-    let as_asker = Client::connect(&d, &asker);
-    for (tool, args) in [
-        (
-            "task_update",
-            json!({"task_id": open, "status": "done", "text": "x"}),
-        ),
-        ("task_list", json!({})),
-        ("task_get", json!({"task_id": open})),
-    ] {
-        let m = as_asker.refused(tool, args);
-        assert!(
-            m.contains(&format!("{tool} is for the sessions")) && m.contains("asker bob"),
-            "{m}"
-        );
-    }
-
     // Arguments rmcp cannot decode are refused by rmcp itself, also as a tool error.
     let r = c
-        .try_call("task_update", json!({"status": "done", "text": "x"}))
+        .try_call("task_update", api(json!({"status": "done", "text": "x"})))
         .unwrap();
     assert_eq!(r.is_error, Some(true));
     assert!(text_of(&r).contains("missing field `task_id`"), "{r:?}");
@@ -437,6 +484,88 @@ fn task_update_refusals_are_tool_errors_and_change_nothing() {
     assert_eq!(task(&d, &open), before_open);
     assert_eq!(task(&d, &ended), before_ended);
     assert_eq!(d.task_count(), count);
+}
+
+/// A session is who it proves to be: with the worker token, a session named without its
+/// proof, with another session's proof, or not at all is refused; so is ending a task that
+/// was never handed to the session. Nothing changes.
+#[test]
+fn a_session_cannot_speak_for_another_or_end_what_it_was_not_given() {
+    let d = two_desks();
+    session(&d, "s-api-2", "api");
+    let c = Client::connect(&d, &worker(&d));
+    let current = add_task(&d, "api", "Add a --json flag");
+    let queued = add_task(&d, "api", "Then rename the crate");
+    let web_task = add_task(&d, "web", "Fix the footer");
+    let before: Vec<Value> = [&current, &queued, &web_task]
+        .iter()
+        .map(|id| task(&d, id))
+        .collect();
+    let ending = |id: &str| json!({"task_id": id, "status": "done", "text": "Done, trust me."});
+
+    // No session at all: a worker's call must say which session it is.
+    for (tool, args) in [
+        ("task_update", ending(&web_task)),
+        ("task_list", json!({})),
+        ("task_get", json!({"task_id": web_task})),
+        ("task_send", json!({"desk": "web", "text": "x"})),
+        ("desks_list", json!({})),
+    ] {
+        let m = c.refused(tool, args);
+        assert!(m.contains("names no session"), "{tool}: {m}");
+    }
+    // A session id the model wrote by hand (no proof), or with a made-up proof.
+    let mut forged = ending(&web_task);
+    forged["session_id"] = json!("s-web");
+    let m = c.refused("task_update", forged.clone());
+    assert!(m.contains("without its proof"), "{m}");
+    forged["session_proof"] = json!("00".repeat(32));
+    let m = c.refused("task_update", forged);
+    assert!(m.contains("without its proof"), "{m}");
+    // Another session's proof does not fit this session's id.
+    let mut swapped = as_session(&d, "s-api", ending(&web_task));
+    swapped["session_id"] = json!("s-web");
+    let m = c.refused("task_update", swapped);
+    assert!(m.contains("without its proof"), "{m}");
+    // A proven session of another desk.
+    let m = c.refused("task_update", as_session(&d, "s-api", ending(&web_task)));
+    assert!(m.contains("held by desk web"), "{m}");
+
+    // The desk's own session, but the task is not yet delivered (the current one) or is
+    // still queued.
+    let m = c.refused("task_update", as_session(&d, "s-api", ending(&current)));
+    assert!(
+        m.contains("has not been handed to this session yet") && m.contains("not yet delivered"),
+        "{m}"
+    );
+    let m = c.refused("task_update", as_session(&d, "s-api", ending(&queued)));
+    assert!(m.contains("queued, position 1"), "{m}");
+
+    for (id, was) in [&current, &queued, &web_task].iter().zip(&before) {
+        assert_eq!(&task(&d, id), was, "nothing changed");
+    }
+
+    // Once it is delivered, the desk's current task may be ended by its session, and the
+    // session it was handed to ends it too.
+    deliver(&d, &current, "s-api");
+    let (_, list) = c.ok("task_list", as_session(&d, "s-api", json!({})));
+    assert_eq!(ids_of(&list), [current.clone(), queued.clone()]);
+    c.ok("task_update", as_session(&d, "s-api", ending(&current)));
+    assert_eq!(task(&d, &current)["state"], "completed");
+    // The queued one started; handed to s-api, blocked, it no longer holds the desk: the
+    // desk's other session may not end it.
+    deliver(&d, &queued, "s-api");
+    c.ok(
+        "task_update",
+        as_session(
+            &d,
+            "s-api",
+            json!({"task_id": queued, "status": "blocked", "text": "Which name?"}),
+        ),
+    );
+    let m = c.refused("task_update", as_session(&d, "s-api-2", ending(&queued)));
+    assert!(m.contains("was handed to session s-api"), "{m}");
+    assert_eq!(task(&d, &queued)["state"], "input-required");
 }
 
 #[test]
@@ -503,10 +632,10 @@ fn task_send_status_ack_round_trip_with_asker_isolation() {
     let d = two_desks();
     d.with_desk("ops");
     session(&d, "s-ops", "ops");
-    let bob = add_asker(&d, "bob");
-    let c = Client::connect(&d, TOKEN);
+    let c = Client::connect(&d, &worker(&d));
+    let owner = Client::connect(&d, TOKEN);
 
-    let (text, desks) = c.ok("desks_list", json!({"session_id": "s-api"}));
+    let (text, desks) = c.ok("desks_list", as_session(&d, "s-api", json!({})));
     let names: Vec<&str> = desks["desks"]
         .as_array()
         .unwrap()
@@ -523,7 +652,11 @@ fn task_send_status_ack_round_trip_with_asker_isolation() {
     // A session asks another desk: the asker is `desk:<its desk>`.
     let (text, sent) = c.ok(
         "task_send",
-        json!({"desk": "web", "text": "Review the API change", "session_id": "s-api"}),
+        as_session(
+            &d,
+            "s-api",
+            json!({"desk": "web", "text": "Review the API change"}),
+        ),
     );
     let id = sent["id"].as_str().unwrap().to_owned();
     assert_eq!(sent["asker"], "desk:api");
@@ -532,28 +665,41 @@ fn task_send_status_ack_round_trip_with_asker_isolation() {
     assert!(text.contains(&id) && text.contains("task_status"), "{text}");
     assert_eq!(task(&d, &id)["asker"], "desk:api");
 
-    let (_, status) = c.ok("task_status", json!({"task_id": id, "session_id": "s-api"}));
+    let (_, status) = c.ok(
+        "task_status",
+        as_session(&d, "s-api", json!({"task_id": id})),
+    );
     assert_eq!(status["state"], "working");
     assert_eq!(status["request"], "Review the API change");
 
-    // Nobody else finds it: another desk's session, the owner, an asker.
+    // Nobody else finds it: another desk's session, the owner.
     let not_found = |m: &str| assert!(m.contains(&format!("no task {id} sent by")), "{m}");
-    not_found(&c.refused("task_status", json!({"task_id": id, "session_id": "s-ops"})));
-    not_found(&c.refused("task_status", json!({"task_id": id})));
-    not_found(&c.refused("task_ack", json!({"task_id": id, "session_id": "s-ops"})));
-    let as_bob = Client::connect(&d, &bob);
-    not_found(&as_bob.refused("task_status", json!({"task_id": id})));
+    not_found(&c.refused(
+        "task_status",
+        as_session(&d, "s-ops", json!({"task_id": id})),
+    ));
+    not_found(&owner.refused("task_status", json!({"task_id": id})));
+    not_found(&c.refused("task_ack", as_session(&d, "s-ops", json!({"task_id": id}))));
 
     // Not yet ended: no acknowledgement.
-    let m = c.refused("task_ack", json!({"task_id": id, "session_id": "s-api"}));
+    let m = c.refused("task_ack", as_session(&d, "s-api", json!({"task_id": id})));
     assert!(m.contains("still open"), "{m}");
 
-    // The web desk's session ends it; the asking session reads the answer and acks.
+    // The web desk's session, handed it, ends it; the asking session reads the answer and
+    // acks.
+    deliver(&d, &id, "s-web");
     c.ok(
         "task_update",
-        json!({"task_id": id, "status": "done", "text": "Looks good.", "session_id": "s-web"}),
+        as_session(
+            &d,
+            "s-web",
+            json!({"task_id": id, "status": "done", "text": "Looks good."}),
+        ),
     );
-    let (text, status) = c.ok("task_status", json!({"task_id": id, "session_id": "s-api"}));
+    let (text, status) = c.ok(
+        "task_status",
+        as_session(&d, "s-api", json!({"task_id": id})),
+    );
     assert_eq!(status["state"], "completed");
     assert_eq!(status["result"], "Looks good.");
     assert_eq!(status["acknowledged"], false);
@@ -565,74 +711,67 @@ fn task_send_status_ack_round_trip_with_asker_isolation() {
         text.contains("Looks good.") && text.contains("task_ack"),
         "{text}"
     );
-    let (_, acked) = c.ok("task_ack", json!({"task_id": id, "session_id": "s-api"}));
+    let (_, acked) = c.ok("task_ack", as_session(&d, "s-api", json!({"task_id": id})));
     assert_eq!(acked["acknowledged"], true);
     assert_eq!(acked["state"], "completed");
     assert!(acked.get("next").is_none(), "{acked}");
     assert!(task(&d, &id)["acknowledgedAt"].is_string());
     // Again: idempotent.
-    c.ok("task_ack", json!({"task_id": id, "session_id": "s-api"}));
+    c.ok("task_ack", as_session(&d, "s-api", json!({"task_id": id})));
 
     // Refusals: own desk, unknown desk, empty text; none creates a task.
     let count = d.task_count();
     let m = c.refused(
         "task_send",
-        json!({"desk": "api", "text": "x", "session_id": "s-api"}),
+        as_session(&d, "s-api", json!({"desk": "api", "text": "x"})),
     );
     assert!(m.contains("own desk"), "{m}");
-    let m = c.refused("task_send", json!({"desk": "nowhere", "text": "x"}));
+    let api = |args: Value| as_session(&d, "s-api", args);
+    let m = c.refused("task_send", api(json!({"desk": "nowhere", "text": "x"})));
     assert!(
         m.contains("no desk named nowhere") && m.contains("desks_list"),
         "{m}"
     );
-    let m = c.refused("task_send", json!({"desk": "Bad Name!", "text": "x"}));
+    let m = c.refused("task_send", api(json!({"desk": "Bad Name!", "text": "x"})));
     assert!(m.contains("desks_list"), "{m}");
-    let m = c.refused("task_send", json!({"desk": "web", "text": " "}));
+    let m = c.refused("task_send", api(json!({"desk": "web", "text": " "})));
     assert!(m.contains("text must not be empty"), "{m}");
     assert_eq!(d.task_count(), count);
 }
 
+/// Askers reach A2A only: MCP refuses their tokens before any tool runs. The owner's token
+/// without a session asks as `owner`, like the owner API.
 #[test]
-fn askers_use_the_asking_tools_as_themselves() {
+fn askers_cannot_reach_mcp_and_the_owner_asks_as_owner() {
     let d = two_desks();
     let bob = add_asker(&d, "bob");
-    let alice = add_asker(&d, "alice");
-    let as_bob = Client::connect(&d, &bob);
-    let as_alice = Client::connect(&d, &alice);
-
-    let (_, desks) = as_bob.ok("desks_list", json!({}));
-    assert_eq!(desks["desks"].as_array().unwrap().len(), 2);
-    let (_, sent) = as_bob.ok(
-        "task_send",
-        json!({"desk": "api", "text": "Bump the version"}),
-    );
-    let id = sent["id"].as_str().unwrap().to_owned();
-    assert_eq!(sent["asker"], "bob");
-    let (_, status) = as_bob.ok("task_status", json!({"task_id": id}));
-    assert_eq!(status["state"], "working");
-    let m = as_alice.refused("task_status", json!({"task_id": id}));
-    assert!(m.contains(&format!("no task {id} sent by alice")), "{m}");
-    let m = as_alice.refused("task_ack", json!({"task_id": id}));
-    assert!(m.contains(&format!("no task {id} sent by alice")), "{m}");
-
-    // An asker never speaks for a session.
+    let open = add_task(&d, "api", "Add a --json flag");
+    let before = task(&d, &open);
     let count = d.task_count();
-    let m = as_bob.refused(
-        "task_send",
-        json!({"desk": "web", "text": "x", "session_id": "s-api"}),
-    );
-    assert!(m.contains("asker bob acts as itself"), "{m}");
-    let m = as_bob.refused("task_status", json!({"task_id": id, "session_id": "s-api"}));
-    assert!(m.contains("leave session_id out"), "{m}");
+    for (tool, args) in [
+        (
+            "task_update",
+            json!({"task_id": open, "status": "done", "text": "x", "session_id": "s-api"}),
+        ),
+        ("task_send", json!({"desk": "web", "text": "x"})),
+        ("desks_list", json!({})),
+    ] {
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": tool, "arguments": args}});
+        let mut headers = mcp_headers(&d, Some("2025-11-25"));
+        headers[1].1 = format!("Bearer {bob}");
+        let (status, _, body) = exchange(&d, "POST", &headers, &call.to_string());
+        assert_eq!(status, 403, "{tool}: {body}");
+        assert!(body.contains("askers use /a2a"), "{body}");
+    }
+    assert_eq!(task(&d, &open), before);
     assert_eq!(d.task_count(), count);
 
-    // The owner's token without a session asks as `owner`, like the owner API.
     let c = Client::connect(&d, TOKEN);
     let (_, sent) = c.ok("task_send", json!({"desk": "web", "text": "Owner asks"}));
     assert_eq!(sent["asker"], "owner");
     let owner_task = sent["id"].as_str().unwrap().to_owned();
     c.ok("task_status", json!({"task_id": owner_task}));
-    as_bob.refused("task_status", json!({"task_id": owner_task}));
 }
 
 // ---- raw HTTP ---------------------------------------------------------------------------
@@ -693,10 +832,11 @@ fn message(headers: &[(String, String)], body: &str) -> Value {
     }
 }
 
+/// The headers Claude Code sends, with the worker token `connect` wires.
 fn mcp_headers(d: &TestDaemon, protocol: Option<&str>) -> Vec<(&'static str, String)> {
     let mut h = vec![
         ("Host", d.host()),
-        ("Authorization", format!("Bearer {TOKEN}")),
+        ("Authorization", format!("Bearer {}", worker(d))),
         ("Content-Type", "application/json".to_owned()),
         ("Accept", "application/json, text/event-stream".to_owned()),
     ];
@@ -776,10 +916,12 @@ fn the_claude_code_handshake_over_raw_http() {
         7
     );
 
-    // tools/call as Claude Code sends it after the PreToolUse hook added session_id.
+    // tools/call as Claude Code sends it after the PreToolUse hook added session_id and
+    // its proof.
+    deliver(&d, &id, "s-api");
     let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
         "name": "task_update",
-        "arguments": {"task_id": id, "status": "done", "text": "Added.", "session_id": "s-api"},
+        "arguments": as_session(&d, "s-api", json!({"task_id": id, "status": "done", "text": "Added."})),
         "_meta": {"claudecode/toolUseId": "toolu_01"}}});
     let (status, headers, body) = exchange(
         &d,
@@ -796,7 +938,7 @@ fn the_claude_code_handshake_over_raw_http() {
     // A refusal is a tool result with isError, not a JSON-RPC error.
     let call = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
         "name": "task_update",
-        "arguments": {"task_id": id, "status": "done", "text": "Again."}}});
+        "arguments": as_session(&d, "s-api", json!({"task_id": id, "status": "done", "text": "Again."}))}});
     let (_, headers, body) = exchange(
         &d,
         "POST",
@@ -817,9 +959,11 @@ fn mcp_needs_the_token_and_a_local_origin() {
     let d = two_desks();
     let count = d.task_count();
     let id = add_task(&d, "api", "Add a --json flag");
+    deliver(&d, &id, "s-api");
     let before = task(&d, &id);
     let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "task_update", "arguments": {"task_id": id, "status": "done", "text": "x"}}})
+        "name": "task_update",
+        "arguments": as_session(&d, "s-api", json!({"task_id": id, "status": "done", "text": "x"}))}})
     .to_string();
 
     let mut no_token = mcp_headers(&d, Some("2025-11-25"));
@@ -882,12 +1026,18 @@ fn a_connected_client_neither_holds_up_shutdown_nor_loses_a_restart() {
 /// A session Taskkeeper launched names itself in the `X-Taskkeeper-Session` header of its MCP
 /// configuration (it runs no hook to fill `session_id`): the header scopes its calls like the
 /// argument does, and an unknown session in it is refused.
+/// A session Taskkeeper launched names itself in the `X-Taskkeeper-Session` header of its MCP
+/// configuration, with its proof (it runs no hook to fill `session_id`): the header scopes
+/// its calls, no argument can name another session, a header without its proof is refused,
+/// and so is an unknown session.
 #[test]
 fn a_launched_session_is_named_by_its_header() {
     let d = two_desks();
-    let web = Client::connect_as(&d, TOKEN, "s-web");
+    let proof = d.daemon().session_proof("s-web");
+    let web = Client::connect_as(&d, &worker(&d), "s-web", &proof);
     let a1 = add_task(&d, "api", "First for api");
     let w1 = add_task(&d, "web", "First for web");
+    deliver(&d, &w1, "s-web");
 
     let (_, list) = web.ok("task_list", json!({}));
     let ids = ids_of(&list);
@@ -897,6 +1047,18 @@ fn a_launched_session_is_named_by_its_header() {
         json!({"task_id": a1, "status": "done", "text": "x"}),
     );
     assert!(m.contains("not by this session's desk web"), "{m}");
+    // The argument cannot override the header, proof or not.
+    for args in [
+        json!({"task_id": a1, "status": "done", "text": "x", "session_id": "s-api"}),
+        as_session(
+            &d,
+            "s-api",
+            json!({"task_id": a1, "status": "done", "text": "x"}),
+        ),
+    ] {
+        let m = web.refused("task_update", args);
+        assert!(m.contains("cannot make it another session"), "{m}");
+    }
     assert_eq!(task(&d, &a1)["state"], "working", "nothing changed");
     web.ok(
         "task_update",
@@ -904,7 +1066,15 @@ fn a_launched_session_is_named_by_its_header() {
     );
     assert_eq!(task(&d, &w1)["state"], "completed");
 
-    let ghost = Client::connect_as(&d, TOKEN, "s-ghost");
+    let unproven = Client::connect_as(&d, &worker(&d), "s-api", "not-the-proof");
+    let m = unproven.refused("task_list", json!({}));
+    assert!(m.contains("without its proof"), "{m}");
+    let ghost = Client::connect_as(
+        &d,
+        &worker(&d),
+        "s-ghost",
+        &d.daemon().session_proof("s-ghost"),
+    );
     let m = ghost.refused("task_list", json!({}));
     assert!(m.contains("no session \"s-ghost\""), "{m}");
 }

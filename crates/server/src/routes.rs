@@ -1,0 +1,232 @@
+//! Who may call which route, in the router's shape. Every area builds its routes in a
+//! [`Room`] that says, once, which kinds of caller may enter; the room's routes sit behind a
+//! layer that lets only those through, so a route cannot exist without saying who may call
+//! it. The rooms together are the [`House`], whose [`RouteDoc`]s are the table in
+//! ARCHITECTURE.md ("Who may call which route"); a test calls every route with every kind
+//! of credential and with none and checks it against that table.
+//!
+//! The guard in front of everything ([`crate::guard`]) checks `Host` and `Origin` and finds
+//! out who presented which token; the room's layer only decides.
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::middleware::Next;
+use axum::response::Response;
+use axum::routing::MethodRouter;
+
+use crate::auth::{Caller, CallerKind, Presented};
+
+/// Which callers may enter a room.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Access {
+    /// Anyone who passes the `Host` and `Origin` checks: `/healthz`, the web UI's files.
+    Open,
+    /// The owner and the askers: A2A and the Agent Cards.
+    Askers,
+    /// The owner and the agent sessions of this machine: the hook intake and MCP.
+    Workers,
+    /// The owner alone: the owner API.
+    Owner,
+}
+
+impl Access {
+    /// Whether a caller of this kind may enter.
+    pub fn admits(self, kind: CallerKind) -> bool {
+        match self {
+            Access::Open => true,
+            Access::Askers => matches!(kind, CallerKind::Owner | CallerKind::Asker),
+            Access::Workers => matches!(kind, CallerKind::Owner | CallerKind::Worker),
+            Access::Owner => kind == CallerKind::Owner,
+        }
+    }
+
+    /// The words of the route table: who may call.
+    pub fn who(self) -> &'static str {
+        match self {
+            Access::Open => "anyone",
+            Access::Askers => "owner, askers",
+            Access::Workers => "owner, workers",
+            Access::Owner => "owner",
+        }
+    }
+
+    /// Why a caller of another kind is refused, and what it should use instead.
+    fn refusal(self, kind: CallerKind) -> String {
+        let what = match self {
+            Access::Open => return String::new(),
+            Access::Askers => "A2A is for askers (their own tokens) and the owner",
+            Access::Workers => {
+                "the hook intake and MCP are for this machine's agent sessions (the worker \
+                 token in the data directory's `worker-token` file, which `taskkeeper connect` \
+                 wires) and the owner"
+            }
+            Access::Owner => "the owner API needs the owner's token",
+        };
+        let instead = match kind {
+            CallerKind::Asker => "; askers use /a2a",
+            CallerKind::Worker => "; sessions use /hooks and /mcp",
+            CallerKind::Owner => "",
+        };
+        format!("{what}{instead}")
+    }
+}
+
+/// One row of the route table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteDoc {
+    /// The methods the route answers, e.g. `GET POST`.
+    pub methods: &'static str,
+    /// The path as the router writes it (`{name}` for a parameter, `{*rest}` for the rest).
+    pub path: &'static str,
+    pub access: Access,
+}
+
+/// An area's routes, all behind one [`Access`].
+pub(crate) struct Room<S = ()> {
+    access: Access,
+    router: Router<S>,
+    routes: Vec<RouteDoc>,
+}
+
+impl<S: Clone + Send + Sync + 'static> Room<S> {
+    pub fn new(access: Access) -> Self {
+        Self {
+            access,
+            router: Router::new(),
+            routes: Vec::new(),
+        }
+    }
+
+    /// A route; `methods` names what `handler` answers, for the table.
+    pub fn route(
+        mut self,
+        methods: &'static str,
+        path: &'static str,
+        handler: MethodRouter<S>,
+    ) -> Self {
+        self.router = self.router.route(path, handler);
+        self.routes.push(RouteDoc {
+            methods,
+            path,
+            access: self.access,
+        });
+        self
+    }
+
+    pub fn with_state<S2>(self, state: S) -> Room<S2> {
+        Room {
+            access: self.access,
+            router: self.router.with_state(state),
+            routes: self.routes,
+        }
+    }
+}
+
+impl Room<()> {
+    /// A service at `path` and everything under it (the MCP transport).
+    pub fn nest_service<T>(mut self, methods: &'static str, path: &'static str, service: T) -> Self
+    where
+        T: tower::Service<Request, Error = std::convert::Infallible>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        T::Response: axum::response::IntoResponse,
+        T::Future: Send + 'static,
+    {
+        self.router = self.router.nest_service(path, service);
+        self.routes.push(RouteDoc {
+            methods,
+            path,
+            access: self.access,
+        });
+        self
+    }
+}
+
+/// Every room, each behind its layer.
+#[derive(Default)]
+pub(crate) struct House {
+    router: Router,
+    routes: Vec<RouteDoc>,
+}
+
+impl House {
+    pub fn room(mut self, room: Room) -> Self {
+        let router = match room.access {
+            Access::Open => room.router,
+            access => room
+                .router
+                .route_layer(axum::middleware::from_fn_with_state(access, admit)),
+        };
+        self.router = self.router.merge(router);
+        self.routes.extend(room.routes);
+        self
+    }
+
+    pub fn into_parts(self) -> (Router, Vec<RouteDoc>) {
+        (self.router, self.routes)
+    }
+}
+
+/// A room's layer: let in the kinds of caller the room admits, with the [`Caller`] in the
+/// request's extensions for the handlers; refuse everyone else, saying what to use.
+async fn admit(State(access): State<Access>, mut request: Request, next: Next) -> Response {
+    let presented = request
+        .extensions()
+        .get::<Presented>()
+        .cloned()
+        .unwrap_or(Presented::Nothing);
+    let path = request.uri().path().to_owned();
+    match presented {
+        Presented::Caller(caller) if access.admits(caller.kind()) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        Presented::Caller(caller) => {
+            let kind = caller.kind();
+            if let Caller::Asker(name) = &caller {
+                tracing::warn!(asker = %name, %path, "refused: an asker outside A2A");
+            } else {
+                tracing::warn!(caller = kind.as_str(), %path, "refused: the wrong kind of caller");
+            }
+            crate::guard::refuse(StatusCode::FORBIDDEN, access.refusal(kind))
+        }
+        Presented::Unknown => {
+            tracing::warn!(%path, "refused: wrong token");
+            crate::guard::refuse(
+                StatusCode::UNAUTHORIZED,
+                "wrong bearer token; the owner's token is in the data directory's `token` file, \
+                 the sessions' in `worker-token`, and askers get theirs from `taskkeeper asker add`",
+            )
+        }
+        Presented::Nothing => crate::guard::refuse(
+            StatusCode::UNAUTHORIZED,
+            format!(
+                "missing `Authorization: Bearer <token>`; {}",
+                access.refusal(CallerKind::Owner)
+            ),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_room_admits_its_callers() {
+        use CallerKind::*;
+        let admitted = |a: Access| -> Vec<CallerKind> {
+            CallerKind::ALL
+                .into_iter()
+                .filter(|k| a.admits(*k))
+                .collect()
+        };
+        assert_eq!(admitted(Access::Open), vec![Owner, Worker, Asker]);
+        assert_eq!(admitted(Access::Askers), vec![Owner, Asker]);
+        assert_eq!(admitted(Access::Workers), vec![Owner, Worker]);
+        assert_eq!(admitted(Access::Owner), vec![Owner]);
+    }
+}
