@@ -252,7 +252,9 @@ fn a_recorded_reminder_survives_kill_9_and_is_not_repeated() {
         let mut child = std::process::Command::new(crate::support::bin())
             .args(["hook", "wait"])
             .env("TASKKEEPER_URL", d.url())
-            .env("TASKKEEPER_TOKEN", crate::support::TOKEN)
+            // The helper sends the worker token from the data directory, as in a session.
+            .env("TASKKEEPER_DATA_DIR", dir.path())
+            .env_remove("TASKKEEPER_TOKEN")
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())

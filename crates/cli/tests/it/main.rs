@@ -10,4 +10,5 @@ mod durability;
 mod generic;
 mod interop;
 mod refusals;
+mod secrets;
 mod support;

@@ -570,3 +570,90 @@ fn a_launched_sessions_hooks_only_fill_in_the_session_and_a_restart_ends_it() {
     let h = Hooks::new(&d);
     assert_eq!(h.session("s-1")["activity"], "ended");
 }
+
+/// The attacks of an outside asker with nothing but its own token: reporting a made-up
+/// session with a tmux pane, taking another asker's queued task with a Stop, creating desks
+/// through the desk hint, and ending the owner's live session. Every one is refused (403)
+/// before anything is taken in, and the real session still gets its task.
+#[test]
+fn an_asker_token_opens_no_hook_route_and_changes_nothing() {
+    let d = TestDaemon::start();
+    let h = Hooks::new(&d);
+    // The owner's real session at desk `work`, idle after its first turn.
+    h.ok("s-real", "SessionStart", json!({"source": "startup"}));
+    let (_, owner_view) = d.call("GET", "/api/sessions", None);
+    let (code, mallory) = d.call("POST", "/api/askers", Some(&json!({"name": "mallory"})));
+    assert_eq!(code, 201, "{mallory}");
+    let mallory = mallory["token"].as_str().unwrap().to_owned();
+    let (_, bob) = d.call("POST", "/api/askers", Some(&json!({"name": "bob"})));
+    let bob = bob["token"].as_str().unwrap().to_owned();
+    let sent = d.rpc(
+        "/a2a/work",
+        &bob,
+        Some("1.0"),
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+            "message": {"messageId": "m-1", "role": "ROLE_USER",
+                "parts": [{"text": "Bob's private request"}]},
+            "configuration": {"returnImmediately": true}}}),
+    );
+    let id = sent["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let before = h.task(&id);
+    let desks_before = d.call("GET", "/api/desks", None).1;
+
+    let as_mallory = |path: &str, body: Value, extra: &[(&str, &str)]| {
+        let mut hs = vec![
+            ("Authorization".to_owned(), format!("Bearer {mallory}")),
+            ("Content-Type".to_owned(), "application/json".to_owned()),
+        ];
+        hs.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        d.raw("POST", path, &d.host(), &hs, &body.to_string())
+    };
+    let hook = |session: &str, event: &str| {
+        json!({"session_id": session, "hook_event_name": event, "cwd": h.cwd,
+            "last_assistant_message": "ok", "background_tasks": []})
+    };
+    let tmux = [
+        ("X-Taskkeeper-Tmux", "/tmp/tmux-0/default,1,0"),
+        ("X-Taskkeeper-Tmux-Pane", "%0"),
+        ("X-Taskkeeper-Desk", "evil-desk"),
+    ];
+    for (path, body, extra) in [
+        (
+            "/hooks/claude-code",
+            hook("s-evil", "SessionStart"),
+            &tmux[..],
+        ),
+        ("/hooks/claude-code", hook("s-evil", "Stop"), &tmux[..]),
+        ("/hooks/claude-code", hook("s-real", "Stop"), &[][..]),
+        ("/hooks/claude-code", hook("s-real", "SessionEnd"), &[][..]),
+        ("/hooks/claude-code/wait", hook("s-evil", "Stop"), &[][..]),
+        (
+            "/hooks/generic",
+            json!({"session": "s-evil", "event": "started", "cwd": h.cwd}),
+            &tmux[..],
+        ),
+    ] {
+        let (status, text) = as_mallory(path, body, extra);
+        assert_eq!(status, 403, "{path}: {text}");
+        assert!(
+            text.contains("askers use /a2a") && !text.contains("Bob's private request"),
+            "{path}: {text}"
+        );
+    }
+    assert_eq!(
+        h.task(&id),
+        before,
+        "the task was neither taken nor changed"
+    );
+    assert!(h.session("s-evil").is_null(), "no session was made");
+    assert_eq!(d.call("GET", "/api/sessions", None).1, owner_view);
+    assert_eq!(d.call("GET", "/api/desks", None).1, desks_before);
+
+    // The real session's next Stop is handed the task.
+    let out = h.ok(
+        "s-real",
+        "Stop",
+        json!({"last_assistant_message": "ready", "background_tasks": []}),
+    );
+    assert!(out.contains("Bob's private request"), "{out}");
+}

@@ -9,6 +9,7 @@ mod guard;
 mod hooks;
 mod mcp;
 mod owner_api;
+mod routes;
 mod support;
 mod ui;
 mod watchdog;
