@@ -48,3 +48,79 @@ fn positions_count_from_one_in_queue_order() {
         .collect();
     assert_eq!(got, vec![("z", Some(2)), ("w", None), ("y", Some(1))]);
 }
+
+/// Which session may end a task: the one it was handed to, or its desk's session while it is
+/// the desk's current, delivered task; never a queued or undelivered one, never another
+/// desk's.
+#[test]
+fn a_session_ends_only_what_it_was_handed() {
+    use taskkeeper_core::queue::{NotHeld, session_may_end};
+    use taskkeeper_core::{AgentKind, Event, Session, SessionId, transition::apply};
+    let at = Timestamp::from_millis(1);
+    let session = |id: &str, desk: &str| {
+        Session::new(
+            SessionId::from(id),
+            desk.parse().unwrap(),
+            AgentKind::ClaudeCode,
+            "/src".into(),
+            at,
+        )
+    };
+    let (mine, other_of_desk, elsewhere) = (
+        session("s-1", "web"),
+        session("s-2", "web"),
+        session("s-3", "api"),
+    );
+    let queued = submitted("q", 2);
+    assert!(matches!(
+        session_may_end(&queued, &mine),
+        Err(NotHeld::NotDelivered { .. })
+    ));
+    let working = apply(&submitted("w", 1), Event::Start, at).unwrap();
+    assert!(matches!(
+        session_may_end(&working, &mine),
+        Err(NotHeld::NotDelivered { .. })
+    ));
+    let handed = apply(
+        &working,
+        Event::Delivered {
+            to: Some(mine.id.clone()),
+        },
+        at,
+    )
+    .unwrap();
+    assert_eq!(session_may_end(&handed, &mine), Ok(()));
+    // The desk's current task: its other session (after /clear, say) goes on with it.
+    assert_eq!(session_may_end(&handed, &other_of_desk), Ok(()));
+    assert!(matches!(
+        session_may_end(&handed, &elsewhere),
+        Err(NotHeld::OtherDesk { .. })
+    ));
+    // A follow-up not yet delivered: still the session's.
+    let followed = apply(
+        &handed,
+        Event::FollowUp {
+            message: taskkeeper_core::Message::user_text("m-2", "And the docs"),
+        },
+        at,
+    )
+    .unwrap();
+    assert_eq!(session_may_end(&followed, &mine), Ok(()));
+    // Blocked, it frees the desk: only the session it was handed to ends it.
+    let blocked = apply(
+        &handed,
+        Event::WorkerBlocked {
+            need: "Which name?".into(),
+        },
+        at,
+    )
+    .unwrap();
+    assert_eq!(session_may_end(&blocked, &mine), Ok(()));
+    assert!(matches!(
+        session_may_end(&blocked, &other_of_desk),
+        Err(NotHeld::OtherSession { .. })
+    ));
+    // Handed over by the desk's command, which names no session.
+    let by_command = apply(&working, Event::Delivered { to: None }, at).unwrap();
+    assert_eq!(session_may_end(&by_command, &other_of_desk), Ok(()));
+}
