@@ -1,7 +1,8 @@
 //! The guard in front of every route (reliability.md §13): a `Host` that names loopback and
 //! our port (defeats DNS rebinding), an `Origin` that is absent or our own (defeats
 //! cross-site requests; `null` is refused), and the bearer token, compared in constant time.
-//! Only `GET /healthz` and the web UI's static files (`GET /ui/...`, see [`crate::ui`]) are
+//! Only `GET /healthz`, the web UI's static files (`GET /ui/...`, see [`crate::ui`]) and its
+//! code exchange (`POST /ui/session`, which holds its own credential, a one-time code) are
 //! open, and even they must pass the `Host` and `Origin` checks.
 
 use std::sync::Arc;
@@ -77,7 +78,10 @@ impl Guard {
                 )));
             }
         }
-        if path == "/healthz" || is_ui_file(method, path) {
+        if path == "/healthz"
+            || is_ui_file(method, path)
+            || (method == Method::POST && path == crate::ui::SESSION_PATH)
+        {
             return Ok(None);
         }
         let presented = headers

@@ -28,7 +28,7 @@ pub(crate) fn router(
     mcp: Router,
     sessions: crate::sessions::Sessions,
     notices: Arc<crate::notify::EventNotifier>,
-    ui: Option<Arc<crate::ui::UiFiles>>,
+    ui: crate::ui::UiState,
     guard_state: Arc<Guard>,
 ) -> Router {
     let events = Router::new()
@@ -58,6 +58,10 @@ pub(crate) fn router(
         .route("/api/tasks/{id}/resume", post(resume_task))
         .route("/api/askers", get(list_askers).post(add_asker))
         .route("/api/askers/{name}", axum::routing::delete(remove_asker))
+        .route(
+            "/api/ui/codes",
+            post(crate::ui::mint_code).with_state(ui.codes.clone()),
+        )
         .with_state(owner);
     Router::new()
         .merge(owner_routes)
@@ -66,7 +70,7 @@ pub(crate) fn router(
         .merge(crate::hooks::router(sessions))
         // `/mcp` (crate::mcp) sits inside the guard and the body limit like every route.
         .merge(mcp)
-        // `/ui` (crate::ui): the guard lets only its GETs through without the token.
+        // `/ui` (crate::ui): only its GETs and `POST /ui/session` pass the guard without a token.
         .merge(crate::ui::router(ui))
         .fallback(|| async {
             error_response(

@@ -11,4 +11,5 @@ mod mcp;
 mod owner_api;
 mod support;
 mod ui;
+mod ui_codes;
 mod watchdog;
