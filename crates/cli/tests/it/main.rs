@@ -9,5 +9,6 @@ mod connect;
 mod durability;
 mod generic;
 mod interop;
+mod open;
 mod refusals;
 mod support;
