@@ -6,7 +6,10 @@
 //! the owner (holding the token) mints it, the page trades it once for the token, and the code
 //! is worth nothing a minute later. Someone who reads it off the command line after the page
 //! has used it gets a refusal; the code never reaches a log or a `Referer` either, since it
-//! travels in the fragment and in a request body.
+//! travels in the fragment and in a request body. What remains: until the page has traded
+//! it (as long as the browser takes to load the page), a local user who reads the code first
+//! could trade it instead; the owner's page then says its link was already used, so that
+//! does not go unnoticed.
 //!
 //! Codes live only in memory (a restart forgets them, which only means `taskkeeper open`
 //! again), are kept as SHA-256 hashes so a lookup's timing says nothing about a code, and are
