@@ -214,10 +214,17 @@ afterEach(async () => {
   await daemon?.stop();
 });
 
+/** The address `taskkeeper open` makes: a one-time sign-in code, never the owner token. */
+async function openAddress() {
+  const url = await daemon.cli('open', '--print');
+  assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/ui\/#code=[0-9a-f]{64}$/);
+  assert.ok(!url.includes(TOKEN), 'the owner token is not in the address');
+  return url;
+}
+
 /** Opens the UI the way the owner does: the address `taskkeeper open` makes. */
 async function openUi(path = '') {
-  const url = await daemon.cli('open', '--print');
-  assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/ui\/#token=[0-9a-f]{64}$/);
+  const url = await openAddress();
   const response = await page.goto(url);
   assert.equal(response.status(), 200);
   if (path) await page.evaluate((p) => (window.location.hash = p), path);
@@ -244,7 +251,7 @@ test('the page loads with its security headers and says what to do when empty', 
   );
   assert.equal(headers['x-content-type-options'], 'nosniff');
   assert.equal(headers['content-type'], 'text/html; charset=utf-8');
-  // The token left the address bar (and so history and bookmarks).
+  // The sign-in code left the address bar (and so history and bookmarks).
   assert.equal(page.url(), `${daemon.base}/ui/`);
 
   await page.getByRole('heading', { name: 'No open tasks.' }).waitFor();
@@ -479,6 +486,51 @@ test('a wrong or missing token gets a clear message, and nothing loads', async (
     await fresh.close();
   }
   noProblems([/status of 401/]);
+});
+
+test('an address from `taskkeeper open` signs in once; opened again it says to run `taskkeeper open` again', async () => {
+  await daemon.desk('web');
+  const planner = await daemon.asker('planner');
+  await daemon.send('web', 'Add a --json flag', planner);
+  const url = await openAddress();
+  const exchanges = [];
+  const onRequest = (r) => r.url().endsWith('/ui/session') && exchanges.push(r.method());
+  browser.on('request', onRequest);
+
+  await page.goto(url);
+  await page.locator('[data-live="live"]').waitFor();
+  await row('Add a --json flag').waitFor();
+  assert.equal(page.url(), `${daemon.base}/ui/`);
+
+  // The same address again (a second tab, history, someone who read it off the browser's
+  // command line): the code is spent, so the page gets no token and says what to do.
+  const again = await browser.newPage();
+  try {
+    await again.goto(url);
+    const alert = again.getByRole('alert').first();
+    await alert.waitFor();
+    assert.match(await alert.innerText(), /expired or was already used/);
+    assert.match(await alert.innerText(), /Run taskkeeper open again/);
+    await again.locator('[data-live="failed"]').waitFor();
+    assert.equal(again.url(), `${daemon.base}/ui/`, 'the spent code left the address bar too');
+    assert.equal(await again.locator('[data-task-id]').count(), 0, 'nothing loads');
+    await again.screenshot({ path: join(ARTIFACTS, 'code-used.png') });
+  } finally {
+    await again.close();
+    browser.off('request', onRequest);
+  }
+  assert.deepEqual(exchanges, ['POST', 'POST'], 'one exchange per page load');
+
+  // The first tab is unaffected and a fresh address signs a new tab in.
+  await row('Add a --json flag').waitFor();
+  const fresh = await browser.newPage();
+  try {
+    await fresh.goto(await openAddress());
+    await fresh.locator('[data-task-id]', { hasText: 'Add a --json flag' }).waitFor();
+  } finally {
+    await fresh.close();
+  }
+  noProblems();
 });
 
 test("desks and sessions show each session's state, and reminders pause per session and for all", async () => {

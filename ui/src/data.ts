@@ -19,6 +19,7 @@ import type {
   SettingsMap,
   TaskDetail,
   TaskView,
+  UiSession,
 } from './types';
 
 /** A failure the UI can show; `kind` is stable for branching, `message` is for people. */
@@ -134,6 +135,8 @@ export interface Env {
 }
 
 const TOKEN_KEY = 'taskkeeper.token';
+/** Where the page trades `taskkeeper open`'s one-time code for the owner token (no token needed). */
+export const SESSION_PATH = '/ui/session';
 
 /** The Tauri events the app emits, mirroring the SSE stream's `task`, `notice`, `settings` and `sessions`. */
 export const TAURI_TASK_EVENT = 'taskkeeper://task';
@@ -161,7 +164,7 @@ export function browserEnv(): Env {
 
 /** Picks the transport once; call at start and hand the result to the components. */
 export function createDataSource(env: Env): DataSource {
-  return env.isTauri ? tauriSource(env) : httpSource(env, takeToken(env));
+  return env.isTauri ? tauriSource(env) : httpSource(env, signIn(env));
 }
 
 // ---- the tray app: Tauri commands and events ----
@@ -248,11 +251,10 @@ function tauriSource(env: Env): DataSource {
 
 // ---- a browser: the owner HTTP API ----
 
-function httpSource(env: Env, token: string | null): DataSource {
-  const headers = (extra: Record<string, string>): Record<string, string> =>
-    token === null ? extra : { ...extra, Authorization: `Bearer ${token}` };
-
+function httpSource(env: Env, signedIn: Promise<SignIn>): DataSource {
   const request = async (method: 'GET' | 'POST' | 'PUT' | 'PATCH', path: string, body?: unknown): Promise<unknown> => {
+    const token = tokenOf(await signedIn);
+    const headers = (extra: Record<string, string>) => withBearer(token, extra);
     const init: RequestInit = { method, headers: headers({ Accept: 'application/json' }) };
     if (body !== undefined) {
       init.headers = headers({ Accept: 'application/json', 'Content-Type': 'application/json' });
@@ -320,7 +322,7 @@ function httpSource(env: Env, token: string | null): DataSource {
     resumeReminders: async () => settingsOf(await post('/api/reminders/resume')),
     getAutostart: () => Promise.reject(new DataError('unsupported', 'Autostart is a setting of the tray app.')),
     setAutostart: () => Promise.reject(new DataError('unsupported', 'Autostart is a setting of the tray app.')),
-    subscribe: (listener) => followEvents(env, headers({ Accept: 'text/event-stream' }), token !== null, listener),
+    subscribe: (listener) => followEvents(env, signedIn, listener),
     reportRendered: async () => {},
   };
 }
@@ -333,11 +335,12 @@ export const MAX_RECONNECT_MS = 15_000;
  * it open: after a drop it reconnects with a growing delay, and after every (re)connect asks
  * the UI to re-read, since what happened in between is not replayed. A refused token stops it.
  */
-function followEvents(env: Env, headers: Record<string, string>, hadToken: boolean, listener: LiveListener): () => void {
+function followEvents(env: Env, signedIn: Promise<SignIn>, listener: LiveListener): () => void {
   const controller = new AbortController();
   let stopped = false;
   let attempt = 0;
   let timer: unknown;
+  let session: SignIn | null = null;
 
   const retry = (error: DataError) => {
     if (stopped) return;
@@ -350,6 +353,17 @@ function followEvents(env: Env, headers: Record<string, string>, hadToken: boole
   const connect = async () => {
     if (stopped) return;
     listener.onStatus({ state: 'connecting' });
+    // Decided once, before the first attempt; a reconnect goes straight to the daemon.
+    if (session === null) {
+      session = await signedIn;
+      if (stopped) return;
+    }
+    if (session.token === null && session.refusal !== null) {
+      listener.onStatus({ state: 'failed', error: session.refusal });
+      return;
+    }
+    const hadToken = session.token !== null;
+    const headers = withBearer(session.token, { Accept: 'text/event-stream' });
     let res: Response;
     try {
       res = await env.fetch('/api/events', { headers, signal: controller.signal });
@@ -457,23 +471,83 @@ function deliverNavigate(payload: unknown, listener: LiveListener): void {
   else console.warn('ignoring a navigate request in an unknown shape');
 }
 
+// ---- signing in ----
+
+/** What the page signs in with: the owner token, or, when it has none, why (or nothing). */
+interface SignIn {
+  token: string | null;
+  /** Set when a sign-in code was refused: every call then fails with this. */
+  refusal: DataError | null;
+}
+
+/** The token for a call; a refused sign-in code fails the call with its message. */
+function tokenOf(session: SignIn): string | null {
+  if (session.token === null && session.refusal !== null) throw session.refusal;
+  return session.token;
+}
+
+function withBearer(token: string | null, extra: Record<string, string>): Record<string, string> {
+  return token === null ? extra : { ...extra, Authorization: `Bearer ${token}` };
+}
+
 /**
- * The owner token arrives in the URL fragment (`#token=...`, from `taskkeeper open`), which
- * browsers never send to the server. Move it into sessionStorage and drop it from the address
- * bar so it doesn't end up in history, bookmarks or screenshots; a reload then still finds it.
+ * How a browser page gets the owner token. `taskkeeper open` puts a one-time code in the
+ * fragment (`#code=...`), because the browser's command line, where the address goes, is
+ * readable by every local user; the page trades it at once at `POST /ui/session` for the
+ * token. A `#token=...` still works for an address typed or pasted by hand (nothing puts it on
+ * a command line then), but `taskkeeper open` never makes one. Either way it leaves the
+ * address bar at once, before any request, so it doesn't end up in history, bookmarks or
+ * screenshots, and the token goes to sessionStorage, where a reload finds it.
  */
-export function takeToken(env: Env): string | null {
+export function signIn(env: Env): Promise<SignIn> {
   const fragment = env.location.hash.startsWith('#') ? env.location.hash.slice(1) : env.location.hash;
   const params = new URLSearchParams(fragment);
-  const fromUrl = params.get('token');
-  if (fromUrl !== null && fromUrl !== '') {
-    env.sessionStorage.setItem(TOKEN_KEY, fromUrl);
+  const code = params.get('code');
+  const token = params.get('token');
+  if (code !== null || token !== null) {
+    params.delete('code');
     params.delete('token');
     const rest = params.toString();
     env.history.replaceState(null, '', env.location.pathname + env.location.search + (rest ? `#${rest}` : ''));
-    return fromUrl;
   }
-  return env.sessionStorage.getItem(TOKEN_KEY);
+  if (code !== null && code !== '') return exchangeCode(env, code);
+  if (token !== null && token !== '') {
+    env.sessionStorage.setItem(TOKEN_KEY, token);
+    return Promise.resolve({ token, refusal: null });
+  }
+  return Promise.resolve({ token: env.sessionStorage.getItem(TOKEN_KEY), refusal: null });
+}
+
+/** Shown when the daemon refuses the code: it was spent (this address was opened before) or lapsed. */
+export const CODE_REFUSED =
+  'This sign-in link has expired or was already used (each one works once, for a minute). Run `taskkeeper open` again.';
+
+async function exchangeCode(env: Env, code: string): Promise<SignIn> {
+  let res: Response;
+  try {
+    res = await env.fetch(SESSION_PATH, {
+      method: 'POST',
+      headers: { Accept: 'application/json', 'Content-Type': 'application/json' },
+      body: JSON.stringify({ code }),
+    });
+  } catch (err) {
+    return { token: null, refusal: unreachable(err) };
+  }
+  if (res.status === 401) return { token: null, refusal: new DataError('unauthorized', CODE_REFUSED) };
+  if (!res.ok) return { token: null, refusal: await fromHttpError(res, false) };
+  let body: unknown;
+  try {
+    body = await res.json();
+  } catch {
+    body = null;
+  }
+  if (!isUiSession(body)) return { token: null, refusal: protocol('sign-in answer') };
+  env.sessionStorage.setItem(TOKEN_KEY, body.token);
+  return { token: body.token, refusal: null };
+}
+
+function isUiSession(value: unknown): value is UiSession {
+  return isRecord(value) && typeof value.token === 'string' && value.token !== '';
 }
 
 // ---- errors ----

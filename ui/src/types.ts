@@ -133,3 +133,11 @@ export interface ApiErrorBody {
   kind: string;
   message: string;
 }
+
+/**
+ * `POST /ui/session`'s answer to a good sign-in code (`UiSessionView` in api.rs): the owner
+ * token, for the tab's session storage. The code comes from `taskkeeper open`'s address.
+ */
+export interface UiSession {
+  token: string;
+}

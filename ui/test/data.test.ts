@@ -137,6 +137,60 @@ describe('browser transport', () => {
     expect(rec.fetches[0]?.headers.Authorization).toBe('Bearer kept');
   });
 
+  it('trades a sign-in code from the fragment for the token once, before any call, and drops it from the address at once', async () => {
+    const { env, rec } = fakeEnv({
+      hash: '#code=c0de',
+      respond: (url) => (url === '/ui/session' ? json(200, { token: 's3cret' }) : json(200, { tasks: [], settings: {} })),
+    });
+    const data = createDataSource(env);
+    // Gone from the address bar before the exchange has even answered.
+    expect(rec.replaced).toEqual(['/ui/']);
+
+    await Promise.all([data.listTasks('open'), data.getSettings()]);
+    expect(rec.fetches[0]).toEqual({
+      url: '/ui/session',
+      method: 'POST',
+      headers: { Accept: 'application/json', 'Content-Type': 'application/json' },
+      body: JSON.stringify({ code: 'c0de' }),
+    });
+    expect(rec.fetches.filter((f) => f.url === '/ui/session')).toHaveLength(1);
+    expect(rec.fetches.slice(1).map((f) => [f.url, f.headers.Authorization])).toEqual([
+      ['/api/tasks?state=open', 'Bearer s3cret'],
+      ['/api/settings', 'Bearer s3cret'],
+    ]);
+    // A reload of this tab finds the token, not the code.
+    expect(rec.storage.get('taskkeeper.token')).toBe('s3cret');
+  });
+
+  it('says to run `taskkeeper open` again when the code is refused, and asks the API nothing', async () => {
+    const { env, rec } = fakeEnv({
+      hash: '#code=spent',
+      // A token from an earlier sign-in of this tab is not a reason to ignore the refusal.
+      stored: 'older',
+      respond: () =>
+        json(401, { error: { kind: 'unauthorized', message: 'this sign-in code was already used or was never issued' } }),
+    });
+    const data = createDataSource(env);
+    const err = await data.listTasks('open').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DataError);
+    expect(err).toMatchObject({ kind: 'unauthorized' });
+    expect((err as DataError).message).toMatch(/expired or was already used/);
+    expect((err as DataError).message).toMatch(/Run `taskkeeper open` again\./);
+
+    const { got, listener } = recorder();
+    data.subscribe(listener);
+    await until(() => got.statuses.length === 2);
+    expect(got.statuses[1]).toEqual({ state: 'failed', error: err });
+    expect(rec.timers).toEqual([]);
+    expect(rec.fetches.map((f) => f.url)).toEqual(['/ui/session']);
+    expect(rec.replaced).toEqual(['/ui/']);
+  });
+
+  it('tells an unreachable daemon during the exchange from a refused code', async () => {
+    const { env } = fakeEnv({ hash: '#code=c0de', respond: () => Promise.reject(new TypeError('Failed to fetch')) });
+    await expect(createDataSource(env).listDesks()).rejects.toMatchObject({ kind: 'unreachable' });
+  });
+
   it('maps each owner action to its route, method and body', async () => {
     const { env, rec } = fakeEnv({
       stored: 't',

@@ -45,11 +45,12 @@ enum Command {
     },
     /// Open the web UI in your browser, signed in as the owner (needs `taskkeeper serve --ui`).
     ///
-    /// The owner token travels in the address's fragment (`/ui/#token=...`): browsers never
-    /// send the fragment to the server, so the token is not in any request line or log. The
-    /// page keeps it in the tab's session storage and removes it from the address bar.
+    /// The address holds a one-time sign-in code (`/ui/#code=...`, good for 60 s), never the
+    /// owner token: the browser's command line is readable by every local user. The page
+    /// trades the code for the token at once, keeps the token in the tab's session storage
+    /// and removes the code from the address bar; the same address a second time is refused.
     Open {
-        /// Print the address (with the token) instead of opening a browser.
+        /// Print the address (with its one-time code) instead of opening a browser.
         #[arg(long)]
         print: bool,
     },

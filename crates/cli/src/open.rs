@@ -1,34 +1,43 @@
 //! `taskkeeper open`: the web UI of a daemon started with `taskkeeper serve --ui`, in the
 //! default browser, signed in as the owner.
 //!
-//! The token goes in the address's fragment (`/ui/#token=...`). Browsers never send a
-//! fragment to the server, so the token appears in no request line, log or `Referer`; the
-//! page moves it to the tab's session storage and takes it out of the address bar. Before
-//! opening anything, both halves are checked here, where a mistake is easiest to read: that
-//! the daemon serves the UI and that the token is the owner's.
+//! The browser is started with the address as an argument, which every local user can read
+//! (`/proc/PID/cmdline`, `ps`), so the address never holds the owner token. Instead this asks
+//! the daemon, with the token, for a one-time sign-in code (`POST /api/ui/codes`, valid for
+//! 60 s) and opens `/ui/#code=...`; the page trades the code for the token at once
+//! (`POST /ui/session`), keeps the token in the tab's session storage and takes the code out
+//! of the address bar. A code read off the command line after that is worth nothing. The code
+//! is in the fragment, which browsers never send, so it is in no request line, log or
+//! `Referer`. Before opening anything, both halves are checked here, where a mistake is
+//! easiest to read: that the daemon serves the UI and that the token is the owner's.
 
 use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context as _, anyhow, bail};
+use taskkeeper_server::api::UiCodeView;
 
-use crate::client::{Client, base_url, token_from_env};
+use crate::client::{Client, base_url};
 
 pub fn open(print: bool) -> anyhow::Result<()> {
     let base = base_url();
-    let token = token_from_env()?;
     check_serves_ui(&base)?;
-    // Any owner call proves the token; the desk list is the smallest.
-    Client::from_env()?
+    let client = Client::from_env()?;
+    // Any owner call proves the token; the desk list is the smallest. Checked on its own so
+    // a refused token is not confused with a refused code below.
+    client
         .get::<serde_json::Value>("/api/desks")
         .context("the owner token was refused, so the page could not load anything")?;
-    let url = format!("{base}/ui/#token={}", encode_fragment_value(&token));
+    let minted: UiCodeView = client
+        .post("/api/ui/codes", &serde_json::json!({}))
+        .context("the daemon gave no sign-in code for the page")?;
+    let url = format!("{base}/ui/#code={}", encode_fragment_value(&minted.code));
     if print {
         println!("{url}");
         return Ok(());
     }
     launch(&url)?;
-    println!("opened {base}/ui/ in your browser");
+    println!("opened {base}/ui/ in your browser (its sign-in code works once, within a minute)");
     Ok(())
 }
 
@@ -53,8 +62,9 @@ fn check_serves_ui(base: &str) -> anyhow::Result<()> {
     }
 }
 
-/// Percent-encodes everything but RFC 3986's unreserved characters, so any token survives
-/// `URLSearchParams` in the page unchanged (the generated ones are hex and pass as they are).
+/// Percent-encodes everything but RFC 3986's unreserved characters, so whatever the daemon
+/// answers survives `URLSearchParams` in the page unchanged (its codes are hex and pass as
+/// they are).
 fn encode_fragment_value(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
     for b in value.bytes() {
@@ -110,7 +120,7 @@ mod tests {
     use super::encode_fragment_value;
 
     #[test]
-    fn tokens_are_fragment_safe() {
+    fn codes_are_fragment_safe() {
         assert_eq!(encode_fragment_value("0a1b2c"), "0a1b2c");
         assert_eq!(encode_fragment_value("a b&c#d+é"), "a%20b%26c%23d%2B%C3%A9");
     }

@@ -344,3 +344,25 @@ pub struct PermissionAnswer {
 pub struct SessionList {
     pub sessions: Vec<SessionView>,
 }
+
+/// `POST /api/ui/codes`: a sign-in code for the web UI (see `ui_codes.rs`), shown once.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UiCodeView {
+    pub code: String,
+    pub expires_at: Timestamp,
+}
+
+/// `POST /ui/session`: the code from the page's address.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UiSessionRequest {
+    pub code: String,
+}
+
+/// The answer to a good code: the owner token, for the tab's session storage.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UiSessionView {
+    pub token: String,
+}

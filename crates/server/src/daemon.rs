@@ -169,9 +169,12 @@ impl Daemon {
             sessions.clone(),
             stopped.clone(),
         );
-        let ui = match &config.ui_dir {
-            Some(dir) => Some(Arc::new(crate::ui::UiFiles::load(dir)?)),
-            None => None,
+        let ui = crate::ui::UiState {
+            files: match &config.ui_dir {
+                Some(dir) => Some(Arc::new(crate::ui::UiFiles::load(dir)?)),
+                None => None,
+            },
+            codes: crate::ui_codes::UiCodes::new(token.clone(), config.clock.clone()),
         };
         let (app, routes) = http::router(
             owner.clone(),

@@ -32,7 +32,7 @@ pub(crate) fn router(
     sessions: crate::sessions::Sessions,
     credentials: crate::auth::Credentials,
     notices: Arc<crate::notify::EventNotifier>,
-    ui: Option<Arc<crate::ui::UiFiles>>,
+    ui: crate::ui::UiState,
     guard_state: Arc<Guard>,
 ) -> (Router, Vec<RouteDoc>) {
     let health = Room::new(Access::Open).route("GET", "/healthz", get(|| async { "ok" }));
@@ -46,7 +46,7 @@ pub(crate) fn router(
         .room(crate::a2a::room(a2a))
         .room(crate::hooks::room(sessions, credentials))
         .room(mcp)
-        .room(crate::ui::room(ui))
+        .rooms(crate::ui::rooms(ui))
         .into_parts();
     let router = router
         .fallback(|| async {

@@ -27,6 +27,7 @@ pub mod sessions;
 mod tasks;
 mod token;
 pub mod ui;
+pub mod ui_codes;
 pub mod watchdog;
 
 pub use auth::{Caller, CallerKind};

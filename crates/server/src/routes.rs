@@ -165,6 +165,10 @@ impl House {
         self
     }
 
+    pub fn rooms(self, rooms: impl IntoIterator<Item = Room>) -> Self {
+        rooms.into_iter().fold(self, House::room)
+    }
+
     pub fn into_parts(self) -> (Router, Vec<RouteDoc>) {
         (self.router, self.routes)
     }

@@ -4,8 +4,13 @@
 //! Why the files are served without the token: a browser cannot send an `Authorization`
 //! header when it loads a page, and the files hold no data, only the code that asks for it.
 //! The guard lets exactly `GET /ui` and `GET /ui/...` through without a token (the `Host` and
-//! `Origin` checks still apply); every `/api` call the page then makes needs the owner token,
-//! which `taskkeeper open` hands over in the URL fragment, which browsers never send.
+//! `Origin` checks still apply); every `/api` call the page then makes needs the owner token.
+//!
+//! How the page gets the token: `taskkeeper open` mints a one-time code (`POST /api/ui/codes`,
+//! see [`crate::ui_codes`]) and opens `/ui/#code=...`; the page trades the code for the token
+//! at `POST /ui/session`, the one other route open without a token (a page has none yet). The
+//! browser's command line, which every local user can read, so only ever holds a code that
+//! is spent within a second and dead within a minute.
 //!
 //! The directory is read once at start into memory (it is a few hundred KiB): a request can
 //! only ever name a file that was there, so no path (`..`, `%2e%2e`, symlinks made later) can
@@ -21,10 +26,12 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Path as UrlPath, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use sha2::{Digest as _, Sha256};
 
+use crate::api::{UiCodeView, UiSessionRequest, UiSessionView};
 use crate::owner::{OwnerError, OwnerErrorKind};
+use crate::ui_codes::UiCodes;
 
 /// The page's Content Security Policy: its own scripts, styles and API only, never framed.
 pub const CSP: &str = "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'";
@@ -230,21 +237,98 @@ fn content_type(path: &Path) -> &'static str {
     }
 }
 
-/// `/ui`, `/ui/` and `/ui/{path}`. Without a UI directory (`serve` without `--ui`, the tray
-/// app) they answer 404 with what to do.
-/// The page's files: open, since a browser cannot send the bearer header when it loads a
-/// page, and the files hold no data; everything the page then asks of `/api` needs the
-/// owner's token like any other call.
-pub(crate) fn room(files: Option<Arc<UiFiles>>) -> Room {
-    Room::new(Access::Open)
+/// The path at which the page trades its code for the token: open, since the code is its
+/// credential.
+pub const SESSION_PATH: &str = "/ui/session";
+
+/// What the `/ui` routes and the owner's code route need: the files (if served) and the codes.
+#[derive(Debug, Clone)]
+pub(crate) struct UiState {
+    pub files: Option<Arc<UiFiles>>,
+    pub codes: UiCodes,
+}
+
+/// `/ui`, `/ui/`, `/ui/{path}` and `POST /ui/session`: open, since a browser cannot send the
+/// bearer header when it loads a page, the files hold no data, and the exchange takes a
+/// one-time code as its credential; everything the page then asks of `/api` needs the
+/// owner's token like any other call. Without a UI directory (`serve` without `--ui`, the
+/// tray app) the files answer 404 with what to do; the exchange still works, since a code
+/// can only come from the owner.
+/// With them, `POST /api/ui/codes`, where the owner mints a code (the owner's, like the rest
+/// of `/api`).
+pub(crate) fn rooms(ui: UiState) -> [Room; 3] {
+    let files = Room::new(Access::Open)
         .route("GET", "/ui", get(redirect))
         .route("GET", "/ui/", get(index))
         .route("GET", "/ui/{*path}", get(file))
-        .with_state(files)
+        .with_state(ui.files);
+    let session = Room::new(Access::Open)
+        .route("POST", SESSION_PATH, post(session))
+        .with_state(ui.codes.clone());
+    let mint = Room::new(Access::Owner)
+        .route("POST", "/api/ui/codes", post(mint_code))
+        .with_state(ui.codes);
+    [files, session, mint]
+}
+
+/// `POST /api/ui/codes` (owner token): a code for `taskkeeper open` to put in the address.
+pub(crate) async fn mint_code(State(codes): State<UiCodes>) -> Response {
+    match codes.mint() {
+        Ok(minted) => {
+            tracing::info!(expires_at = %minted.expires_at, "minted a web UI sign-in code");
+            no_store(
+                (
+                    StatusCode::CREATED,
+                    axum::Json(UiCodeView {
+                        code: minted.code,
+                        expires_at: minted.expires_at,
+                    }),
+                )
+                    .into_response(),
+            )
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "refused to mint a web UI sign-in code");
+            OwnerError::from(e).into_response()
+        }
+    }
+}
+
+/// `POST /ui/session` (no token): the page's code, traded once for the owner token. The body
+/// must be JSON, so a form posted from another site is refused before any code is looked at.
+async fn session(
+    State(codes): State<UiCodes>,
+    crate::http::Body(request): crate::http::Body<UiSessionRequest>,
+) -> Response {
+    let answer = match codes.redeem(&request.code) {
+        Ok(token) => {
+            tracing::info!("a web UI page signed in with a code");
+            (
+                StatusCode::OK,
+                axum::Json(UiSessionView {
+                    token: token.as_str().to_owned(),
+                }),
+            )
+                .into_response()
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "refused a web UI sign-in code");
+            OwnerError::from(e).into_response()
+        }
+    };
+    no_store(answer)
+}
+
+/// An answer that carries a secret (the code, the token) is kept by no cache.
+fn no_store(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
 }
 
 /// The page's assets are relative (`./assets/...`), so the page must be at `/ui/`. A browser
-/// keeps the URL's fragment (the token) across this redirect.
+/// keeps the URL's fragment (the code) across this redirect.
 async fn redirect() -> Response {
     secured(
         (

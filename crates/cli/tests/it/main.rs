@@ -9,6 +9,7 @@ mod connect;
 mod durability;
 mod generic;
 mod interop;
+mod open;
 mod refusals;
 mod secrets;
 mod support;

@@ -30,19 +30,26 @@ impl Served {
     /// Start with exactly the environment `env` (plus the token): the sessions it launches
     /// inherit it.
     pub fn start_in(data_dir: &Path, env: &[(String, String)]) -> Served {
-        Self::try_start_in(data_dir, 0, Some(env))
+        Self::try_start_in(data_dir, 0, Some(env), &[])
+            .unwrap_or_else(|(_, stderr)| panic!("daemon did not start: {stderr}"))
+    }
+
+    /// Start with these flags after `serve` (`--ui DIR`).
+    pub fn start_with(data_dir: &Path, flags: &[&std::ffi::OsStr]) -> Served {
+        Self::try_start_in(data_dir, 0, None, flags)
             .unwrap_or_else(|(_, stderr)| panic!("daemon did not start: {stderr}"))
     }
 
     /// Start, or return the exit status and stderr of a daemon that refused to start.
     pub fn try_start(data_dir: &Path, port: u16) -> Result<Served, (Option<i32>, String)> {
-        Self::try_start_in(data_dir, port, None)
+        Self::try_start_in(data_dir, port, None, &[])
     }
 
     fn try_start_in(
         data_dir: &Path,
         port: u16,
         env: Option<&[(String, String)]>,
+        flags: &[&std::ffi::OsStr],
     ) -> Result<Served, (Option<i32>, String)> {
         let mut command = Command::new(bin());
         if let Some(env) = env {
@@ -54,6 +61,7 @@ impl Served {
         let mut child = command
             .args(["serve", "--port", &port.to_string(), "--data-dir"])
             .arg(data_dir)
+            .args(flags)
             .env("TASKKEEPER_TOKEN", TOKEN)
             .env_remove("TASKKEEPER_PORT")
             .stdin(Stdio::null())

@@ -12,4 +12,5 @@ mod owner_api;
 mod routes;
 mod support;
 mod ui;
+mod ui_codes;
 mod watchdog;
