@@ -1,29 +1,29 @@
 //! The MCP server at `/mcp` (DESIGN §7): how the agent sessions working at the desks end
 //! their tasks, and how a session asks another desk for something. Streamable HTTP through
-//! rmcp, the official Rust SDK, mounted inside the guarded router, so `Host`, `Origin` and
-//! the bearer token are checked before a request reaches it and the [`Caller`] is in the
-//! request's extensions.
+//! rmcp, the official Rust SDK, in the workers' room ([`crate::routes`]): only the worker
+//! token (what `taskkeeper connect` configures in Claude Code) and the owner's reach it, and
+//! the [`Caller`] is in the request's extensions. Askers use A2A.
 //!
-//! Tools:
-//! - for the worker (the owner's token, which is what `taskkeeper connect` configures in
-//!   Claude Code): `task_update` (the ending: done, blocked or failed, with its text),
-//!   `task_list` (open tasks) and `task_get` (one task with its request);
-//! - for a session that asks other desks, and for registered askers: `desks_list`,
-//!   `task_send`, `task_status`, `task_ack`.
+//! Tools: `task_update` (the ending: done, blocked or failed, with its text), `task_list`
+//! (this desk's open tasks) and `task_get` (one with its request); for asking other desks,
+//! `desks_list`, `task_send`, `task_status`, `task_ack`.
 //!
 //! **Which session is calling.** Claude Code sends no session identity to HTTP MCP servers
 //! (shared docs/claude-code.md §13), and `Mcp-Session-Id` names a transport connection, not a
-//! Claude session (protocol 2026-07-28 drops it altogether). So every tool takes an optional
-//! `session_id` argument, and the PreToolUse hook that `taskkeeper connect` installs (matcher
-//! `mcp__taskkeeper__.*`) answers with `updatedInput` = the model's arguments plus the hook
-//! payload's own `session_id`, and allows the call. The hook's id is always the current one
-//! (it rotates on `/clear`), it needs no launcher, and the model never has to know it. When
-//! `session_id` is present it must name a session the daemon knows, and that session's desk
-//! scopes the call: `task_update` and `task_get` refuse a task of another desk, `task_list`
-//! lists that desk, and `task_send` asks as `desk:<desk>` (a name no registered asker can
-//! have, since asker names cannot contain ':'). Without it, the owner's token acts as the
-//! owner, like the CLI's `taskkeeper task update`. A registered asker's token never takes a
-//! `session_id`: sessions are this machine's, and an asker acts as itself.
+//! Claude session (protocol 2026-07-28 drops it altogether). So every tool takes `session_id`
+//! and `session_proof` arguments, and the PreToolUse hook that `taskkeeper connect` installs
+//! (matcher `mcp__taskkeeper__.*`) answers with `updatedInput` = the model's arguments plus
+//! the hook payload's own `session_id` and the daemon's proof for it, and allows the call.
+//! The hook's id is always the current one (it rotates on `/clear`), it needs no launcher,
+//! and the model never has to know either; an id the model writes itself has no proof and
+//! is refused. A session Taskkeeper launched carries both in headers of its private MCP
+//! configuration, which no argument overrides. A worker's call must name a proven session
+//! the daemon knows, and that session scopes the call: `task_update` ends only a task handed
+//! to it or its desk's current one ([`taskkeeper_core::queue::session_may_end`]), `task_get`
+//! refuses a task of another desk, `task_list` lists that desk, and `task_send` asks as
+//! `desk:<desk>` (a name no registered asker can have, since asker names cannot contain
+//! ':'). The owner's token may name a session without proof, or none: then it acts as the
+//! owner, like the CLI's `taskkeeper task update`.
 //!
 //! This module translates; the task rules stay in the core. Every write goes through
 //! [`Tasks`] (so it is published), the worker's word is parsed by [`WorkerEnding`], and a

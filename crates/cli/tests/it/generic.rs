@@ -116,10 +116,13 @@ fn a_reporting_agent_is_given_its_task_and_reminded_through_its_command() {
             .ok()
             .filter(|t| t.contains(&id))
     });
-    assert_eq!(
-        std::fs::read_to_string(out.join("log")).unwrap().trim(),
-        "g-1"
-    );
+    // The command writes its log line after it has read the text: wait for it too.
+    let log = until("the command's log line", || {
+        std::fs::read_to_string(out.join("log"))
+            .ok()
+            .filter(|l| l.ends_with('\n'))
+    });
+    assert_eq!(log.trim(), "g-1");
 
     // The agent works on it, then stops without ending it.
     report(&["turn-started"]);
