@@ -9,6 +9,7 @@
 pub mod a2a;
 pub mod api;
 mod auth;
+mod child_env;
 mod config;
 pub mod conformance;
 mod daemon;

@@ -902,7 +902,9 @@ async fn run_shell(
     text: &str,
 ) -> Result<(), String> {
     use tokio::io::AsyncWriteExt as _;
-    let mut child = tokio::process::Command::new("sh")
+    let mut child = tokio::process::Command::new("sh");
+    crate::child_env::scrub_secrets(&mut child);
+    let mut child = child
         .arg("-c")
         .arg(command)
         .current_dir(dir)
@@ -940,7 +942,9 @@ async fn run_shell(
 
 /// Run one tmux command against the session's own tmux server.
 async fn tmux(socket: &str, args: &[&str]) -> Result<(), String> {
-    let out = tokio::process::Command::new("tmux")
+    let mut command = tokio::process::Command::new("tmux");
+    crate::child_env::scrub_secrets(&mut command);
+    let out = command
         .arg("-S")
         .arg(socket)
         .args(args)
