@@ -10,5 +10,6 @@ mod hooks;
 mod mcp;
 mod owner_api;
 mod support;
+mod terminal;
 mod ui;
 mod watchdog;
