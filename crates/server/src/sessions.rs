@@ -14,9 +14,9 @@
 //! What they write comes from askers, foreign agents: every pushed text goes through
 //! [`delivery::terminal_safe`] at the write, so no escape sequence reaches a terminal or a
 //! stdin; a tmux pane is pasted into only when it belongs to the session's own process
-//! ([`Sessions::owned_pane`]), since the pane a hook names is only what the hook says; and
+//! (`Sessions::owned_pane`), since the pane a hook names is only what the hook says; and
 //! the processes started here get an environment without our tokens
-//! ([`crate::child_env::scrub_secrets`]).
+//! (`child_env::scrub_secrets`).
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
