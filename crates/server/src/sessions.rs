@@ -10,6 +10,13 @@
 //! through the methods that Taskkeeper drives itself (a headless session's stdin, the tmux
 //! paste, the desk's command), which cannot be taken back: they send first and claim exactly
 //! what they sent once it was confirmed.
+//!
+//! What they write comes from askers, foreign agents: every pushed text goes through
+//! [`delivery::terminal_safe`] at the write, so no escape sequence reaches a terminal or a
+//! stdin; a tmux pane is pasted into only when it belongs to the session's own process
+//! (`Sessions::owned_pane`), since the pane a hook names is only what the hook says; and
+//! the processes started here get an environment without our tokens
+//! (`child_env::scrub_secrets`).
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -599,7 +606,10 @@ impl Sessions {
             at_stop: false,
             waiter: lock(&self.inner.waiting).contains(&session.id),
             stdin: self.launched.holds(&session.id),
-            tmux_pane: session.reach.tmux_pane.is_some() && session.reach.tmux_socket.is_some(),
+            // Without a pid the pane's owner cannot be checked: it is never pasted into.
+            tmux_pane: session.reach.tmux_pane.is_some()
+                && session.reach.tmux_socket.is_some()
+                && session.reach.pid.is_some(),
             command: desk.deliver_command.is_some(),
         })
     }
@@ -810,6 +820,7 @@ impl Sessions {
     /// the session reads its stdin in order, however long it takes to start (a session still
     /// starting up begins its turn late, not never); the turn it starts is only logged.
     async fn send_stdin(&self, session: &Session, text: &str) -> Pushed {
+        let text = &delivery::terminal_safe(text);
         let turn0 = *lock(&self.inner.turns).get(&session.id).unwrap_or(&0);
         self.expect_turn(&session.id);
         if !self.launched.send(&session.id, text) {
@@ -823,12 +834,21 @@ impl Sessions {
     }
 
     /// The tmux paste: the text (bracketed), a separate Enter, and the turn it starts; Enter
-    /// is pressed once more if no turn starts.
+    /// is pressed once more if no turn starts. Only into a pane of the session's own process,
+    /// checked right before each paste: a later report may have moved the reach elsewhere.
     async fn paste(&self, session: &Session, text: &str) -> Pushed {
         let (Some(pane), Some(socket)) = (&session.reach.tmux_pane, &session.reach.tmux_socket)
         else {
             return Pushed::Failed("no tmux pane is known".into());
         };
+        let pane = &match Self::owned_pane(session, socket, pane).await {
+            Ok(pane) => pane,
+            Err(why) => {
+                tracing::warn!(session = %session.id, %pane, %socket, %why, "refused to paste into the tmux pane");
+                return Pushed::Failed(format!("refused tmux pane {pane}: {why}"));
+            }
+        };
+        let text = &delivery::terminal_safe(text);
         let turn0 = *lock(&self.inner.turns).get(&session.id).unwrap_or(&0);
         self.expect_turn(&session.id);
         let pasted = async {
@@ -860,6 +880,43 @@ impl Sessions {
         ))
     }
 
+    /// The pane (as tmux's own `%id`, so the paste goes where the check looked) when it
+    /// belongs to the session's process: the pane's process is the session's pid or one of
+    /// its ancestors (Claude Code runs in the pane, or under a shell that does). A hook names
+    /// its pane and pid as it likes; without this, a report naming someone else's pane (a
+    /// shell) would have a task's words typed into it and run.
+    async fn owned_pane(session: &Session, socket: &str, pane: &str) -> Result<String, String> {
+        let Some(pid) = session.reach.pid else {
+            return Err(
+                "the session reported no pid, so the pane's owner cannot be checked".into(),
+            );
+        };
+        let shown = tmux(
+            socket,
+            &[
+                "display-message",
+                "-p",
+                "-t",
+                pane,
+                "#{pane_id} #{pane_pid}",
+            ],
+        )
+        .await?;
+        let (pane_id, pane_pid) = shown
+            .trim()
+            .split_once(' ')
+            .and_then(|(id, p)| Some((id.to_owned(), p.parse::<u32>().ok()?)))
+            .ok_or_else(|| format!("tmux did not say which process runs the pane: {shown:?}"))?;
+        let line = process_and_ancestors(pid)?;
+        if line.contains(&pane_pid) {
+            Ok(pane_id)
+        } else {
+            Err(format!(
+                "the pane's process {pane_pid} is neither the session's process {pid} nor one of its ancestors"
+            ))
+        }
+    }
+
     /// The desk's command, run by `sh -c` in the desk's directory with the text on its stdin
     /// and the task ids, desk and session in its environment; exit status 0 is the
     /// confirmation.
@@ -873,6 +930,7 @@ impl Sessions {
         let Some(command) = &desk.deliver_command else {
             return Pushed::Failed("the desk has no command".into());
         };
+        let text = &delivery::terminal_safe(text);
         let ids: Vec<&str> = parcel.items.iter().map(|t| t.id.as_str()).collect();
         if let Some(s) = session {
             self.expect_turn(&s.id);
@@ -908,7 +966,9 @@ async fn run_shell(
     text: &str,
 ) -> Result<(), String> {
     use tokio::io::AsyncWriteExt as _;
-    let mut child = tokio::process::Command::new("sh")
+    let mut child = tokio::process::Command::new("sh");
+    crate::child_env::scrub_secrets(&mut child);
+    let mut child = child
         .arg("-c")
         .arg(command)
         .current_dir(dir)
@@ -944,9 +1004,43 @@ async fn run_shell(
     }
 }
 
-/// Run one tmux command against the session's own tmux server.
-async fn tmux(socket: &str, args: &[&str]) -> Result<(), String> {
-    let out = tokio::process::Command::new("tmux")
+/// `pid` and its ancestors, nearest first, up to the first process (or a bound, against a
+/// table that changes while it is read).
+#[cfg(target_os = "linux")]
+fn process_and_ancestors(pid: u32) -> Result<Vec<u32>, String> {
+    let mut line = vec![pid];
+    let mut at = pid;
+    while at > 1 && line.len() < 256 {
+        let stat = std::fs::read_to_string(format!("/proc/{at}/stat"))
+            .map_err(|e| format!("cannot read process {at}: {e}"))?;
+        // Field 4 is the parent; the name (field 2) may hold spaces and parentheses, so
+        // the fields are counted after its closing one.
+        let parent = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok())
+            .ok_or_else(|| format!("cannot read the parent of process {at}"))?;
+        if parent == 0 || line.contains(&parent) {
+            break;
+        }
+        line.push(parent);
+        at = parent;
+    }
+    Ok(line)
+}
+
+/// Elsewhere there is no /proc to read a process's parent from, and a pane that cannot be
+/// checked is not pasted into: the waiter or the desk's command delivers instead.
+#[cfg(not(target_os = "linux"))]
+fn process_and_ancestors(_pid: u32) -> Result<Vec<u32>, String> {
+    Err("a pane's owner can only be checked on Linux".into())
+}
+
+/// Run one tmux command against the session's own tmux server; what it printed.
+async fn tmux(socket: &str, args: &[&str]) -> Result<String, String> {
+    let mut command = tokio::process::Command::new("tmux");
+    crate::child_env::scrub_secrets(&mut command);
+    let out = command
         .arg("-S")
         .arg(socket)
         .args(args)
@@ -955,7 +1049,7 @@ async fn tmux(socket: &str, args: &[&str]) -> Result<(), String> {
         .await
         .map_err(|e| format!("cannot run tmux: {e}"))?;
     if out.status.success() {
-        Ok(())
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {
         Err(format!(
             "tmux {}: {}",

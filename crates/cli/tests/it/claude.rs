@@ -514,9 +514,12 @@ fn rules(mut specific: Vec<Value>) -> Value {
 }
 
 /// The header of a delivered task, with the task id as group `id`, and `then` (a regex) after
-/// it: the request text, say.
+/// it: the first line of the request, say, which follows the frame's begin line behind the
+/// quote prefix.
 fn header(then: &str) -> String {
-    format!(r"\[Taskkeeper\] Task (?P<id>{UUID}) from [^\n]*\n\n{then}")
+    format!(
+        r"\[Taskkeeper\] Task (?P<id>{UUID}) from [^\n]*\n\[Taskkeeper\] Begin of [^\n]*\n> {then}"
+    )
 }
 
 /// A rule that ends the task it matched through MCP.

@@ -205,3 +205,69 @@ fn bad_reports_are_refused_with_the_reason_and_change_nothing() {
         "nothing was attached"
     );
 }
+
+/// The daemon runs with the owner's token in its environment (and another token of ours):
+/// the desk's command, whatever the owner configured and fed an asker's words, gets neither;
+/// the rest of the environment and the variables meant for it still reach it. The daemon is
+/// the real binary as a child process, so its environment is its own and no test shares it.
+#[test]
+fn a_desk_command_gets_none_of_the_daemons_tokens() {
+    let root = tempfile::tempdir().unwrap();
+    let env: Vec<(String, String)> = [
+        ("PATH", std::env::var("PATH").unwrap_or_default()),
+        ("HOME", root.path().display().to_string()),
+        (
+            "TASKKEEPER_ASKER_TOKEN_CI",
+            "second-secret-0123456789".to_owned(),
+        ),
+        ("TASKKEEPER_KEEP_ME", "visible".to_owned()),
+    ]
+    .map(|(k, v)| (k.to_owned(), v))
+    .into();
+    let d = Served::start_in(&root.path().join("data"), &env);
+    let (work, out) = (root.path().join("bot"), root.path().join("out"));
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::create_dir_all(&out).unwrap();
+    let command = format!("env > {}/env.tmp && mv {0}/env.tmp {0}/env", out.display());
+    let added = d.cli(&[
+        "desk",
+        "add",
+        "bot",
+        "--dir",
+        work.to_str().unwrap(),
+        "--agent",
+        "generic",
+        "--deliver-command",
+        &command,
+    ]);
+    assert!(added.status.success(), "{}", text(&added));
+    let task = d.cli(&["task", "add", "bot", "Rotate the logs"]);
+    assert!(task.status.success(), "{}", text(&task));
+    let id = String::from_utf8_lossy(&task.stdout).trim().to_owned();
+
+    let seen = until("the command's environment", || {
+        std::fs::read_to_string(out.join("env")).ok()
+    });
+    let names: Vec<&str> = seen
+        .lines()
+        .filter_map(|l| l.split_once('=').map(|(k, _)| k))
+        .collect();
+    assert!(!seen.contains(TOKEN), "the owner's token leaked: {seen}");
+    assert!(!seen.contains("second-secret"), "a token leaked: {seen}");
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.starts_with("TASKKEEPER_") && n.contains("TOKEN")),
+        "{names:?}"
+    );
+    for kept in [
+        "PATH",
+        "HOME",
+        "TASKKEEPER_KEEP_ME",
+        "TASKKEEPER_DESK",
+        "TASKKEEPER_TASKS",
+    ] {
+        assert!(names.contains(&kept), "{kept} missing: {names:?}");
+    }
+    assert!(seen.contains(&format!("TASKKEEPER_TASKS={id}")), "{seen}");
+}

@@ -296,7 +296,8 @@ fn reminder_text_carries_request_last_words_and_the_way_out() {
     );
     for part in [
         "Task t-9 from ci-bot",
-        "Request: Add a --json flag",
+        "Request:\n  [Taskkeeper] Begin of ci-bot's request on task t-9, quoted",
+        "\n  > Add a --json flag\n  [Taskkeeper] End of ci-bot's request on task t-9.\n",
         "Your last words: \"Now writing the probe…\"",
         "task_update(task_id \"t-9\"",
     ] {

@@ -443,9 +443,12 @@ fn an_idle_session_without_a_waiter_gets_its_task_pasted_into_tmux() {
         "cat",
     ]);
     let pane = tmux(&["display-message", "-p", "-t", "tk", "#{pane_id}"]);
+    // The session is the pane's own process: a pane of anyone else's is not pasted into.
+    let pid = tmux(&["display-message", "-p", "-t", "tk", "#{pane_pid}"]);
     let reach = [
         ("X-Taskkeeper-Tmux-Pane", pane.clone()),
         ("X-Taskkeeper-Tmux", format!("{sock},1,0")),
+        ("X-Taskkeeper-Pid", pid),
     ];
     let (status, _) = h.send("s-1", "SessionStart", json!({"source": "startup"}), &reach);
     assert_eq!(status, 200);

@@ -11,6 +11,7 @@ mod mcp;
 mod owner_api;
 mod routes;
 mod support;
+mod terminal;
 mod ui;
 mod ui_codes;
 mod watchdog;

@@ -86,7 +86,8 @@ fn a_quiet_session_is_reminded_then_the_task_stalls_and_the_owner_hears() {
     assert!(text.starts_with("[Taskkeeper] Reminder #1:"), "{text}");
     assert!(
         text.contains(&format!("Task {id} from owner"))
-            && text.contains("Request: Add a --json flag"),
+            && text.contains("  Request:\n  [Taskkeeper] Begin of owner's request")
+            && text.contains("\n  > Add a --json flag\n"),
         "{text}"
     );
     assert!(
