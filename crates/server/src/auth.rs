@@ -100,12 +100,9 @@ pub struct Credentials {
 
 /// The hex SHA-256 of a token: what the store keeps of an asker's token.
 pub fn token_hash(token: &str) -> String {
-    hex(&Sha256::digest(token.as_bytes()))
+    hex::encode(Sha256::digest(token.as_bytes()))
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
 
 impl Credentials {
     pub fn new(owner: Token, worker: Token, askers: &[Asker]) -> Self {
@@ -184,26 +181,17 @@ impl ProofKey {
     }
 
     fn prove(&self, session: &str) -> String {
-        hex(&self.mac(session).finalize().into_bytes())
+        hex::encode(self.mac(session).finalize().into_bytes())
     }
 
     fn verify(&self, session: &str, proof: &str) -> bool {
-        let Some(bytes) = unhex(proof.trim()) else {
+        let Ok(bytes) = hex::decode(proof.trim()) else {
             return false;
         };
         self.mac(session).verify_slice(&bytes).is_ok()
     }
 }
 
-fn unhex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 || !text.is_ascii() {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).ok())
-        .collect()
-}
 
 #[cfg(test)]
 mod tests {

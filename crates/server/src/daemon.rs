@@ -177,13 +177,15 @@ impl Daemon {
             codes: crate::ui_codes::UiCodes::new(token.clone(), config.clock.clone()),
         };
         let (app, routes) = http::router(
-            owner.clone(),
-            a2a,
-            mcp,
-            sessions.clone(),
-            credentials.clone(),
-            notices.clone(),
-            ui,
+            http::Areas {
+                owner: owner.clone(),
+                a2a,
+                mcp,
+                sessions: sessions.clone(),
+                credentials: credentials.clone(),
+                notices: notices.clone(),
+                ui,
+            },
             guard,
         );
 

@@ -23,18 +23,29 @@ use crate::routes::{Access, House, Room, RouteDoc};
 /// The largest request body accepted.
 pub const MAX_BODY: usize = 1024 * 1024;
 
+/// What the daemon's areas need to build their rooms.
+pub(crate) struct Areas {
+    pub owner: OwnerService,
+    pub a2a: crate::a2a::A2a,
+    pub mcp: Room,
+    pub sessions: crate::sessions::Sessions,
+    pub credentials: crate::auth::Credentials,
+    pub notices: Arc<crate::notify::EventNotifier>,
+    pub ui: crate::ui::UiState,
+}
+
 /// Every route of the daemon, room by room ([`crate::routes`]), behind the guard and the
 /// body limit; with the route table the rooms declare.
-pub(crate) fn router(
-    owner: OwnerService,
-    a2a: crate::a2a::A2a,
-    mcp: Room,
-    sessions: crate::sessions::Sessions,
-    credentials: crate::auth::Credentials,
-    notices: Arc<crate::notify::EventNotifier>,
-    ui: crate::ui::UiState,
-    guard_state: Arc<Guard>,
-) -> (Router, Vec<RouteDoc>) {
+pub(crate) fn router(areas: Areas, guard_state: Arc<Guard>) -> (Router, Vec<RouteDoc>) {
+    let Areas {
+        owner,
+        a2a,
+        mcp,
+        sessions,
+        credentials,
+        notices,
+        ui,
+    } = areas;
     let health = Room::new(Access::Open).route("GET", "/healthz", get(|| async { "ok" }));
     let events = Room::new(Access::Owner)
         .route("GET", "/api/events", get(events))

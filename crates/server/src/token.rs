@@ -34,7 +34,7 @@ impl Token {
     pub fn generate() -> Self {
         let mut bytes = [0u8; 32];
         rand::rng().fill_bytes(&mut bytes);
-        Self(bytes.iter().map(|b| format!("{b:02x}")).collect())
+        Self(hex::encode(bytes))
     }
 
     pub fn as_str(&self) -> &str {

@@ -195,7 +195,7 @@ fn read_dir_into(
         };
         let bytes = std::fs::read(&path).map_err(read_err(&path))?;
         let digest = Sha256::digest(&bytes);
-        let hex: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
+        let hex = hex::encode(&digest[..12]);
         let etag = HeaderValue::from_str(&format!("\"{hex}\"")).map_err(|e| UiError::Read {
             path: path.clone(),
             source: std::io::Error::other(e),

@@ -100,7 +100,7 @@ impl UiCodes {
         }
         let mut bytes = [0u8; 32];
         rand::rng().fill_bytes(&mut bytes);
-        let code: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let code = hex::encode(bytes);
         let expires_at = now.plus(CODE_LIFETIME);
         codes.insert(token_hash(&code), expires_at);
         Ok(MintedCode { code, expires_at })
