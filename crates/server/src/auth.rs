@@ -103,7 +103,6 @@ pub fn token_hash(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }
 
-
 impl Credentials {
     pub fn new(owner: Token, worker: Token, askers: &[Asker]) -> Self {
         let map = askers
@@ -191,7 +190,6 @@ impl ProofKey {
         self.mac(session).verify_slice(&bytes).is_ok()
     }
 }
-
 
 #[cfg(test)]
 mod tests {

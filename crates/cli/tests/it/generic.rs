@@ -5,11 +5,10 @@
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{Served, TOKEN, bin, request};
+use crate::support::{Served, TOKEN, bin, request, until};
 
 /// `taskkeeper ARGS` in `dir`, as the agent's hook would run it.
 fn run_in(d: &Served, dir: &Path, args: &[&str], session: Option<&str>) -> Output {
@@ -38,21 +37,27 @@ fn text(o: &Output) -> String {
     )
 }
 
-fn until<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 fn get(d: &Served, path: &str) -> Value {
     let (status, body) = request(d.port, "GET", path, "").unwrap();
     assert_eq!(status, 200, "{body}");
     serde_json::from_str(&body).unwrap()
+}
+
+/// The generic desk `bot` in `work`, delivering through `command`; what `desk add` said.
+fn command_desk(d: &Served, work: &Path, command: &str) -> Output {
+    let added = d.cli(&[
+        "desk",
+        "add",
+        "bot",
+        "--dir",
+        work.to_str().unwrap(),
+        "--agent",
+        "generic",
+        "--deliver-command",
+        command,
+    ]);
+    assert!(added.status.success(), "{}", text(&added));
+    added
 }
 
 #[test]
@@ -66,18 +71,7 @@ fn a_reporting_agent_is_given_its_task_and_reminded_through_its_command() {
         r#"cat >> {o}/texts; echo "$TASKKEEPER_SESSION" >> {o}/log"#,
         o = out.display()
     );
-    let added = d.cli(&[
-        "desk",
-        "add",
-        "bot",
-        "--dir",
-        work.to_str().unwrap(),
-        "--agent",
-        "generic",
-        "--deliver-command",
-        &command,
-    ]);
-    assert!(added.status.success(), "{}", text(&added));
+    let added = command_desk(&d, &work, &command);
     assert!(text(&added).contains("delivers by:"), "{}", text(&added));
     for (k, v) in [
         ("reminders.first_after.default", "1s"),
@@ -229,18 +223,7 @@ fn a_desk_command_gets_none_of_the_daemons_tokens() {
     std::fs::create_dir_all(&work).unwrap();
     std::fs::create_dir_all(&out).unwrap();
     let command = format!("env > {}/env.tmp && mv {0}/env.tmp {0}/env", out.display());
-    let added = d.cli(&[
-        "desk",
-        "add",
-        "bot",
-        "--dir",
-        work.to_str().unwrap(),
-        "--agent",
-        "generic",
-        "--deliver-command",
-        &command,
-    ]);
-    assert!(added.status.success(), "{}", text(&added));
+    command_desk(&d, &work, &command);
     let task = d.cli(&["task", "add", "bot", "Rotate the logs"]);
     assert!(task.status.success(), "{}", text(&task));
     let id = String::from_utf8_lossy(&task.stdout).trim().to_owned();

@@ -4,27 +4,8 @@
 //! token.
 
 use std::os::unix::fs::PermissionsExt as _;
-use std::time::{Duration, Instant};
 
-use crate::support::{Served, TOKEN, stderr, stdout};
-
-/// Wait for `path` to hold something: the stand-in writes it when it starts.
-fn written(path: &std::path::Path) -> String {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Ok(text) = std::fs::read_to_string(path)
-            && text.ends_with("END\n")
-        {
-            return text;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{} was never written",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+use crate::support::{Served, TOKEN, stderr, stdout, until};
 
 #[test]
 fn a_launched_session_inherits_no_token_and_holds_only_the_worker_token() {
@@ -71,7 +52,11 @@ fn a_launched_session_inherits_no_token_and_holds_only_the_worker_token() {
     let out = d.cli(&["session", "launch", "web"]);
     assert!(out.status.success(), "{}", stderr(&out));
 
-    let text = written(&seen);
+    let text = until("the stand-in's record", || {
+        std::fs::read_to_string(&seen)
+            .ok()
+            .filter(|t| t.ends_with("END\n"))
+    });
     let (environment, mcp) = text.split_once("---\n").unwrap();
     assert!(
         !environment.contains(TOKEN),

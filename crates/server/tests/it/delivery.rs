@@ -4,28 +4,12 @@
 //! from the files they wrote.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 
 use crate::hooks::Hooks;
-use crate::support::TestDaemon;
-
-/// Wait for `what`, up to a bound that only a broken build reaches.
-fn until<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn read(path: &Path) -> Option<String> {
-    std::fs::read_to_string(path).ok().filter(|s| !s.is_empty())
-}
+use crate::support::{TestDaemon, read, until};
 
 fn lines(path: &Path) -> Vec<String> {
     read(path)

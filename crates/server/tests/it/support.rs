@@ -200,3 +200,23 @@ impl Drop for TestDaemon {
         }
     }
 }
+
+/// Wait for `what`, up to a bound that only a broken build reaches.
+pub fn until<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// A file's text, once it has any.
+pub fn read(path: &std::path::Path) -> Option<String> {
+    std::fs::read_to_string(path).ok().filter(|s| !s.is_empty())
+}

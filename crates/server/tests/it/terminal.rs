@@ -10,27 +10,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use crate::hooks::Hooks;
-use crate::support::TestDaemon;
-
-fn until<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn read(path: &Path) -> Option<String> {
-    std::fs::read_to_string(path).ok().filter(|s| !s.is_empty())
-}
+use crate::support::{TestDaemon, read, until};
 
 /// A tmux server of the test's own, killed on drop; its panes start in `dir`, so whatever a
 /// failing run makes a shell do stays in the test's directory.
