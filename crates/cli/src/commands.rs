@@ -17,6 +17,8 @@ use crate::{
     TaskCommand,
 };
 
+use crate::out::say;
+
 pub fn serve(
     port: u16,
     data_dir: Option<PathBuf>,
@@ -43,7 +45,7 @@ pub fn serve(
         .build()?;
     runtime.block_on(async move {
         let daemon = Daemon::start(config).await?;
-        println!("listening on http://{}", daemon.addr());
+        say!("listening on http://{}", daemon.addr());
         wait_for_signal().await?;
         tracing::info!("stopping on signal");
         daemon.shutdown().await;
@@ -67,7 +69,7 @@ async fn wait_for_signal() -> anyhow::Result<()> {
 }
 
 fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
+    say!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
 }
 
@@ -87,9 +89,9 @@ pub fn desk(cmd: DeskCommand) -> anyhow::Result<()> {
                 &json!({"name": name, "dir": dir.to_string_lossy(), "agent": agent,
                         "deliverCommand": deliver_command}),
             )?;
-            println!("added desk {} ({}) in {}", desk.name, desk.agent, desk.dir);
+            say!("added desk {} ({}) in {}", desk.name, desk.agent, desk.dir);
             if let Some(c) = desk.deliver_command {
-                println!("delivers by: {c}");
+                say!("delivers by: {c}");
             }
         }
         DeskCommand::Set {
@@ -107,8 +109,8 @@ pub fn desk(cmd: DeskCommand) -> anyhow::Result<()> {
                 &json!({"deliverCommand": deliver_command}),
             )?;
             match desk.deliver_command {
-                Some(c) => println!("desk {}: delivers by: {c}", desk.name),
-                None => println!("desk {}: no delivery command", desk.name),
+                Some(c) => say!("desk {}: delivers by: {c}", desk.name),
+                None => say!("desk {}: no delivery command", desk.name),
             }
         }
         DeskCommand::List { json } => {
@@ -117,19 +119,19 @@ pub fn desk(cmd: DeskCommand) -> anyhow::Result<()> {
                 return print_json(&list);
             }
             if list.desks.is_empty() {
-                println!("no desks; add one with `taskkeeper desk add NAME --dir DIR`");
+                say!("no desks; add one with `taskkeeper desk add NAME --dir DIR`");
             }
             for d in list.desks {
                 let command = d
                     .deliver_command
                     .map(|c| format!("  (delivers by: {c})"))
                     .unwrap_or_default();
-                println!("{:<20} {:<12} {}{command}", d.name, d.agent, d.dir);
+                say!("{:<20} {:<12} {}{command}", d.name, d.agent, d.dir);
             }
         }
         DeskCommand::Remove { name } => {
             client.delete(&format!("/api/desks/{}", encode(&name)))?;
-            println!("removed desk {name}");
+            say!("removed desk {name}");
         }
     }
     Ok(())
@@ -140,7 +142,7 @@ pub fn task(cmd: TaskCommand) -> anyhow::Result<()> {
     match cmd {
         TaskCommand::Add { desk, text } => {
             let task: TaskView = client.post("/api/tasks", &json!({"desk": desk, "text": text}))?;
-            println!("{}", task.id);
+            say!("{}", task.id);
             eprintln!("{}", describe_state(&task));
         }
         TaskCommand::List { state, desk, json } => {
@@ -153,11 +155,11 @@ pub fn task(cmd: TaskCommand) -> anyhow::Result<()> {
                 return print_json(&list);
             }
             if list.tasks.is_empty() {
-                println!("no {state} tasks");
+                say!("no {state} tasks");
             }
             let now = taskkeeper_core::Clock::now(&taskkeeper_core::SystemClock);
             for t in list.tasks {
-                println!(
+                say!(
                     "{}  {:<12} {:<16} {:>5}  {}",
                     t.id,
                     t.desk,
@@ -173,19 +175,19 @@ pub fn task(cmd: TaskCommand) -> anyhow::Result<()> {
                 return print_json(&task);
             }
             let t = &task.task;
-            println!(
+            say!(
                 "task     {}\ndesk     {}\nasker    {}\nstate    {}",
                 t.id,
                 t.desk,
                 t.asker,
                 describe_state(t)
             );
-            println!("created  {}\nupdated  {}", t.created_at, t.updated_at);
+            say!("created  {}\nupdated  {}", t.created_at, t.updated_at);
             if let Some(w) = &t.last_words {
-                println!("last words  {}", first_line(w));
+                say!("last words  {}", first_line(w));
             }
             for m in &task.history {
-                println!("\n[{}]\n{}", m.from, m.text);
+                say!("\n[{}]\n{}", m.from, m.text);
             }
         }
         TaskCommand::Update { id, status, text } => {
@@ -193,20 +195,21 @@ pub fn task(cmd: TaskCommand) -> anyhow::Result<()> {
                 &format!("/api/tasks/{}/update", encode(&id)),
                 &json!({"status": status, "text": text}),
             )?;
-            println!("{} is {}", task.id, describe_state(&task));
+            say!("{} is {}", task.id, describe_state(&task));
         }
         TaskCommand::Remind { id } => {
             let task: TaskView =
                 client.post(&format!("/api/tasks/{}/remind", encode(&id)), &json!({}))?;
-            println!(
+            say!(
                 "reminding the session at desk {} about {}",
-                task.desk, task.id
+                task.desk,
+                task.id
             );
         }
         TaskCommand::Resume { id } => {
             let task: TaskView =
                 client.post(&format!("/api/tasks/{}/resume", encode(&id)), &json!({}))?;
-            println!(
+            say!(
                 "{} is {}; its ladder starts again",
                 task.id,
                 describe_state(&task)
@@ -217,7 +220,7 @@ pub fn task(cmd: TaskCommand) -> anyhow::Result<()> {
                 &format!("/api/tasks/{}/cancel", encode(&id)),
                 &json!({"reason": reason}),
             )?;
-            println!("{} is {}", task.id, describe_state(&task));
+            say!("{} is {}", task.id, describe_state(&task));
         }
     }
     Ok(())
@@ -267,7 +270,7 @@ pub fn asker(cmd: AskerCommand) -> anyhow::Result<()> {
                 "added asker {}; its token (shown only now):",
                 added.asker.name
             );
-            println!("{}", added.token);
+            say!("{}", added.token);
         }
         AskerCommand::List { json } => {
             let list: AskerList = client.get("/api/askers")?;
@@ -275,15 +278,15 @@ pub fn asker(cmd: AskerCommand) -> anyhow::Result<()> {
                 return print_json(&list);
             }
             if list.askers.is_empty() {
-                println!("no askers; add one with `taskkeeper asker add NAME`");
+                say!("no askers; add one with `taskkeeper asker add NAME`");
             }
             for a in list.askers {
-                println!("{:<20} since {}", a.name, a.created_at);
+                say!("{:<20} since {}", a.name, a.created_at);
             }
         }
         AskerCommand::Remove { name } => {
             client.delete(&format!("/api/askers/{}", encode(&name)))?;
-            println!("removed asker {name}");
+            say!("removed asker {name}");
         }
     }
     Ok(())
@@ -301,7 +304,7 @@ fn print_task(task: &serde_json::Value, json: bool) -> anyhow::Result<()> {
     if json {
         return print_json(task);
     }
-    println!("{}", describe(task));
+    say!("{}", describe(task));
     Ok(())
 }
 
@@ -355,10 +358,10 @@ pub fn a2a_list(args: A2aArgs) -> anyhow::Result<()> {
         return print_json(&json!({"tasks": all}));
     }
     if all.is_empty() {
-        println!("no tasks");
+        say!("no tasks");
     }
     for t in &all {
-        println!("{}", describe(t));
+        say!("{}", describe(t));
     }
     Ok(())
 }
@@ -377,19 +380,19 @@ pub fn a2a_watch(id: &str, args: A2aArgs) -> anyhow::Result<()> {
     let client = a2a(&args, None)?;
     client.stream("SubscribeToTask", json!({"id": id}), |event| {
         if args.json {
-            println!("{event}");
+            say!("{event}");
         } else if let Some(task) = event.get("task") {
-            println!("{}", describe(task));
+            say!("{}", describe(task));
         } else if let Some(update) = event.get("statusUpdate") {
             let state = state_name(update["status"]["state"].as_str().unwrap_or("?"));
             let text: Vec<&str> = update["status"]["message"]["parts"]
                 .as_array()
                 .map(|p| p.iter().filter_map(|p| p["text"].as_str()).collect())
                 .unwrap_or_default();
-            println!("{state}  {}", text.join(" "));
+            say!("{state}  {}", text.join(" "));
         } else if let Some(update) = event.get("artifactUpdate") {
             let name = update["artifact"]["name"].as_str().unwrap_or("artifact");
-            println!("artifact {name}");
+            say!("artifact {name}");
         }
         true
     })
@@ -406,16 +409,19 @@ pub fn status(json: bool) -> anyhow::Result<()> {
         );
     }
     if desks.desks.is_empty() {
-        println!(
+        say!(
             "no desks yet; `taskkeeper desk add NAME --dir DIR`, or start a connected Claude Code session"
         );
     }
     let now = taskkeeper_core::Clock::now(&taskkeeper_core::SystemClock);
     for d in &desks.desks {
         let tasks = open.tasks.iter().filter(|t| t.desk == d.name).count();
-        println!(
+        say!(
             "{}  ({}, {})  {} open task(s)",
-            d.name, d.agent, d.dir, tasks
+            d.name,
+            d.agent,
+            d.dir,
+            tasks
         );
         for s in sessions
             .sessions
@@ -428,14 +434,14 @@ pub fn status(json: bool) -> anyhow::Result<()> {
                 format!(", {} background", s.background.len())
             };
             let headless = if s.headless { " (headless)" } else { "" };
-            println!(
+            say!(
                 "  session {}{headless}  {} for {}{bg}",
                 s.id,
                 s.activity,
                 age(now, s.since)
             );
             if let Some(p) = &s.permission {
-                println!(
+                say!(
                     "    asks to use {}: {}  (`taskkeeper session allow {}` or `deny`)",
                     p.tool,
                     p.description.as_deref().unwrap_or(&p.input),
@@ -458,11 +464,11 @@ pub fn settings(cmd: SettingsCommand) -> anyhow::Result<()> {
     let settings = answer["settings"].as_object().cloned().unwrap_or_default();
     match cmd {
         SettingsCommand::Get { key: Some(key) } => match settings.get(&key) {
-            Some(v) => println!("{}", v.as_str().unwrap_or_default()),
+            Some(v) => say!("{}", v.as_str().unwrap_or_default()),
             None => anyhow::bail!("unknown setting {key:?}; `taskkeeper settings get` lists them"),
         },
         SettingsCommand::Set { key, .. } => {
-            println!(
+            say!(
                 "{key} = {}",
                 settings
                     .get(&key)
@@ -472,7 +478,7 @@ pub fn settings(cmd: SettingsCommand) -> anyhow::Result<()> {
         }
         SettingsCommand::Get { key: None } => {
             for (k, v) in settings {
-                println!("{k} = {}", v.as_str().unwrap_or_default());
+                say!("{k} = {}", v.as_str().unwrap_or_default());
             }
         }
     }
@@ -487,7 +493,7 @@ pub fn session(cmd: SessionCommand) -> anyhow::Result<()> {
         SessionCommand::Launch { desk } => {
             let session: taskkeeper_server::api::SessionView =
                 client.post(&format!("/api/desks/{}/launch", encode(desk)), &json!({}))?;
-            println!("{}", session.id);
+            say!("{}", session.id);
             eprintln!(
                 "launched a headless Claude Code session at desk {} (pid {}); `taskkeeper session stop {}` stops it",
                 session.desk,
@@ -507,19 +513,19 @@ pub fn session(cmd: SessionCommand) -> anyhow::Result<()> {
                 &format!("/api/sessions/{}/permission", encode(id)),
                 &json!({"allow": allow, "message": message}),
             )?;
-            println!("session {id}: {}", if allow { "allowed" } else { "denied" });
+            say!("session {id}: {}", if allow { "allowed" } else { "denied" });
             return Ok(());
         }
         SessionCommand::Stop { id } => {
             let _: serde_json::Value =
                 client.post(&format!("/api/sessions/{}/stop", encode(id)), &json!({}))?;
-            println!("session {id}: stopping");
+            say!("session {id}: stopping");
             return Ok(());
         }
     };
     let _: serde_json::Value =
         client.post(&format!("/api/sessions/{}/{verb}", encode(id)), &json!({}))?;
-    println!(
+    say!(
         "session {id}: reminders {}",
         if verb == "pause" { "paused" } else { "resumed" }
     );
@@ -533,7 +539,7 @@ pub fn reminders(cmd: RemindersCommand) -> anyhow::Result<()> {
         RemindersCommand::Resume => "resume",
     };
     let _: serde_json::Value = client.post(&format!("/api/reminders/{verb}"), &json!({}))?;
-    println!(
+    say!(
         "all reminders {}",
         if verb == "pause" { "paused" } else { "resumed" }
     );

@@ -19,6 +19,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::out::say;
+
 /// Everything `hook` does fits in this, or it gives up and exits 0.
 pub const HOOK_BUDGET: Duration = Duration::from_millis(1800);
 const MAX_PAYLOAD: u64 = 1024 * 1024;
@@ -201,7 +203,7 @@ pub fn report(r: Report) -> anyhow::Result<()> {
 /// owner's: whatever runs in a session can read these headers.
 pub fn mcp_headers() -> anyhow::Result<()> {
     let token = crate::client::worker_token_from_env()?;
-    println!(
+    say!(
         "{}",
         serde_json::json!({"Authorization": format!("Bearer {token}")})
     );

@@ -7,10 +7,12 @@ mod commands;
 mod connect;
 mod hook;
 mod open;
+mod out;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::out::say;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
@@ -326,7 +328,7 @@ fn main() -> ExitCode {
                 },
         } => {
             let scope = project.map_or(connect::Scope::User, connect::Scope::Project);
-            connect::connect(scope, undo).map(|lines| lines.iter().for_each(|l| println!("{l}")))
+            connect::connect(scope, undo).map(|lines| lines.iter().for_each(|l| say!("{l}")))
         }
         Command::Status { json } => commands::status(json),
         Command::Settings(cmd) => commands::settings(cmd),

@@ -19,6 +19,8 @@ use taskkeeper_server::api::UiCodeView;
 
 use crate::client::{Client, base_url};
 
+use crate::out::say;
+
 pub fn open(print: bool) -> anyhow::Result<()> {
     let base = base_url();
     check_serves_ui(&base)?;
@@ -33,11 +35,11 @@ pub fn open(print: bool) -> anyhow::Result<()> {
         .context("the daemon gave no sign-in code for the page")?;
     let url = format!("{base}/ui/#code={}", encode_fragment_value(&minted.code));
     if print {
-        println!("{url}");
+        say!("{url}");
         return Ok(());
     }
     launch(&url)?;
-    println!("opened {base}/ui/ in your browser (its sign-in code works once, within a minute)");
+    say!("opened {base}/ui/ in your browser (its sign-in code works once, within a minute)");
     Ok(())
 }
 

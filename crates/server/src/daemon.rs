@@ -14,12 +14,12 @@ use crate::auth::Credentials;
 use crate::guard::Guard;
 use crate::owner::OwnerService;
 use crate::tasks::Tasks;
-use crate::token::{OWNER_FILE, Token, WORKER_FILE, ensure_private_dir};
+use crate::token::{OWNER_FILE, Token, WORKER_FILE};
 use crate::{DaemonConfig, http};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
-    #[error("cannot create the data directory {path}: {source}")]
+    #[error("cannot create the data directory {path} or make it private: {source}")]
     DataDir {
         path: std::path::PathBuf,
         source: std::io::Error,
@@ -62,9 +62,11 @@ impl Daemon {
     /// Open the store, bind 127.0.0.1 and start serving. Refuses a second daemon on the same
     /// data directory, a damaged database and a port in use, each with its own error.
     pub async fn start(config: DaemonConfig) -> Result<Daemon, DaemonError> {
-        ensure_private_dir(&config.data_dir).map_err(|source| DaemonError::DataDir {
-            path: config.data_dir.clone(),
-            source,
+        crate::private::secure_data_dir(&config.data_dir, &config.db_path()).map_err(|source| {
+            DaemonError::DataDir {
+                path: config.data_dir.clone(),
+                source,
+            }
         })?;
         let db = config.db_path();
         let sync = config.synchronous;

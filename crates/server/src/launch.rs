@@ -718,10 +718,8 @@ fn write_mcp_config(config: &LaunchConfig, id: &SessionId) -> Result<PathBuf, La
 }
 
 fn write_private(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    crate::token::ensure_private_dir(dir)?;
-    // Also when it was there already, made by someone less careful.
-    #[cfg(unix)]
-    std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
+    // 0700 also when it was there already, made by someone less careful.
+    crate::private::ensure_private_dir(dir)?;
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create(true).truncate(true);
     #[cfg(unix)]

@@ -21,6 +21,7 @@ pub mod logging;
 mod mcp;
 pub mod notify;
 mod owner;
+mod private;
 pub mod report;
 pub mod routes;
 pub mod sessions;

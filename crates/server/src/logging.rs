@@ -15,11 +15,8 @@ pub const LOG_FILE: &str = "taskkeeper.log";
 /// Start logging; keep the guard alive for as long as logs should be written.
 /// `TASKKEEPER_LOG` (an `EnvFilter` directive such as `debug`) sets the file's level.
 pub fn init(data_dir: &Path) -> std::io::Result<WorkerGuard> {
-    crate::token::ensure_private_dir(data_dir)?;
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(data_dir.join(LOG_FILE))?;
+    crate::private::ensure_private_dir(data_dir)?;
+    let file = crate::private::open_private_append(&data_dir.join(LOG_FILE))?;
     let (writer, guard) = tracing_appender::non_blocking(file);
     let file_filter =
         EnvFilter::try_from_env("TASKKEEPER_LOG").unwrap_or_else(|_| EnvFilter::new("info"));

@@ -71,12 +71,3 @@ impl Token {
         Ok(token)
     }
 }
-
-/// Create the data directory (0700 on Unix) if it is missing.
-pub fn ensure_private_dir(dir: &Path) -> std::io::Result<()> {
-    let mut builder = fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir)
-}

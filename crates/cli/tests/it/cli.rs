@@ -213,3 +213,31 @@ fn askers_and_the_a2a_verbs() {
     let out = as_bot(&["list"]);
     assert!(!out.status.success());
 }
+
+/// A reader that goes away early (`| grep -q`, `| head`) ends the CLI quietly, with no panic.
+/// The reading end is closed before the CLI starts, so its first write meets the closed pipe.
+#[test]
+fn a_closed_pipe_ends_the_cli_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = Served::start(dir.path());
+    assert!(
+        d.cli(&["desk", "add", "web", "--dir", "/src/web"])
+            .status
+            .success()
+    );
+    for args in [&["status", "--json"][..], &["desk", "list"][..]] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = std::process::Command::new(crate::support::bin())
+            .args(args)
+            .env("TASKKEEPER_URL", d.url())
+            .env("TASKKEEPER_TOKEN", crate::support::TOKEN)
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let errors = String::from_utf8_lossy(&out.stderr);
+        assert!(errors.is_empty(), "{args:?} quiet: {errors}");
+        assert!(out.status.success(), "{args:?}: {:?}", out.status);
+    }
+}

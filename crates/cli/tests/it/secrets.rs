@@ -111,3 +111,72 @@ fn mcp_headers_prints_the_worker_token_never_the_owners() {
         .unwrap();
     assert_eq!(api.status().as_u16(), 403);
 }
+
+/// The modes of the data directory and of every file in it.
+fn modes(dir: &std::path::Path) -> Vec<(String, u32)> {
+    let mut all = vec![(
+        ".".to_owned(),
+        std::fs::metadata(dir).unwrap().permissions().mode() & 0o777,
+    )];
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            all.push((
+                entry.file_name().to_string_lossy().into_owned(),
+                entry.metadata().unwrap().permissions().mode() & 0o777,
+            ));
+        }
+    }
+    all.sort();
+    all
+}
+
+/// Every task's text is in the data directory: it is 0700 and every file in it 0600, when
+/// the daemon made them and when it finds them looser (a directory made by hand, files of an
+/// older version).
+#[test]
+fn the_data_directory_and_every_file_in_it_are_private() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("data");
+    let mut d = Served::start(&dir);
+    // Something written, so the WAL and its index exist.
+    assert!(
+        d.cli(&["desk", "add", "web", "--dir", "/src/web"])
+            .status
+            .success()
+    );
+    let fresh = modes(&dir);
+    for name in [
+        ".",
+        "taskkeeper.db",
+        "taskkeeper.db-wal",
+        "taskkeeper.db-shm",
+        "taskkeeper.log",
+        "worker-token",
+    ] {
+        assert!(
+            fresh.iter().any(|(n, _)| n == name),
+            "{name} missing: {fresh:?}"
+        );
+    }
+    for (name, mode) in &fresh {
+        let want = if name == "." { 0o700 } else { 0o600 };
+        assert_eq!(*mode, want, "{name} is {mode:o}: {fresh:?}");
+    }
+
+    // Loosened while the daemon was down: all made private again at the next start.
+    assert!(d.sigterm().success());
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for (name, _) in &fresh {
+        if name != "." {
+            std::fs::set_permissions(dir.join(name), std::fs::Permissions::from_mode(0o644))
+                .unwrap();
+        }
+    }
+    let d = Served::start(&dir);
+    assert!(d.cli(&["desk", "list"]).status.success());
+    for (name, mode) in modes(&dir) {
+        let want = if name == "." { 0o700 } else { 0o600 };
+        assert_eq!(mode, want, "{name} is {mode:o} after a restart");
+    }
+}
