@@ -178,10 +178,15 @@ fn acknowledged_writes_survive_kill_9() {
     run(50);
 }
 
+/// The same at 1,000 kill points (or `TASKKEEPER_KILL_POINTS`): `bench/soak/run.sh`.
 #[test]
-#[ignore = "soak: `cargo nextest run -p taskkeeper-cli --run-ignored only`"]
+#[ignore = "soak: bench/soak/run.sh"]
 fn acknowledged_writes_survive_kill_9_soak() {
-    run(500);
+    let points = std::env::var("TASKKEEPER_KILL_POINTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000);
+    run(points);
 }
 
 /// A reminder recorded just before a SIGKILL is neither lost nor repeated: the restarted

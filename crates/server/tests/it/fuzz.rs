@@ -1,10 +1,23 @@
-//! The JSON-RPC decoder under random input: whatever arrives, the daemon answers with a
-//! well-formed JSON-RPC response (a result, or an error with a known code), never a panic,
-//! a hang or a bare HTTP error for a readable body.
+//! The decoders at the daemon's edges under random input. The JSON-RPC decoder: whatever
+//! arrives, the daemon answers with a well-formed JSON-RPC response (a result, or an error
+//! with a known code), never a panic, a hang or a bare HTTP error for a readable body. The
+//! hook intake: a payload is taken (200) or refused (400 in our error shape), never a 5xx.
+//! MCP tool inputs: any arguments to any tool get a JSON-RPC answer (a tool result, maybe
+//! an error result, or a JSON-RPC error), never a 5xx. After every case the daemon still
+//! answers.
 
 use std::sync::OnceLock;
 
 use proptest::prelude::*;
+
+/// How many cases each property runs: CI's share by default, more with
+/// `TASKKEEPER_FUZZ_CASES` (`bench/soak/run.sh` sets it).
+fn cases(default: u32) -> u32 {
+    std::env::var("TASKKEEPER_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
 use serde_json::{Value, json};
 
 use crate::support::{TOKEN, TestDaemon};
@@ -107,7 +120,7 @@ fn post(body: &str, version: Option<&str>) -> (u16, String) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(200), ..ProptestConfig::default() })]
 
     #[test]
     fn any_params_to_any_method_get_a_json_rpc_answer(
@@ -130,5 +143,134 @@ proptest! {
         check_answer(status, &text)?;
         let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
         prop_assert!(v.get("error").is_some(), "{body} → {text}");
+    }
+}
+
+const HOOK_EVENTS: [&str; 8] = [
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "Stop",
+    "StopFailure",
+    "SessionEnd",
+    "Notification",
+];
+
+fn arb_hook() -> impl Strategy<Value = Value> {
+    (
+        prop_oneof![
+            proptest::sample::select(HOOK_EVENTS.to_vec()).prop_map(|e| json!(e)),
+            arb_json()
+        ],
+        prop_oneof![
+            "s-[a-z0-9]{1,8}".prop_map(|s| json!(s)),
+            ".{0,24}".prop_map(|s| json!(s)),
+            arb_json()
+        ],
+        prop_oneof![
+            Just(json!("/tmp/fuzz")),
+            ".{0,16}".prop_map(|s| json!(s)),
+            arb_json()
+        ],
+        arb_json(),
+    )
+        .prop_map(|(event, session, cwd, extra)| {
+            let mut body = json!({"hook_event_name": event, "session_id": session, "cwd": cwd});
+            if let Value::Object(extra) = extra {
+                for (k, v) in extra {
+                    body[k] = v;
+                }
+            }
+            body
+        })
+}
+
+fn post_as_worker(path: &str, body: &str, extra: &[(String, String)]) -> (u16, String) {
+    let d = daemon();
+    let mut headers = vec![
+        (
+            "Authorization".to_owned(),
+            format!("Bearer {}", d.daemon().worker_token().as_str()),
+        ),
+        ("Content-Type".to_owned(), "application/json".to_owned()),
+        (
+            "Accept".to_owned(),
+            "application/json, text/event-stream".to_owned(),
+        ),
+    ];
+    headers.extend(extra.iter().cloned());
+    d.raw("POST", path, &d.host(), &headers, body)
+}
+
+fn still_answers() -> Result<(), TestCaseError> {
+    let d = daemon();
+    let (status, _) = d.raw("GET", "/healthz", &d.host(), &[], "");
+    prop_assert_eq!(status, 200);
+    Ok(())
+}
+
+const TOOLS: [&str; 7] = [
+    "task_update",
+    "task_list",
+    "task_get",
+    "desks_list",
+    "task_send",
+    "task_status",
+    "task_ack",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(200), ..ProptestConfig::default() })]
+
+    #[test]
+    fn any_hook_payload_is_taken_or_refused_in_our_shape(
+        hook in prop_oneof![arb_hook(), arb_json()],
+        raw in proptest::option::of(".{0,48}"),
+        headers in proptest::collection::vec(
+            (proptest::sample::select(vec!["X-Taskkeeper-Desk", "X-Taskkeeper-Tmux",
+                "X-Taskkeeper-Tmux-Pane", "X-Taskkeeper-Pid", "X-Taskkeeper-Status-File"]),
+             "[ -~]{0,24}"),
+            0..3,
+        ),
+        path in proptest::sample::select(vec!["/hooks/claude-code", "/hooks/generic"]),
+    ) {
+        let body = raw.unwrap_or_else(|| hook.to_string());
+        let headers: Vec<(String, String)> =
+            headers.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+        let (status, text) = post_as_worker(path, &body, &headers);
+        prop_assert!(status == 200 || status == 400, "HTTP {status} for {body}: {text}");
+        if status == 400 {
+            let v: Value = serde_json::from_str(&text)
+                .map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
+            prop_assert!(v["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{text}");
+        }
+        still_answers()?;
+    }
+
+    #[test]
+    fn any_arguments_to_any_tool_get_a_json_rpc_answer(
+        tool in prop_oneof![proptest::sample::select(TOOLS.to_vec()).prop_map(str::to_owned),
+            "[a-z_]{0,12}"],
+        arguments in arb_json(),
+        session in proptest::option::of(prop_oneof![Just("s-fuzz".to_owned()), ".{0,12}"]),
+    ) {
+        let d = daemon();
+        let mut arguments = arguments;
+        if let (Some(s), Value::Object(a)) = (&session, &mut arguments) {
+            a.insert("session_id".into(), json!(s));
+            a.insert("session_proof".into(), json!(d.daemon().session_proof(s)));
+        }
+        let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments}});
+        let headers = [("MCP-Protocol-Version".to_owned(), "2025-11-25".to_owned())];
+        let (status, text) = post_as_worker("/mcp", &call.to_string(), &headers);
+        prop_assert!(status < 500, "HTTP {status} for {call}: {text}");
+        if status == 200 {
+            let v: Value = serde_json::from_str(&text)
+                .map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
+            prop_assert!(v.get("result").is_some() || v.get("error").is_some(), "{text}");
+        }
+        still_answers()?;
     }
 }
