@@ -1,7 +1,8 @@
-//! Taskkeeper's daemon: one axum router on 127.0.0.1 serving the owner API (and, as later
-//! work lands, A2A, MCP and the hook intake), behind one guard that checks `Host`, `Origin`
-//! and the bearer token; plus the [`OwnerService`], the one place every owner action exists,
-//! which both the HTTP API and the tray app's commands call.
+//! Taskkeeper's daemon: one axum router on 127.0.0.1 serving the owner API, A2A, MCP, the
+//! hook intake and the web UI, each area a room ([`routes`]) that admits only its kinds of
+//! caller, behind one guard that checks `Host` and `Origin` and resolves the bearer token;
+//! plus the [`OwnerService`], the one place every owner action exists, which both the HTTP
+//! API and the tray app's commands call.
 //!
 //! The daemon translates; it decides nothing about tasks itself. Every change goes through
 //! `taskkeeper_core::Store`, which applies the core's transition table.
