@@ -4,13 +4,22 @@
 
 use proptest::prelude::*;
 
-/// How many cases each property runs: CI's share by default, more with
-/// `TASKKEEPER_FUZZ_CASES` (`bench/soak/run.sh` sets it).
-fn cases(default: u32) -> u32 {
-    std::env::var("TASKKEEPER_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+/// Each property's run: in CI a fixed number of cases from a fixed seed, so a run is the same
+/// every time; `TASKKEEPER_FUZZ_CASES` (what `bench/soak/run.sh` sets) runs more, from a
+/// random seed unless `TASKKEEPER_FUZZ_SEED` names one (a failure prints the seed to replay).
+fn config(cases: u32) -> ProptestConfig {
+    let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
+    let soak = env("TASKKEEPER_FUZZ_CASES");
+    let seed = match (env("TASKKEEPER_FUZZ_SEED"), soak) {
+        (Some(seed), _) => proptest::test_runner::RngSeed::Fixed(seed),
+        (None, Some(_)) => proptest::test_runner::RngSeed::Random,
+        (None, None) => proptest::test_runner::RngSeed::Fixed(0x7a5c_4ee9),
+    };
+    ProptestConfig {
+        cases: soak.map_or(cases, |n| u32::try_from(n).unwrap_or(u32::MAX)),
+        rng_seed: seed,
+        ..ProptestConfig::default()
+    }
 }
 use taskkeeper_core::settings::{KEYS, Settings};
 
@@ -34,7 +43,7 @@ fn arb_value() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(2_000), ..ProptestConfig::default() })]
+    #![proptest_config(config(2_000))]
 
     #[test]
     fn any_key_and_text_is_taken_and_round_trips_or_refused_unchanged(

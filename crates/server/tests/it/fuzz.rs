@@ -1,7 +1,7 @@
 //! The decoders at the daemon's edges under random input. The JSON-RPC decoder: whatever
 //! arrives, the daemon answers with a well-formed JSON-RPC response (a result, or an error
 //! with a known code), never a panic, a hang or a bare HTTP error for a readable body. The
-//! hook intake: a payload is taken (200) or refused (400 in our error shape), never a 5xx.
+//! hook intake: a payload is taken (200) or refused (a 4xx in our error shape), never a 5xx.
 //! MCP tool inputs: any arguments to any tool get a JSON-RPC answer (a tool result, maybe
 //! an error result, or a JSON-RPC error), never a 5xx. After every case the daemon still
 //! answers.
@@ -10,13 +10,22 @@ use std::sync::OnceLock;
 
 use proptest::prelude::*;
 
-/// How many cases each property runs: CI's share by default, more with
-/// `TASKKEEPER_FUZZ_CASES` (`bench/soak/run.sh` sets it).
-fn cases(default: u32) -> u32 {
-    std::env::var("TASKKEEPER_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+/// Each property's run: in CI a fixed number of cases from a fixed seed, so a run is the same
+/// every time; `TASKKEEPER_FUZZ_CASES` (what `bench/soak/run.sh` sets) runs more, from a
+/// random seed unless `TASKKEEPER_FUZZ_SEED` names one (a failure prints the seed to replay).
+fn config(cases: u32) -> ProptestConfig {
+    let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u64>().ok());
+    let soak = env("TASKKEEPER_FUZZ_CASES");
+    let seed = match (env("TASKKEEPER_FUZZ_SEED"), soak) {
+        (Some(seed), _) => proptest::test_runner::RngSeed::Fixed(seed),
+        (None, Some(_)) => proptest::test_runner::RngSeed::Random,
+        (None, None) => proptest::test_runner::RngSeed::Fixed(0x7a5c_4ee9),
+    };
+    ProptestConfig {
+        cases: soak.map_or(cases, |n| u32::try_from(n).unwrap_or(u32::MAX)),
+        rng_seed: seed,
+        ..ProptestConfig::default()
+    }
 }
 use serde_json::{Value, json};
 
@@ -120,7 +129,7 @@ fn post(body: &str, version: Option<&str>) -> (u16, String) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(200), ..ProptestConfig::default() })]
+    #![proptest_config(config(200))]
 
     #[test]
     fn any_params_to_any_method_get_a_json_rpc_answer(
@@ -221,7 +230,7 @@ const TOOLS: [&str; 7] = [
 ];
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(200), ..ProptestConfig::default() })]
+    #![proptest_config(config(200))]
 
     #[test]
     fn any_hook_payload_is_taken_or_refused_in_our_shape(
@@ -239,8 +248,10 @@ proptest! {
         let headers: Vec<(String, String)> =
             headers.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
         let (status, text) = post_as_worker(path, &body, &headers);
-        prop_assert!(status == 200 || status == 400, "HTTP {status} for {body}: {text}");
-        if status == 400 {
+        // Taken, or refused in our shape (400, or 404 for a desk hint naming no desk that
+        // could exist); never a 5xx.
+        prop_assert!(status == 200 || (400..500).contains(&status), "HTTP {status} for {body}: {text}");
+        if status != 200 {
             let v: Value = serde_json::from_str(&text)
                 .map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
             prop_assert!(v["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{text}");

@@ -174,6 +174,30 @@ fn a_pane_that_is_not_the_sessions_own_is_never_pasted_into() {
         );
         assert_eq!(status, 200);
         let marker = d.data_dir.join("pwned");
+        // An asker cannot even name the pane: its token opens no hook route.
+        let (_, asker) = d.call("POST", "/api/askers", Some(&json!({"name": "mallory"})));
+        let mut headers = vec![
+            (
+                "Authorization".to_owned(),
+                format!("Bearer {}", asker["token"].as_str().unwrap()),
+            ),
+            ("Content-Type".to_owned(), "application/json".to_owned()),
+        ];
+        headers.extend(
+            reach(&tmux, &shell, Some(std::process::id()))
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v)),
+        );
+        let body = json!({"session_id": "s-evil", "hook_event_name": "SessionStart",
+            "cwd": h.cwd, "source": "startup"});
+        let (status, text) = d.raw(
+            "POST",
+            "/hooks/claude-code",
+            &d.host(),
+            &headers,
+            &body.to_string(),
+        );
+        assert_eq!(status, 403, "{text}");
         // Pasted into a shell, `$(...)` runs whatever line it lands on.
         let id = add_task(&d, &format!("Please run\n$(touch {})", marker.display()));
 
