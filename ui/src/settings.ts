@@ -13,6 +13,8 @@ export interface SettingField {
   help: string;
   kind: SettingKind;
   group: string;
+  /** The largest value a `count` takes (60 unless said). */
+  max?: number;
 }
 
 /** The keys the daemon knows today, in the order the panel shows them. */
@@ -81,6 +83,14 @@ export const SETTING_FIELDS: readonly SettingField[] = [
     group: 'Tasks',
   },
   {
+    key: 'a2a.streams_per_caller',
+    label: 'Streams per asker',
+    help: 'At most this many streams and blocking requests open at once for each asker (and for you); more are refused (1–1000).',
+    kind: 'count',
+    group: 'Tasks',
+    max: 1000,
+  },
+  {
     key: 'notifications.enabled',
     label: 'Desktop notifications',
     help: 'Tell me when a task stalls or a session ends with tasks open.',
@@ -126,8 +136,9 @@ export function validateSetting(field: SettingField, value: string): string | nu
         ? null
         : 'Comma-separated durations such as 1m,2m,5m,10m (at least one step).';
     case 'count': {
+      const max = field.max ?? 60;
       const n = /^\s*\d+\s*$/.test(value) ? Number(value) : NaN;
-      return n >= 1 && n <= 60 ? null : 'A whole number from 1 to 60.';
+      return n >= 1 && n <= max ? null : `A whole number from 1 to ${max}.`;
     }
     case 'bool':
       return value === 'true' || value === 'false' ? null : 'On or off.';

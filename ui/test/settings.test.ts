@@ -19,6 +19,7 @@ describe('settings checks', () => {
         'tasks.expire_after',
         'tasks.keep_ended',
         'a2a.blocking_wait_max',
+        'a2a.streams_per_caller',
         'notifications.enabled',
         'sessions.create_desks',
         'reminders.paused',
@@ -39,6 +40,10 @@ describe('settings checks', () => {
     expect(validateSetting(cap, '6')).toBeNull();
     expect(validateSetting(cap, '60')).toBeNull();
     for (const bad of ['0', '61', '-1', '2.5', 'six', '']) expect(validateSetting(cap, bad)).not.toBeNull();
+
+    const streams = field('a2a.streams_per_caller');
+    for (const ok of ['1', '16', '1000']) expect(validateSetting(streams, ok)).toBeNull();
+    for (const bad of ['0', '1001', 'many', '']) expect(validateSetting(streams, bad)).not.toBeNull();
 
     const bool = field('notifications.enabled');
     expect(validateSetting(bool, 'true')).toBeNull();

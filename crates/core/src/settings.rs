@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::desk::AgentKind;
 
 /// The keys, in the order the settings panel shows them.
-pub const KEYS: [&str; 11] = [
+pub const KEYS: [&str; 12] = [
     "reminders.first_after.claude-code",
     "reminders.first_after.default",
     "reminders.ladder",
@@ -20,6 +20,7 @@ pub const KEYS: [&str; 11] = [
     "tasks.expire_after",
     "tasks.keep_ended",
     "a2a.blocking_wait_max",
+    "a2a.streams_per_caller",
     "notifications.enabled",
     "sessions.create_desks",
     "reminders.paused",
@@ -43,6 +44,9 @@ pub struct Settings {
     pub keep_ended: Duration,
     /// The longest a blocking SendMessage waits before it answers with the current task.
     pub blocking_wait_max: Duration,
+    /// At most this many A2A streams and blocking waits open at once per caller (each
+    /// asker, and the owner).
+    pub streams_per_caller: u32,
     pub notifications_enabled: bool,
     /// A session in a directory no desk covers gets a desk of its own.
     pub create_desks: bool,
@@ -62,6 +66,7 @@ impl Default for Settings {
             expire_after: min(24 * 60),
             keep_ended: min(7 * 24 * 60),
             blocking_wait_max: min(10),
+            streams_per_caller: STREAMS_PER_CALLER_DEFAULT,
             notifications_enabled: true,
             create_desks: true,
             reminders_paused: false,
@@ -88,6 +93,14 @@ const LADDER_HELP: &str =
 const CAP_HELP: &str = "a whole number from 1 to 60";
 const BOOL_HELP: &str = "true or false";
 
+// ---- streams per caller ----
+/// Enough for an asker that follows a handful of tasks on several desks at once; each open
+/// stream or wait holds a connection and a reference to its task.
+pub const STREAMS_PER_CALLER_DEFAULT: u32 = 16;
+pub const STREAMS_PER_CALLER_MAX: u32 = 1000;
+const STREAMS_HELP: &str = "a whole number from 1 to 1000";
+// ---- end streams per caller ----
+
 impl Settings {
     pub fn first_after(&self, agent: AgentKind) -> Duration {
         match agent {
@@ -112,6 +125,7 @@ impl Settings {
             "tasks.expire_after" => format_duration(self.expire_after),
             "tasks.keep_ended" => format_duration(self.keep_ended),
             "a2a.blocking_wait_max" => format_duration(self.blocking_wait_max),
+            "a2a.streams_per_caller" => self.streams_per_caller.to_string(),
             "notifications.enabled" => self.notifications_enabled.to_string(),
             "sessions.create_desks" => self.create_desks.to_string(),
             "reminders.paused" => self.reminders_paused.to_string(),
@@ -153,6 +167,14 @@ impl Settings {
             "tasks.expire_after" => self.expire_after = duration()?,
             "tasks.keep_ended" => self.keep_ended = duration()?,
             "a2a.blocking_wait_max" => self.blocking_wait_max = duration()?,
+            "a2a.streams_per_caller" => {
+                self.streams_per_caller = value
+                    .trim()
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|n| (1..=STREAMS_PER_CALLER_MAX).contains(n))
+                    .ok_or_else(|| invalid(STREAMS_HELP))?;
+            }
             "notifications.enabled" => {
                 self.notifications_enabled = parse_bool(value).ok_or_else(|| invalid(BOOL_HELP))?
             }
@@ -241,6 +263,7 @@ mod tests {
             "tasks.expire_after = 1d",
             "tasks.keep_ended = 7d",
             "a2a.blocking_wait_max = 10m",
+            "a2a.streams_per_caller = 16",
             "notifications.enabled = true",
             "sessions.create_desks = true",
             "reminders.paused = false",
@@ -267,6 +290,9 @@ mod tests {
             ("reminders.hourly_cap", "0"),
             ("reminders.hourly_cap", "-1"),
             ("notifications.enabled", "yes"),
+            ("a2a.streams_per_caller", "0"),
+            ("a2a.streams_per_caller", "1001"),
+            ("a2a.streams_per_caller", "many"),
         ] {
             let err = s.set(k, v).unwrap_err();
             assert!(err.to_string().contains(k), "{err}");

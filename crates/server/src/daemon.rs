@@ -51,6 +51,7 @@ pub struct Daemon {
     credentials: Credentials,
     routes: Vec<crate::routes::RouteDoc>,
     store: Store,
+    tasks: Tasks,
     stop: watch::Sender<bool>,
     server: JoinHandle<()>,
     housekeeping: JoinHandle<()>,
@@ -137,6 +138,7 @@ impl Daemon {
                     .conformance
                     .then(|| crate::conformance::DESK.to_owned()),
             },
+            slots: Default::default(),
         };
         crate::conformance::prepare(&tasks, &config.data_dir, config.conformance).await?;
         // Cancelled at shutdown: ends any open MCP response so the graceful shutdown
@@ -242,6 +244,7 @@ impl Daemon {
             credentials,
             routes,
             store,
+            tasks,
             stop,
             server,
             housekeeping,
@@ -281,6 +284,11 @@ impl Daemon {
 
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// The task service (tests count a task's followers with it).
+    pub fn tasks(&self) -> &Tasks {
+        &self.tasks
     }
 
     /// Stop accepting requests, let those in flight finish, and stop.

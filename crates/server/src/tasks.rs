@@ -6,6 +6,9 @@
 //!
 //! Every task write of the daemon goes through here; nothing else calls `Store::submit` or
 //! `Store::apply`.
+//!
+//! A task's channel lives while someone watches it: the last [`TaskWatch`] to go removes it,
+//! so a task nobody follows costs nothing here, and [`Tasks::watchers`] counts who follows.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -28,18 +31,30 @@ pub struct Tasks {
 
 #[derive(Debug)]
 struct Hub {
-    per_task: Mutex<HashMap<TaskId, broadcast::Sender<Arc<Task>>>>,
+    per_task: Mutex<HashMap<TaskId, Channel>>,
+    /// Numbers the channels, so a watch removes only the channel it subscribed to.
+    made: std::sync::atomic::AtomicU64,
     feed: broadcast::Sender<Arc<Task>>,
     pokes: broadcast::Sender<()>,
 }
 
+#[derive(Debug)]
+struct Channel {
+    number: u64,
+    tx: broadcast::Sender<Arc<Task>>,
+}
+
 impl Hub {
+    fn channels(&self) -> std::sync::MutexGuard<'_, HashMap<TaskId, Channel>> {
+        self.per_task.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn publish(&self, task: Task) {
         let task = Arc::new(task);
-        let mut map = self.per_task.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(tx) = map.get(&task.id) {
+        let mut map = self.channels();
+        if let Some(channel) = map.get(&task.id) {
             // No receivers left, or nothing more will come: drop the channel.
-            if tx.send(Arc::clone(&task)).is_err() || !task.is_open() {
+            if channel.tx.send(Arc::clone(&task)).is_err() || !task.is_open() {
                 map.remove(&task.id);
             }
         }
@@ -48,10 +63,41 @@ impl Hub {
     }
 }
 
+/// One follower of one task's channel (see [`Tasks::watch`]). Dropping the last one of a
+/// channel removes the channel.
+#[derive(Debug)]
+pub struct TaskWatch {
+    hub: Arc<Hub>,
+    id: TaskId,
+    number: u64,
+    rx: broadcast::Receiver<Arc<Task>>,
+}
+
+impl TaskWatch {
+    /// The next version published, as [`broadcast::Receiver::recv`] answers.
+    pub async fn recv(&mut self) -> Result<Arc<Task>, broadcast::error::RecvError> {
+        self.rx.recv().await
+    }
+}
+
+impl Drop for TaskWatch {
+    fn drop(&mut self) {
+        let mut map = self.hub.channels();
+        // Under the lock no one can subscribe meanwhile: a count of one is this watch.
+        if map
+            .get(&self.id)
+            .is_some_and(|c| c.number == self.number && c.tx.receiver_count() <= 1)
+        {
+            map.remove(&self.id);
+        }
+    }
+}
+
 impl Tasks {
     pub fn new(store: Store, clock: Arc<dyn Clock>) -> Self {
         let hub = Hub {
             per_task: Mutex::new(HashMap::new()),
+            made: std::sync::atomic::AtomicU64::new(0),
             feed: broadcast::channel(FEED_CHANNEL).0,
             pokes: broadcast::channel(16).0,
         };
@@ -141,15 +187,29 @@ impl Tasks {
 
     /// Every later version of task `id`. Subscribe before reading the task, so no change can
     /// fall between the read and the subscription.
-    pub fn watch(&self, id: &TaskId) -> broadcast::Receiver<Arc<Task>> {
-        let mut map = self
-            .hub
-            .per_task
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        map.entry(id.clone())
-            .or_insert_with(|| broadcast::channel(TASK_CHANNEL).0)
-            .subscribe()
+    pub fn watch(&self, id: &TaskId) -> TaskWatch {
+        let mut map = self.hub.channels();
+        let channel = map.entry(id.clone()).or_insert_with(|| Channel {
+            number: self
+                .hub
+                .made
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            tx: broadcast::channel(TASK_CHANNEL).0,
+        });
+        TaskWatch {
+            hub: Arc::clone(&self.hub),
+            id: id.clone(),
+            number: channel.number,
+            rx: channel.tx.subscribe(),
+        }
+    }
+
+    /// How many follow task `id` now (its SSE streams and blocking waits).
+    pub fn watchers(&self, id: &TaskId) -> usize {
+        self.hub
+            .channels()
+            .get(id)
+            .map_or(0, |c| c.tx.receiver_count())
     }
 
     /// Wake whoever follows the feed without a task change (a recorded session message).

@@ -8,6 +8,7 @@
 
 mod card;
 mod rpc;
+mod slots;
 mod stream;
 pub mod wire;
 
@@ -46,6 +47,8 @@ pub(crate) struct A2a {
     pub stop: tokio::sync::watch::Receiver<bool>,
     pub port: u16,
     pub card: CardOptionsConfig,
+    /// Each caller's open streams and blocking waits, capped by `a2a.streams_per_caller`.
+    pub slots: slots::Slots,
 }
 
 /// Card options as configured for the daemon.
@@ -527,6 +530,16 @@ async fn send(ctx: &Ctx, params: Value, streaming: bool) -> Result<Reply, RpcErr
     let message = params.message;
     validate_message(&message)?;
     let tasks = &ctx.a2a.tasks;
+    let blocking = match ctx.dialect {
+        Dialect::V1 => !config.return_immediately.unwrap_or(false),
+        Dialect::V03 => config.blocking.unwrap_or(true),
+    };
+    // Taken before anything changes: a refused stream or wait creates no task.
+    let slot = if streaming || blocking {
+        Some(open_slot(ctx).await?)
+    } else {
+        None
+    };
 
     let task = if let Some(task_id) = message.task_id.clone() {
         let task = own_task(ctx, &task_id).await?;
@@ -566,17 +579,13 @@ async fn send(ctx: &Ctx, params: Value, streaming: bool) -> Result<Reply, RpcErr
         tasks.submit(new).await.map_err(RpcError::from_store)?.task
     };
 
-    if streaming {
-        return Ok(Reply::Stream(stream::task_stream(ctx, task)));
-    }
-    let blocking = match ctx.dialect {
-        Dialect::V1 => !config.return_immediately.unwrap_or(false),
-        Dialect::V03 => config.blocking.unwrap_or(true),
-    };
-    let task = if blocking {
-        wait_settled(tasks, task, ctx.a2a.stop.clone()).await
-    } else {
-        task
+    let task = match slot {
+        Some((slot, _)) if streaming => {
+            return Ok(Reply::Stream(stream::task_stream(ctx, task, slot)));
+        }
+        // The slot is held until the wait ends, or until the client leaves and drops it.
+        Some((_slot, wait_max)) => wait_settled(tasks, task, ctx.a2a.stop.clone(), wait_max).await,
+        None => Arc::new(task),
     };
     let shape = Shape {
         history_length: config.history_length,
@@ -588,28 +597,44 @@ async fn send(ctx: &Ctx, params: Value, streaming: bool) -> Result<Reply, RpcErr
     }))
 }
 
-/// Wait until the task ends or needs input, at most `a2a.blocking_wait_max`; then the task as
-/// it is. Pushed by the task's channel, no polling; a client that leaves drops this future
-/// and the task is untouched.
+/// One more open stream or blocking wait for this caller (see `slots`), with the setting
+/// a wait needs (`a2a.blocking_wait_max`); refused beyond `a2a.streams_per_caller`.
+async fn open_slot(ctx: &Ctx) -> Result<(slots::Slot, Duration), RpcError> {
+    let settings = ctx
+        .a2a
+        .tasks
+        .blocking(|s, _| s.settings())
+        .await
+        .map_err(RpcError::from_store)?;
+    let slot = ctx
+        .a2a
+        .slots
+        .take(ctx.caller.asker_name(), settings.streams_per_caller)?;
+    Ok((slot, settings.blocking_wait_max))
+}
+
+/// Wait until the task ends or needs input, at most `cap` (`a2a.blocking_wait_max`); then the
+/// task as it is. Pushed by the task's channel, no polling; a client that leaves drops this
+/// future and the task is untouched.
 async fn wait_settled(
     tasks: &Tasks,
     task: Task,
     mut stop: tokio::sync::watch::Receiver<bool>,
-) -> Task {
+    cap: Duration,
+) -> Arc<Task> {
     if settled(&task) {
-        return task;
+        return Arc::new(task);
     }
     let mut rx = tasks.watch(&task.id);
-    let cap = match tasks.blocking(|s, _| s.settings()).await {
-        Ok(s) => s.blocking_wait_max,
-        Err(_) => Duration::from_secs(600),
-    };
-    let reread = |t: &Task| {
-        let (tasks, id, fallback) = (tasks.clone(), t.id.clone(), t.clone());
-        async move { tasks.get(&id).await.ok().flatten().unwrap_or(fallback) }
+    // One version held at a time, shared with the task's channel: a waiter costs no copy.
+    let reread = |known: Arc<Task>| async move {
+        match tasks.get(&known.id).await {
+            Ok(Some(t)) => Arc::new(t),
+            _ => known,
+        }
     };
     // Read after subscribing: a change between the two is seen either way.
-    let mut latest = reread(&task).await;
+    let mut latest = reread(Arc::new(task)).await;
     let deadline = tokio::time::Instant::now() + cap;
     while !settled(&latest) {
         let next = tokio::select! {
@@ -618,24 +643,22 @@ async fn wait_settled(
         };
         // None: the daemon is stopping; answer with the task as it is.
         let Some(next) = next else {
-            return reread(&latest).await;
+            return reread(latest).await;
         };
         match next {
-            Err(_) => return reread(&latest).await,
+            Err(_) => return reread(latest).await,
             Ok(Ok(t)) => {
                 if t.version >= latest.version {
-                    latest = Arc::unwrap_or_clone(t);
+                    latest = t;
                 }
             }
             Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => {
-                latest = reread(&latest).await
+                latest = reread(latest).await
             }
             Ok(Err(tokio::sync::broadcast::error::RecvError::Closed)) => {
-                latest = reread(&latest).await;
-                if !settled(&latest) {
-                    rx = tasks.watch(&latest.id);
-                    latest = reread(&latest).await;
-                }
+                // Subscribe again before the read, so no change falls between them.
+                rx = tasks.watch(&latest.id);
+                latest = reread(latest).await;
             }
         }
     }
@@ -695,7 +718,8 @@ async fn subscribe(ctx: &Ctx, params: Value) -> Result<Reply, RpcError> {
         ))
         .with("taskId", task.id.as_str()));
     }
-    Ok(Reply::Stream(stream::task_stream(ctx, task)))
+    let (slot, _) = open_slot(ctx).await?;
+    Ok(Reply::Stream(stream::task_stream(ctx, task, slot)))
 }
 
 const PAGE_DEFAULT: i64 = 50;

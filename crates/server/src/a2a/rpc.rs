@@ -21,8 +21,14 @@ pub struct RpcError {
     pub message: String,
     /// ErrorInfo `reason` for A2A errors (-32001..-32009).
     pub reason: Option<&'static str>,
+    /// ErrorInfo `domain`: the A2A spec's reasons are `a2a-protocol.org`'s; Taskkeeper's own
+    /// (its limits) are [`TASKKEEPER_DOMAIN`]'s.
+    pub domain: &'static str,
     pub metadata: Map<String, Value>,
 }
+
+/// The ErrorInfo domain of the reasons Taskkeeper defines itself.
+pub const TASKKEEPER_DOMAIN: &str = "taskkeeper.dev";
 
 impl RpcError {
     fn new(code: i64, message: impl Into<String>, reason: Option<&'static str>) -> Self {
@@ -30,6 +36,7 @@ impl RpcError {
             code,
             message: message.into(),
             reason,
+            domain: "a2a-protocol.org",
             metadata: Map::new(),
         }
     }
@@ -89,6 +96,22 @@ impl RpcError {
         .with("supported", "1.0,0.3")
     }
 
+    /// A limit of this daemon reached; nothing was done. UnsupportedOperation's code (the
+    /// operation is refused as asked, for now), with an ErrorInfo of Taskkeeper's own whose
+    /// reason names the limit and whose metadata names the setting and its value.
+    pub fn limit(
+        reason: &'static str,
+        setting: &'static str,
+        max: impl ToString,
+        message: impl Into<String>,
+    ) -> Self {
+        let mut e = Self::new(-32004, message, Some(reason))
+            .with("setting", setting)
+            .with("limit", max.to_string());
+        e.domain = TASKKEEPER_DOMAIN;
+        e
+    }
+
     /// The `error` member in the request's dialect.
     pub fn to_json(&self, dialect: Dialect) -> Value {
         let mut e = json!({"code": self.code, "message": self.message});
@@ -97,7 +120,7 @@ impl RpcError {
                 Dialect::V1 => json!([{
                     "@type": "type.googleapis.com/google.rpc.ErrorInfo",
                     "reason": reason,
-                    "domain": "a2a-protocol.org",
+                    "domain": self.domain,
                     "metadata": self.metadata,
                 }]),
                 Dialect::V03 => json!({"reason": reason, "metadata": self.metadata}),

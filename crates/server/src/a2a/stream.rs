@@ -2,6 +2,12 @@
 //! Task first (read from the store, so it works after a restart), then an event for every
 //! change as the transition publishes it, closed after a terminal state. A client that goes
 //! away ends only its own stream.
+//!
+//! Each stream has a relay: a runtime task that follows the task's channel and writes the
+//! events into the response. The relay ends as soon as its client does (the response's
+//! receiver is dropped when the connection closes), not at the task's next change, which may
+//! be a day away; it keeps the newest version it sent as a shared `Arc`, the one copy every
+//! relay of that task also holds, and it holds its caller's [`Slot`] until it ends.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -15,10 +21,11 @@ use tokio_stream::wrappers::ReceiverStream;
 
 use super::Ctx;
 use super::rpc::success;
+use super::slots::Slot;
 use super::wire::{self, Dialect, Shape};
-use crate::tasks::Tasks;
+use crate::tasks::{TaskWatch, Tasks};
 
-pub(crate) fn task_stream(ctx: &Ctx, task: Task) -> Response {
+pub(crate) fn task_stream(ctx: &Ctx, task: Task, slot: Slot) -> Response {
     let (tx, rx) = mpsc::channel::<Result<SseEvent, Infallible>>(16);
     // Subscribe before the relay starts: nothing published from now on is missed.
     let watch = ctx.a2a.tasks.watch(&task.id);
@@ -29,7 +36,7 @@ pub(crate) fn task_stream(ctx: &Ctx, task: Task) -> Response {
         tx,
         stop: ctx.a2a.stop.clone(),
     };
-    tokio::spawn(relay.run(task, watch));
+    tokio::spawn(relay.run(task, watch, slot));
     Sse::new(ReceiverStream::new(rx))
         .keep_alive(KeepAlive::default())
         .into_response()
@@ -69,28 +76,32 @@ impl Relay {
         .await
     }
 
-    async fn reread(&self, fallback: &Task) -> Task {
-        self.tasks
-            .get(&fallback.id)
-            .await
-            .ok()
-            .flatten()
-            .unwrap_or_else(|| fallback.clone())
+    /// The task as stored now, or `known` when it cannot be read.
+    async fn newest(&self, known: Arc<Task>) -> Arc<Task> {
+        match self.tasks.get(&known.id).await {
+            Ok(Some(t)) => Arc::new(t),
+            _ => known,
+        }
     }
 
-    async fn run(mut self, first: Task, watch: broadcast::Receiver<Arc<Task>>) {
+    async fn run(self, first: Task, watch: TaskWatch, slot: Slot) {
         let mut stop = self.stop.clone();
         tokio::select! {
             () = self.relay(first, watch) => {}
+            // The client left: its response, and with it the receiver, is gone.
+            () = self.tx.closed() => {}
             _ = stop.wait_for(|s| *s) => {}
         }
+        // The slot goes back before the response ends, so a client that opens its next
+        // stream when it sees this one close is never refused for this one.
+        drop(slot);
         // Dropping the sender ends the SSE response.
-        self.tx = mpsc::channel(1).0;
+        drop(self);
     }
 
-    async fn relay(&self, first: Task, mut watch: broadcast::Receiver<Arc<Task>>) {
+    async fn relay(&self, first: Task, mut watch: TaskWatch) {
         // The snapshot may be older than what is stored by now; take the newest.
-        let mut last = self.reread(&first).await;
+        let mut last = self.newest(Arc::new(first)).await;
         if !self
             .send("task", wire::task_v1(&last, Shape::FULL), false)
             .await
@@ -100,14 +111,12 @@ impl Relay {
         }
         loop {
             let next = match watch.recv().await {
-                Ok(t) => Arc::unwrap_or_clone(t),
-                Err(broadcast::error::RecvError::Lagged(_)) => self.reread(&last).await,
+                Ok(t) => t,
+                Err(broadcast::error::RecvError::Lagged(_)) => self.newest(Arc::clone(&last)).await,
                 Err(broadcast::error::RecvError::Closed) => {
-                    let t = self.reread(&last).await;
-                    if t.is_open() {
-                        watch = self.tasks.watch(&t.id);
-                    }
-                    t
+                    // Subscribe again before the read, so no change falls between them.
+                    watch = self.tasks.watch(&last.id);
+                    self.newest(Arc::clone(&last)).await
                 }
             };
             if next.version <= last.version {

@@ -10,6 +10,7 @@ mod hooks;
 mod mcp;
 mod owner_api;
 mod routes;
+mod streams;
 mod support;
 mod terminal;
 mod ui;
