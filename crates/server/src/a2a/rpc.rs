@@ -2,6 +2,7 @@
 //! A2A error carries `data: [ErrorInfo]`; in v0.3 `data` is a plain object or absent.
 
 use serde_json::{Map, Value, json};
+use taskkeeper_core::limits::{Limit, LimitExceeded};
 use taskkeeper_core::{StoreError, TransitionError};
 
 use super::wire::Dialect;
@@ -19,8 +20,10 @@ pub struct Request {
 pub struct RpcError {
     pub code: i64,
     pub message: String,
-    /// ErrorInfo `reason` for A2A errors (-32001..-32009).
+    /// ErrorInfo `reason` for A2A errors (-32001..-32009) and Taskkeeper's limits.
     pub reason: Option<&'static str>,
+    /// ErrorInfo `domain`: the protocol's, or ours for a reason A2A does not define.
+    pub domain: &'static str,
     pub metadata: Map<String, Value>,
 }
 
@@ -30,6 +33,7 @@ impl RpcError {
             code,
             message: message.into(),
             reason,
+            domain: "a2a-protocol.org",
             metadata: Map::new(),
         }
     }
@@ -89,6 +93,25 @@ impl RpcError {
         .with("supported", "1.0,0.3")
     }
 
+    /// A refusal by one of Taskkeeper's limits. A2A defines no error for a quota, so the code
+    /// is JSON-RPC's implementation-defined server error (-32000, outside A2A's
+    /// -32001..-32099) and the ErrorInfo's reason, in Taskkeeper's domain, names the limit;
+    /// its metadata names the setting and its value.
+    pub fn limit(e: &LimitExceeded) -> Self {
+        let reason = match e.limit() {
+            Limit::OpenTasksPerAsker => "OPEN_TASKS_PER_ASKER_LIMIT",
+            Limit::MessageBytes => "MESSAGE_BYTES_LIMIT",
+            Limit::TaskBytes => "TASK_BYTES_LIMIT",
+            Limit::Sessions => "SESSIONS_LIMIT",
+            Limit::CreateDesks => "CREATE_DESKS_LIMIT",
+        };
+        let mut error = Self::new(-32000, e.to_string(), Some(reason))
+            .with("setting", e.limit().setting())
+            .with("limit", e.max());
+        error.domain = super::wire::ERROR_DOMAIN;
+        error
+    }
+
     /// The `error` member in the request's dialect.
     pub fn to_json(&self, dialect: Dialect) -> Value {
         let mut e = json!({"code": self.code, "message": self.message});
@@ -97,7 +120,7 @@ impl RpcError {
                 Dialect::V1 => json!([{
                     "@type": "type.googleapis.com/google.rpc.ErrorInfo",
                     "reason": reason,
-                    "domain": "a2a-protocol.org",
+                    "domain": self.domain,
                     "metadata": self.metadata,
                 }]),
                 Dialect::V03 => json!({"reason": reason, "metadata": self.metadata}),
@@ -125,6 +148,7 @@ impl RpcError {
                 }
             },
             StoreError::NoSuchDesk(d) => Self::unsupported(format!("no desk named {d}")),
+            StoreError::Limit(l) => Self::limit(&l),
             other => {
                 tracing::error!(error = %other, "store error under A2A");
                 Self::internal(format!("internal error: {other}"))
