@@ -22,6 +22,13 @@ describe('settings checks', () => {
         'notifications.enabled',
         'sessions.create_desks',
         'reminders.paused',
+        'limits.open_tasks_per_asker',
+        'limits.message_bytes',
+        'limits.task_bytes',
+        'limits.reply_history',
+        'sessions.keep_ended',
+        'sessions.max',
+        'sessions.create_desks_max',
       ].sort(),
     );
   });
@@ -39,6 +46,15 @@ describe('settings checks', () => {
     expect(validateSetting(cap, '6')).toBeNull();
     expect(validateSetting(cap, '60')).toBeNull();
     for (const bad of ['0', '61', '-1', '2.5', 'six', '']) expect(validateSetting(cap, bad)).not.toBeNull();
+
+    // Limits: counts up to 100000, sizes in B, KiB or MiB from 1 KiB to 1024 MiB.
+    const open = field('limits.open_tasks_per_asker');
+    for (const ok of ['1', '100', '100000']) expect(validateSetting(open, ok)).toBeNull();
+    for (const bad of ['0', '100001', '2.5', '']) expect(validateSetting(open, bad)).not.toBeNull();
+    const bytes = field('limits.task_bytes');
+    for (const ok of ['2MiB', '256KiB', ' 4096 ', '1024B', '512 KiB', '1024MiB']) expect(validateSetting(bytes, ok)).toBeNull();
+    for (const bad of ['1023', '2MB', '1KB', '1025MiB', 'big', '', '-1KiB']) expect(validateSetting(bytes, bad)).not.toBeNull();
+    expect(validateSetting(field('sessions.keep_ended'), '1d')).toBeNull();
 
     const bool = field('notifications.enabled');
     expect(validateSetting(bool, 'true')).toBeNull();
