@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use crate::session::SessionId;
 use crate::settings::{Limits, format_bytes};
+use crate::store::OWNER_ASKER;
 use crate::task::{Message, NewTask, Task};
 
 /// Which bound a refusal is about.
@@ -136,7 +137,8 @@ fn check_message(size: u64, l: &Limits) -> Result<(), LimitExceeded> {
     Ok(())
 }
 
-/// May `new` become a task, while its asker has `open` open tasks?
+/// May `new` become a task, while its asker has `open` open tasks? The owner's own tasks
+/// are not counted (the owner may do everything, and sets the limits); their size is.
 pub fn new_task(new: &NewTask, open: u64, l: &Limits) -> Result<(), LimitExceeded> {
     let message = message_size(&new.request);
     check_message(message, l)?;
@@ -148,7 +150,7 @@ pub fn new_task(new: &NewTask, open: u64, l: &Limits) -> Result<(), LimitExceede
             max: l.task_bytes,
         });
     }
-    if open >= l.open_tasks_per_asker {
+    if open >= l.open_tasks_per_asker && new.asker != OWNER_ASKER {
         return Err(LimitExceeded::OpenTasks {
             asker: new.asker.clone(),
             open,
@@ -243,6 +245,9 @@ mod tests {
         let full = new_task(&new("hi"), 2, &l).unwrap_err();
         assert_eq!(full.limit(), Limit::OpenTasksPerAsker);
         assert!(full.to_string().contains("limits.open_tasks_per_asker (2)"));
+        let mut owners = new("hi");
+        owners.asker = OWNER_ASKER.into();
+        assert_eq!(new_task(&owners, 2, &l), Ok(()), "the owner is not counted");
         let big = new_task(&new(&"x".repeat(2000)), 0, &l).unwrap_err();
         assert_eq!(big.limit(), Limit::MessageBytes);
         assert!(

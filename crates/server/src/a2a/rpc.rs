@@ -20,10 +20,9 @@ pub struct Request {
 pub struct RpcError {
     pub code: i64,
     pub message: String,
-    /// ErrorInfo `reason` for A2A errors (-32001..-32009) and Taskkeeper's limits.
+    /// ErrorInfo `reason` for A2A errors (-32001..-32009) and Taskkeeper's limits
+    /// (`*_LIMIT`, in Taskkeeper's domain: see [`domain_of`]).
     pub reason: Option<&'static str>,
-    /// ErrorInfo `domain`: the protocol's, or ours for a reason A2A does not define.
-    pub domain: &'static str,
     pub metadata: Map<String, Value>,
 }
 
@@ -33,7 +32,6 @@ impl RpcError {
             code,
             message: message.into(),
             reason,
-            domain: "a2a-protocol.org",
             metadata: Map::new(),
         }
     }
@@ -105,11 +103,9 @@ impl RpcError {
             Limit::Sessions => "SESSIONS_LIMIT",
             Limit::CreateDesks => "CREATE_DESKS_LIMIT",
         };
-        let mut error = Self::new(-32000, e.to_string(), Some(reason))
+        Self::new(-32000, e.to_string(), Some(reason))
             .with("setting", e.limit().setting())
-            .with("limit", e.max());
-        error.domain = super::wire::ERROR_DOMAIN;
-        error
+            .with("limit", e.max())
     }
 
     /// The `error` member in the request's dialect.
@@ -120,7 +116,7 @@ impl RpcError {
                 Dialect::V1 => json!([{
                     "@type": "type.googleapis.com/google.rpc.ErrorInfo",
                     "reason": reason,
-                    "domain": self.domain,
+                    "domain": domain_of(reason),
                     "metadata": self.metadata,
                 }]),
                 Dialect::V03 => json!({"reason": reason, "metadata": self.metadata}),
@@ -154,6 +150,17 @@ impl RpcError {
                 Self::internal(format!("internal error: {other}"))
             }
         }
+    }
+}
+
+/// The ErrorInfo domain of a reason: Taskkeeper's own reasons are its limits, all named
+/// `*_LIMIT` (no A2A reason is); every other reason is the protocol's. Derived rather than
+/// kept beside the reason, so the error stays small enough to travel in every `Result`.
+pub fn domain_of(reason: &str) -> &'static str {
+    if reason.ends_with("_LIMIT") {
+        super::wire::ERROR_DOMAIN
+    } else {
+        "a2a-protocol.org"
     }
 }
 

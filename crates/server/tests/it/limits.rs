@@ -88,30 +88,13 @@ fn an_asker_past_its_open_tasks_is_refused_with_the_limit_named() {
     let r = d.rpc("/a2a/web", &other, V1, &send("m0", "mine", None));
     assert!(r["result"]["task"]["id"].is_string(), "{r}");
 
-    // The owner API names the limit and the setting with a 429.
+    // The owner's own tasks are not counted (the owner sets the limits).
     d.set_setting("limits.open_tasks_per_asker", "1");
-    let (status, ok) = d.call(
-        "POST",
-        "/api/tasks",
-        Some(&json!({"desk": "web", "text": "a"})),
-    );
-    assert_eq!(status, 201, "{ok}");
-    let before = all_tasks(&d);
-    let (status, body) = d.call(
-        "POST",
-        "/api/tasks",
-        Some(&json!({"desk": "web", "text": "b"})),
-    );
-    assert_eq!(status, 429, "{body}");
-    assert_eq!(body["error"]["kind"], "limit");
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("limits.open_tasks_per_asker"),
-        "{body}"
-    );
-    assert_eq!(all_tasks(&d), before);
+    for text in ["a", "b"] {
+        let body = json!({"desk": "web", "text": text});
+        let (status, ok) = d.call("POST", "/api/tasks", Some(&body));
+        assert_eq!(status, 201, "{ok}");
+    }
 }
 
 #[test]
