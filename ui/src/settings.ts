@@ -5,7 +5,7 @@
 
 import type { SettingsMap } from './types';
 
-export type SettingKind = 'duration' | 'ladder' | 'count' | 'bool' | 'text';
+export type SettingKind = 'duration' | 'ladder' | 'count' | 'bytes' | 'bool' | 'text';
 
 export interface SettingField {
   key: string;
@@ -13,7 +13,7 @@ export interface SettingField {
   help: string;
   kind: SettingKind;
   group: string;
-  /** The largest value a `count` takes (60 unless said). */
+  /** The largest whole number a 'count' takes (from 1); 60 unless said. */
   max?: number;
 }
 
@@ -104,6 +104,60 @@ export const SETTING_FIELDS: readonly SettingField[] = [
     kind: 'bool',
     group: 'App',
   },
+  // The limits: how much any one caller can make Taskkeeper keep (crates/core limits.rs).
+  {
+    key: 'limits.open_tasks_per_asker',
+    label: 'Open tasks per asker',
+    help: 'An asker (or a desk asking another) with this many open tasks is refused another until one ends.',
+    kind: 'count',
+    max: 100000,
+    group: 'Limits',
+  },
+  {
+    key: 'limits.message_bytes',
+    label: 'Largest message',
+    help: 'A message from an asker larger than this is refused (256KiB, 1MiB).',
+    kind: 'bytes',
+    group: 'Limits',
+  },
+  {
+    key: 'limits.task_bytes',
+    label: 'Largest task',
+    help: "A follow-up that would make a task's history and results larger than this is refused.",
+    kind: 'bytes',
+    group: 'Limits',
+  },
+  {
+    key: 'limits.reply_history',
+    label: 'History in replies',
+    help: 'Replies to askers carry this many of the latest messages unless the asker asks for more (historyLength).',
+    kind: 'count',
+    max: 100000,
+    group: 'Limits',
+  },
+  {
+    key: 'sessions.keep_ended',
+    label: 'Keep ended sessions for',
+    help: 'A session that ended is forgotten this long after its last change.',
+    kind: 'duration',
+    group: 'Limits',
+  },
+  {
+    key: 'sessions.max',
+    label: 'Sessions kept',
+    help: 'At most this many sessions; a new one takes the place of the oldest ended one, and is refused when all are live.',
+    kind: 'count',
+    max: 100000,
+    group: 'Limits',
+  },
+  {
+    key: 'sessions.create_desks_max',
+    label: 'Desks sessions may create',
+    help: 'Sessions create a desk of their own only while there are fewer desks than this.',
+    kind: 'count',
+    max: 100000,
+    group: 'Limits',
+  },
 ];
 
 /**
@@ -120,6 +174,16 @@ export function fieldsFor(settings: SettingsMap): SettingField[] {
 }
 
 const DURATION = /^\s*(\d+)([smhd])\s*$/;
+const BYTES = /^\s*(\d+)\s*(B|KiB|MiB)?\s*$/;
+const UNIT: Record<string, number> = { B: 1, KiB: 1024, MiB: 1024 * 1024 };
+
+/** The daemon's sizes: bytes, KiB or MiB, from 1 KiB to 1024 MiB. */
+function isBytes(text: string): boolean {
+  const m = BYTES.exec(text);
+  if (m === null) return false;
+  const bytes = Number(m[1]) * (UNIT[m[2] ?? 'B'] ?? 0);
+  return bytes >= 1024 && bytes <= 1024 * 1024 * 1024;
+}
 
 function isDuration(text: string): boolean {
   const m = DURATION.exec(text);
@@ -140,6 +204,8 @@ export function validateSetting(field: SettingField, value: string): string | nu
       const n = /^\s*\d+\s*$/.test(value) ? Number(value) : NaN;
       return n >= 1 && n <= max ? null : `A whole number from 1 to ${max}.`;
     }
+    case 'bytes':
+      return isBytes(value) ? null : 'A size such as 4096B, 256KiB or 2MiB (from 1KiB to 1024MiB).';
     case 'bool':
       return value === 'true' || value === 'false' ? null : 'On or off.';
     case 'text':

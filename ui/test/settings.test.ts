@@ -23,6 +23,13 @@ describe('settings checks', () => {
         'notifications.enabled',
         'sessions.create_desks',
         'reminders.paused',
+        'limits.open_tasks_per_asker',
+        'limits.message_bytes',
+        'limits.task_bytes',
+        'limits.reply_history',
+        'sessions.keep_ended',
+        'sessions.max',
+        'sessions.create_desks_max',
       ].sort(),
     );
   });
@@ -44,6 +51,14 @@ describe('settings checks', () => {
     const streams = field('a2a.streams_per_caller');
     for (const ok of ['1', '16', '1000']) expect(validateSetting(streams, ok)).toBeNull();
     for (const bad of ['0', '1001', 'many', '']) expect(validateSetting(streams, bad)).not.toBeNull();
+    // Limits: counts up to 100000, sizes in B, KiB or MiB from 1 KiB to 1024 MiB.
+    const open = field('limits.open_tasks_per_asker');
+    for (const ok of ['1', '100', '100000']) expect(validateSetting(open, ok)).toBeNull();
+    for (const bad of ['0', '100001', '2.5', '']) expect(validateSetting(open, bad)).not.toBeNull();
+    const bytes = field('limits.task_bytes');
+    for (const ok of ['2MiB', '256KiB', ' 4096 ', '1024B', '512 KiB', '1024MiB']) expect(validateSetting(bytes, ok)).toBeNull();
+    for (const bad of ['1023', '2MB', '1KB', '1025MiB', 'big', '', '-1KiB']) expect(validateSetting(bytes, bad)).not.toBeNull();
+    expect(validateSetting(field('sessions.keep_ended'), '1d')).toBeNull();
 
     const bool = field('notifications.enabled');
     expect(validateSetting(bool, 'true')).toBeNull();

@@ -9,11 +9,13 @@
 //! The rules live in one place each:
 //! - [`transition::apply`] is the whole task state machine (DESIGN §3 rule 1, 3 and 4);
 //! - [`queue::next_to_start`] decides which queued task of a desk starts (rule 3);
-//! - [`settings`] parses and validates every tunable number.
+//! - [`settings`] parses and validates every tunable number;
+//! - [`limits`] bounds what one caller can make Taskkeeper keep.
 
 pub mod clock;
 pub mod delivery;
 pub mod desk;
+pub mod limits;
 pub mod queue;
 pub mod session;
 pub mod settings;

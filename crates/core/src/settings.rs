@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::desk::AgentKind;
 
 /// The keys, in the order the settings panel shows them.
-pub const KEYS: [&str; 12] = [
+pub const KEYS: [&str; 19] = [
     "reminders.first_after.claude-code",
     "reminders.first_after.default",
     "reminders.ladder",
@@ -24,6 +24,14 @@ pub const KEYS: [&str; 12] = [
     "notifications.enabled",
     "sessions.create_desks",
     "reminders.paused",
+    // The limits (see [`Limits`]).
+    "limits.open_tasks_per_asker",
+    "limits.message_bytes",
+    "limits.task_bytes",
+    "limits.reply_history",
+    "sessions.keep_ended",
+    "sessions.max",
+    "sessions.create_desks_max",
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +60,8 @@ pub struct Settings {
     pub create_desks: bool,
     /// The owner paused all reminders.
     pub reminders_paused: bool,
+    /// How much any one caller may make Taskkeeper keep.
+    pub limits: Limits,
 }
 
 impl Default for Settings {
@@ -70,6 +80,7 @@ impl Default for Settings {
             notifications_enabled: true,
             create_desks: true,
             reminders_paused: false,
+            limits: Limits::default(),
         }
     }
 }
@@ -129,11 +140,7 @@ impl Settings {
             "notifications.enabled" => self.notifications_enabled.to_string(),
             "sessions.create_desks" => self.create_desks.to_string(),
             "reminders.paused" => self.reminders_paused.to_string(),
-            _ => {
-                return Err(SettingError::UnknownKey {
-                    key: key.to_owned(),
-                });
-            }
+            _ => return self.limits.get(key),
         })
     }
 
@@ -184,11 +191,7 @@ impl Settings {
             "sessions.create_desks" => {
                 self.create_desks = parse_bool(value).ok_or_else(|| invalid(BOOL_HELP))?
             }
-            _ => {
-                return Err(SettingError::UnknownKey {
-                    key: key.to_owned(),
-                });
-            }
+            _ => return self.limits.set(key, value),
         }
         Ok(())
     }
@@ -246,6 +249,136 @@ pub fn format_duration(d: Duration) -> String {
     }
 }
 
+// ---- limits -----------------------------------------------------------------------------
+
+/// The bounds on what callers can make Taskkeeper keep: open tasks per asker, the size of a
+/// message and of a task, how much history a reply carries by default, how long ended
+/// sessions stay, how many sessions are kept, and how many desks sessions may create. The
+/// rules that use them are in [`crate::limits`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Open tasks one asker (an A2A asker, or a desk asking through `task_send`) may have.
+    pub open_tasks_per_asker: u64,
+    /// The largest message (as stored, JSON) an asker may send.
+    pub message_bytes: u64,
+    /// The largest a task may grow (history, artifacts and metadata, as stored) by the
+    /// asker's messages.
+    pub task_bytes: u64,
+    /// The most recent messages a reply carries when the asker gives no `historyLength`.
+    pub reply_history: u32,
+    /// Ended sessions are pruned this long after their last change.
+    pub keep_ended_sessions: Duration,
+    /// Sessions kept in all; a new one takes the place of the oldest ended one.
+    pub sessions_max: u64,
+    /// Sessions create a desk only while there are fewer desks than this.
+    pub create_desks_max: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            open_tasks_per_asker: 100,
+            message_bytes: 256 * KIB,
+            task_bytes: 2 * MIB,
+            reply_history: 20,
+            keep_ended_sessions: Duration::from_secs(86_400),
+            sessions_max: 500,
+            create_desks_max: 50,
+        }
+    }
+}
+
+const KIB: u64 = 1024;
+const MIB: u64 = 1024 * 1024;
+const LIMIT_COUNT_MAX: u64 = 100_000;
+const LIMIT_COUNT_HELP: &str = "a whole number from 1 to 100000";
+const LIMIT_BYTES_HELP: &str =
+    "a size such as 4096B, 256KiB or 2MiB (from 1KiB to 1024MiB; B, KiB or MiB)";
+
+impl Limits {
+    fn get(&self, key: &str) -> Result<String, SettingError> {
+        Ok(match key {
+            "limits.open_tasks_per_asker" => self.open_tasks_per_asker.to_string(),
+            "limits.message_bytes" => format_bytes(self.message_bytes),
+            "limits.task_bytes" => format_bytes(self.task_bytes),
+            "limits.reply_history" => self.reply_history.to_string(),
+            "sessions.keep_ended" => format_duration(self.keep_ended_sessions),
+            "sessions.max" => self.sessions_max.to_string(),
+            "sessions.create_desks_max" => self.create_desks_max.to_string(),
+            _ => {
+                return Err(SettingError::UnknownKey {
+                    key: key.to_owned(),
+                });
+            }
+        })
+    }
+
+    fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
+        let invalid = |expected| SettingError::InvalidValue {
+            key: key.to_owned(),
+            value: value.to_owned(),
+            expected,
+        };
+        let count = || {
+            value
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|n| (1..=LIMIT_COUNT_MAX).contains(n))
+                .ok_or_else(|| invalid(LIMIT_COUNT_HELP))
+        };
+        let bytes = || parse_bytes(value).ok_or_else(|| invalid(LIMIT_BYTES_HELP));
+        match key {
+            "limits.open_tasks_per_asker" => self.open_tasks_per_asker = count()?,
+            "limits.message_bytes" => self.message_bytes = bytes()?,
+            "limits.task_bytes" => self.task_bytes = bytes()?,
+            "limits.reply_history" => {
+                self.reply_history =
+                    u32::try_from(count()?).map_err(|_| invalid(LIMIT_COUNT_HELP))?
+            }
+            "sessions.keep_ended" => {
+                self.keep_ended_sessions =
+                    parse_duration(value).ok_or_else(|| invalid(DURATION_HELP))?
+            }
+            "sessions.max" => self.sessions_max = count()?,
+            "sessions.create_desks_max" => self.create_desks_max = count()?,
+            _ => {
+                return Err(SettingError::UnknownKey {
+                    key: key.to_owned(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `4096B`, `256KiB`, `2MiB` (or a bare number of bytes) → bytes, from 1 KiB to 1024 MiB.
+pub fn parse_bytes(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let unit_at = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(unit_at);
+    let n: u64 = number.parse().ok()?;
+    let bytes = match unit.trim() {
+        "" | "B" => n,
+        "KiB" => n.checked_mul(KIB)?,
+        "MiB" => n.checked_mul(MIB)?,
+        _ => return None,
+    };
+    (KIB..=1024 * MIB).contains(&bytes).then_some(bytes)
+}
+
+/// The shortest exact form: `2MiB`, `256KiB`, `1500B`.
+pub fn format_bytes(bytes: u64) -> String {
+    match bytes {
+        0 => "0B".to_owned(),
+        b if b % MIB == 0 => format!("{}MiB", b / MIB),
+        b if b % KIB == 0 => format!("{}KiB", b / KIB),
+        b => format!("{b}B"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,6 +400,13 @@ mod tests {
             "notifications.enabled = true",
             "sessions.create_desks = true",
             "reminders.paused = false",
+            "limits.open_tasks_per_asker = 100",
+            "limits.message_bytes = 256KiB",
+            "limits.task_bytes = 2MiB",
+            "limits.reply_history = 20",
+            "sessions.keep_ended = 1d",
+            "sessions.max = 500",
+            "sessions.create_desks_max = 50",
         ] {
             assert!(text.contains(line), "missing {line} in\n{text}");
         }
@@ -293,6 +433,15 @@ mod tests {
             ("a2a.streams_per_caller", "0"),
             ("a2a.streams_per_caller", "1001"),
             ("a2a.streams_per_caller", "many"),
+            ("limits.open_tasks_per_asker", "0"),
+            ("limits.open_tasks_per_asker", "100001"),
+            ("limits.message_bytes", "1KB"),
+            ("limits.message_bytes", "100B"),
+            ("limits.task_bytes", "2GiB"),
+            ("limits.reply_history", "lots"),
+            ("sessions.keep_ended", "0d"),
+            ("sessions.max", "-5"),
+            ("sessions.create_desks_max", ""),
         ] {
             let err = s.set(k, v).unwrap_err();
             assert!(err.to_string().contains(k), "{err}");
@@ -304,6 +453,25 @@ mod tests {
                 .contains("unknown setting")
         );
         assert_eq!(s, before);
+    }
+
+    #[test]
+    fn limits_round_trip_in_their_shortest_form() {
+        let mut s = Settings::default();
+        s.set("limits.message_bytes", "512 KiB").unwrap();
+        assert_eq!(s.limits.message_bytes, 512 * 1024);
+        assert_eq!(s.get("limits.message_bytes").unwrap(), "512KiB");
+        s.set("limits.task_bytes", "3145728").unwrap();
+        assert_eq!(s.get("limits.task_bytes").unwrap(), "3MiB");
+        s.set("limits.task_bytes", "1500B").unwrap();
+        assert_eq!(s.get("limits.task_bytes").unwrap(), "1500B");
+        s.set("sessions.keep_ended", "36h").unwrap();
+        assert_eq!(s.limits.keep_ended_sessions, Duration::from_secs(36 * 3600));
+        s.set("limits.open_tasks_per_asker", " 7 ").unwrap();
+        assert_eq!(s.limits.open_tasks_per_asker, 7);
+        assert_eq!(parse_bytes("1023"), None);
+        assert_eq!(parse_bytes("1KiB"), Some(1024));
+        assert_eq!(parse_bytes("1025MiB"), None);
     }
 
     #[test]

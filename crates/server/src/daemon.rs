@@ -1,6 +1,6 @@
 //! Starting and stopping the daemon: the data directory, the store, the token, the listener
-//! on 127.0.0.1, the router, and the housekeeping that prunes ended tasks when they are due
-//! (and does nothing while nothing is due).
+//! on 127.0.0.1, the router, and the housekeeping that prunes ended tasks and ended sessions
+//! when they are due on the injected clock (and does nothing while nothing is due).
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -223,12 +223,21 @@ impl Daemon {
         let housekeeping = {
             let store = store.clone();
             let clock = config.clock.clone();
+            let mut session_changes = sessions.session_changes();
             tokio::spawn(async move {
                 loop {
                     let next = prune_due(&store, clock.as_ref()).await;
                     let sleep = next.unwrap_or(Duration::from_secs(86_400));
+                    // A session that just ended (or a clock that moved) may make something
+                    // due before the planned wake.
+                    let session_changed = async {
+                        if session_changes.changed().await.is_err() {
+                            std::future::pending::<()>().await;
+                        }
+                    };
                     tokio::select! {
                         _ = tokio::time::sleep(sleep) => {}
+                        () = session_changed => {}
                         _ = stopped.wait_for(|s| *s) => return,
                     }
                 }
@@ -309,17 +318,36 @@ impl Daemon {
     }
 }
 
-/// Prune what is due; return how long until the next ended task is due, if any.
+/// Prune what is due (ended tasks after `tasks.keep_ended`, ended sessions after
+/// `sessions.keep_ended`); return how long until the next is due, if anything is kept. Only
+/// reads while nothing is due.
 async fn prune_due(store: &Store, clock: &dyn taskkeeper_core::Clock) -> Option<Duration> {
     let store = store.clone();
     let now = clock.now();
     let result = tokio::task::spawn_blocking(move || {
-        let keep = store.settings()?.keep_ended;
-        let pruned = store.prune_ended(now, keep)?;
-        if pruned > 0 {
-            tracing::info!(pruned, "pruned ended tasks");
+        let settings = store.settings()?;
+        let (keep_tasks, keep_sessions) =
+            (settings.keep_ended, settings.limits.keep_ended_sessions);
+        if store.next_prune_at(keep_tasks)?.is_some_and(|t| t <= now) {
+            let pruned = store.prune_ended(now, keep_tasks)?;
+            if pruned > 0 {
+                tracing::info!(pruned, "pruned ended tasks");
+            }
         }
-        store.next_prune_at(keep)
+        if store
+            .next_session_prune_at(keep_sessions)?
+            .is_some_and(|t| t <= now)
+        {
+            let pruned = store.prune_ended_sessions(now, keep_sessions)?;
+            if pruned > 0 {
+                tracing::info!(pruned, "pruned ended sessions");
+            }
+        }
+        let next = [
+            store.next_prune_at(keep_tasks)?,
+            store.next_session_prune_at(keep_sessions)?,
+        ];
+        Ok::<_, StoreError>(next.into_iter().flatten().min())
     })
     .await;
     match result {

@@ -15,7 +15,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Value, json};
-use taskkeeper_core::session::{Edge, Reach, SessionId, TurnOrigin};
+use taskkeeper_core::session::{Edge, Reach, SessionId, TurnOrigin, check_dir};
 use taskkeeper_core::{AgentKind, StoreError, Timestamp, delivery};
 
 use crate::auth::Credentials;
@@ -96,13 +96,14 @@ fn parse(body: &[u8]) -> Result<Hook, Box<Response>> {
     let session = str_field("session_id")
         .filter(|s| !s.trim().is_empty())
         .ok_or_else(|| refuse("not a hook payload: no session_id"))?;
+    let session = SessionId::parse(&session).map_err(|e| refuse(e.to_string()))?;
     let cwd = str_field("cwd").map(PathBuf::from);
-    if cwd.as_ref().is_some_and(|c| !c.is_absolute()) {
-        return Err(refuse("cwd must be an absolute path"));
+    if let Some(dir) = &cwd {
+        check_dir(dir).map_err(|e| refuse(format!("cwd: {e}")))?;
     }
     Ok(Hook {
         event,
-        session: SessionId::from(session),
+        session,
         cwd,
         body,
     })

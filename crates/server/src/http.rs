@@ -127,6 +127,7 @@ fn status_of(kind: OwnerErrorKind) -> StatusCode {
         OwnerErrorKind::Unauthorized => StatusCode::UNAUTHORIZED,
         OwnerErrorKind::Forbidden => StatusCode::FORBIDDEN,
         OwnerErrorKind::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        OwnerErrorKind::Limit => StatusCode::TOO_MANY_REQUESTS,
         OwnerErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }

@@ -230,6 +230,7 @@ impl ToolError {
             }
             StoreError::Transition(t) => Self::new("conflict", t.to_string()),
             StoreError::Conflict(_) => Self::new("conflict", e.to_string()),
+            StoreError::Limit(l) => Self::new("limit", l.to_string()),
             other => {
                 tracing::error!(error = %other, "store error in an MCP tool");
                 Self::new(
@@ -328,6 +329,15 @@ impl McpServer {
             "an MCP tool call's session"
         );
         let named = claim.session_id.filter(|s| !s.trim().is_empty());
+        // Checked before anything is looked up: an id no session can have names none.
+        for id in [launched.as_deref(), named.as_deref()]
+            .into_iter()
+            .flatten()
+        {
+            SessionId::parse(id).map_err(|e| {
+                ToolError::invalid(format!("{e}. Nothing changed: leave session_id out"))
+            })?;
+        }
         let session_id = if let Some(launched) = launched {
             let proof = header(crate::launch::SESSION_PROOF_HEADER).unwrap_or_default();
             if !self.credentials.proves(&launched, &proof) {

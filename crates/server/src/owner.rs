@@ -40,6 +40,8 @@ pub enum OwnerErrorKind {
     Unauthorized,
     Forbidden,
     TooLarge,
+    /// A count limit (`limits.*`, `sessions.*`) would be passed; the message names it.
+    Limit,
     Internal,
 }
 
@@ -74,6 +76,8 @@ impl From<StoreError> for OwnerError {
             | StoreError::Conflict(_)
             | StoreError::Transition(_) => OwnerErrorKind::Conflict,
             StoreError::Setting(_) => OwnerErrorKind::Invalid,
+            StoreError::Limit(l) if l.limit().is_size() => OwnerErrorKind::TooLarge,
+            StoreError::Limit(_) => OwnerErrorKind::Limit,
             _ => OwnerErrorKind::Internal,
         };
         if kind == OwnerErrorKind::Internal {
@@ -378,6 +382,8 @@ impl OwnerService {
                 dir.display()
             )));
         }
+        taskkeeper_core::session::check_dir(&dir)
+            .map_err(|e| OwnerError::invalid(format!("dir: {e}")))?;
         let desk = NewDesk {
             name,
             agent,

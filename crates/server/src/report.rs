@@ -14,7 +14,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use taskkeeper_core::AgentKind;
-use taskkeeper_core::session::{Edge, SessionId, TurnOrigin};
+use taskkeeper_core::session::{Edge, SessionId, TurnOrigin, check_dir};
 
 use crate::api::SessionView;
 use crate::hooks::{bad, reach_of, store_error};
@@ -56,8 +56,12 @@ pub(crate) async fn report(
     if report.session.trim().is_empty() {
         return bad("session must name the session");
     }
-    if !report.cwd.is_absolute() {
-        return bad("cwd must be an absolute path");
+    let id = match SessionId::parse(report.session.trim()) {
+        Ok(id) => id,
+        Err(e) => return bad(e.to_string()),
+    };
+    if let Err(e) = check_dir(&report.cwd) {
+        return bad(format!("cwd: {e}"));
     }
     let agent = match report.agent.as_deref().map(str::parse::<AgentKind>) {
         None => AgentKind::Generic,
@@ -77,7 +81,6 @@ pub(crate) async fn report(
         ));
     }
     let (desk_hint, reach) = reach_of(&headers);
-    let id = SessionId::from(report.session.trim());
     // Refused before anything of the report is taken in.
     match sessions.tasks().get_session(&id).await {
         Ok(Some(s)) if s.reach.headless => {

@@ -287,10 +287,15 @@ impl Sessions {
                 if let Some((session, ())) = updated {
                     return Ok(session);
                 }
-                let desk = resolve_desk(s, &cwd, desk_hint, agent, now)?;
-                let mut session = Session::new(id, desk.name, agent, cwd, now);
+                let (desk, new_desk) = resolve_desk(s, &cwd, desk_hint, agent)?;
+                let created = new_desk.as_ref().map(|d| d.name.clone());
+                let mut session = Session::new(id, desk, agent, cwd, now);
                 session.reach = reach;
-                s.put_session(session)
+                let session = s.add_session(session, new_desk, now)?;
+                if let Some(name) = created.filter(|n| *n == session.desk) {
+                    tracing::info!(desk = %name, dir = %session.cwd.display(), "created a desk for a new session");
+                }
+                Ok(session)
             })
             .await
     }
@@ -1066,37 +1071,38 @@ impl Tasks {
     }
 }
 
+/// The desk a new session works at: the desk its hint names, else the deepest desk whose
+/// directory holds `cwd`; or, when there is none, the desk to create for it (the hint's
+/// name, else one made from the directory). The store creates it together with the session
+/// (`Store::add_session`), which also bounds how many desks sessions may create.
 fn resolve_desk(
     s: &taskkeeper_core::Store,
     cwd: &Path,
     hint: Option<String>,
     agent: AgentKind,
-    now: taskkeeper_core::Timestamp,
-) -> Result<Desk, StoreError> {
+) -> Result<(DeskName, Option<NewDesk>), StoreError> {
     let desks = s.desks()?;
     if let Some(name) = hint.filter(|h| !h.trim().is_empty()) {
         if let Some(d) = desks.iter().find(|d| d.name.as_str() == name) {
-            return Ok(d.clone());
+            return Ok((d.name.clone(), None));
         }
-        let parsed = name
+        let parsed: DeskName = name
             .parse()
             .map_err(|_| StoreError::NoSuchDesk(name.clone()))?;
-        return s.add_desk(
-            NewDesk {
-                name: parsed,
-                agent,
-                dir: cwd.to_owned(),
-                deliver_command: None,
-            },
-            now,
-        );
+        let desk = NewDesk {
+            name: parsed.clone(),
+            agent,
+            dir: cwd.to_owned(),
+            deliver_command: None,
+        };
+        return Ok((parsed, Some(desk)));
     }
     if let Some(d) = desks
         .iter()
         .filter(|d| cwd.starts_with(&d.dir))
         .max_by_key(|d| d.dir.components().count())
     {
-        return Ok(d.clone());
+        return Ok((d.name.clone(), None));
     }
     if !s.settings()?.create_desks {
         return Err(StoreError::NoSuchDesk(format!(
@@ -1111,19 +1117,16 @@ fn resolve_desk(
         .chain((2..).map(|n| format!("{base}-{n}")))
         .find(|n| !taken.contains(n.as_str()))
         .unwrap_or(base);
-    let parsed = name
+    let parsed: DeskName = name
         .parse()
         .map_err(|_| StoreError::NoSuchDesk(name.clone()))?;
-    tracing::info!(desk = %name, dir = %cwd.display(), "created a desk for a new session's directory");
-    s.add_desk(
-        NewDesk {
-            name: parsed,
-            agent,
-            dir: PathBuf::from(cwd),
-            deliver_command: None,
-        },
-        now,
-    )
+    let desk = NewDesk {
+        name: parsed.clone(),
+        agent,
+        dir: PathBuf::from(cwd),
+        deliver_command: None,
+    };
+    Ok((parsed, Some(desk)))
 }
 
 /// Correct a stored session from its level signal in one step: the level is read and the

@@ -23,6 +23,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
 use crate::clock::Timestamp;
 use crate::desk::{AgentKind, Desk, DeskName};
+use crate::limits::{self, LimitExceeded};
 use crate::queue;
 use crate::session::{Session, SessionId};
 use crate::settings::{SettingError, Settings};
@@ -98,6 +99,8 @@ pub enum StoreError {
     Conflict(TaskId),
     #[error(transparent)]
     Setting(#[from] SettingError),
+    #[error(transparent)]
+    Limit(#[from] LimitExceeded),
     #[error("database error: {0}")]
     Sqlite(String),
     #[error("a stored record could not be read: {0}")]
@@ -423,34 +426,7 @@ impl Store {
     // ---- desks ----------------------------------------------------------------------
 
     pub fn add_desk(&self, desk: NewDesk, now: Timestamp) -> Result<Desk, StoreError> {
-        self.write(move |c| {
-            let exists: bool = c.query_row(
-                "SELECT EXISTS(SELECT 1 FROM desks WHERE name = ?1)",
-                [desk.name.as_str()],
-                |r| r.get(0),
-            )?;
-            if exists {
-                return Err(StoreError::DeskExists(desk.name));
-            }
-            c.execute(
-                "INSERT INTO desks (name, agent, dir, created_at, deliver_command) \
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![
-                    desk.name.as_str(),
-                    desk.agent.as_str(),
-                    desk.dir.to_string_lossy(),
-                    now.as_millis(),
-                    desk.deliver_command,
-                ],
-            )?;
-            Ok(Desk {
-                name: desk.name,
-                agent: desk.agent,
-                dir: desk.dir,
-                deliver_command: desk.deliver_command,
-                created_at: now,
-            })
-        })
+        self.write(move |c| insert_desk(c, desk, now))
     }
 
     /// Set or clear the command that delivers text to a desk's agent.
@@ -528,6 +504,10 @@ impl Store {
             if load_desk(c, new.desk.as_str())?.is_none() {
                 return Err(StoreError::NoSuchDesk(new.desk.to_string()));
             }
+            // Counted in the write transaction, so two sends racing for the last place
+            // cannot both pass.
+            let open = open_task_count_of_asker(c, &new.asker)?;
+            limits::new_task(&new, open, &load_settings(c)?.limits)?;
             // Order matters only among open tasks, so the open-task index answers this
             // without walking the desk's history.
             let seq: i64 = c.query_row(
@@ -576,12 +556,21 @@ impl Store {
         now: Timestamp,
     ) -> Result<Changed, StoreError> {
         let id = id.clone();
+        let follow_up = match &event {
+            Event::FollowUp { message } => Some(limits::message_size(message)),
+            _ => None,
+        };
         self.write(move |c| {
             let before = load_task(c, &id)?.ok_or_else(|| StoreError::NoSuchTask(id.clone()))?;
             if version.is_some_and(|v| v != before.version) {
                 return Err(StoreError::Conflict(id));
             }
             let after = transition::apply(&before, event, now)?;
+            if let Some(size) = follow_up
+                && after.version != before.version
+            {
+                limits::follow_up(&after, size, &load_settings(c)?.limits)?;
+            }
             if after.version == before.version {
                 let mut task = after;
                 fill_positions(c, std::slice::from_mut(&mut task))?;
@@ -701,6 +690,100 @@ impl Store {
                 session.updated_at.as_millis()
             ])?;
             Ok(session)
+        })
+    }
+
+    /// Take in a session seen for the first time, with the desk it asked for (`new_desk`)
+    /// created in the same step. Both are bounded: a desk only while there are fewer than
+    /// `sessions.create_desks_max`, and a session only while fewer than `sessions.max` are
+    /// kept, or by taking the place of the oldest ended one (see [`limits::session_room`]).
+    /// A refusal changes nothing. A session that is already there (its first hooks raced)
+    /// is returned as it is.
+    pub fn add_session(
+        &self,
+        session: Session,
+        new_desk: Option<NewDesk>,
+        now: Timestamp,
+    ) -> Result<Session, StoreError> {
+        self.write(move |c| {
+            let mut stmt = c.prepare_cached("SELECT body FROM sessions WHERE id = ?1")?;
+            let body: Option<String> = stmt
+                .query_row([session.id.as_str()], |r| r.get(0))
+                .optional()?;
+            if let Some(body) = body {
+                return Ok(serde_json::from_str(&body)?);
+            }
+            let settings = load_settings(c)?;
+            if let Some(desk) = new_desk {
+                match load_desk(c, desk.name.as_str())? {
+                    // Another session made the same desk a moment ago.
+                    Some(d) if d.dir == desk.dir => {}
+                    Some(_) => return Err(StoreError::DeskExists(desk.name)),
+                    None => {
+                        let desks: i64 =
+                            c.query_row("SELECT COUNT(*) FROM desks", [], |r| r.get(0))?;
+                        limits::desk_from_session(desks.unsigned_abs(), &settings.limits)?;
+                        insert_desk(c, desk, now)?;
+                    }
+                }
+            }
+            if load_desk(c, session.desk.as_str())?.is_none() {
+                return Err(StoreError::NoSuchDesk(session.desk.to_string()));
+            }
+            let kept: i64 = c.query_row("SELECT COUNT(*) FROM sessions", [], |r| r.get(0))?;
+            let oldest_ended: Option<String> = c
+                .prepare_cached(
+                    "SELECT id FROM sessions WHERE json_extract(body, '$.activity') = 'ended' \
+                     ORDER BY updated_at, id LIMIT 1",
+                )?
+                .query_row([], |r| r.get(0))
+                .optional()?;
+            let oldest_ended = oldest_ended.map(SessionId::from);
+            if let Some(gone) =
+                limits::session_room(kept.unsigned_abs(), oldest_ended, &settings.limits)?
+            {
+                c.execute("DELETE FROM sessions WHERE id = ?1", [gone.as_str()])?;
+            }
+            let body = serde_json::to_string(&session)?;
+            c.prepare_cached(
+                "INSERT INTO sessions (id, desk, body, updated_at) VALUES (?1, ?2, ?3, ?4)",
+            )?
+            .execute(params![
+                session.id.as_str(),
+                session.desk.as_str(),
+                body,
+                session.updated_at.as_millis()
+            ])?;
+            Ok(session)
+        })
+    }
+
+    /// Delete sessions that ended and have not changed for more than `keep` before `now`;
+    /// returns how many.
+    pub fn prune_ended_sessions(
+        &self,
+        now: Timestamp,
+        keep: Duration,
+    ) -> Result<usize, StoreError> {
+        let cutoff = now.minus(keep).as_millis();
+        self.write(move |c| {
+            Ok(c.execute(
+                "DELETE FROM sessions WHERE json_extract(body, '$.activity') = 'ended' \
+                 AND updated_at < ?1",
+                [cutoff],
+            )?)
+        })
+    }
+
+    /// When the oldest ended session is due to be pruned, if any session has ended.
+    pub fn next_session_prune_at(&self, keep: Duration) -> Result<Option<Timestamp>, StoreError> {
+        self.read(|c| {
+            let oldest: Option<i64> = c.query_row(
+                "SELECT MIN(updated_at) FROM sessions WHERE json_extract(body, '$.activity') = 'ended'",
+                [],
+                |r| r.get(0),
+            )?;
+            Ok(oldest.map(|t| Timestamp::from_millis(t).plus(keep)))
         })
     }
 
@@ -953,6 +1036,35 @@ fn desk_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Desk, StoreEr
     })())
 }
 
+fn insert_desk(c: &Connection, desk: NewDesk, now: Timestamp) -> Result<Desk, StoreError> {
+    let exists: bool = c.query_row(
+        "SELECT EXISTS(SELECT 1 FROM desks WHERE name = ?1)",
+        [desk.name.as_str()],
+        |r| r.get(0),
+    )?;
+    if exists {
+        return Err(StoreError::DeskExists(desk.name));
+    }
+    c.execute(
+        "INSERT INTO desks (name, agent, dir, created_at, deliver_command) \
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![
+            desk.name.as_str(),
+            desk.agent.as_str(),
+            desk.dir.to_string_lossy(),
+            now.as_millis(),
+            desk.deliver_command,
+        ],
+    )?;
+    Ok(Desk {
+        name: desk.name,
+        agent: desk.agent,
+        dir: desk.dir,
+        deliver_command: desk.deliver_command,
+        created_at: now,
+    })
+}
+
 fn load_desk(c: &Connection, name: &str) -> Result<Option<Desk>, StoreError> {
     let mut stmt =
         c.prepare_cached(&format!("SELECT {DESK_COLUMNS} FROM desks WHERE name = ?1"))?;
@@ -982,6 +1094,14 @@ fn load_task_by_request(
         .query_row([asker, message_id], |r| r.get(0))
         .optional()?;
     body.map(|b| decode_task(&b)).transpose()
+}
+
+/// How many open tasks `asker` has, on any desk.
+fn open_task_count_of_asker(c: &Connection, asker: &str) -> Result<u64, StoreError> {
+    let n: i64 = c
+        .prepare_cached("SELECT COUNT(*) FROM tasks WHERE asker = ?1 AND ended_at IS NULL")?
+        .query_row([asker], |r| r.get(0))?;
+    Ok(n.unsigned_abs())
 }
 
 fn open_tasks_of(c: &Connection, desk: &DeskName) -> Result<Vec<Task>, StoreError> {

@@ -389,10 +389,16 @@ fn a_damaged_database_is_refused() {
     {
         let store = open(&dir);
         with_desk(&store, "web");
+        // Four askers, each within limits.open_tasks_per_asker.
         for i in 0..200 {
             store
                 .submit(
-                    new_task("web", "a", &format!("m{i}"), &"long request ".repeat(40)),
+                    new_task(
+                        "web",
+                        &format!("a{}", i % 4),
+                        &format!("m{i}"),
+                        &"long request ".repeat(40),
+                    ),
                     T0,
                 )
                 .unwrap();

@@ -431,7 +431,8 @@ struct SendConfiguration {
     /// v0.3's name, the other way round.
     #[serde(default)]
     blocking: Option<bool>,
-    #[serde(default)]
+    /// The kit writes the proto name too.
+    #[serde(default, alias = "history_length")]
     history_length: Option<u32>,
     #[serde(default)]
     task_push_notification_config: Option<Value>,
@@ -443,7 +444,7 @@ struct SendConfiguration {
 #[serde(rename_all = "camelCase")]
 struct IdParams {
     id: String,
-    #[serde(default)]
+    #[serde(default, alias = "history_length")]
     history_length: Option<u32>,
 }
 
@@ -458,7 +459,7 @@ struct ListParams {
     page_size: Option<i64>,
     #[serde(default)]
     page_token: Option<String>,
-    #[serde(default)]
+    #[serde(default, alias = "history_length")]
     history_length: Option<u32>,
     #[serde(default)]
     status_timestamp_after: Option<String>,
@@ -518,6 +519,22 @@ async fn own_task(ctx: &Ctx, id: &str) -> Result<Task, RpcError> {
             Ok(t)
         }
         _ => Err(RpcError::task_not_found(id)),
+    }
+}
+
+/// How much of a task a reply shows: the history the asker asked for, else the most recent
+/// `limits.reply_history` messages, so a long task is not sent whole with every answer.
+async fn reply_shape(ctx: &Ctx, history_length: Option<u32>, include_artifacts: bool) -> Shape {
+    let limits = match ctx.a2a.tasks.blocking(|s, _| s.settings()).await {
+        Ok(s) => s.limits,
+        Err(_) => taskkeeper_core::settings::Limits::default(),
+    };
+    Shape {
+        history_length: Some(taskkeeper_core::limits::reply_history(
+            history_length,
+            &limits,
+        )),
+        include_artifacts,
     }
 }
 
@@ -591,10 +608,7 @@ async fn send(ctx: &Ctx, params: Value, streaming: bool) -> Result<Reply, RpcErr
         Some((_slot, wait_max)) => wait_settled(tasks, task, ctx.a2a.stop.clone(), wait_max).await,
         None => Arc::new(task),
     };
-    let shape = Shape {
-        history_length: config.history_length,
-        include_artifacts: true,
-    };
+    let shape = reply_shape(ctx, config.history_length, true).await;
     Ok(Reply::Json(match ctx.dialect {
         Dialect::V1 => json!({"task": wire::task_v1(&task, shape)}),
         Dialect::V03 => wire::task_result(Dialect::V03, &task, shape),
@@ -672,14 +686,8 @@ async fn wait_settled(
 async fn get_task(ctx: &Ctx, params: Value) -> Result<Value, RpcError> {
     let p: IdParams = decode(params)?;
     let task = own_task(ctx, &p.id).await?;
-    Ok(wire::task_result(
-        ctx.dialect,
-        &task,
-        Shape {
-            history_length: p.history_length,
-            include_artifacts: true,
-        },
-    ))
+    let shape = reply_shape(ctx, p.history_length, true).await;
+    Ok(wire::task_result(ctx.dialect, &task, shape))
 }
 
 async fn cancel_task(ctx: &Ctx, params: Value) -> Result<Value, RpcError> {
@@ -695,7 +703,8 @@ async fn cancel_task(ctx: &Ctx, params: Value) -> Result<Value, RpcError> {
         .await
         .map_err(RpcError::from_store)?
         .task;
-    Ok(wire::task_result(ctx.dialect, &task, Shape::FULL))
+    let shape = reply_shape(ctx, None, true).await;
+    Ok(wire::task_result(ctx.dialect, &task, shape))
 }
 
 async fn ack_task(ctx: &Ctx, params: Value) -> Result<Value, RpcError> {
@@ -708,7 +717,8 @@ async fn ack_task(ctx: &Ctx, params: Value) -> Result<Value, RpcError> {
         .await
         .map_err(RpcError::from_store)?
         .task;
-    Ok(wire::task_result(ctx.dialect, &task, Shape::FULL))
+    let shape = reply_shape(ctx, None, true).await;
+    Ok(wire::task_result(ctx.dialect, &task, shape))
 }
 
 async fn subscribe(ctx: &Ctx, params: Value) -> Result<Reply, RpcError> {
@@ -791,10 +801,7 @@ async fn list_tasks(ctx: &Ctx, params: Value) -> Result<Value, RpcError> {
     } else {
         String::new()
     };
-    let shape = Shape {
-        history_length: p.history_length,
-        include_artifacts: p.include_artifacts.unwrap_or(false),
-    };
+    let shape = reply_shape(ctx, p.history_length, p.include_artifacts.unwrap_or(false)).await;
     Ok(json!({
         "tasks": tasks.iter().map(|t| wire::task_v1(t, shape)).collect::<Vec<_>>(),
         "nextPageToken": next,

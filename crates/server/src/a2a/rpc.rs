@@ -2,6 +2,7 @@
 //! A2A error carries `data: [ErrorInfo]`; in v0.3 `data` is a plain object or absent.
 
 use serde_json::{Map, Value, json};
+use taskkeeper_core::limits::{Limit, LimitExceeded};
 use taskkeeper_core::{StoreError, TransitionError};
 
 use super::wire::Dialect;
@@ -19,16 +20,11 @@ pub struct Request {
 pub struct RpcError {
     pub code: i64,
     pub message: String,
-    /// ErrorInfo `reason` for A2A errors (-32001..-32009).
+    /// ErrorInfo `reason` for A2A errors (-32001..-32009) and Taskkeeper's limits
+    /// (`*_LIMIT`, in Taskkeeper's domain: see [`domain_of`]).
     pub reason: Option<&'static str>,
-    /// ErrorInfo `domain`: the A2A spec's reasons are `a2a-protocol.org`'s; Taskkeeper's own
-    /// (its limits) are [`TASKKEEPER_DOMAIN`]'s.
-    pub domain: &'static str,
     pub metadata: Map<String, Value>,
 }
-
-/// The ErrorInfo domain of the reasons Taskkeeper defines itself.
-pub const TASKKEEPER_DOMAIN: &str = "taskkeeper.dev";
 
 impl RpcError {
     fn new(code: i64, message: impl Into<String>, reason: Option<&'static str>) -> Self {
@@ -36,7 +32,6 @@ impl RpcError {
             code,
             message: message.into(),
             reason,
-            domain: "a2a-protocol.org",
             metadata: Map::new(),
         }
     }
@@ -96,20 +91,22 @@ impl RpcError {
         .with("supported", "1.0,0.3")
     }
 
-    /// A limit of this daemon reached; nothing was done. UnsupportedOperation's code (the
-    /// operation is refused as asked, for now), with an ErrorInfo of Taskkeeper's own whose
-    /// reason names the limit and whose metadata names the setting and its value.
-    pub fn limit(
-        reason: &'static str,
-        setting: &'static str,
-        max: impl ToString,
-        message: impl Into<String>,
-    ) -> Self {
-        let mut e = Self::new(-32004, message, Some(reason))
-            .with("setting", setting)
-            .with("limit", max.to_string());
-        e.domain = TASKKEEPER_DOMAIN;
-        e
+    /// A refusal by one of Taskkeeper's limits. A2A defines no error for a quota, so the code
+    /// is JSON-RPC's implementation-defined server error (-32000, outside A2A's
+    /// -32001..-32099) and the ErrorInfo's reason, in Taskkeeper's domain, names the limit;
+    /// its metadata names the setting and its value.
+    pub fn limit(e: &LimitExceeded) -> Self {
+        let reason = match e.limit() {
+            Limit::OpenTasksPerAsker => "OPEN_TASKS_PER_ASKER_LIMIT",
+            Limit::MessageBytes => "MESSAGE_BYTES_LIMIT",
+            Limit::TaskBytes => "TASK_BYTES_LIMIT",
+            Limit::Sessions => "SESSIONS_LIMIT",
+            Limit::CreateDesks => "CREATE_DESKS_LIMIT",
+            Limit::StreamsPerCaller => "STREAMS_PER_CALLER_LIMIT",
+        };
+        Self::new(-32000, e.to_string(), Some(reason))
+            .with("setting", e.limit().setting())
+            .with("limit", e.max())
     }
 
     /// The `error` member in the request's dialect.
@@ -120,7 +117,7 @@ impl RpcError {
                 Dialect::V1 => json!([{
                     "@type": "type.googleapis.com/google.rpc.ErrorInfo",
                     "reason": reason,
-                    "domain": self.domain,
+                    "domain": domain_of(reason),
                     "metadata": self.metadata,
                 }]),
                 Dialect::V03 => json!({"reason": reason, "metadata": self.metadata}),
@@ -148,11 +145,23 @@ impl RpcError {
                 }
             },
             StoreError::NoSuchDesk(d) => Self::unsupported(format!("no desk named {d}")),
+            StoreError::Limit(l) => Self::limit(&l),
             other => {
                 tracing::error!(error = %other, "store error under A2A");
                 Self::internal(format!("internal error: {other}"))
             }
         }
+    }
+}
+
+/// The ErrorInfo domain of a reason: Taskkeeper's own reasons are its limits, all named
+/// `*_LIMIT` (no A2A reason is); every other reason is the protocol's. Derived rather than
+/// kept beside the reason, so the error stays small enough to travel in every `Result`.
+pub fn domain_of(reason: &str) -> &'static str {
+    if reason.ends_with("_LIMIT") {
+        super::wire::ERROR_DOMAIN
+    } else {
+        "a2a-protocol.org"
     }
 }
 

@@ -13,10 +13,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use super::rpc::RpcError;
+use taskkeeper_core::limits::LimitExceeded;
 
-/// The setting that caps a caller's open streams and waits.
-pub(crate) const SETTING: &str = "a2a.streams_per_caller";
+use super::rpc::RpcError;
 
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Slots {
@@ -40,14 +39,11 @@ impl Slots {
         let mut counts = self.counts();
         let open = counts.entry(caller.to_owned()).or_insert(0);
         if *open >= max {
-            return Err(RpcError::limit(
-                "STREAMS_PER_CALLER_EXCEEDED",
-                SETTING,
-                max,
-                format!(
-                    "too many open streams: {caller} already has {open} streams and blocking waits open, the most {SETTING} allows ({max}); close one, use SendMessage with returnImmediately and GetTask, or ask the owner to raise {SETTING}"
-                ),
-            )
+            return Err(RpcError::limit(&LimitExceeded::Streams {
+                caller: caller.to_owned(),
+                open: u64::from(*open),
+                max: u64::from(max),
+            })
             .with("caller", caller));
         }
         *open += 1;
@@ -82,9 +78,10 @@ mod tests {
         let a = slots.take("alice", 2).unwrap();
         let _b = slots.take("alice", 2).unwrap();
         let refused = slots.take("alice", 2).unwrap_err();
-        assert_eq!(refused.reason, Some("STREAMS_PER_CALLER_EXCEEDED"));
-        assert_eq!(refused.metadata["setting"], SETTING);
-        assert!(refused.message.contains(SETTING), "{}", refused.message);
+        assert_eq!(refused.reason, Some("STREAMS_PER_CALLER_LIMIT"));
+        let setting = taskkeeper_core::limits::Limit::StreamsPerCaller.setting();
+        assert_eq!(refused.metadata["setting"], setting);
+        assert!(refused.message.contains(setting), "{}", refused.message);
         // Another caller has its own share.
         let _c = slots.take("bob", 2).unwrap();
         drop(a);

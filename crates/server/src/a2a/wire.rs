@@ -10,6 +10,9 @@ use taskkeeper_core::{Artifact, Task, TaskState};
 /// The extension's URI: stable, versioned; a breaking change gets a new one.
 pub const EXTENSION_URI: &str = "https://taskkeeper.dev/a2a/extensions/open-until-done/v1";
 
+/// The ErrorInfo domain of Taskkeeper's own error reasons (its limits).
+pub const ERROR_DOMAIN: &str = "taskkeeper.dev";
+
 /// The protocol dialect of one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {

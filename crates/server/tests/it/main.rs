@@ -7,6 +7,7 @@ mod delivery;
 mod fuzz;
 mod guard;
 mod hooks;
+mod limits;
 mod mcp;
 mod owner_api;
 mod routes;

@@ -745,6 +745,36 @@ fn task_send_status_ack_round_trip_with_asker_isolation() {
 /// Askers reach A2A only: MCP refuses their tokens before any tool runs. The owner's token
 /// without a session asks as `owner`, like the owner API.
 #[test]
+fn task_send_is_bounded_per_desk_and_odd_session_ids_are_refused() {
+    let d = two_desks();
+    d.daemon()
+        .store()
+        .set_setting("limits.open_tasks_per_asker", "2")
+        .unwrap();
+    let c = Client::connect(&d, &worker(&d));
+    let send = |text: &str| as_session(&d, "s-api", json!({"desk": "web", "text": text}));
+    c.ok("task_send", send("one"));
+    c.ok("task_send", send("two"));
+    let count = || d.daemon().store().tasks(&Default::default()).unwrap().len();
+    let message = c.refused("task_send", send("three"));
+    assert!(
+        message.contains("asker desk:api") && message.contains("limits.open_tasks_per_asker"),
+        "{message}"
+    );
+    assert_eq!(count(), 2, "the refusal changed nothing");
+
+    // A session id no session can have is refused before anything is looked up.
+    for odd in ["s\u{1b}[2J", "two\nlines", &"a".repeat(201)] {
+        let message = c.refused(
+            "task_send",
+            as_session(&d, odd, json!({"desk": "web", "text": "x"})),
+        );
+        assert!(message.contains("session id"), "{message}");
+    }
+    assert_eq!(count(), 2);
+}
+
+#[test]
 fn askers_cannot_reach_mcp_and_the_owner_asks_as_owner() {
     let d = two_desks();
     let bob = add_asker(&d, "bob");

@@ -14,7 +14,7 @@ use crate::support::{TOKEN, TestDaemon};
 
 const V1: Option<&str> = Some("1.0");
 const SETTING: &str = "a2a.streams_per_caller";
-const REASON: &str = "STREAMS_PER_CALLER_EXCEEDED";
+const REASON: &str = "STREAMS_PER_CALLER_LIMIT";
 
 fn new_desk() -> TestDaemon {
     let d = TestDaemon::start();
@@ -151,7 +151,7 @@ impl Stream {
 
 fn assert_refused(v: &Value, max: &str) {
     let e = &v["error"];
-    assert_eq!(e["code"], -32004, "{v}");
+    assert_eq!(e["code"], -32000, "{v}");
     let info = &e["data"][0];
     assert_eq!(info["reason"], REASON, "{v}");
     assert_eq!(info["domain"], "taskkeeper.dev", "{v}");
