@@ -115,32 +115,40 @@ impl WalCheck {
 
     /// One sentence on what is wrong (empty when nothing is).
     pub fn damage(&self) -> String {
-        let mut parts = Vec::new();
-        if let Some(fault) = &self.header_fault {
-            parts.push(format!(
+        if !self.is_damaged() {
+            return String::new();
+        }
+        let whole = match (&self.header_fault, self.first_bad_frame) {
+            (Some(fault), _) => format!(
                 "{fault}, so SQLite would ignore all {} frame(s) in it",
                 self.frames
-            ));
-        } else if let Some(bad) = self.first_bad_frame
-            && self.dropped_transactions > 0
-        {
-            parts.push(format!("frame {bad} of {} does not verify", self.frames));
-        }
-        if self.dropped_transactions > 0 {
-            parts.push(format!(
-                "{} committed transaction(s) after it would be dropped",
+            ),
+            (None, Some(bad)) if self.dropped_transactions > 0 => {
+                format!("frame {bad} of {} does not verify", self.frames)
+            }
+            (None, _) => format!(
+                "it verifies to frame {} only, but its -shm index knew {} committed frame(s)",
+                self.replayed_frames,
+                self.index_committed_frames.unwrap_or(0)
+            ),
+        };
+        format!("{whole}, and {} would be dropped", self.dropped())
+    }
+
+    /// What replaying this log drops, in words: committed transactions found past the damage,
+    /// else the committed frames the index knew.
+    pub fn dropped(&self) -> String {
+        if self.dropped_transactions > 0 || self.missing_committed_frames() == 0 {
+            format!(
+                "{} committed transaction(s) after it",
                 self.dropped_transactions
-            ));
+            )
+        } else {
+            format!(
+                "{} committed frame(s) (how many transactions they held is unknown)",
+                self.missing_committed_frames()
+            )
         }
-        let missing = self.missing_committed_frames();
-        if missing > 0 {
-            parts.push(format!(
-                "the -shm index knew {} committed frame(s) but only {} verify: {missing} committed frame(s) are missing or damaged",
-                self.index_committed_frames.unwrap_or(0),
-                self.replayed_frames
-            ));
-        }
-        parts.join("; ")
     }
 }
 
@@ -548,7 +556,11 @@ mod tests {
         assert_eq!(check.replayed_frames, 2);
         assert!(check.missing_committed_frames() > 0, "{check:?}");
         assert!(check.is_damaged());
-        assert!(check.damage().contains("-shm index"), "{}", check.damage());
+        assert!(
+            check.damage().contains("-shm index knew"),
+            "{}",
+            check.damage()
+        );
         // Without the index, the cut looks like any torn tail: nothing to refuse.
         assert!(!super::check(cut, None).unwrap().is_damaged());
     }
