@@ -5,6 +5,7 @@ mod a2a_client;
 mod client;
 mod commands;
 mod connect;
+mod doctor;
 mod hook;
 mod open;
 mod out;
@@ -44,6 +45,21 @@ enum Command {
         /// workspace.
         #[arg(long, value_name = "DIR", num_args = 0..=1)]
         ui: Option<Option<PathBuf>>,
+    },
+    /// Check the database's write-ahead log without changing anything; with --recover, get
+    /// past a damaged one.
+    ///
+    /// `serve` refuses to start when replaying the log would drop committed work. --recover
+    /// first copies the database, its -wal and -shm into a new `damaged-<time>` folder in the
+    /// data directory, then keeps what verifies and reports how many committed transactions
+    /// were dropped. Exits non-zero while the log is damaged.
+    Doctor {
+        /// Where the database lives (default: the OS data directory).
+        #[arg(long, env = "TASKKEEPER_DATA_DIR")]
+        data_dir: Option<PathBuf>,
+        /// Copy the damaged files aside, then replay what verifies (needs the daemon stopped).
+        #[arg(long)]
+        recover: bool,
     },
     /// Open the web UI in your browser, signed in as the owner (needs `taskkeeper serve --ui`).
     ///
@@ -341,6 +357,7 @@ fn main() -> ExitCode {
             ui,
         } => commands::serve(port, data_dir, conformance, ui),
         Command::Open { print } => open::open(print),
+        Command::Doctor { data_dir, recover } => doctor::doctor(data_dir, recover),
         Command::Desk(cmd) => commands::desk(cmd),
         Command::Task(cmd) => commands::task(cmd),
         Command::Asker(cmd) => commands::asker(cmd),

@@ -3,9 +3,15 @@
 //! answered for is there, a resend of an unanswered write duplicates nothing, and SQLite's
 //! integrity check passes.
 //!
+//! A log damaged after such a kill is refused at start, untouched, until `taskkeeper doctor
+//! --recover` copies it aside and says what it dropped; the torn frame a kill leaves behind
+//! the last commit is no damage.
+//!
 //! The seed is printed so a failure can be replayed with `TASKKEEPER_KILL_SEED`.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
@@ -13,9 +19,10 @@ use std::time::Duration;
 use rand::rngs::StdRng;
 use rand::{Rng as _, SeedableRng as _};
 use serde_json::{Value, json};
+use taskkeeper_core::store::wal;
 use taskkeeper_core::{Store, StoreOptions};
 
-use crate::support::{Served, request};
+use crate::support::{Served, bin, request, stdout};
 
 /// What the clients were told.
 #[derive(Default)]
@@ -281,4 +288,198 @@ fn a_recorded_reminder_survives_kill_9_and_is_not_repeated() {
         "{text}"
     );
     assert_eq!(reminded(d.port), 1, "the restart repeated nothing");
+}
+
+// ---- a damaged write-ahead log ------------------------------------------------------------
+
+/// Four writers create (and finish every other) task until at least `acknowledged` creates
+/// were answered; then the daemon is killed with SIGKILL while they are still writing.
+fn write_until_killed(dir: &Path, acknowledged: usize) -> Ledger {
+    let mut daemon = Served::start(dir);
+    let port = daemon.port;
+    let (status, body) = request(
+        port,
+        "POST",
+        "/api/desks",
+        r#"{"name":"web","dir":"/tmp","agent":"generic"}"#,
+    )
+    .expect("add desk");
+    assert_eq!(status, 201, "{body}");
+    let shared = Arc::new(Mutex::new(Ledger::default()));
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let shared = Arc::clone(&shared);
+            thread::spawn(move || {
+                for n in 0.. {
+                    let message_id = format!("w{w}-{n}");
+                    let Some(id) = create(port, &message_id) else {
+                        shared.lock().unwrap().unanswered.insert(message_id);
+                        return;
+                    };
+                    shared
+                        .lock()
+                        .unwrap()
+                        .created
+                        .insert(message_id, id.clone());
+                    if n % 2 == 0 {
+                        if !finish(port, &id) {
+                            return;
+                        }
+                        shared.lock().unwrap().done.insert(id);
+                    }
+                }
+            })
+        })
+        .collect();
+    for _ in 0..2000 {
+        if shared.lock().unwrap().created.len() >= acknowledged {
+            break;
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+    assert!(shared.lock().unwrap().created.len() >= acknowledged);
+    daemon.kill9();
+    for w in writers {
+        w.join().unwrap();
+    }
+    Arc::try_unwrap(shared).ok().unwrap().into_inner().unwrap()
+}
+
+/// The database, its log and its index, byte for byte.
+pub fn store_files(db: &Path) -> Vec<Vec<u8>> {
+    [db.to_owned(), wal::wal_path(db), wal::shm_path(db)]
+        .iter()
+        .map(|p| std::fs::read(p).unwrap())
+        .collect()
+}
+
+fn doctor(dir: &Path, args: &[&str]) -> Output {
+    Command::new(bin())
+        .arg("doctor")
+        .arg("--data-dir")
+        .arg(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_log_damaged_after_kill_9_is_refused_untouched_and_recovered_only_on_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("taskkeeper.db");
+    let ledger = write_until_killed(dir.path(), 40);
+    let found = wal::check_files(&db)
+        .unwrap()
+        .expect("the dead daemon left its log");
+    assert!(
+        !found.is_damaged(),
+        "a plain kill -9 is no damage: {found:?}"
+    );
+    assert!(found.replayed_frames > 3, "{found:?}");
+
+    // Eight bytes flipped inside the page of frame 3, with the rest of the round after it.
+    let wal_file = wal::wal_path(&db);
+    let mut bytes = std::fs::read(&wal_file).unwrap();
+    let page = found.page_size.unwrap() as usize;
+    let at = wal::HEADER_LEN + 2 * (wal::FRAME_HEADER_LEN + page) + wal::FRAME_HEADER_LEN + 100;
+    for b in &mut bytes[at..at + 8] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(&wal_file, &bytes).unwrap();
+    let before = store_files(&db);
+
+    let (code, stderr) = Served::try_start(dir.path(), 0)
+        .err()
+        .expect("a damaged log must be refused");
+    assert_ne!(code, Some(0));
+    for file in [db.clone(), wal_file.clone(), wal::shm_path(&db)] {
+        assert!(stderr.contains(&file.display().to_string()), "{stderr}");
+    }
+    assert!(stderr.contains("frame 3 of"), "{stderr}");
+    assert!(stderr.contains("would be dropped"), "{stderr}");
+    assert!(stderr.contains("taskkeeper doctor --recover"), "{stderr}");
+    assert_eq!(store_files(&db), before, "the refusal changed nothing");
+
+    // The doctor looks without touching.
+    let out = doctor(dir.path(), &[]);
+    assert!(!out.status.success());
+    let report = stdout(&out);
+    assert!(report.contains("DAMAGED: frame 3 of"), "{report}");
+    assert!(
+        crate::support::stderr(&out).contains("doctor --recover"),
+        "{}",
+        crate::support::stderr(&out)
+    );
+    assert_eq!(store_files(&db), before, "the doctor changed nothing");
+
+    // Recovery copies the files aside first and says what it dropped.
+    let out = doctor(dir.path(), &["--recover"]);
+    let report = stdout(&out);
+    assert!(
+        out.status.success(),
+        "{report}{}",
+        crate::support::stderr(&out)
+    );
+    let aside = report
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("copied taskkeeper.db, taskkeeper.db-wal, taskkeeper.db-shm to ")
+        })
+        .unwrap_or_else(|| panic!("names the copies and their folder: {report}"));
+    let aside = Path::new(aside);
+    assert!(aside.starts_with(dir.path()), "{report}");
+    assert!(
+        aside
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("damaged-"),
+        "{report}"
+    );
+    assert_eq!(store_files(&aside.join("taskkeeper.db")), before);
+    let dropped: u64 = report
+        .lines()
+        .find_map(|l| l.strip_prefix("dropped: "))
+        .and_then(|l| l.split(" committed transaction").next())
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("counts what it dropped: {report}"));
+    assert!(dropped > 0, "{report}");
+
+    // Now it starts, with fewer tasks than were acknowledged: the loss was announced.
+    let daemon = Served::start(dir.path());
+    let (status, body) = request(daemon.port, "GET", "/api/tasks", "").unwrap();
+    assert_eq!(status, 200);
+    let listed = serde_json::from_str::<Value>(&body).unwrap()["tasks"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert!(
+        listed < ledger.created.len(),
+        "{listed} of {}",
+        ledger.created.len()
+    );
+    let out = doctor(dir.path(), &[]);
+    assert!(out.status.success(), "{}", stdout(&out));
+}
+
+#[test]
+fn a_torn_unfinished_frame_after_kill_9_starts_and_keeps_every_acknowledged_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("taskkeeper.db");
+    let mut ledger = write_until_killed(dir.path(), 20);
+    // Died while writing a frame that no commit followed: a frame header of the log's own
+    // salts (not a commit), then half a page.
+    let wal_file = wal::wal_path(&db);
+    let mut bytes = std::fs::read(&wal_file).unwrap();
+    let page = wal::check_files(&db).unwrap().unwrap().page_size.unwrap() as usize;
+    let mut torn =
+        bytes[wal::HEADER_LEN..wal::HEADER_LEN + wal::FRAME_HEADER_LEN + page / 2].to_vec();
+    torn[4..8].copy_from_slice(&[0; 4]);
+    bytes.extend_from_slice(&torn);
+    std::fs::write(&wal_file, &bytes).unwrap();
+
+    let daemon = Served::start(dir.path());
+    verify(daemon.port, &mut ledger);
 }

@@ -1,8 +1,12 @@
 //! The daemon refuses to start, with a clear message and a non-zero exit, rather than damage
-//! anything: a corrupt database, a second daemon on the same data, a port in use.
+//! anything: a corrupt database, a damaged write-ahead log, a second daemon on the same data,
+//! a port in use.
 
 use std::net::TcpListener;
 
+use taskkeeper_core::store::wal;
+
+use crate::durability::store_files;
 use crate::support::{Served, request};
 
 #[test]
@@ -22,6 +26,37 @@ fn a_corrupt_database_is_refused_and_left_untouched() {
         "says what to do: {stderr}"
     );
     assert_eq!(std::fs::read(&db).unwrap(), garbage);
+}
+
+#[test]
+fn a_log_whose_header_is_broken_is_refused_and_left_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("taskkeeper.db");
+    let mut daemon = Served::start(dir.path());
+    let (status, _) = request(
+        daemon.port,
+        "POST",
+        "/api/desks",
+        r#"{"name":"web","dir":"/tmp","agent":"generic"}"#,
+    )
+    .unwrap();
+    assert_eq!(status, 201);
+    daemon.kill9();
+    // SQLite ignores a log whose header fails its checksum, desk and all.
+    let wal_file = wal::wal_path(&db);
+    let mut bytes = std::fs::read(&wal_file).unwrap();
+    bytes[14] ^= 0x01;
+    std::fs::write(&wal_file, &bytes).unwrap();
+    let before = store_files(&db);
+    let (code, stderr) = Served::try_start(dir.path(), 0).err().expect("must refuse");
+    assert_ne!(code, Some(0));
+    assert!(
+        stderr.contains(&wal_file.display().to_string())
+            && stderr.contains("header fails its checksum")
+            && stderr.contains("taskkeeper doctor --recover"),
+        "{stderr}"
+    );
+    assert_eq!(store_files(&db), before);
 }
 
 #[test]

@@ -8,8 +8,12 @@
 //! the desk's queue move on ([`queue::next_to_start`]) in the same transaction. A call returns
 //! only after the commit that made its change durable.
 
+mod recover;
 mod schema;
+pub mod wal;
 mod writer;
+
+pub use recover::{Recovery, aside_dir, recover};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, OpenOptions};
@@ -63,6 +67,15 @@ pub enum StoreError {
         "{path} is not a Taskkeeper database or is damaged ({detail}); it was left untouched: move it aside to start with an empty one, or restore a backup"
     )]
     Corrupt { path: PathBuf, detail: String },
+    #[error(
+        "the write-ahead log {wal} of {path} is damaged: {detail}. Taskkeeper did not start, so nothing was dropped, and left {path}, {wal} and {shm} untouched. `taskkeeper doctor` shows what verifies; `taskkeeper doctor --recover` copies the three files aside, keeps what verifies and reports what was dropped"
+    )]
+    WalDamaged {
+        path: PathBuf,
+        wal: PathBuf,
+        shm: PathBuf,
+        detail: String,
+    },
     #[error(
         "{path} was written by a newer Taskkeeper (schema version {found}, this one knows up to {known}); upgrade Taskkeeper"
     )]
@@ -252,34 +265,10 @@ impl Store {
             path: path.to_owned(),
             reason,
         };
-        let lock_path = lock_path(path);
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| {
-                open_err(format!(
-                    "cannot create the lock file {}: {e}",
-                    lock_path.display()
-                ))
-            })?;
-        match lock.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(StoreError::Locked {
-                    path: path.to_owned(),
-                });
-            }
-            Err(std::fs::TryLockError::Error(e)) => {
-                return Err(open_err(format!(
-                    "cannot lock {}: {e}",
-                    lock_path.display()
-                )));
-            }
-        }
+        let lock = take_lock(path)?;
 
         check_header(path)?;
+        check_wal(path)?;
         let conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
         let corrupt = |detail: String| StoreError::Corrupt {
             path: path.to_owned(),
@@ -953,6 +942,60 @@ pub fn lock_path(db: &Path) -> PathBuf {
     let mut name = db.file_name().map(|n| n.to_os_string()).unwrap_or_default();
     name.push(".lock");
     db.with_file_name(name)
+}
+
+/// Take the database's lock file, or say who holds it.
+fn take_lock(path: &Path) -> Result<File, StoreError> {
+    let open_err = |reason: String| StoreError::Open {
+        path: path.to_owned(),
+        reason,
+    };
+    let lock_path = lock_path(path);
+    let lock = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| {
+            open_err(format!(
+                "cannot create the lock file {}: {e}",
+                lock_path.display()
+            ))
+        })?;
+    match lock.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            return Err(StoreError::Locked {
+                path: path.to_owned(),
+            });
+        }
+        Err(std::fs::TryLockError::Error(e)) => {
+            return Err(open_err(format!(
+                "cannot lock {}: {e}",
+                lock_path.display()
+            )));
+        }
+    }
+    Ok(lock)
+}
+
+/// Refuse a write-ahead log whose replay would drop committed work ([`wal`]), before SQLite
+/// reads (and then reuses) it.
+fn check_wal(path: &Path) -> Result<(), StoreError> {
+    let wal = wal::wal_path(path);
+    let check = wal::check_files(path).map_err(|e| StoreError::Open {
+        path: path.to_owned(),
+        reason: format!("cannot read {}: {e}", wal.display()),
+    })?;
+    match check {
+        Some(check) if check.is_damaged() => Err(StoreError::WalDamaged {
+            path: path.to_owned(),
+            shm: wal::shm_path(path),
+            wal,
+            detail: check.damage(),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// Refuse a file that is not empty and does not start with SQLite's header, before SQLite

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use taskkeeper_core::store::{NewDesk, StateFilter, Synchronous, TaskFilter};
+use taskkeeper_core::store::{NewDesk, StateFilter, Synchronous, TaskFilter, wal};
 use taskkeeper_core::{
     AgentKind, Event, Store, StoreError, StoreOptions, TaskId, TaskState, TransitionError,
 };
@@ -441,4 +441,178 @@ fn the_queue_order_query_uses_the_open_task_index() {
         plan.iter().any(|p| p.contains("tasks_open_by_desk")),
         "{plan:?}"
     );
+}
+
+// ---- a damaged write-ahead log -------------------------------------------------------
+
+/// The database, its log and its index as a crash leaves them: copied while the store that
+/// wrote `tasks` committed tasks is still open (so nothing was checkpointed or removed).
+fn crash_image(tasks: usize) -> (tempfile::TempDir, std::path::PathBuf) {
+    let live = tempfile::tempdir().unwrap();
+    let store = open(&live);
+    with_desk(&store, "web");
+    for i in 0..tasks {
+        store
+            .submit(new_task("web", "a", &format!("m{i}"), "a request"), T0)
+            .unwrap();
+    }
+    let image = tempfile::tempdir().unwrap();
+    for suffix in ["", "-wal", "-shm"] {
+        let name = format!("tasks.db{suffix}");
+        std::fs::copy(live.path().join(&name), image.path().join(&name)).unwrap();
+    }
+    drop(store);
+    let db = image.path().join("tasks.db");
+    (image, db)
+}
+
+fn files(db: &std::path::Path) -> Vec<Vec<u8>> {
+    [db.to_owned(), wal::wal_path(db), wal::shm_path(db)]
+        .iter()
+        .map(|p| std::fs::read(p).unwrap())
+        .collect()
+}
+
+/// Flip 8 bytes inside the page of frame `n` of the log.
+fn damage_frame(db: &std::path::Path, n: usize) {
+    let path = wal::wal_path(db);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at =
+        wal::HEADER_LEN + (n - 1) * (wal::FRAME_HEADER_LEN + 4096) + wal::FRAME_HEADER_LEN + 512;
+    for b in &mut bytes[at..at + 8] {
+        *b ^= 0xff;
+    }
+    std::fs::write(&path, &bytes).unwrap();
+}
+
+fn count_tasks(db: &std::path::Path) -> usize {
+    let store = Store::open(db, StoreOptions::default()).unwrap();
+    store.tasks(&TaskFilter::default()).unwrap().len()
+}
+
+#[test]
+fn a_crash_image_with_a_whole_log_opens_with_everything() {
+    let (_image, db) = crash_image(30);
+    assert!(wal::wal_path(&db).metadata().unwrap().len() > 0);
+    assert_eq!(count_tasks(&db), 30);
+}
+
+#[test]
+fn a_damaged_log_frame_with_commits_after_it_is_refused_and_left_untouched() {
+    let (_image, db) = crash_image(30);
+    damage_frame(&db, 3);
+    let before = files(&db);
+    let err = Store::open(&db, StoreOptions::default()).unwrap_err();
+    assert!(matches!(err, StoreError::WalDamaged { .. }), "{err}");
+    let text = err.to_string();
+    for file in [db.clone(), wal::wal_path(&db), wal::shm_path(&db)] {
+        assert!(text.contains(&file.display().to_string()), "{text}");
+    }
+    assert!(text.contains("frame 3 of"), "{text}");
+    assert!(text.contains("taskkeeper doctor --recover"), "{text}");
+    assert_eq!(files(&db), before, "the damaged files must not be touched");
+}
+
+#[test]
+fn a_log_cut_short_of_its_commits_is_refused() {
+    let (_image, db) = crash_image(30);
+    let path = wal::wal_path(&db);
+    let len = path.metadata().unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(len - 5000)
+        .unwrap();
+    let err = Store::open(&db, StoreOptions::default()).unwrap_err();
+    assert!(matches!(err, StoreError::WalDamaged { .. }), "{err}");
+    assert!(err.to_string().contains("-shm index"), "{err}");
+}
+
+#[test]
+fn an_unfinished_write_after_the_last_commit_opens_with_every_commit() {
+    let (_image, db) = crash_image(30);
+    // The process died while writing a frame of a transaction that never committed: its
+    // header is there, its page half written.
+    let path = wal::wal_path(&db);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let mut frame = bytes[wal::HEADER_LEN..wal::HEADER_LEN + wal::FRAME_HEADER_LEN + 1500].to_vec();
+    frame[4..8].copy_from_slice(&[0; 4]);
+    bytes.extend_from_slice(&frame);
+    std::fs::write(&path, &bytes).unwrap();
+    assert_eq!(count_tasks(&db), 30);
+}
+
+#[test]
+fn recovery_copies_the_damaged_files_aside_keeps_what_verifies_and_counts_what_it_dropped() {
+    let (image, db) = crash_image(30);
+    let whole = wal::check_files(&db).unwrap().unwrap();
+    // Well after the schema and the desk, among the tasks.
+    let frame = whole.frames as usize * 2 / 3;
+    damage_frame(&db, frame);
+    let before = files(&db);
+    let aside = taskkeeper_core::store::aside_dir(image.path(), T0);
+    assert!(
+        aside
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("damaged-2026"),
+        "{aside:?}"
+    );
+
+    let recovery = taskkeeper_core::store::recover(&db, &aside).unwrap();
+    let (dir, copies) = recovery.aside.clone().unwrap();
+    assert_eq!(dir, aside);
+    let copied: Vec<Vec<u8>> = copies.iter().map(|c| std::fs::read(c).unwrap()).collect();
+    assert_eq!(
+        copied, before,
+        "the copies are the damaged files, byte for byte"
+    );
+    assert_eq!(recovery.integrity, "ok");
+    let found = recovery.found.clone().unwrap();
+    assert_eq!(found.first_bad_frame, Some(frame as u64));
+    assert!(recovery.dropped_transactions() > 0);
+    // Every commit is counted: replayed, dropped, or the damaged frame itself.
+    let counted = found.replayed_transactions + recovery.dropped_transactions();
+    assert!(
+        counted == whole.replayed_transactions || counted + 1 == whole.replayed_transactions,
+        "{found:?}"
+    );
+    // SQLite kept exactly the replayed commits: the desk, then one task each.
+    assert_eq!(
+        count_tasks(&db) as u64,
+        found.replayed_transactions - 1 - schema_commits(&whole),
+    );
+    assert_eq!(
+        wal::check_files(&db).unwrap(),
+        None,
+        "the log is empty again"
+    );
+}
+
+/// Commits in the log before the first desk: the schema's migrations.
+fn schema_commits(whole: &wal::WalCheck) -> u64 {
+    // 30 tasks and one desk; the rest created the schema.
+    whole.replayed_transactions - 31
+}
+
+#[test]
+fn recovery_leaves_a_sound_log_alone() {
+    let (image, db) = crash_image(5);
+    let before = files(&db);
+    let aside = image.path().join("aside");
+    let recovery = taskkeeper_core::store::recover(&db, &aside).unwrap();
+    assert_eq!(recovery.aside, None);
+    assert!(!aside.exists());
+    assert_eq!(files(&db), before);
+}
+
+#[test]
+fn recovery_is_refused_while_a_store_holds_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let _store = open(&dir);
+    let err = taskkeeper_core::store::recover(&dir.path().join("tasks.db"), &dir.path().join("x"))
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Locked { .. }), "{err}");
 }
