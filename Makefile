@@ -1,6 +1,7 @@
 # Taskkeeper's two commands:
 #   make run    build the UI and the tray app, and run it
-#   make test   install what is missing, then run every test (Rust, UI, the real app under Xvfb)
+#   make test   install what is missing, check formatting and clippy, then run every test
+#               (Rust, UI, the real app under Xvfb, the browser)
 # Both install the Debian/Ubuntu packages and npm packages they need first.
 
 SHELL := /bin/bash
@@ -13,12 +14,12 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := build-essential pkg-config libwebkit2gtk-4.1-dev libayatana-appindicator3-1 \
 	xvfb dbus dbus-x11 webkit2gtk-driver chromium tmux curl python3
 
-.PHONY: run test deps apt npm ui test-rust test-ui test-browser package clean
+.PHONY: run test deps apt npm ui lint test-rust test-ui test-browser package clean
 
 run: deps ui
 	$(CARGO) run -p taskkeeper-app
 
-test: deps ui test-rust test-ui test-browser
+test: deps ui lint test-rust test-ui test-browser
 
 deps: apt npm
 
@@ -37,6 +38,11 @@ npm:
 
 ui:
 	cd ui && npm run build
+
+# Unformatted code or a clippy warning (the workspace lints, `-D warnings`) fails the build.
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 test-rust:
 	@if $(CARGO) nextest --version >/dev/null 2>&1; then \
