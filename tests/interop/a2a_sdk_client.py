@@ -38,6 +38,7 @@ from a2a.client.card_resolver import parse_agent_card
 from a2a.compat.v0_3 import types as types_v03
 from a2a.types import (
     CancelTaskRequest,
+    GetExtendedAgentCardRequest,
     GetTaskRequest,
     ListTasksRequest,
     Message,
@@ -228,6 +229,27 @@ class Run:
         )
         return {"schemes": kinds}
 
+    async def extended_card(self) -> dict[str, Any]:
+        # The card at the well-known path is public (read here without any credentials) and
+        # says nothing of where the desk works; the SDK's client fetches the extended card
+        # with its token, because the public card declares one, and that card does.
+        async with httpx.AsyncClient(timeout=HTTP_TIMEOUT_S) as anonymous:
+            r = await anonymous.get(f"{self.url}/.well-known/agent-card.json")
+        expect(r.status_code == 200, f"the public card without a token: HTTP {r.status_code}")
+        public = r.json()
+        expect(
+            public.get("capabilities", {}).get("extendedAgentCard") is True,
+            "the public card does not declare capabilities.extendedAgentCard",
+        )
+        expect(" working in " not in json.dumps(public), "the public card names the directory")
+        card = await self.plain.get_extended_agent_card(GetExtendedAgentCardRequest())
+        described = [s.description for s in card.skills]
+        expect(
+            any(" working in " in d for d in described),
+            f"the extended card does not name the directory: {described}",
+        )
+        return {"skills": len(described)}
+
     async def send_nonblocking(self) -> dict[str, Any]:
         text = "interop: non-blocking send"
         msg = self.message(text)
@@ -368,6 +390,7 @@ class Run:
                 return 1
             if self.version == "0.3":
                 await self.check("card-v0.3-security", self.card_v03_security)
+            await self.check("extended-card", self.extended_card)
             await self.check("send-nonblocking", self.send_nonblocking)
             await self.check("get-task", self.get_task)
             if self.version == "1.0":

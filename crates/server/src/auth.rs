@@ -37,6 +37,11 @@ pub enum Caller {
     Asker(String),
 }
 
+/// The asker name of a caller without a token on the conformance desk (`serve --conformance`,
+/// [`crate::routes::Access::Conformance`]): one anonymous asker, a name no registered asker can
+/// have (asker names cannot contain ':'), so its tasks are nobody else's.
+pub const ANONYMOUS_ASKER: &str = "anonymous:tck";
+
 /// The kinds of caller, for the route table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum CallerKind {

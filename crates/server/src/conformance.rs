@@ -3,6 +3,13 @@
 //! message's `messageId`, so the kit can be run against this server. It is off by default
 //! and never touches another desk; without the flag the desk is removed at start-up.
 //!
+//! The kit sends no credentials, so in this mode the desk's endpoint (`PATH`, a room of
+//! its own, [`crate::routes::Access::Conformance`]) lets callers without a token in, as one
+//! anonymous asker confined to this desk; every other desk and route still needs its token.
+//! Because the kit reuses one `messageId` per scenario for a whole run, that asker's sends are
+//! not matched against earlier ones: each is a task of its own (`Store::submit_each`), so a
+//! `tck-input-required` send is INPUT_REQUIRED whatever an earlier test did to the last one.
+//!
 //! The worker acts through the same task service as a real session's `task_update`, so the
 //! kit tests the real transitions, queue, store and streams. Scenarios that need what no
 //! Taskkeeper desk can do (answer with a bare Message, reject a task, return file or data
@@ -20,6 +27,9 @@ use crate::tasks::Tasks;
 
 /// The conformance desk's name.
 pub const DESK: &str = "tck";
+/// Its A2A endpoint, and the same with the trailing slash the kit adds.
+pub const PATH: &str = "/a2a/tck";
+pub const PATH_SLASH: &str = "/a2a/tck/";
 
 /// The conformance desk's directory: how it is told apart from a user's desk of that name.
 fn marker_dir(data_dir: &Path) -> PathBuf {
@@ -82,6 +92,11 @@ pub(crate) async fn prepare(
         .blocking(move |s, now| {
             let existing = s.desk(DESK)?;
             match (enabled, existing) {
+                // A new run: the last run's open tasks would only count against the
+                // anonymous asker's open-task limit.
+                (true, Some(desk)) if desk.dir == marker => {
+                    cancel_open(s, &desk.name, "A new conformance run started.", now)?;
+                }
                 (true, None) => {
                     let name = DESK
                         .parse()
@@ -97,20 +112,7 @@ pub(crate) async fn prepare(
                     )?;
                 }
                 (false, Some(desk)) if desk.dir == marker => {
-                    let open = s.tasks(&taskkeeper_core::store::TaskFilter {
-                        state: taskkeeper_core::store::StateFilter::Open,
-                        desk: Some(desk.name.clone()),
-                        ..Default::default()
-                    })?;
-                    for t in open {
-                        s.apply(
-                            &t.id,
-                            Event::Cancel {
-                                reason: Some("Conformance mode ended.".into()),
-                            },
-                            now,
-                        )?;
-                    }
+                    cancel_open(s, &desk.name, "Conformance mode ended.", now)?;
                     s.remove_desk(&desk.name)?;
                 }
                 _ => {}
@@ -118,6 +120,29 @@ pub(crate) async fn prepare(
             Ok(())
         })
         .await
+}
+
+fn cancel_open(
+    s: &taskkeeper_core::Store,
+    desk: &taskkeeper_core::DeskName,
+    reason: &str,
+    now: taskkeeper_core::Timestamp,
+) -> Result<(), StoreError> {
+    let open = s.tasks(&taskkeeper_core::store::TaskFilter {
+        state: taskkeeper_core::store::StateFilter::Open,
+        desk: Some(desk.clone()),
+        ..Default::default()
+    })?;
+    for t in open {
+        s.apply(
+            &t.id,
+            Event::Cancel {
+                reason: Some(reason.into()),
+            },
+            now,
+        )?;
+    }
+    Ok(())
 }
 
 /// The latest message from the asker's side, which the worker answers.
@@ -196,6 +221,12 @@ pub(crate) async fn run(tasks: Tasks, mut stop: watch::Receiver<bool>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_paths_are_the_desks() {
+        assert_eq!(PATH, format!("/a2a/{DESK}"));
+        assert_eq!(PATH_SLASH, format!("{PATH}/"));
+    }
 
     #[test]
     fn scenarios_follow_the_message_id_prefix() {

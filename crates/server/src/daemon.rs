@@ -131,10 +131,11 @@ impl Daemon {
             tasks: tasks.clone(),
             stop: stopped.clone(),
             port: addr.port(),
-            // The kit's strict v1.0 card check rejects v0.3's extra fields (a2a.md §10).
+            // The kit's strict v1.0 card check rejects v0.3's extra fields (a2a.md §10): the
+            // conformance desk's card goes without them, the others keep them.
             card: crate::a2a::CardOptionsConfig {
-                v03_fields: !config.conformance,
-                machine_desk: config
+                v03_fields: true,
+                conformance_desk: config
                     .conformance
                     .then(|| crate::conformance::DESK.to_owned()),
             },

@@ -54,7 +54,7 @@ pub(crate) fn router(areas: Areas, guard_state: Arc<Guard>) -> (Router, Vec<Rout
         .room(health)
         .room(owner_room(owner))
         .room(events)
-        .room(crate::a2a::room(a2a))
+        .rooms(crate::a2a::rooms(a2a))
         .room(crate::hooks::room(sessions, credentials))
         .room(mcp)
         .rooms(crate::ui::rooms(ui))

@@ -28,6 +28,11 @@ pub enum Access {
     Workers,
     /// The owner alone: the owner API.
     Owner,
+    /// The conformance desk of `serve --conformance` (its routes exist only then): the owner,
+    /// the askers, and callers without a token, who enter as one anonymous asker
+    /// ([`crate::auth::ANONYMOUS_ASKER`]) confined to that desk, since the kit sends no
+    /// credentials. A wrong token is still refused, and a worker token too.
+    Conformance,
 }
 
 impl Access {
@@ -35,7 +40,9 @@ impl Access {
     pub fn admits(self, kind: CallerKind) -> bool {
         match self {
             Access::Open => true,
-            Access::Askers => matches!(kind, CallerKind::Owner | CallerKind::Asker),
+            Access::Askers | Access::Conformance => {
+                matches!(kind, CallerKind::Owner | CallerKind::Asker)
+            }
             Access::Workers => matches!(kind, CallerKind::Owner | CallerKind::Worker),
             Access::Owner => kind == CallerKind::Owner,
         }
@@ -48,14 +55,22 @@ impl Access {
             Access::Askers => "owner, askers",
             Access::Workers => "owner, workers",
             Access::Owner => "owner",
+            Access::Conformance => "owner, askers, no token (only with --conformance)",
         }
+    }
+
+    /// Whether a caller without a token comes in (as the anonymous asker).
+    fn admits_no_token(self) -> bool {
+        self == Access::Conformance
     }
 
     /// Why a caller of another kind is refused, and what it should use instead.
     fn refusal(self, kind: CallerKind) -> String {
         let what = match self {
             Access::Open => return String::new(),
-            Access::Askers => "A2A is for askers (their own tokens) and the owner",
+            Access::Askers | Access::Conformance => {
+                "A2A is for askers (their own tokens) and the owner"
+            }
             Access::Workers => {
                 "the hook intake and MCP are for this machine's agent sessions (the worker \
                  token in the data directory's `worker-token` file, which `taskkeeper connect` \
@@ -205,6 +220,12 @@ async fn admit(State(access): State<Access>, mut request: Request, next: Next) -
                  the sessions' in `worker-token`, and askers get theirs from `taskkeeper asker add`",
             )
         }
+        Presented::Nothing if access.admits_no_token() => {
+            request
+                .extensions_mut()
+                .insert(Caller::Asker(crate::auth::ANONYMOUS_ASKER.to_owned()));
+            next.run(request).await
+        }
         Presented::Nothing => crate::guard::refuse(
             StatusCode::UNAUTHORIZED,
             format!(
@@ -232,5 +253,8 @@ mod tests {
         assert_eq!(admitted(Access::Askers), vec![Owner, Asker]);
         assert_eq!(admitted(Access::Workers), vec![Owner, Worker]);
         assert_eq!(admitted(Access::Owner), vec![Owner]);
+        assert_eq!(admitted(Access::Conformance), vec![Owner, Asker]);
+        assert!(Access::Conformance.admits_no_token());
+        assert!(!Access::Askers.admits_no_token() && !Access::Owner.admits_no_token());
     }
 }

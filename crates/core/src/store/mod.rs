@@ -199,6 +199,15 @@ fn validate_asker_name(name: &str) -> Result<(), StoreError> {
         .map_err(|_| StoreError::InvalidAskerName(name.to_owned()))
 }
 
+/// What a send with a `messageId` the asker used before does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Resend {
+    /// Returns the task the first send created, and changes nothing (the rule).
+    SameTask,
+    /// Creates a new task anyway (the conformance desk, [`Store::submit_each`]).
+    NewTask,
+}
+
 /// The outcome of a change: the task as it is now, plus other tasks that changed with it
 /// (the next queued task that started when this one freed its desk).
 #[derive(Debug, Clone)]
@@ -479,9 +488,27 @@ impl Store {
     /// the first send created and changes nothing. The task starts at once when its desk is
     /// free, else it waits in the desk's queue.
     pub fn submit(&self, new: NewTask, now: Timestamp) -> Result<Changed, StoreError> {
+        self.submit_with(new, Resend::SameTask, now)
+    }
+
+    /// Give a desk a task even when the asker sent this `messageId` before: every send is a
+    /// new task. Only for the conformance desk, whose kit reuses one `messageId` per scenario
+    /// for a whole run (against A2A's rule that a message id is unique), so that each of its
+    /// sends gets the behaviour it asks for instead of a task an earlier scenario ended.
+    pub fn submit_each(&self, new: NewTask, now: Timestamp) -> Result<Changed, StoreError> {
+        self.submit_with(new, Resend::NewTask, now)
+    }
+
+    fn submit_with(
+        &self,
+        new: NewTask,
+        resend: Resend,
+        now: Timestamp,
+    ) -> Result<Changed, StoreError> {
         self.write(move |c| {
-            if let Some(mut existing) =
-                load_task_by_request(c, &new.asker, &new.request.message_id)?
+            if resend == Resend::SameTask
+                && let Some(mut existing) =
+                    load_task_by_request(c, &new.asker, &new.request.message_id)?
             {
                 fill_positions(c, std::slice::from_mut(&mut existing))?;
                 return Ok(Changed {
@@ -504,7 +531,12 @@ impl Store {
                 [new.desk.as_str()],
                 |r| r.get(0),
             )?;
-            let task = Task::submit(TaskId::generate(), new, seq, now);
+            let mut task = Task::submit(TaskId::generate(), new, seq, now);
+            if resend == Resend::NewTask {
+                // The resend key must still be unique per asker; the task id makes it so, and
+                // no later send can name it.
+                task.request_message_id = format!("{}\u{0}{}", task.request_message_id, task.id);
+            }
             insert_task(c, &task)?;
             let started = start_next(c, &task.desk, now)?;
             let mut task =

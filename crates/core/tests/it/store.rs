@@ -135,6 +135,47 @@ fn resending_the_same_message_creates_nothing() {
 }
 
 #[test]
+fn submit_each_makes_every_send_a_task_and_leaves_resends_to_submit() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    with_desk(&store, "web");
+    let first = store
+        .submit_each(new_task("web", "kit", "tck-input-required-1", "x"), T0)
+        .unwrap();
+    store
+        .apply(
+            &first.task.id,
+            Event::WorkerDone {
+                summary: "ended by an earlier scenario".into(),
+            },
+            T0,
+        )
+        .unwrap();
+    let second = store
+        .submit_each(new_task("web", "kit", "tck-input-required-1", "x"), T0)
+        .unwrap();
+    assert!(second.changed);
+    assert_ne!(
+        second.task.id, first.task.id,
+        "a new task, not the ended one"
+    );
+    assert_eq!(second.task.state(), TaskState::Working);
+    // The message keeps the id it was sent with.
+    assert_eq!(second.task.history[0].message_id, "tck-input-required-1");
+    // A plain submit of the same id is a new task too (the keys above are the tasks' own),
+    // and its own resend finds it.
+    let keyed = store
+        .submit(new_task("web", "kit", "tck-input-required-1", "x"), T0)
+        .unwrap();
+    let again = store
+        .submit(new_task("web", "kit", "tck-input-required-1", "x"), T0)
+        .unwrap();
+    assert!(keyed.changed && !again.changed);
+    assert_eq!(keyed.task.id, again.task.id);
+    assert_eq!(store.tasks(&TaskFilter::default()).unwrap().len(), 3);
+}
+
+#[test]
 fn refusals_change_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(&dir);

@@ -2,6 +2,11 @@
 //! at `/.well-known/agent-card.json`, which lists the desks as skills. Each declares
 //! Taskkeeper's extension with its numbers (from the live settings), the bearer scheme, and
 //! both protocol versions on the same URL.
+//!
+//! The cards at the well-known paths are public (A2A §8.2: that is where a client learns which
+//! scheme to authenticate with), so they carry nothing private: no working directory, no asker
+//! names. The extended card (`GetExtendedAgentCard`, v0.3 `agent/getAuthenticatedExtendedCard`)
+//! adds the rest for a caller with a token.
 
 use serde_json::{Value, json};
 use taskkeeper_core::Desk;
@@ -9,11 +14,29 @@ use taskkeeper_core::settings::Settings;
 
 use super::wire::EXTENSION_URI;
 
-/// Whether to add v0.3's top-level card fields (`url`, `preferredTransport`,
-/// `protocolVersion`) that v0.3 clients need; a strict v1.0 structure check rejects them.
+/// The media types a desk takes in a message part, declared as `defaultInputModes`; a part
+/// with another is refused with ContentTypeNotSupportedError.
+pub const INPUT_MODES: [&str; 2] = ["text/plain", "application/json"];
+
+/// How a card is drawn.
 #[derive(Debug, Clone, Copy)]
 pub struct CardOptions {
+    /// Add v0.3's top-level card fields (`url`, `preferredTransport`, `protocolVersion`) that
+    /// v0.3 clients need; a strict v1.0 structure check rejects them.
     pub v03_fields: bool,
+    pub detail: Detail,
+    /// Callers need a bearer token: declared as the card's security scheme. Off only for the
+    /// conformance desk, which lets callers without one in, and says so.
+    pub bearer: bool,
+}
+
+/// How much a card tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// The well-known card anyone may read.
+    Public,
+    /// The extended card, for a caller with a token: the desks' directories too.
+    Extended,
 }
 
 fn secs(d: std::time::Duration) -> u64 {
@@ -65,22 +88,28 @@ fn base(
         "capabilities": {
             "streaming": true,
             "pushNotifications": false,
-            "extendedAgentCard": false,
+            // The extended card is for callers with a token; without a scheme there is none.
+            "extendedAgentCard": opts.bearer,
             "extensions": [extension(settings)],
         },
-        "securitySchemes": {
-            "bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer", "description": "an asker token from `taskkeeper asker add`, or the owner's token"}},
-        },
-        "securityRequirements": [{"schemes": {"bearer": {"list": []}}}],
-        "defaultInputModes": ["text/plain", "application/json"],
+        "defaultInputModes": INPUT_MODES,
         "defaultOutputModes": ["text/plain"],
         "skills": skills,
     });
+    if opts.bearer {
+        card["securitySchemes"] = json!({
+            "bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer", "description": "an asker token from `taskkeeper asker add`, or the owner's token"}},
+        });
+        card["securityRequirements"] = json!([{"schemes": {"bearer": {"list": []}}}]);
+    }
     if opts.v03_fields {
-        // v0.3 reads a security scheme by its OpenAPI-style `type`; v1.0 by the member name.
-        card["securitySchemes"]["bearer"]["type"] = json!("http");
-        card["securitySchemes"]["bearer"]["scheme"] = json!("bearer");
-        card["security"] = json!([{"bearer": []}]);
+        if opts.bearer {
+            // v0.3 reads a security scheme by its OpenAPI-style `type`; v1.0 by the member name.
+            card["securitySchemes"]["bearer"]["type"] = json!("http");
+            card["securitySchemes"]["bearer"]["scheme"] = json!("bearer");
+            card["security"] = json!([{"bearer": []}]);
+        }
+        card["supportsAuthenticatedExtendedCard"] = json!(opts.bearer);
         card["url"] = json!(url);
         card["preferredTransport"] = json!("JSONRPC");
         card["protocolVersion"] = json!("0.3.0");
@@ -88,11 +117,20 @@ fn base(
     card
 }
 
-fn skill(desk: &Desk) -> Value {
+/// Where a desk works, for the extended card only: a directory names the owner's projects
+/// (and often the owner), which is nobody's business before they hold a token.
+fn place(desk: &Desk, detail: Detail) -> String {
+    match detail {
+        Detail::Public => String::new(),
+        Detail::Extended => format!(" working in {}", desk.dir.display()),
+    }
+}
+
+fn skill(desk: &Desk, detail: Detail) -> Value {
     json!({
         "id": desk.name.as_str(),
         "name": desk.name.as_str(),
-        "description": format!("A {} session working in {}; the task stays open until it says done, blocked or failed.", desk.agent, desk.dir.display()),
+        "description": format!("A {} session{}; the task stays open until it says done, blocked or failed.", desk.agent, place(desk, detail)),
         "tags": [desk.agent.as_str(), "coding"],
         "examples": ["Add a --json flag to the list command, with tests."],
     })
@@ -103,13 +141,13 @@ pub fn desk_card(desk: &Desk, port: u16, settings: &Settings, opts: CardOptions)
     base(
         desk.name.to_string(),
         format!(
-            "Taskkeeper desk {}: a {} worker in {}.",
+            "Taskkeeper desk {}: a {} worker{}.",
             desk.name,
             desk.agent,
-            desk.dir.display()
+            place(desk, opts.detail)
         ),
         &url,
-        vec![skill(desk)],
+        vec![skill(desk, opts.detail)],
         settings,
         opts,
     )
@@ -124,8 +162,69 @@ pub fn machine_card(desks: &[Desk], port: u16, settings: &Settings, opts: CardOp
         "The desks of this machine: each skill is a desk with its own A2A endpoint at /a2a/{desk}."
             .to_owned(),
         &url,
-        desks.iter().map(skill).collect(),
+        desks.iter().map(|d| skill(d, opts.detail)).collect(),
         settings,
         opts,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use taskkeeper_core::AgentKind;
+
+    fn desk() -> Desk {
+        Desk {
+            name: "web".parse().unwrap(),
+            agent: AgentKind::ClaudeCode,
+            dir: "/home/alice/secret-project".into(),
+            deliver_command: None,
+            created_at: taskkeeper_core::Timestamp::from_millis(0),
+        }
+    }
+
+    fn opts(detail: Detail, bearer: bool) -> CardOptions {
+        CardOptions {
+            v03_fields: true,
+            detail,
+            bearer,
+        }
+    }
+
+    #[test]
+    fn the_public_card_names_no_directory_and_the_extended_one_does() {
+        let s = Settings::default();
+        for card in [
+            desk_card(&desk(), 1, &s, opts(Detail::Public, true)),
+            machine_card(&[desk()], 1, &s, opts(Detail::Public, true)),
+        ] {
+            assert!(!card.to_string().contains("secret-project"), "{card}");
+            assert_eq!(card["capabilities"]["extendedAgentCard"], true);
+            assert_eq!(card["supportsAuthenticatedExtendedCard"], true);
+        }
+        for card in [
+            desk_card(&desk(), 1, &s, opts(Detail::Extended, true)),
+            machine_card(&[desk()], 1, &s, opts(Detail::Extended, true)),
+        ] {
+            assert!(
+                card.to_string().contains("/home/alice/secret-project"),
+                "{card}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_card_without_bearer_declares_no_scheme_and_no_extended_card() {
+        let card = desk_card(
+            &desk(),
+            1,
+            &Settings::default(),
+            opts(Detail::Public, false),
+        );
+        for field in ["securitySchemes", "securityRequirements", "security"] {
+            assert!(card.get(field).is_none(), "{field} in {card}");
+        }
+        assert_eq!(card["capabilities"]["extendedAgentCard"], false);
+        assert_eq!(card["supportsAuthenticatedExtendedCard"], false);
+    }
 }

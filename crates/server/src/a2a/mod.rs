@@ -11,6 +11,7 @@
 #![allow(clippy::result_large_err)]
 
 mod card;
+mod proto_names;
 mod rpc;
 mod slots;
 mod stream;
@@ -38,7 +39,7 @@ use taskkeeper_core::{
 
 use crate::auth::Caller;
 use crate::tasks::Tasks;
-use card::CardOptions;
+use card::{CardOptions, Detail};
 use rpc::{RpcError, failure, success};
 use wire::{Dialect, Shape};
 
@@ -58,24 +59,53 @@ pub(crate) struct A2a {
 /// Card options as configured for the daemon.
 #[derive(Clone, Debug)]
 pub struct CardOptionsConfig {
+    /// v0.3's top-level card fields (a2a.md §10), on every card but the conformance desk's.
     pub v03_fields: bool,
-    /// In conformance mode the machine card points at the conformance desk, where the v0.3
-    /// kit looks for it.
-    pub machine_desk: Option<String>,
+    /// `serve --conformance`: the conformance desk. Its card is drawn for the v1.0 kit
+    /// (strict v1.0 fields) and, with no scheme, for callers without a token; the machine card
+    /// points at it with the v0.3 fields, where the v0.3 kit looks.
+    pub conformance_desk: Option<String>,
 }
 
-/// A2A and the Agent Cards: askers and the owner.
-pub(crate) fn room(a2a: A2a) -> Room {
-    Room::new(Access::Askers)
-        .route("POST", "/a2a", post(rpc_machine))
-        .route("POST", "/a2a/{desk}", post(rpc_desk))
+/// A2A and the Agent Cards, each room behind its own access: the cards are public; JSON-RPC
+/// is for askers and the owner; in conformance mode the conformance desk's endpoint also
+/// lets callers without a token in (as the anonymous asker). Every endpoint also answers with
+/// a trailing slash, which clients add when they join paths onto a base URL.
+pub(crate) fn rooms(a2a: A2a) -> Vec<Room> {
+    let cards = Room::new(Access::Open)
+        .route("GET", "/.well-known/agent-card.json", get(machine_card))
+        .route("GET", "/.well-known/agent-card.json/", get(machine_card))
         .route(
             "GET",
             "/a2a/{desk}/.well-known/agent-card.json",
             get(desk_card),
         )
-        .route("GET", "/.well-known/agent-card.json", get(machine_card))
-        .with_state(a2a)
+        .route(
+            "GET",
+            "/a2a/{desk}/.well-known/agent-card.json/",
+            get(desk_card),
+        )
+        .with_state(a2a.clone());
+    let rpc = Room::new(Access::Askers)
+        .route("POST", "/a2a", post(rpc_machine))
+        .route("POST", "/a2a/", post(rpc_machine))
+        .route("POST", "/a2a/{desk}", post(rpc_desk))
+        .route("POST", "/a2a/{desk}/", post(rpc_desk))
+        .with_state(a2a.clone());
+    let mut rooms = vec![cards, rpc];
+    if a2a.card.conformance_desk.is_some() {
+        rooms.push(
+            Room::new(Access::Conformance)
+                .route("POST", crate::conformance::PATH, post(rpc_conformance))
+                .route(
+                    "POST",
+                    crate::conformance::PATH_SLASH,
+                    post(rpc_conformance),
+                )
+                .with_state(a2a),
+        );
+    }
+    rooms
 }
 
 // ---- cards ----------------------------------------------------------------------------
@@ -113,6 +143,24 @@ fn not_found_json(message: String) -> Response {
     )
 }
 
+impl A2a {
+    fn is_conformance_desk(&self, desk: &str) -> bool {
+        self.card.conformance_desk.as_deref() == Some(desk)
+    }
+
+    /// How `desk`'s card (`None`: the machine's) is drawn. The conformance desk needs no
+    /// token, so its card names no scheme, and the v1.0 kit that reads it rejects v0.3's
+    /// fields; a v0.3 request always gets them.
+    fn card_options(&self, desk: Option<&str>, detail: Detail, dialect: Dialect) -> CardOptions {
+        let conformance = desk.is_some_and(|d| self.is_conformance_desk(d));
+        CardOptions {
+            v03_fields: dialect == Dialect::V03 || (self.card.v03_fields && !conformance),
+            detail,
+            bearer: !conformance,
+        }
+    }
+}
+
 async fn desk_card(
     State(a2a): State<A2a>,
     Path(desk): Path<String>,
@@ -130,9 +178,7 @@ async fn desk_card(
         .await;
     match result {
         Ok((desk, settings)) => {
-            let opts = CardOptions {
-                v03_fields: a2a.card.v03_fields,
-            };
+            let opts = a2a.card_options(Some(desk.name.as_str()), Detail::Public, Dialect::V1);
             card_response(&headers, &card::desk_card(&desk, a2a.port, &settings, opts))
         }
         Err(taskkeeper_core::StoreError::NoSuchDesk(d)) => not_found_json(format!(
@@ -149,17 +195,22 @@ async fn machine_card(State(a2a): State<A2a>, headers: HeaderMap) -> Response {
         .await
     {
         Ok((desks, settings)) => {
-            let opts = CardOptions {
-                v03_fields: a2a.card.v03_fields,
-            };
             let conformance_desk = a2a
                 .card
-                .machine_desk
+                .conformance_desk
                 .as_deref()
                 .and_then(|d| desks.iter().find(|x| x.name.as_str() == d));
             let card = match conformance_desk {
-                Some(desk) => card::desk_card(desk, a2a.port, &settings, opts),
-                None => card::machine_card(&desks, a2a.port, &settings, opts),
+                // The v0.3 kit reads the host root's card and needs v0.3's fields there.
+                Some(desk) => {
+                    let opts =
+                        a2a.card_options(Some(desk.name.as_str()), Detail::Public, Dialect::V03);
+                    card::desk_card(desk, a2a.port, &settings, opts)
+                }
+                None => {
+                    let opts = a2a.card_options(None, Detail::Public, Dialect::V1);
+                    card::machine_card(&desks, a2a.port, &settings, opts)
+                }
             };
             card_response(&headers, &card)
         }
@@ -218,6 +269,18 @@ async fn rpc_desk(
     handle(a2a, Some(desk), caller.0, &query, &headers, body).await
 }
 
+/// The conformance desk's endpoint (`serve --conformance` only).
+async fn rpc_conformance(
+    State(a2a): State<A2a>,
+    caller: axum::Extension<Caller>,
+    query: Query<VersionQuery>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let desk = crate::conformance::DESK.to_owned();
+    handle(a2a, Some(desk), caller.0, &query, &headers, body).await
+}
+
 async fn handle(
     a2a: A2a,
     desk: Option<String>,
@@ -259,9 +322,13 @@ async fn handle(
             return rpc_json(status, failure(&Value::Null, &e, dialect));
         }
     };
-    let request = match rpc::parse(&body) {
+    let mut request = match rpc::parse(&body) {
         Ok(r) => r,
         Err((id, e)) => return rpc_json(StatusCode::OK, failure(&id, &e, dialect)),
+    };
+    request.params = match proto_names::json_names(request.params) {
+        Ok(p) => p,
+        Err(e) => return rpc_json(StatusCode::OK, failure(&request.id, &e, dialect)),
     };
     if let Err(requested) = &version {
         return rpc_json(
@@ -374,11 +441,8 @@ async fn dispatch(ctx: &Ctx, method: &str, params: Value) -> Result<Reply, RpcEr
             | "tasks/pushNotificationConfig/list"
             | "tasks/pushNotificationConfig/delete",
         ) => Err(RpcError::push_not_supported()),
-        (V1, "GetExtendedAgentCard") => {
-            Err(RpcError::unsupported("this agent has no extended card"))
-        }
-        (V03, "agent/getAuthenticatedExtendedCard") => {
-            Err(RpcError::unsupported("this agent has no extended card"))
+        (V1, "GetExtendedAgentCard") | (V03, "agent/getAuthenticatedExtendedCard") => {
+            extended_card(ctx).await.map(Reply::Json)
         }
         (V03, m) if is_v1_name(m) => Err(RpcError::version("0.3").with("method", m)),
         (_, m) => Err(RpcError::method_not_found(m)),
@@ -431,8 +495,7 @@ struct SendConfiguration {
     /// v0.3's name, the other way round.
     #[serde(default)]
     blocking: Option<bool>,
-    /// The kit writes the proto name too.
-    #[serde(default, alias = "history_length")]
+    #[serde(default)]
     history_length: Option<u32>,
     #[serde(default)]
     task_push_notification_config: Option<Value>,
@@ -444,7 +507,7 @@ struct SendConfiguration {
 #[serde(rename_all = "camelCase")]
 struct IdParams {
     id: String,
-    #[serde(default, alias = "history_length")]
+    #[serde(default)]
     history_length: Option<u32>,
 }
 
@@ -459,7 +522,7 @@ struct ListParams {
     page_size: Option<i64>,
     #[serde(default)]
     page_token: Option<String>,
-    #[serde(default, alias = "history_length")]
+    #[serde(default)]
     history_length: Option<u32>,
     #[serde(default)]
     status_timestamp_after: Option<String>,
@@ -475,6 +538,15 @@ fn message_params(ctx: &Ctx, mut params: Value) -> Result<SendParams, RpcError> 
         *m = wire::v03::message_to_v1(m.take()).map_err(RpcError::invalid_params)?;
     }
     decode(params)
+}
+
+/// Whether a part's media type is one the desk takes (`card::INPUT_MODES`), compared as
+/// media types are: case-insensitively, parameters (`; charset=…`) aside.
+fn takes_media_type(media_type: &str) -> bool {
+    let essence = media_type.split(';').next().unwrap_or("").trim();
+    card::INPUT_MODES
+        .iter()
+        .any(|m| m.eq_ignore_ascii_case(essence))
 }
 
 fn validate_message(m: &Message) -> Result<(), RpcError> {
@@ -493,7 +565,18 @@ fn validate_message(m: &Message) -> Result<(), RpcError> {
             "message.parts must have at least one part",
         ));
     }
-    for p in &m.parts {
+    for (i, p) in m.parts.iter().enumerate() {
+        if let Some(media_type) = &p.media_type
+            && !takes_media_type(media_type)
+        {
+            return Err(RpcError::content_type(format!(
+                "message.parts[{i}].mediaType {media_type:?} is not a media type this desk \
+                 takes; it takes {} (the card's defaultInputModes)",
+                card::INPUT_MODES.join(", ")
+            ))
+            .with("mediaType", media_type.as_str())
+            .with("supported", card::INPUT_MODES.join(",")));
+        }
         if matches!(p.content, PartContent::Raw(_) | PartContent::Url(_)) {
             return Err(RpcError::content_type(
                 "a desk takes text and data parts; file parts (raw bytes or a URL) are not supported",
@@ -597,12 +680,29 @@ async fn send(ctx: &Ctx, params: Value, streaming: bool) -> Result<Reply, RpcErr
             request: message,
             metadata: params.metadata.unwrap_or_default(),
         };
-        tasks.submit(new).await.map_err(RpcError::from_store)?.task
+        let submitted = if ctx.caller.asker_name() == crate::auth::ANONYMOUS_ASKER {
+            // The kit reuses each scenario's messageId for a whole run; each send must
+            // get its scenario, not the task an earlier test ended (`Store::submit_each`).
+            tasks.submit_each(new).await
+        } else {
+            tasks.submit(new).await
+        };
+        submitted.map_err(RpcError::from_store)?.task
     };
 
     let task = match slot {
         Some((slot, _)) if streaming => {
-            return Ok(Reply::Stream(stream::task_stream(ctx, task, slot)));
+            let shape = Shape {
+                history_length: config.history_length,
+                include_artifacts: true,
+            };
+            return Ok(Reply::Stream(stream::task_stream(
+                ctx,
+                task,
+                slot,
+                stream::Ends::Settled,
+                shape,
+            )));
         }
         // The slot is held until the wait ends, or until the client leaves and drops it.
         Some((_slot, wait_max)) => wait_settled(tasks, task, ctx.a2a.stop.clone(), wait_max).await,
@@ -733,7 +833,51 @@ async fn subscribe(ctx: &Ctx, params: Value) -> Result<Reply, RpcError> {
         .with("taskId", task.id.as_str()));
     }
     let (slot, _) = open_slot(ctx).await?;
-    Ok(Reply::Stream(stream::task_stream(ctx, task, slot)))
+    Ok(Reply::Stream(stream::task_stream(
+        ctx,
+        task,
+        slot,
+        stream::Ends::Terminal,
+        Shape::FULL,
+    )))
+}
+
+/// The extended card (`GetExtendedAgentCard`, v0.3 `agent/getAuthenticatedExtendedCard`): the
+/// public card plus what only a caller with a token may read (the desks' directories). On a
+/// desk's endpoint it is that desk's card, on `/a2a` the machine's.
+async fn extended_card(ctx: &Ctx) -> Result<Value, RpcError> {
+    if ctx.caller.asker_name() == crate::auth::ANONYMOUS_ASKER {
+        // Its card declares no scheme and no extended card (`extendedAgentCard: false`).
+        return Err(RpcError::unsupported(
+            "the extended card is for callers with a token; the conformance desk's callers \
+             without one have the public card at /.well-known/agent-card.json",
+        ));
+    }
+    let desk = ctx.desk.as_ref().map(|d| d.as_str().to_owned());
+    let (desks, settings) = ctx
+        .a2a
+        .tasks
+        .blocking(|s, _| Ok((s.desks()?, s.settings()?)))
+        .await
+        .map_err(RpcError::from_store)?;
+    let a2a = &ctx.a2a;
+    let card = match desk {
+        Some(name) => {
+            let desk = desks
+                .iter()
+                .find(|d| d.name.as_str() == name)
+                .ok_or_else(|| {
+                    RpcError::from_store(taskkeeper_core::StoreError::NoSuchDesk(name.clone()))
+                })?;
+            let opts = a2a.card_options(Some(&name), Detail::Extended, ctx.dialect);
+            card::desk_card(desk, a2a.port, &settings, opts)
+        }
+        None => {
+            let opts = a2a.card_options(None, Detail::Extended, ctx.dialect);
+            card::machine_card(&desks, a2a.port, &settings, opts)
+        }
+    };
+    Ok(card)
 }
 
 const PAGE_DEFAULT: i64 = 50;

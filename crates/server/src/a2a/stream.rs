@@ -1,7 +1,10 @@
 //! SSE task streams (SendStreamingMessage, SubscribeToTask and their v0.3 names): the current
 //! Task first (read from the store, so it works after a restart), then an event for every
-//! change as the transition publishes it, closed after a terminal state. A client that goes
-//! away ends only its own stream.
+//! change as the transition publishes it. A send's stream closes when the task is in a
+//! terminal or an interrupted state (the proto: SendStreamingMessage streams "until the Task is
+//! in an interrupted or terminal state"), as a blocking send returns then; a subscription
+//! closes after a terminal state only, so a subscriber to a task waiting on its asker sees the
+//! answer's work through to the end. A client that goes away ends only its own stream.
 //!
 //! Each stream has a relay: a runtime task that follows the task's channel and writes the
 //! events into the response. The relay ends as soon as its client does (the response's
@@ -25,7 +28,27 @@ use super::slots::Slot;
 use super::wire::{self, Dialect, Shape};
 use crate::tasks::{TaskWatch, Tasks};
 
-pub(crate) fn task_stream(ctx: &Ctx, task: Task, slot: Slot) -> Response {
+/// Where a stream ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ends {
+    /// At a terminal or an interrupted state, the first Task included (a send).
+    Settled,
+    /// At a terminal state (a subscription).
+    Terminal,
+}
+
+impl Ends {
+    fn at(self, t: &Task) -> bool {
+        match self {
+            Ends::Settled => super::settled(t),
+            Ends::Terminal => !t.is_open(),
+        }
+    }
+}
+
+/// `shape` is how the first Task is shown (a send's `historyLength`); the events after it
+/// carry only what changed.
+pub(crate) fn task_stream(ctx: &Ctx, task: Task, slot: Slot, ends: Ends, shape: Shape) -> Response {
     let (tx, rx) = mpsc::channel::<Result<SseEvent, Infallible>>(16);
     // Subscribe before the relay starts: nothing published from now on is missed.
     let watch = ctx.a2a.tasks.watch(&task.id);
@@ -35,6 +58,8 @@ pub(crate) fn task_stream(ctx: &Ctx, task: Task, slot: Slot) -> Response {
         dialect: ctx.dialect,
         tx,
         stop: ctx.a2a.stop.clone(),
+        ends,
+        shape,
     };
     tokio::spawn(relay.run(task, watch, slot));
     Sse::new(ReceiverStream::new(rx))
@@ -48,6 +73,8 @@ struct Relay {
     dialect: Dialect,
     tx: mpsc::Sender<Result<SseEvent, Infallible>>,
     stop: tokio::sync::watch::Receiver<bool>,
+    ends: Ends,
+    shape: Shape,
 }
 
 impl Relay {
@@ -68,10 +95,11 @@ impl Relay {
                 return false;
             }
         }
+        // v0.3's `final` marks the event after which the stream closes.
         self.send(
             "statusUpdate",
             wire::status_update_v1(next),
-            !next.is_open(),
+            self.ends.at(next),
         )
         .await
     }
@@ -103,9 +131,9 @@ impl Relay {
         // The snapshot may be older than what is stored by now; take the newest.
         let mut last = self.newest(Arc::new(first)).await;
         if !self
-            .send("task", wire::task_v1(&last, Shape::FULL), false)
+            .send("task", wire::task_v1(&last, self.shape), false)
             .await
-            || !last.is_open()
+            || self.ends.at(&last)
         {
             return;
         }
@@ -122,7 +150,7 @@ impl Relay {
             if next.version <= last.version {
                 continue;
             }
-            if !self.send_change(&last, &next).await || !next.is_open() {
+            if !self.send_change(&last, &next).await || self.ends.at(&next) {
                 return;
             }
             last = next;

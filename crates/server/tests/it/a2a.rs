@@ -313,6 +313,19 @@ fn bad_requests_get_json_rpc_errors_and_change_nothing() {
         ),
         (
             message(
+                json!({"messageId": "a", "role": "ROLE_USER", "parts": [{"text": "x", "mediaType": "application/x-unsupported-tck-type"}]}),
+            ),
+            -32005,
+            "mediaType \"application/x-unsupported-tck-type\" is not a media type this desk takes",
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": 2, "method": "SendMessage", "params": {"message": {
+                "messageId": "a", "message_id": "b", "role": "ROLE_USER", "parts": [{"text": "x"}]}}}),
+            -32602,
+            "`messageId` and `message_id` are the same field",
+        ),
+        (
+            message(
                 json!({"messageId": "a", "role": "ROLE_USER", "parts": [{"text": "x"}], "taskId": "nope"}),
             ),
             -32001,
@@ -645,23 +658,42 @@ fn streaming_sends_the_task_then_each_change_and_closes_when_it_ends() {
         );
         assert!(e["result"]["statusUpdate"].get("final").is_none());
     }
+    // The send's stream ends where a blocking send would return: the task waits on its
+    // asker. The subscription stays open and sees the answer through to the end.
+    assert!(
+        matches!(
+            rx.recv_timeout(Duration::from_secs(10)),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected)
+        ),
+        "the send's stream closes at INPUT_REQUIRED"
+    );
+    let answer = json!({"jsonrpc": "2.0", "id": 7, "method": "SendMessage", "params": {
+        "message": {"messageId": "m-2", "taskId": id, "role": "ROLE_USER", "parts": [{"text": "That one."}]},
+        "configuration": {"returnImmediately": true}}});
+    d.rpc("/a2a/web", TOKEN, V1, &answer);
+    let e = next(&sub);
+    assert_eq!(
+        e["result"]["statusUpdate"]["status"]["state"], "TASK_STATE_WORKING",
+        "{e}"
+    );
     worker(&d, &id, "done", "Done it");
-    for rx in [&rx, &sub] {
-        let a = next(rx);
-        assert_eq!(
-            a["result"]["artifactUpdate"]["artifact"]["parts"][0]["text"], "Done it",
-            "{a}"
-        );
-        let e = next(rx);
-        assert_eq!(
-            e["result"]["statusUpdate"]["status"]["state"],
-            "TASK_STATE_COMPLETED"
-        );
-        assert!(
-            rx.recv_timeout(Duration::from_secs(5)).is_err(),
-            "closed after the terminal state"
-        );
-    }
+    let a = next(&sub);
+    assert_eq!(
+        a["result"]["artifactUpdate"]["artifact"]["parts"][0]["text"], "Done it",
+        "{a}"
+    );
+    let e = next(&sub);
+    assert_eq!(
+        e["result"]["statusUpdate"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+    assert!(
+        matches!(
+            sub.recv_timeout(Duration::from_secs(10)),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected)
+        ),
+        "closed after the terminal state"
+    );
     // Subscribing to an ended task is refused.
     let v = d.rpc(
         "/a2a/web",
@@ -689,6 +721,26 @@ fn v03_streams_carry_kind_and_final() {
         "{e}"
     );
     assert_eq!(e["result"]["status"]["state"], "failed");
+
+    // A question ends a send's stream too, and its event says so with `final`.
+    let body = json!({"jsonrpc": "2.0", "id": 10, "method": "message/stream", "params": {
+        "message": {"kind": "message", "messageId": "m-2", "role": "user", "parts": [{"kind": "text", "text": "y"}]}}});
+    let rx = d.sse("/a2a/web", TOKEN, None, &body);
+    let id = next(&rx)["result"]["id"].as_str().unwrap().to_owned();
+    worker(&d, &id, "blocked", "Which?");
+    let e = next(&rx);
+    assert_eq!(
+        (
+            e["result"]["status"]["state"].as_str(),
+            e["result"]["final"].as_bool()
+        ),
+        (Some("input-required"), Some(true)),
+        "{e}"
+    );
+    assert!(matches!(
+        rx.recv_timeout(Duration::from_secs(10)),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected)
+    ));
 }
 
 #[test]
@@ -920,7 +972,7 @@ fn conformance_mode_scripts_the_tck_desk_and_leaves_with_the_flag() {
     };
     let daemon = start(true);
     let port = daemon.addr().port();
-    let post = |body: &Value| -> Value {
+    let post = |port: u16, body: &Value| -> Value {
         let out = ureq::post(format!("http://127.0.0.1:{port}/a2a/tck"))
             .header("Authorization", format!("Bearer {TOKEN}"))
             .header("A2A-Version", "1.0")
@@ -932,7 +984,7 @@ fn conformance_mode_scripts_the_tck_desk_and_leaves_with_the_flag() {
             .unwrap();
         serde_json::from_str(&out).unwrap()
     };
-    let v = post(&send_v1("tck-complete-task-0a1b2c3d", "hi", false));
+    let v = post(port, &send_v1("tck-complete-task-0a1b2c3d", "hi", false));
     assert_eq!(
         v["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
         "{v}"
@@ -941,36 +993,27 @@ fn conformance_mode_scripts_the_tck_desk_and_leaves_with_the_flag() {
         v["result"]["task"]["status"]["message"]["parts"][0]["text"],
         "Hello from TCK"
     );
-    let v = post(&send_v1("tck-input-required-0a1b2c3d", "hi", false));
+    let v = post(port, &send_v1("tck-input-required-0a1b2c3d", "hi", false));
     assert_eq!(
         v["result"]["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
         "{v}"
     );
-    let v = post(&send_v1("tck-reject-task-0a1b2c3d", "hi", false));
+    let waiting = v["result"]["task"]["id"].as_str().unwrap().to_owned();
+    let v = post(port, &send_v1("tck-reject-task-0a1b2c3d", "hi", false));
     assert_eq!(
         v["result"]["task"]["status"]["state"], "TASK_STATE_FAILED",
         "{v}"
     );
-    let card: Value = serde_json::from_str(
-        &ureq::get(format!(
-            "http://127.0.0.1:{port}/.well-known/agent-card.json"
-        ))
-        .header("Authorization", format!("Bearer {TOKEN}"))
-        .call()
+    rt.block_on(daemon.shutdown());
+
+    // A new run starts clean: the last run's open tasks are canceled.
+    let daemon = start(true);
+    let left = daemon
+        .store()
+        .task(&taskkeeper_core::TaskId::from(waiting.as_str()))
         .unwrap()
-        .body_mut()
-        .read_to_string()
-        .unwrap(),
-    )
-    .unwrap();
-    assert_eq!(
-        card["name"], "tck",
-        "the machine card points at the conformance desk"
-    );
-    assert!(
-        card.get("url").is_none() && card.get("protocolVersion").is_none(),
-        "strict v1.0 card: {card}"
-    );
+        .unwrap();
+    assert_eq!(left.state(), taskkeeper_core::TaskState::Canceled);
     rt.block_on(daemon.shutdown());
 
     let daemon = start(false);

@@ -3,6 +3,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail loudly
 
 mod a2a;
+mod cards;
+mod conformance;
 mod delivery;
 mod fuzz;
 mod guard;
@@ -10,6 +12,7 @@ mod hooks;
 mod limits;
 mod mcp;
 mod owner_api;
+mod protojson;
 mod routes;
 mod streams;
 mod support;

@@ -89,13 +89,27 @@ impl TestDaemon {
         version: Option<&str>,
         body: &Value,
     ) -> std::sync::mpsc::Receiver<Value> {
+        self.sse_as(path, Some(token), version, body)
+    }
+
+    /// [`TestDaemon::sse`] with the token left out when `None` (the conformance kit's way).
+    pub fn sse_as(
+        &self,
+        path: &str,
+        token: Option<&str>,
+        version: Option<&str>,
+        body: &Value,
+    ) -> std::sync::mpsc::Receiver<Value> {
         let mut stream = TcpStream::connect(self.addr).unwrap();
         let body = body.to_string();
         let version = version
             .map(|v| format!("A2A-Version: {v}\r\n"))
             .unwrap_or_default();
+        let auth = token
+            .map(|t| format!("Authorization: Bearer {t}\r\n"))
+            .unwrap_or_default();
         let request = format!(
-            "POST {path} HTTP/1.0\r\nHost: {}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\n{version}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            "POST {path} HTTP/1.0\r\nHost: {}\r\n{auth}Content-Type: application/json\r\n{version}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
             self.host(),
             body.len()
         );
