@@ -8,6 +8,7 @@
 //! the desk's queue move on ([`queue::next_to_start`]) in the same transaction. A call returns
 //! only after the commit that made its change durable.
 
+mod push;
 mod recover;
 mod schema;
 pub mod wal;
@@ -479,6 +480,18 @@ impl Store {
     /// the first send created and changes nothing. The task starts at once when its desk is
     /// free, else it waits in the desk's queue.
     pub fn submit(&self, new: NewTask, now: Timestamp) -> Result<Changed, StoreError> {
+        self.submit_with_push(new, None, now)
+    }
+
+    /// [`Store::submit`] with a webhook for the new task (A2A's push config inline in
+    /// SendMessage), set in the same transaction, so its first push is the new task. A resend
+    /// returns the first task and sets nothing.
+    pub fn submit_with_push(
+        &self,
+        new: NewTask,
+        webhook: Option<crate::push::NewPushConfig>,
+        now: Timestamp,
+    ) -> Result<Changed, StoreError> {
         self.write(move |c| {
             if let Some(mut existing) =
                 load_task_by_request(c, &new.asker, &new.request.message_id)?
@@ -510,7 +523,13 @@ impl Store {
             let mut task =
                 load_task(c, &task.id)?.ok_or_else(|| StoreError::NoSuchTask(task.id.clone()))?;
             fill_positions(c, std::slice::from_mut(&mut task))?;
-            let others = started.into_iter().filter(|t| t.id != task.id).collect();
+            if let Some(config) = webhook {
+                push::insert_config(c, &task, config, now)?;
+            }
+            let others: Vec<Task> = started.into_iter().filter(|t| t.id != task.id).collect();
+            for other in &others {
+                push::enqueue(c, Some(other), other, now)?;
+            }
             Ok(Changed {
                 task,
                 changed: true,
@@ -573,6 +592,11 @@ impl Store {
             let others = start_next(c, &after.desk, now)?;
             let mut task = load_task(c, &id)?.ok_or_else(|| StoreError::NoSuchTask(id.clone()))?;
             fill_positions(c, std::slice::from_mut(&mut task))?;
+            // Queued with the change: an answered change is a queued push, across crashes.
+            push::enqueue(c, Some(&before), &task, now)?;
+            for other in &others {
+                push::enqueue(c, Some(other), other, now)?;
+            }
             Ok(Changed {
                 task,
                 changed: true,

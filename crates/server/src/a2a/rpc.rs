@@ -103,6 +103,7 @@ impl RpcError {
             Limit::Sessions => "SESSIONS_LIMIT",
             Limit::CreateDesks => "CREATE_DESKS_LIMIT",
             Limit::StreamsPerCaller => "STREAMS_PER_CALLER_LIMIT",
+            Limit::PushConfigsPerTask => "PUSH_CONFIGS_PER_TASK_LIMIT",
         };
         Self::new(-32000, e.to_string(), Some(reason))
             .with("setting", e.limit().setting())
