@@ -64,7 +64,7 @@ fn base(
         "version": env!("CARGO_PKG_VERSION"),
         "capabilities": {
             "streaming": true,
-            "pushNotifications": false,
+            "pushNotifications": true,
             "extendedAgentCard": false,
             "extensions": [extension(settings)],
         },

@@ -10,6 +10,7 @@ mod hooks;
 mod limits;
 mod mcp;
 mod owner_api;
+mod push;
 mod routes;
 mod streams;
 mod support;
