@@ -37,7 +37,11 @@ from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.client.card_resolver import parse_agent_card
 from a2a.compat.v0_3 import types as types_v03
 from a2a.types import (
+    AuthenticationInfo,
     CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    GetTaskPushNotificationConfigRequest,
+    ListTaskPushNotificationConfigsRequest,
     GetExtendedAgentCardRequest,
     GetTaskRequest,
     ListTasksRequest,
@@ -48,6 +52,7 @@ from a2a.types import (
     SendMessageRequest,
     SubscribeToTaskRequest,
     TaskNotFoundError,
+    TaskPushNotificationConfig,
     TaskState,
 )
 
@@ -291,6 +296,63 @@ class Run:
         expect(page.next_page_token == "", f"a one-page answer has nextPageToken {page.next_page_token!r}")
         return {"tasks": len(ids), "totalSize": page.total_size}
 
+    async def push_config(self) -> dict[str, Any]:
+        """Set, read, list and delete a webhook through the SDK; the webhook (a raw HTTP
+        server on 127.0.0.1 here) gets the task as its first push, with the token."""
+        tid = self.need("nonblocking")
+        pushes: asyncio.Queue[tuple[dict[str, str], Any]] = asyncio.Queue()
+
+        async def receive(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            head = (await reader.readuntil(b"\r\n\r\n")).decode()
+            headers = {}
+            for line in head.split("\r\n")[1:]:
+                if ":" in line:
+                    k, v = line.split(":", 1)
+                    headers[k.strip().lower()] = v.strip()
+            body = await reader.readexactly(int(headers.get("content-length", "0")))
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            await writer.drain()
+            writer.close()
+            await pushes.put((headers, json.loads(body or b"null")))
+
+        server = await asyncio.start_server(receive, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        try:
+            url = f"http://127.0.0.1:{port}/hook"
+            made = await self.plain.create_task_push_notification_config(
+                TaskPushNotificationConfig(
+                    task_id=tid,
+                    id="interop-hook",
+                    url=url,
+                    token="interop-token",
+                    authentication=AuthenticationInfo(scheme="Bearer", credentials="interop-secret"),
+                )
+            )
+            expect(made.url == url, f"the created config has url {made.url!r}")
+            headers, body = await asyncio.wait_for(pushes.get(), STREAM_EVENT_TIMEOUT_S)
+            expect(headers.get("authorization") == "Bearer interop-secret", f"push headers {headers}")
+            expect(headers.get("x-a2a-notification-token") == "interop-token", f"push headers {headers}")
+            first = body.get("task", body) if isinstance(body, dict) else {}
+            expect(first.get("id") == tid, f"the first push is not the task {tid}: {body}")
+            got = await self.plain.get_task_push_notification_config(
+                GetTaskPushNotificationConfigRequest(task_id=tid, id=made.id or "interop-hook")
+            )
+            expect(got.url == url, f"GetTaskPushNotificationConfig answered {got}")
+            listed = await self.plain.list_task_push_notification_configs(
+                ListTaskPushNotificationConfigsRequest(task_id=tid)
+            )
+            expect([c.url for c in listed.configs] == [url], f"ListTaskPushNotificationConfigs: {listed}")
+            await self.plain.delete_task_push_notification_config(
+                DeleteTaskPushNotificationConfigRequest(task_id=tid, id=made.id or "interop-hook")
+            )
+            after = await self.plain.list_task_push_notification_configs(
+                ListTaskPushNotificationConfigsRequest(task_id=tid)
+            )
+            expect(len(after.configs) == 0, f"a deleted config is still listed: {after}")
+        finally:
+            server.close()
+        return {"taskId": tid, "configId": made.id, "firstPush": "task"}
+
     async def task_not_found(self) -> dict[str, Any]:
         try:
             await self.plain.get_task(GetTaskRequest(id="interop-no-such-task"))
@@ -396,6 +458,7 @@ class Run:
             if self.version == "1.0":
                 # v0.3 has no JSON-RPC ListTasks (the SDK's compat client refuses it itself).
                 await self.check("list-tasks", self.list_tasks)
+            await self.check("push-config", self.push_config)
             await self.check("get-unknown-task", self.task_not_found)
             await self.check("cancel", self.cancel)
             await self.check("stream", self.stream)

@@ -158,6 +158,42 @@ export const SETTING_FIELDS: readonly SettingField[] = [
     max: 100000,
     group: 'Limits',
   },
+  {
+    key: 'push.allow_private_targets',
+    label: 'Push to private addresses',
+    help: "Askers' webhooks may point into private, link-local and other special address ranges (loopback and public addresses always may).",
+    kind: 'bool',
+    group: 'Push notifications',
+  },
+  {
+    key: 'push.retry_first',
+    label: 'First retry after',
+    help: 'A push the webhook did not take is tried again after this, doubling each time.',
+    kind: 'duration',
+    group: 'Push notifications',
+  },
+  {
+    key: 'push.retry_max',
+    label: 'Longest wait between retries',
+    help: 'The doubling stops here.',
+    kind: 'duration',
+    group: 'Push notifications',
+  },
+  {
+    key: 'push.give_up_after',
+    label: 'Give up after',
+    help: 'A push still failing this long after its change is dropped (and logged).',
+    kind: 'duration',
+    group: 'Push notifications',
+  },
+  {
+    key: 'push.configs_per_task',
+    label: 'Webhooks per task',
+    help: 'The most webhooks one task may have.',
+    kind: 'count',
+    max: 100,
+    group: 'Push notifications',
+  },
 ];
 
 /**

@@ -16,6 +16,7 @@ pub mod clock;
 pub mod delivery;
 pub mod desk;
 pub mod limits;
+pub mod push;
 pub mod queue;
 pub mod session;
 pub mod settings;

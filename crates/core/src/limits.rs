@@ -25,6 +25,7 @@ pub enum Limit {
     Sessions,
     CreateDesks,
     StreamsPerCaller,
+    PushConfigsPerTask,
 }
 
 impl Limit {
@@ -37,6 +38,7 @@ impl Limit {
             Limit::Sessions => "sessions.max",
             Limit::CreateDesks => "sessions.create_desks_max",
             Limit::StreamsPerCaller => "a2a.streams_per_caller",
+            Limit::PushConfigsPerTask => "push.configs_per_task",
         }
     }
 
@@ -75,6 +77,10 @@ pub enum LimitExceeded {
         "too many open streams: {caller} already has {open} streams and blocking waits open, the most a2a.streams_per_caller ({max}) allows; close one, use SendMessage with returnImmediately and GetTask, or ask the owner to raise a2a.streams_per_caller"
     )]
     Streams { caller: String, open: u64, max: u64 },
+    #[error(
+        "task {task} already has {kept} push notification configs, the most push.configs_per_task ({max}) allows; delete one (DeleteTaskPushNotificationConfig) or set one with the id of an existing one to replace it"
+    )]
+    PushConfigs { task: String, kept: u64, max: u64 },
 }
 
 impl LimitExceeded {
@@ -86,6 +92,7 @@ impl LimitExceeded {
             LimitExceeded::Sessions { .. } => Limit::Sessions,
             LimitExceeded::CreateDesks { .. } => Limit::CreateDesks,
             LimitExceeded::Streams { .. } => Limit::StreamsPerCaller,
+            LimitExceeded::PushConfigs { .. } => Limit::PushConfigsPerTask,
         }
     }
 
@@ -98,7 +105,8 @@ impl LimitExceeded {
             LimitExceeded::OpenTasks { max, .. }
             | LimitExceeded::Sessions { max, .. }
             | LimitExceeded::CreateDesks { max, .. }
-            | LimitExceeded::Streams { max, .. } => max.to_string(),
+            | LimitExceeded::Streams { max, .. }
+            | LimitExceeded::PushConfigs { max, .. } => max.to_string(),
         }
     }
 }
@@ -177,6 +185,23 @@ pub fn follow_up(after: &Task, message_bytes: u64, l: &Limits) -> Result<(), Lim
             what: format!("with this message, task {}", after.id),
             size,
             max: l.task_bytes,
+        });
+    }
+    Ok(())
+}
+
+/// May task `task`, which has `kept` push configs other than the one being set, take one
+/// more?
+pub fn push_config(
+    task: &crate::task::TaskId,
+    kept: u64,
+    s: &crate::settings::Push,
+) -> Result<(), LimitExceeded> {
+    if kept >= s.configs_per_task {
+        return Err(LimitExceeded::PushConfigs {
+            task: task.to_string(),
+            kept,
+            max: s.configs_per_task,
         });
     }
     Ok(())

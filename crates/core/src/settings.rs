@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::desk::AgentKind;
 
 /// The keys, in the order the settings panel shows them.
-pub const KEYS: [&str; 19] = [
+pub const KEYS: [&str; 24] = [
     "reminders.first_after.claude-code",
     "reminders.first_after.default",
     "reminders.ladder",
@@ -32,6 +32,12 @@ pub const KEYS: [&str; 19] = [
     "sessions.keep_ended",
     "sessions.max",
     "sessions.create_desks_max",
+    // Push notifications (see [`Push`]).
+    "push.allow_private_targets",
+    "push.retry_first",
+    "push.retry_max",
+    "push.give_up_after",
+    "push.configs_per_task",
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,6 +68,8 @@ pub struct Settings {
     pub reminders_paused: bool,
     /// How much any one caller may make Taskkeeper keep.
     pub limits: Limits,
+    /// Push notifications to askers' webhooks.
+    pub push: Push,
 }
 
 impl Default for Settings {
@@ -81,6 +89,7 @@ impl Default for Settings {
             create_desks: true,
             reminders_paused: false,
             limits: Limits::default(),
+            push: Push::default(),
         }
     }
 }
@@ -140,6 +149,7 @@ impl Settings {
             "notifications.enabled" => self.notifications_enabled.to_string(),
             "sessions.create_desks" => self.create_desks.to_string(),
             "reminders.paused" => self.reminders_paused.to_string(),
+            k if k.starts_with("push.") => return self.push.get(key),
             _ => return self.limits.get(key),
         })
     }
@@ -191,6 +201,7 @@ impl Settings {
             "sessions.create_desks" => {
                 self.create_desks = parse_bool(value).ok_or_else(|| invalid(BOOL_HELP))?
             }
+            k if k.starts_with("push.") => return self.push.set(key, value),
             _ => return self.limits.set(key, value),
         }
         Ok(())
@@ -379,6 +390,87 @@ pub fn format_bytes(bytes: u64) -> String {
     }
 }
 
+// ---- push notifications -----------------------------------------------------------------
+
+/// Push notifications to askers' webhooks (the rules are in [`crate::push`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Push {
+    /// Webhooks may point into private, link-local, shared and the other special ranges
+    /// (loopback and public addresses always may).
+    pub allow_private_targets: bool,
+    /// A failed delivery is tried again after this, doubling with each failure...
+    pub retry_first: Duration,
+    /// ...up to this.
+    pub retry_max: Duration,
+    /// A delivery still failing this long after its change is dropped (and logged).
+    pub give_up_after: Duration,
+    /// Webhooks one task may have.
+    pub configs_per_task: u64,
+}
+
+impl Default for Push {
+    fn default() -> Self {
+        Self {
+            allow_private_targets: false,
+            retry_first: Duration::from_secs(1),
+            retry_max: Duration::from_secs(300),
+            give_up_after: Duration::from_secs(86_400),
+            configs_per_task: 10,
+        }
+    }
+}
+
+const PUSH_CONFIGS_HELP: &str = "a whole number from 1 to 100";
+
+impl Push {
+    fn get(&self, key: &str) -> Result<String, SettingError> {
+        Ok(match key {
+            "push.allow_private_targets" => self.allow_private_targets.to_string(),
+            "push.retry_first" => format_duration(self.retry_first),
+            "push.retry_max" => format_duration(self.retry_max),
+            "push.give_up_after" => format_duration(self.give_up_after),
+            "push.configs_per_task" => self.configs_per_task.to_string(),
+            _ => {
+                return Err(SettingError::UnknownKey {
+                    key: key.to_owned(),
+                });
+            }
+        })
+    }
+
+    fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
+        let invalid = |expected| SettingError::InvalidValue {
+            key: key.to_owned(),
+            value: value.to_owned(),
+            expected,
+        };
+        let duration = || parse_duration(value).ok_or_else(|| invalid(DURATION_HELP));
+        match key {
+            "push.allow_private_targets" => {
+                self.allow_private_targets = parse_bool(value).ok_or_else(|| invalid(BOOL_HELP))?
+            }
+            "push.retry_first" => self.retry_first = duration()?,
+            "push.retry_max" => self.retry_max = duration()?,
+            "push.give_up_after" => self.give_up_after = duration()?,
+            "push.configs_per_task" => {
+                self.configs_per_task = value
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|n| (1..=100).contains(n))
+                    .ok_or_else(|| invalid(PUSH_CONFIGS_HELP))?
+            }
+            _ => {
+                return Err(SettingError::UnknownKey {
+                    key: key.to_owned(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+// ---- end push notifications ----
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -407,6 +499,11 @@ mod tests {
             "sessions.keep_ended = 1d",
             "sessions.max = 500",
             "sessions.create_desks_max = 50",
+            "push.allow_private_targets = false",
+            "push.retry_first = 1s",
+            "push.retry_max = 5m",
+            "push.give_up_after = 1d",
+            "push.configs_per_task = 10",
         ] {
             assert!(text.contains(line), "missing {line} in\n{text}");
         }
@@ -442,6 +539,10 @@ mod tests {
             ("sessions.keep_ended", "0d"),
             ("sessions.max", "-5"),
             ("sessions.create_desks_max", ""),
+            ("push.allow_private_targets", "1"),
+            ("push.retry_first", "0s"),
+            ("push.give_up_after", "soon"),
+            ("push.configs_per_task", "101"),
         ] {
             let err = s.set(k, v).unwrap_err();
             assert!(err.to_string().contains(k), "{err}");

@@ -39,6 +39,8 @@ pub enum DaemonError {
     Listen { port: u16, source: std::io::Error },
     #[error(transparent)]
     Ui(#[from] crate::ui::UiError),
+    #[error("cannot set up the client that sends push notifications: {0}")]
+    Push(String),
 }
 
 /// A running daemon.
@@ -57,6 +59,8 @@ pub struct Daemon {
     housekeeping: JoinHandle<()>,
     conformance: Option<JoinHandle<()>>,
     watchdog: JoinHandle<()>,
+    pusher: JoinHandle<()>,
+    push_wake: crate::a2a::push::Waker,
 }
 
 impl Daemon {
@@ -126,6 +130,9 @@ impl Daemon {
         let credentials = Credentials::new(token.clone(), worker_token.clone(), &askers);
         let tasks = Tasks::new(store.clone(), config.clock.clone());
         let (stop, mut stopped) = watch::channel(false);
+        let pusher = crate::a2a::push::Pusher::new(tasks.clone())
+            .map_err(|e| DaemonError::Push(e.to_string()))?;
+        let push_wake = pusher.waker();
         let guard = Arc::new(Guard::new(credentials.clone(), addr.port()));
         let a2a = crate::a2a::A2a {
             tasks: tasks.clone(),
@@ -140,6 +147,7 @@ impl Daemon {
                     .then(|| crate::conformance::DESK.to_owned()),
             },
             slots: Default::default(),
+            push: push_wake.clone(),
         };
         crate::conformance::prepare(&tasks, &config.data_dir, config.conformance).await?;
         // Cancelled at shutdown: ends any open MCP response so the graceful shutdown
@@ -204,6 +212,7 @@ impl Daemon {
             owner.schedule_changed(),
         );
         let watchdog = tokio::spawn(watchdog.run(stopped.clone()));
+        let pusher = tokio::spawn(pusher.run(stopped.clone()));
         let conformance = config
             .conformance
             .then(|| tokio::spawn(crate::conformance::run(tasks.clone(), stopped.clone())));
@@ -260,6 +269,8 @@ impl Daemon {
             housekeeping,
             conformance,
             watchdog,
+            pusher,
+            push_wake,
         })
     }
 
@@ -301,6 +312,12 @@ impl Daemon {
         &self.tasks
     }
 
+    /// Make the push sender look at its queue now: for tests that moved the injected clock
+    /// past a retry (it otherwise looks again within 30 s).
+    pub fn wake_push(&self) {
+        self.push_wake.notify_one();
+    }
+
     /// Stop accepting requests, let those in flight finish, and stop.
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
@@ -308,6 +325,7 @@ impl Daemon {
         let _ = self.server.await;
         let _ = self.housekeeping.await;
         let _ = self.watchdog.await;
+        let _ = self.pusher.await;
         if let Some(worker) = self.conformance {
             let _ = worker.await;
         }

@@ -143,15 +143,33 @@ impl Tasks {
     }
 
     pub async fn submit(&self, new: NewTask) -> Result<Changed, StoreError> {
-        let changed = self.blocking(move |s, now| s.submit(new, now)).await?;
+        self.submit_with_push(new, None).await
+    }
+
+    /// [`Tasks::submit`] with a webhook set in the same transaction (see
+    /// `Store::submit_with_push`).
+    pub async fn submit_with_push(
+        &self,
+        new: NewTask,
+        webhook: Option<taskkeeper_core::push::NewPushConfig>,
+    ) -> Result<Changed, StoreError> {
+        let changed = self
+            .blocking(move |s, now| s.submit_with_push(new, webhook, now))
+            .await?;
         self.publish(&changed);
         Ok(changed)
     }
 
-    /// [`Tasks::submit`] without the resend check (`Store::submit_each`): the conformance
-    /// desk's anonymous asker only.
-    pub async fn submit_each(&self, new: NewTask) -> Result<Changed, StoreError> {
-        let changed = self.blocking(move |s, now| s.submit_each(new, now)).await?;
+    /// [`Tasks::submit_with_push`] without the resend check (`Store::submit_each`): the
+    /// conformance desk's anonymous asker only.
+    pub async fn submit_each(
+        &self,
+        new: NewTask,
+        webhook: Option<taskkeeper_core::push::NewPushConfig>,
+    ) -> Result<Changed, StoreError> {
+        let changed = self
+            .blocking(move |s, now| s.submit_each(new, webhook, now))
+            .await?;
         self.publish(&changed);
         Ok(changed)
     }

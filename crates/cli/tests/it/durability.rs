@@ -483,3 +483,115 @@ fn a_torn_unfinished_frame_after_kill_9_starts_and_keeps_every_acknowledged_writ
     let daemon = Served::start(dir.path());
     verify(daemon.port, &mut ledger);
 }
+
+/// What a webhook answered (its status) and was sent, in arrival order.
+type Pushes = Arc<Mutex<Vec<(u16, Value)>>>;
+
+/// A webhook that answers 503 while `failing` is set, else 200, and keeps what it was sent.
+fn webhook(failing: Arc<std::sync::atomic::AtomicBool>) -> (u16, Pushes) {
+    use std::io::{BufRead as _, Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let hits = Arc::new(Mutex::new(Vec::new()));
+    let kept = Arc::clone(&hits);
+    thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let mut reader = std::io::BufReader::new(conn.try_clone().unwrap());
+            let mut len = 0usize;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some((k, v)) = line.split_once(':')
+                    && k.eq_ignore_ascii_case("content-length")
+                {
+                    len = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; len];
+            let _ = reader.read_exact(&mut body);
+            let status = if failing.load(std::sync::atomic::Ordering::SeqCst) {
+                503
+            } else {
+                200
+            };
+            let value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            kept.lock().unwrap().push((status, value));
+            let _ = write!(
+                conn,
+                "HTTP/1.1 {status} X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+        }
+    });
+    (port, hits)
+}
+
+/// Pushes queued for a failing webhook survive a SIGKILL: after the restart they arrive, in
+/// order (v0.3 here: the inline `pushNotificationConfig`, bare objects with `kind`).
+#[test]
+fn queued_pushes_survive_kill_9_and_arrive_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = Served::start(dir.path());
+    let desk = json!({"name": "web", "dir": "/tmp", "agent": "generic"}).to_string();
+    assert_eq!(request(d.port, "POST", "/api/desks", &desk).unwrap().0, 201);
+    let settings = json!({"push.retry_first": "1s", "push.retry_max": "1s"}).to_string();
+    assert_eq!(
+        request(d.port, "PUT", "/api/settings", &settings)
+            .unwrap()
+            .0,
+        200
+    );
+    let failing = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let (hook_port, hits) = webhook(Arc::clone(&failing));
+    let send = json!({"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {
+        "message": {"kind": "message", "messageId": "m-1", "role": "user", "parts": [{"kind": "text", "text": "Add a --json flag"}]},
+        "configuration": {"blocking": false, "pushNotificationConfig": {"url": format!("http://127.0.0.1:{hook_port}/hook")}}}});
+    let (_, sent) = request(d.port, "POST", "/a2a/web", &send.to_string()).unwrap();
+    let id = serde_json::from_str::<Value>(&sent).unwrap()["result"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{sent}"))
+        .to_owned();
+    assert!(finish(d.port, &id));
+    crate::support::until("a failed push", || {
+        (!hits.lock().unwrap().is_empty()).then_some(())
+    });
+    d.kill9();
+
+    failing.store(false, std::sync::atomic::Ordering::SeqCst);
+    let _d = Served::start(dir.path());
+    let delivered = crate::support::until("three pushes after the restart", || {
+        let ok: Vec<Value> = hits
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(s, _)| *s == 200)
+            .map(|(_, v)| v.clone())
+            .collect();
+        (ok.len() >= 3).then_some(ok)
+    });
+    let kinds: Vec<(&str, &str)> = delivered
+        .iter()
+        .map(|v| {
+            (
+                v["kind"].as_str().unwrap_or(""),
+                v["status"]["state"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("task", "working"),
+            ("artifact-update", ""),
+            ("status-update", "completed")
+        ]
+    );
+    assert_eq!(delivered[2]["final"], true);
+    assert!(
+        delivered
+            .iter()
+            .all(|v| v["taskId"] == id.as_str() || v["id"] == id.as_str())
+    );
+}

@@ -1,7 +1,7 @@
 //! Interoperability with the A2A reference SDK: the Python `a2a-sdk` client (pinned below)
 //! fetches the card (the public one without credentials, then the extended one), sends, gets,
-//! lists, streams, subscribes and cancels against a real daemon, in v1.0 and in v0.3 (the
-//! same package's v0.3 compatibility client), through
+//! lists, sets a webhook (and gets its first push), streams, subscribes and cancels against a
+//! real daemon, in v1.0 and in v0.3 (the same package's v0.3 compatibility client), through
 //! `tests/interop/a2a_sdk_client.py`. This test plays the worker: when the script asks, it ends
 //! the task through the owner API, so a blocking send can come back INPUT_REQUIRED, then
 //! COMPLETED with the summary.
@@ -257,6 +257,7 @@ fn the_reference_sdk_client_works_against_us_in_v1_0_and_v0_3() {
             "extended-card",
             "send-nonblocking",
             "get-task",
+            "push-config",
             "cancel",
             "stream",
             "subscribe-cancel",

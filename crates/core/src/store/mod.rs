@@ -8,6 +8,7 @@
 //! the desk's queue move on ([`queue::next_to_start`]) in the same transaction. A call returns
 //! only after the commit that made its change durable.
 
+mod push;
 mod recover;
 mod schema;
 pub mod wal;
@@ -488,21 +489,39 @@ impl Store {
     /// the first send created and changes nothing. The task starts at once when its desk is
     /// free, else it waits in the desk's queue.
     pub fn submit(&self, new: NewTask, now: Timestamp) -> Result<Changed, StoreError> {
-        self.submit_with(new, Resend::SameTask, now)
+        self.submit_with(new, Resend::SameTask, None, now)
     }
 
     /// Give a desk a task even when the asker sent this `messageId` before: every send is a
     /// new task. Only for the conformance desk, whose kit reuses one `messageId` per scenario
     /// for a whole run (against A2A's rule that a message id is unique), so that each of its
     /// sends gets the behaviour it asks for instead of a task an earlier scenario ended.
-    pub fn submit_each(&self, new: NewTask, now: Timestamp) -> Result<Changed, StoreError> {
-        self.submit_with(new, Resend::NewTask, now)
+    pub fn submit_each(
+        &self,
+        new: NewTask,
+        webhook: Option<crate::push::NewPushConfig>,
+        now: Timestamp,
+    ) -> Result<Changed, StoreError> {
+        self.submit_with(new, Resend::NewTask, webhook, now)
+    }
+
+    /// [`Store::submit`] with a webhook for the new task (A2A's push config inline in
+    /// SendMessage), set in the same transaction, so its first push is the new task. A resend
+    /// returns the first task and sets nothing.
+    pub fn submit_with_push(
+        &self,
+        new: NewTask,
+        webhook: Option<crate::push::NewPushConfig>,
+        now: Timestamp,
+    ) -> Result<Changed, StoreError> {
+        self.submit_with(new, Resend::SameTask, webhook, now)
     }
 
     fn submit_with(
         &self,
         new: NewTask,
         resend: Resend,
+        webhook: Option<crate::push::NewPushConfig>,
         now: Timestamp,
     ) -> Result<Changed, StoreError> {
         self.write(move |c| {
@@ -542,7 +561,13 @@ impl Store {
             let mut task =
                 load_task(c, &task.id)?.ok_or_else(|| StoreError::NoSuchTask(task.id.clone()))?;
             fill_positions(c, std::slice::from_mut(&mut task))?;
-            let others = started.into_iter().filter(|t| t.id != task.id).collect();
+            if let Some(config) = webhook {
+                push::insert_config(c, &task, config, now)?;
+            }
+            let others: Vec<Task> = started.into_iter().filter(|t| t.id != task.id).collect();
+            for other in &others {
+                push::enqueue(c, Some(other), other, now)?;
+            }
             Ok(Changed {
                 task,
                 changed: true,
@@ -605,6 +630,11 @@ impl Store {
             let others = start_next(c, &after.desk, now)?;
             let mut task = load_task(c, &id)?.ok_or_else(|| StoreError::NoSuchTask(id.clone()))?;
             fill_positions(c, std::slice::from_mut(&mut task))?;
+            // Queued with the change: an answered change is a queued push, across crashes.
+            push::enqueue(c, Some(&before), &task, now)?;
+            for other in &others {
+                push::enqueue(c, Some(other), other, now)?;
+            }
             Ok(Changed {
                 task,
                 changed: true,

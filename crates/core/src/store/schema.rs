@@ -4,12 +4,12 @@
 use rusqlite_migration::{M, Migrations};
 
 pub(crate) fn migrations() -> Migrations<'static> {
-    Migrations::new(vec![M::up(V1), M::up(V2)])
+    Migrations::new(vec![M::up(V1), M::up(V2), M::up(V3)])
 }
 
 /// How many migrations this build knows; a database with a higher `user_version` was written
 /// by a newer Taskkeeper and is refused.
-pub(crate) const LATEST: i64 = 2;
+pub(crate) const LATEST: i64 = 3;
 
 const V1: &str = r#"
 CREATE TABLE desks (
@@ -78,11 +78,43 @@ const V2: &str = r#"
 ALTER TABLE desks ADD COLUMN deliver_command TEXT;
 "#;
 
+/// Push notifications: each task's webhooks, and the queue of what is still to be posted to
+/// them, written in the same transaction as the change it tells of (core `push.rs`). Both go
+/// with their task when it is pruned.
+const V3: &str = r#"
+CREATE TABLE push_configs (
+    task_id           TEXT NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
+    id                TEXT NOT NULL,
+    url               TEXT NOT NULL,
+    token             TEXT,
+    auth_scheme       TEXT,
+    auth_credentials  TEXT,
+    version           TEXT NOT NULL,
+    created_at        INTEGER NOT NULL,
+    PRIMARY KEY (task_id, id)
+) STRICT;
+
+CREATE TABLE push_deliveries (
+    seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+    task_id         TEXT NOT NULL,
+    config_id       TEXT NOT NULL,
+    item            TEXT NOT NULL,
+    body            TEXT NOT NULL,
+    queue_position  INTEGER,
+    created_at      INTEGER NOT NULL,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    due_at          INTEGER NOT NULL,
+    last_error      TEXT,
+    FOREIGN KEY (task_id, config_id) REFERENCES push_configs (task_id, id) ON DELETE CASCADE
+) STRICT;
+CREATE INDEX push_deliveries_by_config ON push_deliveries (task_id, config_id, seq);
+"#;
+
 #[cfg(test)]
 mod tests {
     #[test]
     fn migrations_are_valid() {
         super::migrations().validate().unwrap();
-        assert_eq!(super::LATEST, 2);
+        assert_eq!(super::LATEST, 3);
     }
 }

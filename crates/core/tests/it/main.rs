@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail loudly
 
 mod limits;
+mod push;
 mod queue;
 mod settings;
 mod store;

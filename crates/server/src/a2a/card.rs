@@ -87,7 +87,7 @@ fn base(
         "version": env!("CARGO_PKG_VERSION"),
         "capabilities": {
             "streaming": true,
-            "pushNotifications": false,
+            "pushNotifications": true,
             // The extended card is for callers with a token; without a scheme there is none.
             "extendedAgentCard": opts.bearer,
             "extensions": [extension(settings)],

@@ -12,6 +12,7 @@
 
 mod card;
 mod proto_names;
+pub mod push;
 mod rpc;
 mod slots;
 mod stream;
@@ -54,6 +55,8 @@ pub(crate) struct A2a {
     pub card: CardOptionsConfig,
     /// Each caller's open streams and blocking waits, capped by `a2a.streams_per_caller`.
     pub slots: slots::Slots,
+    /// Wakes the push sender when a config is set (its first push is queued).
+    pub push: push::Waker,
 }
 
 /// Card options as configured for the daemon.
@@ -427,20 +430,18 @@ async fn dispatch(ctx: &Ctx, method: &str, params: Value) -> Result<Reply, RpcEr
         }
         (V1, "SubscribeToTask") | (V03, "tasks/resubscribe") => subscribe(ctx, params).await,
         (_, "AckTask") => ack_task(ctx, params).await.map(Reply::Json),
-        (
-            V1,
-            "CreateTaskPushNotificationConfig"
-            | "GetTaskPushNotificationConfig"
-            | "ListTaskPushNotificationConfigs"
-            | "DeleteTaskPushNotificationConfig",
-        )
-        | (
-            V03,
-            "tasks/pushNotificationConfig/set"
-            | "tasks/pushNotificationConfig/get"
-            | "tasks/pushNotificationConfig/list"
-            | "tasks/pushNotificationConfig/delete",
-        ) => Err(RpcError::push_not_supported()),
+        (V1, "CreateTaskPushNotificationConfig") | (V03, "tasks/pushNotificationConfig/set") => {
+            push::create(ctx, params).await.map(Reply::Json)
+        }
+        (V1, "GetTaskPushNotificationConfig") | (V03, "tasks/pushNotificationConfig/get") => {
+            push::get(ctx, params).await.map(Reply::Json)
+        }
+        (V1, "ListTaskPushNotificationConfigs") | (V03, "tasks/pushNotificationConfig/list") => {
+            push::list(ctx, params).await.map(Reply::Json)
+        }
+        (V1, "DeleteTaskPushNotificationConfig") | (V03, "tasks/pushNotificationConfig/delete") => {
+            push::delete(ctx, params).await.map(Reply::Json)
+        }
         (V1, "GetExtendedAgentCard") | (V03, "agent/getAuthenticatedExtendedCard") => {
             extended_card(ctx).await.map(Reply::Json)
         }
@@ -459,6 +460,10 @@ fn is_v1_name(m: &str) -> bool {
             | "CancelTask"
             | "SubscribeToTask"
             | "GetExtendedAgentCard"
+            | "CreateTaskPushNotificationConfig"
+            | "GetTaskPushNotificationConfig"
+            | "ListTaskPushNotificationConfigs"
+            | "DeleteTaskPushNotificationConfig"
     )
 }
 
@@ -627,12 +632,19 @@ fn settled(t: &Task) -> bool {
 
 async fn send(ctx: &Ctx, params: Value, streaming: bool) -> Result<Reply, RpcError> {
     let params = message_params(ctx, params)?;
-    let config = params.configuration.unwrap_or_default();
-    if config.task_push_notification_config.is_some() || config.push_notification_config.is_some() {
-        return Err(RpcError::push_not_supported());
-    }
+    let mut config = params.configuration.unwrap_or_default();
     let message = params.message;
     validate_message(&message)?;
+    // A webhook inline: checked before anything changes, set with the task (or, for a
+    // follow-up, before the message, so the follow-up's change is pushed).
+    let webhook = match config
+        .task_push_notification_config
+        .take()
+        .or(config.push_notification_config.take())
+    {
+        Some(raw) => Some(push::checked_config(ctx, raw).await?),
+        None => None,
+    };
     let tasks = &ctx.a2a.tasks;
     let blocking = match ctx.dialect {
         Dialect::V1 => !config.return_immediately.unwrap_or(false),
@@ -662,6 +674,14 @@ async fn send(ctx: &Ctx, params: Value, streaming: bool) -> Result<Reply, RpcErr
             ))
             .with("taskId", task_id));
         }
+        if let Some(webhook) = webhook {
+            let id = task.id.clone();
+            tasks
+                .blocking(move |s, now| s.put_push_config(&id, webhook, now))
+                .await
+                .map_err(RpcError::from_store)?;
+            ctx.a2a.push.notify_one();
+        }
         tasks
             .apply(&task.id, Event::FollowUp { message })
             .await
@@ -683,11 +703,13 @@ async fn send(ctx: &Ctx, params: Value, streaming: bool) -> Result<Reply, RpcErr
         let submitted = if ctx.caller.asker_name() == crate::auth::ANONYMOUS_ASKER {
             // The kit reuses each scenario's messageId for a whole run; each send must
             // get its scenario, not the task an earlier test ended (`Store::submit_each`).
-            tasks.submit_each(new).await
+            tasks.submit_each(new, webhook).await
         } else {
-            tasks.submit(new).await
+            tasks.submit_with_push(new, webhook).await
         };
-        submitted.map_err(RpcError::from_store)?.task
+        let task = submitted.map_err(RpcError::from_store)?.task;
+        ctx.a2a.push.notify_one();
+        task
     };
 
     let task = match slot {

@@ -68,13 +68,6 @@ impl RpcError {
     pub fn not_cancelable(message: impl Into<String>) -> Self {
         Self::new(-32002, message, Some("TASK_NOT_CANCELABLE"))
     }
-    pub fn push_not_supported() -> Self {
-        Self::new(
-            -32003,
-            "Push Notification is not supported",
-            Some("PUSH_NOTIFICATION_NOT_SUPPORTED"),
-        )
-    }
     pub fn unsupported(message: impl Into<String>) -> Self {
         Self::new(-32004, message, Some("UNSUPPORTED_OPERATION"))
     }
@@ -103,6 +96,7 @@ impl RpcError {
             Limit::Sessions => "SESSIONS_LIMIT",
             Limit::CreateDesks => "CREATE_DESKS_LIMIT",
             Limit::StreamsPerCaller => "STREAMS_PER_CALLER_LIMIT",
+            Limit::PushConfigsPerTask => "PUSH_CONFIGS_PER_TASK_LIMIT",
         };
         Self::new(-32000, e.to_string(), Some(reason))
             .with("setting", e.limit().setting())

@@ -348,8 +348,8 @@ fn bad_requests_get_json_rpc_errors_and_change_nothing() {
         ),
         (
             json!({"jsonrpc": "2.0", "id": 2, "method": "CreateTaskPushNotificationConfig", "params": {}}),
-            -32003,
-            "Push",
+            -32602,
+            "taskId",
         ),
     ] {
         let v = d.rpc("/a2a/web", TOKEN, V1, &body);

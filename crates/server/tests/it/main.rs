@@ -13,6 +13,7 @@ mod limits;
 mod mcp;
 mod owner_api;
 mod protojson;
+mod push;
 mod routes;
 mod streams;
 mod support;

@@ -1,0 +1,588 @@
+//! Push notifications (A2A §3.1.7–3.1.10, TaskPushNotificationConfig): an asker that does not
+//! hold a connection open names a webhook for its task, and the daemon POSTs every change of
+//! the task there as the StreamResponse a stream would carry (in v0.3, the bare v0.3 object).
+//!
+//! Two halves. The methods (Create/Get/List/Delete, v0.3's `tasks/pushNotificationConfig/*`
+//! and the config inline in SendMessage) check the target when it is set: `http://` only
+//! (this build has no TLS), loopback or public addresses, the private, link-local, shared and
+//! other special ranges only when the owner allows them (`push.allow_private_targets`). The
+//! [`Pusher`] sends: the store queues each change's pushes in the change's own transaction
+//! (core `store/push.rs`), and the pusher, woken by the task feed and on the injected clock
+//! for retries, posts the head of each webhook's queue, one at a time per webhook so each
+//! gets its pushes in order, and reports each attempt back to the store, which retries with
+//! backoff and drops what still fails after `push.give_up_after`. The addresses a name
+//! resolves to are checked again at connect time ([`CheckedResolver`]), so a name that
+//! rebinds to a private address after it was checked is still refused.
+
+use std::collections::HashSet;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::Url;
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use taskkeeper_core::push::{
+    self, Attempted, Delivery, NewPushConfig, PushAuth, PushConfig, PushItem,
+};
+use taskkeeper_core::settings::Push;
+use taskkeeper_core::{Task, TaskId};
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinSet;
+
+use super::rpc::RpcError;
+use super::wire::{self, Dialect, Shape};
+use super::{Ctx, decode, own_task};
+use crate::tasks::Tasks;
+
+/// The header A2A's reference SDK carries the config's `token` in (the spec names none).
+pub const TOKEN_HEADER: &str = "X-A2A-Notification-Token";
+/// How long one POST may take before it counts as failed.
+const SEND_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest the pusher sleeps while something is queued (the clock may have moved).
+const CAP: Duration = Duration::from_secs(30);
+/// Heads taken per pass.
+const PASS: u32 = 256;
+const URL_MAX: usize = 2048;
+const SECRET_MAX: usize = 4096;
+
+// ---- the methods ----------------------------------------------------------------------
+
+/// AuthenticationInfo, v1.0 (`scheme`) and v0.3 (`schemes[]`) alike.
+#[derive(Debug, Default, Deserialize)]
+struct AuthIn {
+    #[serde(default)]
+    scheme: Option<String>,
+    #[serde(default)]
+    schemes: Option<Vec<String>>,
+    #[serde(default)]
+    credentials: Option<String>,
+}
+
+/// A push config as either version writes it; nested (`pushNotificationConfig`, `config`)
+/// or flat (v1.0's TaskPushNotificationConfig).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ConfigIn {
+    #[serde(default, alias = "task_id")]
+    task_id: Option<String>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    token: Option<String>,
+    #[serde(default)]
+    authentication: Option<AuthIn>,
+    #[serde(default, alias = "push_notification_config", alias = "config")]
+    push_notification_config: Option<Box<ConfigIn>>,
+}
+
+fn version_of(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::V1 => "1.0",
+        Dialect::V03 => "0.3",
+    }
+}
+
+/// The asker's config as the store keeps it, or what is wrong with it (naming the field).
+fn new_config(raw: ConfigIn, dialect: Dialect) -> Result<NewPushConfig, RpcError> {
+    let (outer_id, inner) = match raw.push_notification_config {
+        Some(inner) => (raw.id, *inner),
+        None => (None, raw),
+    };
+    let url = inner.url.filter(|u| !u.trim().is_empty()).ok_or_else(|| {
+        RpcError::invalid_params("url: a push notification config needs the webhook's url")
+    })?;
+    if url.len() > URL_MAX {
+        return Err(RpcError::invalid_params(format!(
+            "url: at most {URL_MAX} characters"
+        )));
+    }
+    let auth = match inner.authentication {
+        None => None,
+        Some(a) => {
+            let scheme = a
+                .scheme
+                .or_else(|| a.schemes.and_then(|s| s.into_iter().next()))
+                .filter(|s| !s.is_empty())
+                .ok_or_else(|| {
+                    RpcError::invalid_params(
+                        "authentication.scheme: name the HTTP scheme, such as Bearer",
+                    )
+                })?;
+            let header = match &a.credentials {
+                Some(c) => format!("{scheme} {c}"),
+                None => scheme.clone(),
+            };
+            if !scheme
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-._~+!#$%&'*^`|".contains(&b))
+                || header.len() > SECRET_MAX
+                || reqwest::header::HeaderValue::from_str(&header).is_err()
+            {
+                return Err(RpcError::invalid_params(format!(
+                    "authentication: scheme and credentials must make a valid Authorization header of at most {SECRET_MAX} bytes (visible ASCII, no line breaks)"
+                )));
+            }
+            Some(PushAuth {
+                scheme,
+                credentials: a.credentials,
+            })
+        }
+    };
+    if let Some(t) = &inner.token
+        && (t.len() > SECRET_MAX || reqwest::header::HeaderValue::from_str(t).is_err())
+    {
+        return Err(RpcError::invalid_params(format!(
+            "token: at most {SECRET_MAX} bytes of visible ASCII, no line breaks"
+        )));
+    }
+    Ok(NewPushConfig {
+        id: inner.id.or(outer_id).filter(|id| !id.is_empty()),
+        url,
+        token: inner.token.filter(|t| !t.is_empty()),
+        auth,
+        version: version_of(dialect).to_owned(),
+    })
+}
+
+/// Where a webhook may point: `http://` to a loopback or public address; the special ranges
+/// only when the owner allows them. A name is resolved and each of its addresses checked.
+pub(crate) async fn check_target(url: &str, settings: &Push) -> Result<(), String> {
+    let parsed =
+        Url::parse(url).map_err(|e| format!("url {url:?} is not an absolute URL ({e})"))?;
+    match parsed.scheme() {
+        "http" => {}
+        "https" => {
+            return Err(format!(
+                "url {url:?}: this daemon posts push notifications over plain http:// only (it is built without TLS); give an http:// webhook on this machine, or a relay that forwards to yours"
+            ));
+        }
+        other => return Err(format!("url {url:?}: the scheme must be http, not {other}")),
+    }
+    let port = parsed.port_or_known_default().unwrap_or(80);
+    let addrs: Vec<IpAddr> = match parsed.host() {
+        Some(url::Host::Ipv4(ip)) => vec![IpAddr::V4(ip)],
+        Some(url::Host::Ipv6(ip)) => vec![IpAddr::V6(ip)],
+        Some(url::Host::Domain(name)) => tokio::net::lookup_host((name, port))
+            .await
+            .map_err(|e| format!("url {url:?}: cannot resolve {name} ({e})"))?
+            .map(|a| a.ip())
+            .collect(),
+        None => return Err(format!("url {url:?} has no host")),
+    };
+    for ip in addrs {
+        refuse(ip, settings)?;
+    }
+    Ok(())
+}
+
+fn refuse(ip: IpAddr, settings: &Push) -> Result<(), String> {
+    match push::address_refusal(ip, settings) {
+        None => Ok(()),
+        Some(range) => Err(format!(
+            "the webhook address {ip} is {range}, where push notifications are not sent; use a loopback or public address (the owner may allow such addresses with `taskkeeper settings set push.allow_private_targets true`)"
+        )),
+    }
+}
+
+/// The config from a request, its target checked against the current settings.
+pub(super) async fn checked_config(ctx: &Ctx, raw: Value) -> Result<NewPushConfig, RpcError> {
+    checked(ctx, decode(raw)?).await
+}
+
+async fn checked(ctx: &Ctx, raw: ConfigIn) -> Result<NewPushConfig, RpcError> {
+    let config = new_config(raw, ctx.dialect)?;
+    let settings = ctx
+        .a2a
+        .tasks
+        .blocking(|s, _| s.settings())
+        .await
+        .map_err(RpcError::from_store)?;
+    check_target(&config.url, &settings.push)
+        .await
+        .map_err(RpcError::invalid_params)?;
+    Ok(config)
+}
+
+/// A config on the wire, in the request's dialect.
+fn config_json(c: &PushConfig, dialect: Dialect) -> Value {
+    let mut inner = Map::new();
+    inner.insert("id".into(), json!(c.id));
+    inner.insert("url".into(), json!(c.url));
+    if let Some(t) = &c.token {
+        inner.insert("token".into(), json!(t));
+    }
+    if let Some(a) = &c.auth {
+        let mut auth = Map::new();
+        match dialect {
+            Dialect::V1 => auth.insert("scheme".into(), json!(a.scheme)),
+            Dialect::V03 => auth.insert("schemes".into(), json!([a.scheme])),
+        };
+        if let Some(cred) = &a.credentials {
+            auth.insert("credentials".into(), json!(cred));
+        }
+        inner.insert("authentication".into(), Value::Object(auth));
+    }
+    match dialect {
+        Dialect::V1 => {
+            inner.insert("taskId".into(), json!(c.task_id));
+            Value::Object(inner)
+        }
+        Dialect::V03 => json!({"taskId": c.task_id, "pushNotificationConfig": inner}),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ConfigRef {
+    /// v1.0: the task; v0.3: `id` is the task and `pushNotificationConfigId` the config.
+    #[serde(default, alias = "task_id")]
+    task_id: Option<String>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default, alias = "push_notification_config_id")]
+    push_notification_config_id: Option<String>,
+}
+
+impl ConfigRef {
+    /// (task, config) as the dialect names them.
+    fn ids(self, dialect: Dialect) -> Result<(String, Option<String>), RpcError> {
+        let (task, config) = match dialect {
+            Dialect::V1 => (self.task_id, self.id.or(self.push_notification_config_id)),
+            Dialect::V03 => (self.task_id.or(self.id), self.push_notification_config_id),
+        };
+        let task = task.filter(|t| !t.is_empty()).ok_or_else(|| {
+            RpcError::invalid_params(match dialect {
+                Dialect::V1 => "taskId: name the task",
+                Dialect::V03 => "id: name the task",
+            })
+        })?;
+        Ok((task, config.filter(|c| !c.is_empty())))
+    }
+}
+
+fn no_config(task: &str, id: &str) -> RpcError {
+    RpcError::invalid_params(format!(
+        "task {task} has no push notification config {id}; ListTaskPushNotificationConfigs shows its configs"
+    ))
+    .with("taskId", task)
+}
+
+/// CreateTaskPushNotificationConfig / `tasks/pushNotificationConfig/set`.
+pub(super) async fn create(ctx: &Ctx, params: Value) -> Result<Value, RpcError> {
+    let mut raw: ConfigIn = decode(params)?;
+    let task_id = raw
+        .task_id
+        .take()
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| RpcError::invalid_params("taskId: name the task the webhook is for"))?;
+    let task = own_task(ctx, &task_id).await?;
+    let config = checked(ctx, raw).await?;
+    let id = task.id.clone();
+    let stored = ctx
+        .a2a
+        .tasks
+        .blocking(move |s, now| s.put_push_config(&id, config, now))
+        .await
+        .map_err(RpcError::from_store)?;
+    ctx.a2a.push.notify_one();
+    Ok(config_json(&stored, ctx.dialect))
+}
+
+/// GetTaskPushNotificationConfig / `tasks/pushNotificationConfig/get` (in v0.3 without a
+/// config id: the task's first config).
+pub(super) async fn get(ctx: &Ctx, params: Value) -> Result<Value, RpcError> {
+    let (task_id, config) = decode::<ConfigRef>(params)?.ids(ctx.dialect)?;
+    let task = own_task(ctx, &task_id).await?;
+    let configs = configs_of(ctx, &task).await?;
+    let found = match &config {
+        Some(id) => configs.into_iter().find(|c| c.id == *id),
+        None if ctx.dialect == Dialect::V03 => configs.into_iter().next(),
+        None => {
+            return Err(RpcError::invalid_params(
+                "id: name the push notification config",
+            ));
+        }
+    };
+    found
+        .map(|c| config_json(&c, ctx.dialect))
+        .ok_or_else(|| no_config(&task_id, config.as_deref().unwrap_or("(any)")))
+}
+
+async fn configs_of(ctx: &Ctx, task: &Task) -> Result<Vec<PushConfig>, RpcError> {
+    let id = task.id.clone();
+    ctx.a2a
+        .tasks
+        .blocking(move |s, _| s.push_configs(&id))
+        .await
+        .map_err(RpcError::from_store)
+}
+
+/// ListTaskPushNotificationConfigs / `tasks/pushNotificationConfig/list`. A task has at most
+/// `push.configs_per_task` configs, so one page holds them all.
+pub(super) async fn list(ctx: &Ctx, params: Value) -> Result<Value, RpcError> {
+    let (task_id, _) = decode::<ConfigRef>(params)?.ids(ctx.dialect)?;
+    let task = own_task(ctx, &task_id).await?;
+    let configs: Vec<Value> = configs_of(ctx, &task)
+        .await?
+        .iter()
+        .map(|c| config_json(c, ctx.dialect))
+        .collect();
+    Ok(match ctx.dialect {
+        Dialect::V1 => json!({"configs": configs, "nextPageToken": ""}),
+        Dialect::V03 => Value::Array(configs),
+    })
+}
+
+/// DeleteTaskPushNotificationConfig / `tasks/pushNotificationConfig/delete`: what is still
+/// queued for it goes with it.
+pub(super) async fn delete(ctx: &Ctx, params: Value) -> Result<Value, RpcError> {
+    let (task_id, config) = decode::<ConfigRef>(params)?.ids(ctx.dialect)?;
+    let config = config.ok_or_else(|| {
+        RpcError::invalid_params(match ctx.dialect {
+            Dialect::V1 => "id: name the push notification config",
+            Dialect::V03 => "pushNotificationConfigId: name the push notification config",
+        })
+    })?;
+    let task = own_task(ctx, &task_id).await?;
+    let (id, cid) = (task.id.clone(), config.clone());
+    let deleted = ctx
+        .a2a
+        .tasks
+        .blocking(move |s, _| s.delete_push_config(&id, &cid))
+        .await
+        .map_err(RpcError::from_store)?;
+    if !deleted {
+        return Err(no_config(&task_id, &config));
+    }
+    Ok(match ctx.dialect {
+        Dialect::V1 => json!({}),
+        Dialect::V03 => Value::Null,
+    })
+}
+
+// ---- the sender -------------------------------------------------------------------------
+
+/// The body of one push: the StreamResponse (v1.0) or the bare v0.3 object, as a stream
+/// would carry it.
+pub fn body(d: &Delivery) -> Value {
+    let dialect = if d.config.version == "0.3" {
+        Dialect::V03
+    } else {
+        Dialect::V1
+    };
+    let t = &d.task;
+    let (item, v1) = match (d.item, t.artifacts.first()) {
+        (PushItem::Task, _) => ("task", wire::task_v1(t, Shape::FULL)),
+        (PushItem::ArtifactUpdate, Some(a)) => ("artifactUpdate", wire::artifact_update_v1(t, a)),
+        (PushItem::StatusUpdate | PushItem::ArtifactUpdate, _) => {
+            ("statusUpdate", wire::status_update_v1(t))
+        }
+    };
+    wire::stream_item(dialect, item, v1, !t.is_open())
+}
+
+/// Resolves a webhook's name and refuses it when any of its addresses is one pushes may not
+/// go to: the check at connect time, on the addresses the connection will use.
+struct CheckedResolver {
+    tasks: Tasks,
+}
+
+impl Resolve for CheckedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let tasks = self.tasks.clone();
+        Box::pin(async move {
+            let settings = tasks.blocking(|s, _| s.settings()).await?;
+            let host = name.as_str().to_owned();
+            let addrs: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            for a in &addrs {
+                refuse(a.ip(), &settings.push)
+                    .map_err(|e| format!("{host} resolves to {}: {e}", a.ip()))?;
+            }
+            Ok(Box::new(addrs.into_iter()) as Addrs)
+        })
+    }
+}
+
+/// Wakes the pusher: a config was set (its first push is queued), or the clock moved.
+pub type Waker = Arc<Notify>;
+
+/// The sender loop (see the module docs).
+pub struct Pusher {
+    tasks: Tasks,
+    client: reqwest::Client,
+    wake: Waker,
+}
+
+impl std::fmt::Debug for Pusher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pusher").finish_non_exhaustive()
+    }
+}
+
+impl Pusher {
+    pub fn new(tasks: Tasks) -> Result<Self, reqwest::Error> {
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            // A redirect could lead anywhere; a webhook answers where it is.
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(SEND_TIMEOUT)
+            .dns_resolver(Arc::new(CheckedResolver {
+                tasks: tasks.clone(),
+            }))
+            .build()?;
+        Ok(Self {
+            tasks,
+            client,
+            wake: Arc::new(Notify::new()),
+        })
+    }
+
+    pub fn waker(&self) -> Waker {
+        Arc::clone(&self.wake)
+    }
+
+    /// Post what is due, until `stop`; a send in flight at the stop is abandoned and stays
+    /// queued for the next start (at least once).
+    pub async fn run(self, mut stop: watch::Receiver<bool>) {
+        // Subscribed before the first read, so no change falls between them.
+        let mut feed = self.tasks.feed();
+        let mut sending: JoinSet<()> = JoinSet::new();
+        let mut in_flight: HashSet<(TaskId, String)> = HashSet::new();
+        let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<(TaskId, String)>();
+        loop {
+            while let Ok(key) = done_rx.try_recv() {
+                in_flight.remove(&key);
+            }
+            let now = self.tasks.now();
+            let due = match self.tasks.blocking(move |s, _| s.push_due(now, PASS)).await {
+                Ok(d) => d,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read the push queue; trying again soon");
+                    Vec::new()
+                }
+            };
+            for d in due {
+                let key = (d.config.task_id.clone(), d.config.id.clone());
+                if !in_flight.insert(key.clone()) {
+                    continue;
+                }
+                let (tasks, client, done) =
+                    (self.tasks.clone(), self.client.clone(), done_tx.clone());
+                sending.spawn(async move {
+                    deliver(&tasks, &client, d).await;
+                    let _ = done.send(key);
+                });
+            }
+            let next = self
+                .tasks
+                .blocking(|s, _| s.push_next_due())
+                .await
+                .ok()
+                .flatten();
+            // Something due is in flight: its end wakes the loop, not a timer.
+            let sleep = next.filter(|at| *at > now).map(|at| at.since(now).min(CAP));
+            let timer = async {
+                match sleep {
+                    Some(d) => tokio::time::sleep(d).await,
+                    None if next.is_some() && in_flight.is_empty() => tokio::time::sleep(CAP).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = feed.recv() => {}
+                () = self.wake.notified() => {}
+                Some(_) = sending.join_next() => {}
+                () = timer => {}
+                _ = stop.wait_for(|s| *s) => break,
+            }
+        }
+        sending.shutdown().await;
+    }
+}
+
+/// One attempt at `d`, reported to the store.
+async fn deliver(tasks: &Tasks, client: &reqwest::Client, d: Delivery) {
+    let outcome = post(tasks, client, &d).await;
+    let (seq, failure) = (d.seq, outcome.clone().err());
+    let attempted = tasks
+        .blocking(move |s, now| s.push_attempted(seq, outcome, now))
+        .await;
+    let (task, config) = (d.config.task_id.as_str(), d.config.id.as_str());
+    match attempted {
+        Ok(Attempted::Delivered) => {
+            tracing::debug!(task, config, item = d.item.as_str(), "push delivered")
+        }
+        Ok(Attempted::Retry { at }) => tracing::info!(
+            task,
+            config,
+            error = failure.as_deref().unwrap_or(""),
+            retry_at = %at,
+            "push failed; trying again later"
+        ),
+        Ok(Attempted::Dropped { attempts, age }) => tracing::warn!(
+            task,
+            config,
+            url = %d.config.url,
+            attempts,
+            age_s = age.as_secs(),
+            error = failure.as_deref().unwrap_or(""),
+            "push dropped: still failing after push.give_up_after"
+        ),
+        Ok(Attempted::Gone) => {}
+        Err(e) => {
+            tracing::warn!(task, config, error = %e, "cannot record a push attempt; it stays queued")
+        }
+    }
+}
+
+/// POST one push; `Err` says why it did not arrive.
+async fn post(tasks: &Tasks, client: &reqwest::Client, d: &Delivery) -> Result<(), String> {
+    let settings = tasks
+        .blocking(|s, _| s.settings())
+        .await
+        .map_err(|e| e.to_string())?;
+    let url = Url::parse(&d.config.url).map_err(|e| e.to_string())?;
+    // A literal address never reaches the resolver: check it here (the setting may have
+    // changed since the config was set).
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => refuse(IpAddr::V4(ip), &settings.push)?,
+        Some(url::Host::Ipv6(ip)) => refuse(IpAddr::V6(ip), &settings.push)?,
+        _ => {}
+    }
+    let mut request = client
+        .post(url)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(body(d).to_string());
+    if let Some(a) = &d.config.auth {
+        let value = match &a.credentials {
+            Some(c) => format!("{} {c}", a.scheme),
+            None => a.scheme.clone(),
+        };
+        request = request.header(reqwest::header::AUTHORIZATION, value);
+    }
+    if let Some(t) = &d.config.token {
+        request = request.header(TOKEN_HEADER, t);
+    }
+    let response = request.send().await.map_err(|e| {
+        // The chain says why (refused address, connection refused, timeout).
+        let mut text = e.to_string();
+        let mut source = std::error::Error::source(&e);
+        while let Some(s) = source {
+            text.push_str(": ");
+            text.push_str(&s.to_string());
+            source = s.source();
+        }
+        text
+    })?;
+    let status = response.status();
+    if status.is_success() {
+        Ok(())
+    } else {
+        Err(format!("the webhook answered HTTP {}", status.as_u16()))
+    }
+}
