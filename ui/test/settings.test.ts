@@ -30,6 +30,11 @@ describe('settings checks', () => {
         'sessions.keep_ended',
         'sessions.max',
         'sessions.create_desks_max',
+        'push.allow_private_targets',
+        'push.retry_first',
+        'push.retry_max',
+        'push.give_up_after',
+        'push.configs_per_task',
       ].sort(),
     );
   });
