@@ -140,7 +140,11 @@ fn submit_each_makes_every_send_a_task_and_leaves_resends_to_submit() {
     let store = open(&dir);
     with_desk(&store, "web");
     let first = store
-        .submit_each(new_task("web", "kit", "tck-input-required-1", "x"), None, T0)
+        .submit_each(
+            new_task("web", "kit", "tck-input-required-1", "x"),
+            None,
+            T0,
+        )
         .unwrap();
     store
         .apply(
@@ -152,7 +156,11 @@ fn submit_each_makes_every_send_a_task_and_leaves_resends_to_submit() {
         )
         .unwrap();
     let second = store
-        .submit_each(new_task("web", "kit", "tck-input-required-1", "x"), None, T0)
+        .submit_each(
+            new_task("web", "kit", "tck-input-required-1", "x"),
+            None,
+            T0,
+        )
         .unwrap();
     assert!(second.changed);
     assert_ne!(
