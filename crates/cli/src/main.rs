@@ -12,7 +12,6 @@ mod out;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::out::say;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
@@ -217,8 +216,16 @@ enum ConnectCommand {
         #[arg(long, value_name = "DIR")]
         project: Option<PathBuf>,
         /// Restore exactly what was there before.
-        #[arg(long)]
+        #[arg(long, conflicts_with_all = ["check", "force"])]
         undo: bool,
+        /// Say whether the hooks and the MCP server still point at a working Taskkeeper (the
+        /// binary they name exists and runs; a daemon answers at the address). Changes nothing.
+        #[arg(long, conflicts_with = "force")]
+        check: bool,
+        /// Connect even when this `taskkeeper` lives in a Cargo build directory (`cargo clean`
+        /// will break the hooks; install it first instead).
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -325,10 +332,16 @@ fn main() -> ExitCode {
                     user: _,
                     project,
                     undo,
+                    check,
+                    force,
                 },
         } => {
-            let scope = project.map_or(connect::Scope::User, connect::Scope::Project);
-            connect::connect(scope, undo).map(|lines| lines.iter().for_each(|l| say!("{l}")))
+            let action = match (undo, check) {
+                (true, _) => connect::Action::Undo,
+                (_, true) => connect::Action::Check,
+                _ => connect::Action::Connect { force },
+            };
+            connect::claude_code(project, action)
         }
         Command::Status { json } => commands::status(json),
         Command::Settings(cmd) => commands::settings(cmd),
