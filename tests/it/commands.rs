@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use taskkeeper_app_lib::commands::{Autostart, AutostartState};
 use taskkeeper_app_lib::events::{self, Navigate};
 use taskkeeper_app_lib::tray::{Counts, TrayState, reminders_text};
-use taskkeeper_app_lib::{Flags, with_commands};
+use taskkeeper_app_lib::{Flags, Start, with_commands};
 use taskkeeper_server::notify::Notice;
 use taskkeeper_server::{Daemon, DaemonConfig, OwnerService};
 use tauri::async_runtime::block_on;
@@ -713,7 +713,33 @@ fn the_tray_shows_three_states_with_the_counts() {
 #[test]
 fn flags_show_the_window_and_ignore_the_unknown() {
     let parse = |args: &[&str]| Flags::parse(args.iter().map(|a| (*a).to_owned()));
-    assert!(!parse(&[]).show);
-    assert!(parse(&["--show"]).show);
-    assert!(parse(&["--from-a-newer-version", "--show"]).show);
+    let run = |args: &[&str]| match parse(args) {
+        Start::Run { flags, ignored } => (flags.show, ignored),
+        other => panic!("{args:?} should run: {other:?}"),
+    };
+    assert_eq!(run(&[]), (false, vec![]));
+    assert_eq!(run(&["--show"]), (true, vec![]));
+    assert_eq!(
+        run(&["--from-a-newer-version", "--show"]),
+        (true, vec!["--from-a-newer-version".to_owned()])
+    );
+    let Start::Exit { text, error, code } = parse(&["--version"]) else {
+        panic!("--version exits")
+    };
+    assert_eq!(
+        (text.as_str(), error, code),
+        ("taskkeeper-app 0.1.0\n", false, 0)
+    );
+    let Start::Exit { text, error, code } = parse(&["--help"]) else {
+        panic!("--help exits")
+    };
+    assert!(
+        !error && code == 0 && text.contains("--show") && text.contains("`taskkeeper --help`"),
+        "{text}"
+    );
+    let Start::Exit { text, error, code } = parse(&["connect", "claude-code"]) else {
+        panic!("a verb is refused")
+    };
+    assert!(error && code == 2, "{text}");
+    assert!(text.contains("`taskkeeper connect claude-code`"), "{text}");
 }

@@ -8,6 +8,7 @@ mod connect;
 mod hook;
 mod open;
 mod out;
+mod service;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -75,6 +76,10 @@ enum Command {
         #[command(subcommand)]
         agent: ConnectCommand,
     },
+    /// The daemon as a per-user service where there is no desktop: a systemd user unit
+    /// (Linux) or a launchd agent (macOS) running `taskkeeper serve`.
+    #[command(subcommand)]
+    Service(ServiceCommand),
     /// Print the MCP server's Authorization header for Claude Code's headersHelper.
     #[command(hide = true)]
     McpHeaders,
@@ -230,6 +235,32 @@ enum ConnectCommand {
 }
 
 #[derive(Debug, Subcommand)]
+enum ServiceCommand {
+    /// Write the unit (or agent) for `taskkeeper serve`, enable it and start it.
+    Install {
+        /// Port on 127.0.0.1 (default 7717).
+        #[arg(long)]
+        port: Option<u16>,
+        /// Where the database, token and log live (default: the OS data directory).
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// Also serve the web UI (`taskkeeper open` opens it).
+        #[arg(long)]
+        ui: bool,
+        /// Only write the file; print the commands that start it.
+        #[arg(long)]
+        no_start: bool,
+        /// Install even when this `taskkeeper` lives in a Cargo build directory.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Stop the service and remove its file.
+    Uninstall,
+    /// Whether the service is installed, and whether it runs.
+    Status,
+}
+
+#[derive(Debug, Subcommand)]
 enum AskerCommand {
     /// Register an asker and print its token (shown only this once).
     Add { name: String },
@@ -343,6 +374,15 @@ fn main() -> ExitCode {
             };
             connect::claude_code(project, action)
         }
+        Command::Service(ServiceCommand::Install {
+            port,
+            data_dir,
+            ui,
+            no_start,
+            force,
+        }) => service::install(&service::ServeArgs { port, data_dir, ui }, !no_start, force),
+        Command::Service(ServiceCommand::Uninstall) => service::uninstall(),
+        Command::Service(ServiceCommand::Status) => service::status(),
         Command::Status { json } => commands::status(json),
         Command::Settings(cmd) => commands::settings(cmd),
         Command::Session(cmd) => commands::session(cmd),
