@@ -204,8 +204,21 @@ fn run(mut config: DaemonConfig, flags: Flags, launched: Instant) -> anyhow::Res
 
     // The daemon runs on Tauri's own tokio runtime, started before the event loop so that a
     // failure ends the process with a message instead of leaving a blank window behind.
-    let daemon =
-        tauri::async_runtime::block_on(Daemon::start(config)).context("starting the daemon")?;
+    let daemon = match tauri::async_runtime::block_on(Daemon::start(config)) {
+        Ok(daemon) => daemon,
+        // `taskkeeper serve` and the service share the data directory; say which to look at.
+        Err(
+            e @ taskkeeper_server::DaemonError::Store(taskkeeper_core::StoreError::Locked {
+                ..
+            }),
+        ) => {
+            anyhow::bail!(
+                "starting the daemon: {e} (`taskkeeper serve` in a terminal, or the service: \
+                 `taskkeeper service status`, `taskkeeper service uninstall`)"
+            )
+        }
+        Err(e) => return Err(anyhow::Error::new(e).context("starting the daemon")),
+    };
     tracing::info!(addr = %daemon.addr(), "daemon listening");
     let owner = daemon.owner();
     app.manage(owner.clone());
