@@ -61,6 +61,10 @@ impl Fixture {
         let mut config = DaemonConfig::new(0, dir.path().to_owned());
         config.token = Some(TOKEN.to_owned());
         config.claude = claude(dir.path());
+        // Connect writes agents' settings into a home of the test's own, naming a stand-in
+        // `taskkeeper` that answers `--version` as the CLI does.
+        config.home = Some(dir.path().join("home"));
+        config.taskkeeper_bin = Some(stand_in_cli(dir.path()));
         let daemon = block_on(Daemon::start(config)).unwrap();
         let owner = daemon.owner();
         let app = with_commands(mock_builder(), owner.clone())
@@ -588,6 +592,52 @@ fn autostart_commands_read_and_set_it() {
     assert_eq!(
         error,
         json!({ "kind": "internal", "message": "autostart: no autostart directory" })
+    );
+}
+
+fn stand_in_cli(dir: &std::path::Path) -> std::path::PathBuf {
+    let exe = dir.join("bin").join("taskkeeper");
+    std::fs::create_dir_all(exe.parent().unwrap()).unwrap();
+    std::fs::write(&exe, "#!/bin/sh\necho 'taskkeeper 0.1.0'\n").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    exe
+}
+
+#[cfg(unix)]
+#[test]
+fn agent_commands_list_connect_and_disconnect_claude_code() {
+    let f = Fixture::new();
+    let home = f.dir.path().join("home");
+    let agents = f.ok("list_agents", json!({}));
+    assert_eq!(
+        (&agents[0]["agent"], &agents[0]["connected"]),
+        (&json!("claude-code"), &json!(false)),
+        "{agents}"
+    );
+    let change = f.ok("connect_agent", json!({ "agent": "claude-code" }));
+    assert_eq!(
+        change["changes"].as_array().map(Vec::len),
+        Some(2),
+        "{change}"
+    );
+    assert_eq!(change["agent"]["working"], true, "{change}");
+    let settings: Value =
+        serde_json::from_str(&std::fs::read_to_string(home.join(".claude/settings.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        settings["hooks"]["Stop"][0]["hooks"][0]["command"],
+        f.dir.path().join("bin/taskkeeper").to_str().unwrap()
+    );
+    let change = f.ok("disconnect_agent", json!({ "agent": "claude-code" }));
+    assert_eq!(change["agent"]["connected"], false, "{change}");
+    assert!(!home.join(".claude/settings.json").exists());
+    assert_eq!(
+        f.err_kind("connect_agent", json!({ "agent": "codex" })),
+        "not_found"
     );
 }
 
