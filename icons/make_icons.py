@@ -195,6 +195,19 @@ def tray_stalled() -> list[Layer]:
     return tray_card() + badge(RED, bang=True)
 
 
+def ico(images: list[tuple[int, bytes]]) -> bytes:
+    """A Windows icon holding PNG images (Vista and later read them), for the Windows
+    resource tauri-build makes and the NSIS installer."""
+    header = struct.pack("<HHH", 0, 1, len(images))
+    offset = 6 + 16 * len(images)
+    entries, data = b"", b""
+    for size, image in images:
+        side = 0 if size >= 256 else size  # 0 means 256 in an ICO directory entry
+        entries += struct.pack("<BBBBHHII", side, side, 0, 0, 1, 32, len(image), offset + len(data))
+        data += image
+    return header + entries + data
+
+
 def main() -> None:
     outputs: list[tuple[Path, int, Callable[[], list[Layer]]]] = [
         (HERE / "32x32.png", 32, app_icon),
@@ -210,6 +223,9 @@ def main() -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(png(size, render(size, design())))
         print(f"wrote {path.relative_to(HERE.parent)} ({size}x{size})")
+    images = [(size, png(size, render(size, app_icon()))) for size in (32, 256)]
+    (HERE / "icon.ico").write_bytes(ico(images))
+    print("wrote icons/icon.ico (32x32, 256x256)")
 
 
 if __name__ == "__main__":

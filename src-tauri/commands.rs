@@ -21,6 +21,9 @@
 //! | `get_settings` | | `{key: value}` | `GET /api/settings` |
 //! | `save_settings` | `changes` (`{key: value}`) | `{key: value}` | `PUT /api/settings` |
 //! | `pause_reminders`, `resume_reminders` | | `{key: value}` | `POST /api/reminders/pause`, `…/resume` |
+//! | `list_agents` | | `AgentView[]` | `GET /api/agents` |
+//! | `connect_agent` | `agent`, `force?` | `AgentChange` | `POST /api/agents/{agent}/connect` |
+//! | `disconnect_agent` | `agent` | `AgentChange` | `POST /api/agents/{agent}/disconnect` |
 //! | `get_autostart` | | `bool` | (the app only) |
 //! | `set_autostart` | `enabled` | `bool` | (the app only) |
 //! | `ui_rendered` | `count` | | (the app's end-to-end test) |
@@ -29,7 +32,7 @@
 //! `pub fn` in `lib.rs` collides with the macro's own glue (E0255, docs/tauri.md §11).
 
 use serde_json::{Map, Value};
-use taskkeeper_server::api::{DeskView, SessionView, TaskDetail, TaskView};
+use taskkeeper_server::api::{AgentChange, AgentView, DeskView, SessionView, TaskDetail, TaskView};
 use taskkeeper_server::{OwnerError, OwnerErrorKind, OwnerService, TaskQuery};
 use tauri::ipc::Invoke;
 use tauri::{Runtime, State};
@@ -211,6 +214,32 @@ async fn set_paused(owner: &OwnerService, paused: bool) -> Result<SettingsMap, O
         .await
 }
 
+/// The agents Taskkeeper can connect (Claude Code today), with what their settings say.
+#[tauri::command]
+pub async fn list_agents(owner: State<'_, OwnerService>) -> Result<Vec<AgentView>, OwnerError> {
+    owner.agents().await
+}
+
+/// Connects an agent for the user, as `taskkeeper connect claude-code` does; `force` names
+/// a `taskkeeper` in a build directory anyway.
+#[tauri::command]
+pub async fn connect_agent(
+    owner: State<'_, OwnerService>,
+    agent: String,
+    force: Option<bool>,
+) -> Result<AgentChange, OwnerError> {
+    owner.connect_agent(&agent, force.unwrap_or(false)).await
+}
+
+/// Puts the agent's settings back as they were before Connect.
+#[tauri::command]
+pub async fn disconnect_agent(
+    owner: State<'_, OwnerService>,
+    agent: String,
+) -> Result<AgentChange, OwnerError> {
+    owner.disconnect_agent(&agent).await
+}
+
 /// Starting the app at login. The app uses `tauri-plugin-autostart` ([`crate::PluginAutostart`]);
 /// tests on the mock runtime put a fake in its place so they touch no real login items.
 pub trait Autostart: Send + Sync {
@@ -274,6 +303,9 @@ pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'stat
         save_settings,
         pause_reminders,
         resume_reminders,
+        list_agents,
+        connect_agent,
+        disconnect_agent,
         get_autostart,
         set_autostart,
         ui_rendered,

@@ -36,25 +36,63 @@ use crate::notifications::{Click, DesktopNotifier};
 use crate::tray::Tray;
 
 /// What the command line can ask for.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, clap::Parser)]
+#[command(
+    name = "taskkeeper-app",
+    version,
+    about = "Taskkeeper's tray app: the daemon with a tray icon, a window and desktop notifications",
+    after_help = "The daemon without a window, the hooks agents run and every other verb are \
+                  the `taskkeeper` command, installed beside this one: `taskkeeper --help`.\n\
+                  Both use the same data directory (TASKKEEPER_DATA_DIR, else the OS's); only \
+                  one of them runs on it at a time."
+)]
 pub struct Flags {
-    /// `--show`: show the window at start instead of starting hidden in the tray (the
-    /// end-to-end tests' screenshots; handy when trying the app out).
+    /// Show the window at start instead of starting hidden in the tray.
+    #[arg(long)]
     pub show: bool,
 }
 
+/// What the command line says to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Start {
+    /// Run, with these flags; `ignored` are flags this version does not know.
+    Run { flags: Flags, ignored: Vec<String> },
+    /// Print `text` (to stderr when `error`) and exit with `code`: `--help`, `--version`, or
+    /// words the app does not take.
+    Exit { text: String, error: bool, code: u8 },
+}
+
 impl Flags {
-    /// Reads the flags; unknown ones are logged and ignored, so an autostart entry written by
-    /// a newer version never stops an older one from starting.
-    pub fn parse(args: impl IntoIterator<Item = String>) -> Self {
-        let mut flags = Flags::default();
-        for arg in args {
-            match arg.as_str() {
-                "--show" => flags.show = true,
-                other => tracing::warn!("ignoring an unknown argument {other:?}"),
-            }
+    /// Reads the command line (without the program name). Unknown flags are ignored (and
+    /// logged by the caller), so an autostart entry written by a newer version never stops
+    /// an older one from starting; a word that is no flag (`taskkeeper-app connect
+    /// claude-code`) is refused and points at the `taskkeeper` command.
+    pub fn parse(args: impl IntoIterator<Item = String>) -> Start {
+        use clap::Parser as _;
+        use clap::error::ErrorKind;
+        let args: Vec<String> = args.into_iter().collect();
+        if let Some(word) = args.iter().find(|a| !a.starts_with('-')) {
+            return Start::Exit {
+                text: format!(
+                    "taskkeeper-app: it takes no commands ({word:?}); the verbs are the \
+                     `taskkeeper` command's: `taskkeeper {}` (see `taskkeeper --help`)\n",
+                    args.join(" ")
+                ),
+                error: true,
+                code: 2,
+            };
         }
-        flags
+        let (known, ignored): (Vec<String>, Vec<String>) = args
+            .into_iter()
+            .partition(|a| ["--show", "--help", "-h", "--version", "-V"].contains(&a.as_str()));
+        match Flags::try_parse_from(std::iter::once("taskkeeper-app".to_owned()).chain(known)) {
+            Ok(flags) => Start::Run { flags, ignored },
+            Err(e) => Start::Exit {
+                text: e.render().to_string(),
+                error: !matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion),
+                code: u8::try_from(e.exit_code()).unwrap_or(2),
+            },
+        }
     }
 }
 
@@ -64,6 +102,18 @@ impl Flags {
 /// a session bus on Linux) shows the first one's window and exits 0.
 pub fn main() -> ExitCode {
     let launched = Instant::now();
+    // Before anything opens the data directory: `--version` changes nothing.
+    let (flags, ignored) = match Flags::parse(std::env::args().skip(1)) {
+        Start::Run { flags, ignored } => (flags, ignored),
+        Start::Exit { text, error, code } => {
+            if error {
+                eprint!("{text}");
+            } else {
+                print!("{text}");
+            }
+            return ExitCode::from(code);
+        }
+    };
     let config = match DaemonConfig::from_env() {
         Ok(config) => config,
         Err(error) => {
@@ -80,7 +130,9 @@ pub fn main() -> ExitCode {
         }
     };
     log_panics();
-    let flags = Flags::parse(std::env::args().skip(1));
+    for flag in ignored {
+        tracing::warn!("ignoring an unknown argument {flag:?}");
+    }
     // Logged while the guard still lives, so the line reaches the file; the log's stderr
     // layer shows it to whoever started the app.
     run(config, flags, launched).unwrap_or_else(|error| {
@@ -152,8 +204,21 @@ fn run(mut config: DaemonConfig, flags: Flags, launched: Instant) -> anyhow::Res
 
     // The daemon runs on Tauri's own tokio runtime, started before the event loop so that a
     // failure ends the process with a message instead of leaving a blank window behind.
-    let daemon =
-        tauri::async_runtime::block_on(Daemon::start(config)).context("starting the daemon")?;
+    let daemon = match tauri::async_runtime::block_on(Daemon::start(config)) {
+        Ok(daemon) => daemon,
+        // `taskkeeper serve` and the service share the data directory; say which to look at.
+        Err(
+            e @ taskkeeper_server::DaemonError::Store(taskkeeper_core::StoreError::Locked {
+                ..
+            }),
+        ) => {
+            anyhow::bail!(
+                "starting the daemon: {e} (`taskkeeper serve` in a terminal, or the service: \
+                 `taskkeeper service status`, `taskkeeper service uninstall`)"
+            )
+        }
+        Err(e) => return Err(anyhow::Error::new(e).context("starting the daemon")),
+    };
     tracing::info!(addr = %daemon.addr(), "daemon listening");
     let owner = daemon.owner();
     app.manage(owner.clone());

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use taskkeeper_app_lib::commands::{Autostart, AutostartState};
 use taskkeeper_app_lib::events::{self, Navigate};
 use taskkeeper_app_lib::tray::{Counts, TrayState, reminders_text};
-use taskkeeper_app_lib::{Flags, with_commands};
+use taskkeeper_app_lib::{Flags, Start, with_commands};
 use taskkeeper_server::notify::Notice;
 use taskkeeper_server::{Daemon, DaemonConfig, OwnerService};
 use tauri::async_runtime::block_on;
@@ -61,6 +61,10 @@ impl Fixture {
         let mut config = DaemonConfig::new(0, dir.path().to_owned());
         config.token = Some(TOKEN.to_owned());
         config.claude = claude(dir.path());
+        // Connect writes agents' settings into a home of the test's own, naming a stand-in
+        // `taskkeeper` that answers `--version` as the CLI does.
+        config.home = Some(dir.path().join("home"));
+        config.taskkeeper_bin = Some(stand_in_cli(dir.path()));
         let daemon = block_on(Daemon::start(config)).unwrap();
         let owner = daemon.owner();
         let app = with_commands(mock_builder(), owner.clone())
@@ -591,6 +595,52 @@ fn autostart_commands_read_and_set_it() {
     );
 }
 
+fn stand_in_cli(dir: &std::path::Path) -> std::path::PathBuf {
+    let exe = dir.join("bin").join("taskkeeper");
+    std::fs::create_dir_all(exe.parent().unwrap()).unwrap();
+    std::fs::write(&exe, "#!/bin/sh\necho 'taskkeeper 0.1.0'\n").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    exe
+}
+
+#[cfg(unix)]
+#[test]
+fn agent_commands_list_connect_and_disconnect_claude_code() {
+    let f = Fixture::new();
+    let home = f.dir.path().join("home");
+    let agents = f.ok("list_agents", json!({}));
+    assert_eq!(
+        (&agents[0]["agent"], &agents[0]["connected"]),
+        (&json!("claude-code"), &json!(false)),
+        "{agents}"
+    );
+    let change = f.ok("connect_agent", json!({ "agent": "claude-code" }));
+    assert_eq!(
+        change["changes"].as_array().map(Vec::len),
+        Some(2),
+        "{change}"
+    );
+    assert_eq!(change["agent"]["working"], true, "{change}");
+    let settings: Value =
+        serde_json::from_str(&std::fs::read_to_string(home.join(".claude/settings.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        settings["hooks"]["Stop"][0]["hooks"][0]["command"],
+        f.dir.path().join("bin/taskkeeper").to_str().unwrap()
+    );
+    let change = f.ok("disconnect_agent", json!({ "agent": "claude-code" }));
+    assert_eq!(change["agent"]["connected"], false, "{change}");
+    assert!(!home.join(".claude/settings.json").exists());
+    assert_eq!(
+        f.err_kind("connect_agent", json!({ "agent": "codex" })),
+        "not_found"
+    );
+}
+
 #[test]
 fn ui_rendered_takes_a_count_and_unknown_commands_are_refused() {
     let f = Fixture::new();
@@ -713,7 +763,33 @@ fn the_tray_shows_three_states_with_the_counts() {
 #[test]
 fn flags_show_the_window_and_ignore_the_unknown() {
     let parse = |args: &[&str]| Flags::parse(args.iter().map(|a| (*a).to_owned()));
-    assert!(!parse(&[]).show);
-    assert!(parse(&["--show"]).show);
-    assert!(parse(&["--from-a-newer-version", "--show"]).show);
+    let run = |args: &[&str]| match parse(args) {
+        Start::Run { flags, ignored } => (flags.show, ignored),
+        other => panic!("{args:?} should run: {other:?}"),
+    };
+    assert_eq!(run(&[]), (false, vec![]));
+    assert_eq!(run(&["--show"]), (true, vec![]));
+    assert_eq!(
+        run(&["--from-a-newer-version", "--show"]),
+        (true, vec!["--from-a-newer-version".to_owned()])
+    );
+    let Start::Exit { text, error, code } = parse(&["--version"]) else {
+        panic!("--version exits")
+    };
+    assert_eq!(
+        (text.as_str(), error, code),
+        ("taskkeeper-app 0.1.0\n", false, 0)
+    );
+    let Start::Exit { text, error, code } = parse(&["--help"]) else {
+        panic!("--help exits")
+    };
+    assert!(
+        !error && code == 0 && text.contains("--show") && text.contains("`taskkeeper --help`"),
+        "{text}"
+    );
+    let Start::Exit { text, error, code } = parse(&["connect", "claude-code"]) else {
+        panic!("a verb is refused")
+    };
+    assert!(error && code == 2, "{text}");
+    assert!(text.contains("`taskkeeper connect claude-code`"), "{text}");
 }

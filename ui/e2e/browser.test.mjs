@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, link, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, afterEach, before, beforeEach, test } from 'node:test';
@@ -37,10 +37,10 @@ for (const [what, path, fix] of [
 
 /** A `taskkeeper serve --ui` child on a free port, with its own data directory. */
 class Daemon {
-  static async start({ ui = true, env = {} } = {}) {
+  static async start({ ui = true, env = {}, bin = BIN } = {}) {
     const dir = await mkdtemp(join(tmpdir(), 'tk-browser-'));
     const flags = ui ? ['--ui', UI_DIST] : [];
-    const child = spawn(BIN, ['serve', ...flags, '--port', '0', '--data-dir', join(dir, 'data')], {
+    const child = spawn(bin, ['serve', ...flags, '--port', '0', '--data-dir', join(dir, 'data')], {
       env: { ...process.env, TASKKEEPER_TOKEN: TOKEN, RUST_LOG: 'warn', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -919,5 +919,89 @@ test('Deny with a message answers the request; a long input starts folded', asyn
     noProblems();
   } finally {
     await asker.remove();
+  }
+});
+
+/**
+ * A throwaway HOME with Claude Code's settings in it, and `taskkeeper` "installed" outside
+ * the build directory (a hard link, else a copy) on a PATH of its own.
+ */
+async function machine() {
+  const root = await mkdtemp(join(tmpdir(), 'tk-agents-'));
+  const home = join(root, 'home');
+  await mkdir(join(home, '.claude'), { recursive: true });
+  const settings = join(home, '.claude', 'settings.json');
+  const original = '{\n  "model": "opus"\n}\n';
+  await writeFile(settings, original);
+  await mkdir(join(root, 'bin'));
+  const installed = join(root, 'bin', 'taskkeeper');
+  await link(BIN, installed).catch(() => copyFile(BIN, installed));
+  const env = { HOME: home, PATH: `${join(root, 'bin')}:${process.env.PATH}` };
+  return { root, home, settings, original, installed, env };
+}
+
+test('Connect and Disconnect in the settings panel change Claude Code\'s settings as `taskkeeper connect` does', async () => {
+  const m = await machine();
+  await daemon.stop();
+  daemon = await Daemon.start({ bin: m.installed, env: m.env });
+  try {
+    await openUi('#/settings');
+    const agent = page.locator('[data-agent="claude-code"]');
+    await agent.getByText('Not connected').waitFor();
+    await agent.getByRole('button', { name: 'Connect' }).click();
+    const status = agent.getByRole('status');
+    await status.getByText('Connected. Changed:').waitFor();
+    assert.match(await status.textContent(), /settings\.json: added Taskkeeper's hooks/);
+    assert.match(await status.textContent(), /\.claude\.json: added the MCP server `taskkeeper`/);
+    await agent.getByText('Connected', { exact: true }).waitFor();
+    await shot('settings-agents-connected');
+
+    const settings = JSON.parse(await readFile(m.settings, 'utf8'));
+    assert.equal(settings.model, 'opus', "the user's settings stay");
+    assert.equal(settings.hooks.Stop[0].hooks[0].command, 'taskkeeper', 'the PATH finds the installed binary, so its name');
+    const config = JSON.parse(await readFile(join(m.home, '.claude.json'), 'utf8'));
+    assert.equal(config.mcpServers.taskkeeper.url, `${daemon.base}/mcp`);
+    // What the window wrote, the CLI finds working.
+    const { stdout } = await run(m.installed, ['connect', 'claude-code', '--check'], {
+      env: { ...process.env, ...m.env, TASKKEEPER_URL: daemon.base },
+    });
+    assert.match(stdout, /Claude Code is connected to a working Taskkeeper/);
+
+    // The undo puts back exactly what was there.
+    await status.getByRole('button', { name: 'Undo' }).click();
+    await agent.getByRole('status').getByText('Disconnected. Changed:').waitFor();
+    assert.equal(await readFile(m.settings, 'utf8'), m.original);
+    assert.ok(!existsSync(join(m.home, '.claude.json')), 'the file connect created is gone');
+    await agent.getByText('Not connected').waitFor();
+
+    // Connect again, then Disconnect from the row.
+    await agent.getByRole('button', { name: 'Connect' }).click();
+    await agent.getByRole('button', { name: 'Disconnect' }).click();
+    await agent.getByRole('status').getByText('Disconnected. Changed:').waitFor();
+    assert.equal(await readFile(m.settings, 'utf8'), m.original);
+    noProblems();
+  } finally {
+    await rm(m.root, { recursive: true, force: true });
+  }
+});
+
+test('Connect from a daemon in the build directory is refused with the reason, and Connect anyway connects', async () => {
+  const m = await machine();
+  await daemon.stop();
+  daemon = await Daemon.start({ env: m.env });
+  try {
+    await openUi('#/settings');
+    const agent = page.locator('[data-agent="claude-code"]');
+    await agent.getByRole('button', { name: 'Connect' }).click();
+    await agent.getByRole('alert').getByText(/inside a Cargo build directory/).waitFor();
+    assert.equal(await readFile(m.settings, 'utf8'), m.original, 'nothing was changed');
+    await shot('settings-agents-refused');
+    await agent.getByRole('button', { name: 'Connect anyway' }).click();
+    await agent.getByRole('status').getByText('Connected. Changed:').waitFor();
+    const settings = JSON.parse(await readFile(m.settings, 'utf8'));
+    assert.equal(settings.hooks.Stop[0].hooks[0].command, BIN);
+    noProblems([/409/]);
+  } finally {
+    await rm(m.root, { recursive: true, force: true });
   }
 });

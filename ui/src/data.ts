@@ -11,6 +11,8 @@ import { invoke as tauriInvoke } from '@tauri-apps/api/core';
 import { listen as tauriListen } from '@tauri-apps/api/event';
 import { createSseParser, type SseEvent } from './sse';
 import type {
+  AgentChange,
+  AgentView,
   ApiErrorBody,
   DeskView,
   Notice,
@@ -107,6 +109,15 @@ export interface DataSource {
   saveSettings(changes: SettingsMap): Promise<SettingsMap>;
   pauseReminders(): Promise<SettingsMap>;
   resumeReminders(): Promise<SettingsMap>;
+  /** The agents Taskkeeper can connect (Claude Code today), with what their settings say. */
+  listAgents(): Promise<AgentView[]>;
+  /**
+   * Connect an agent (the same code as `taskkeeper connect`); `force` names a `taskkeeper` in a
+   * build directory anyway (refused with kind `conflict` otherwise).
+   */
+  connectAgent(agent: string, force?: boolean): Promise<AgentChange>;
+  /** Put the agent's settings back as they were before Connect. */
+  disconnectAgent(agent: string): Promise<AgentChange>;
   getAutostart(): Promise<boolean>;
   setAutostart(enabled: boolean): Promise<boolean>;
   /** Follow task, settings and session changes and notices; returns the function that stops following. */
@@ -212,6 +223,9 @@ function tauriSource(env: Env): DataSource {
     saveSettings: async (changes) => expectSettings(await call('save_settings', { changes })),
     pauseReminders: () => settingsAfter('pause_reminders'),
     resumeReminders: () => settingsAfter('resume_reminders'),
+    listAgents: async () => expectAgents(await call('list_agents')),
+    connectAgent: async (agent, force = false) => expectAgentChange(await call('connect_agent', { agent, force })),
+    disconnectAgent: async (agent) => expectAgentChange(await call('disconnect_agent', { agent })),
     getAutostart: async () => expectEnabled(await call('get_autostart')),
     setAutostart: async (enabled) => {
       const answer = await call('set_autostart', { enabled });
@@ -320,6 +334,13 @@ function httpSource(env: Env, signedIn: Promise<SignIn>): DataSource {
     saveSettings: async (changes) => settingsOf(await request('PUT', '/api/settings', changes)),
     pauseReminders: async () => settingsOf(await post('/api/reminders/pause')),
     resumeReminders: async () => settingsOf(await post('/api/reminders/resume')),
+    listAgents: async () => {
+      const body = await get('/api/agents');
+      return expectAgents(isRecord(body) ? body.agents : undefined);
+    },
+    connectAgent: async (agent, force = false) =>
+      expectAgentChange(await post(`/api/agents/${encodeURIComponent(agent)}/connect`, force ? { force } : {})),
+    disconnectAgent: async (agent) => expectAgentChange(await post(`/api/agents/${encodeURIComponent(agent)}/disconnect`)),
     getAutostart: () => Promise.reject(new DataError('unsupported', 'Autostart is a setting of the tray app.')),
     setAutostart: () => Promise.reject(new DataError('unsupported', 'Autostart is a setting of the tray app.')),
     subscribe: (listener) => followEvents(env, signedIn, listener),
@@ -595,6 +616,31 @@ function protocol(what: string): DataError {
 function expectArray<T>(value: unknown, what: string): T[] {
   if (!Array.isArray(value)) throw protocol(what);
   return value as T[];
+}
+
+function expectAgent(value: unknown): AgentView {
+  const strings = (v: unknown) => Array.isArray(v) && v.every((x) => typeof x === 'string');
+  if (
+    !isRecord(value) ||
+    typeof value.agent !== 'string' ||
+    typeof value.name !== 'string' ||
+    typeof value.connected !== 'boolean' ||
+    typeof value.working !== 'boolean' ||
+    !strings(value.problems) ||
+    !strings(value.files)
+  ) {
+    throw protocol('agent');
+  }
+  return value as unknown as AgentView;
+}
+
+function expectAgents(value: unknown): AgentView[] {
+  return expectArray<unknown>(value, 'agent list').map(expectAgent);
+}
+
+function expectAgentChange(value: unknown): AgentChange {
+  if (!isRecord(value) || !Array.isArray(value.changes)) throw protocol('agent change');
+  return { changes: value.changes.map(String), agent: expectAgent(value.agent) };
 }
 
 function expectDesk(value: unknown): DeskView {

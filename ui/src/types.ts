@@ -73,6 +73,33 @@ export interface DeskView {
   createdAt: string;
 }
 
+/** An agent Taskkeeper can connect (`GET /api/agents`, `list_agents`). */
+export interface AgentView {
+  /** `claude-code`: what `taskkeeper connect` and the routes call it. */
+  agent: string;
+  /** `Claude Code`. */
+  name: string;
+  /** On this machine: its command on the PATH, or its settings in the home. */
+  found: boolean;
+  /** Taskkeeper's hooks or MCP server are in its settings. */
+  connected: boolean;
+  /** Connected, and what the settings name runs and reaches this daemon. */
+  working: boolean;
+  ok: string[];
+  /** What is wrong, each saying what to do. */
+  problems: string[];
+  /** Disconnect restores a backup of the files as they were. */
+  canUndo: boolean;
+  /** The files Connect changes. */
+  files: string[];
+}
+
+/** What Connect or Disconnect changed, a line per file, and the agent afterwards. */
+export interface AgentChange {
+  changes: string[];
+  agent: AgentView;
+}
+
 export type Activity = 'busy' | 'idle' | 'waiting-on-owner' | 'stopped-by-owner' | 'ended';
 
 /** An agent session at a desk, as its hooks and level signals describe it. */

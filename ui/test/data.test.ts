@@ -653,6 +653,55 @@ describe('tauri transport', () => {
   });
 });
 
+describe('agents', () => {
+  const agent = {
+    agent: 'claude-code',
+    name: 'Claude Code',
+    found: true,
+    connected: true,
+    working: true,
+    ok: [],
+    problems: [],
+    canUndo: true,
+    files: ['/h/.claude/settings.json', '/h/.claude.json'],
+  };
+  const change = { changes: ['/h/.claude.json: added the MCP server'], agent };
+
+  it('lists, connects (forced only when asked) and disconnects over the owner API', async () => {
+    const { env, rec } = fakeEnv({
+      stored: 't',
+      respond: (url) => json(200, url === '/api/agents' ? { agents: [agent] } : change),
+    });
+    const data = createDataSource(env);
+    expect(await data.listAgents()).toEqual([agent]);
+    expect(await data.connectAgent('claude-code')).toEqual(change);
+    await data.connectAgent('claude-code', true);
+    await data.disconnectAgent('claude-code');
+    expect(rec.fetches.map((f) => [f.method, f.url, f.body])).toEqual([
+      ['GET', '/api/agents', undefined],
+      ['POST', '/api/agents/claude-code/connect', '{}'],
+      ['POST', '/api/agents/claude-code/connect', '{"force":true}'],
+      ['POST', '/api/agents/claude-code/disconnect', '{}'],
+    ]);
+  });
+
+  it('invokes the same through the app, and refuses an agent in another shape', async () => {
+    const { env, rec } = fakeEnv({
+      isTauri: true,
+      invoke: (cmd) => (cmd === 'list_agents' ? [agent, { agent: 'x' }] : change),
+    });
+    const data = createDataSource(env);
+    await expect(data.listAgents()).rejects.toMatchObject({ kind: 'protocol' });
+    expect(await data.connectAgent('claude-code')).toEqual(change);
+    await data.disconnectAgent('claude-code');
+    expect(rec.invokes).toEqual([
+      { cmd: 'list_agents', args: undefined },
+      { cmd: 'connect_agent', args: { agent: 'claude-code', force: false } },
+      { cmd: 'disconnect_agent', args: { agent: 'claude-code' } },
+    ]);
+  });
+});
+
 describe('notices', () => {
   const asked = { kind: 'permission-asked', session: 's1', desk: 'web', tool: 'Bash', description: 'touch x' };
 

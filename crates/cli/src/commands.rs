@@ -44,7 +44,16 @@ pub fn serve(
         .enable_all()
         .build()?;
     runtime.block_on(async move {
-        let daemon = Daemon::start(config).await?;
+        let daemon = match Daemon::start(config).await {
+            Ok(daemon) => daemon,
+            // The tray app and the service share the data directory; say which to look at.
+            Err(e @ taskkeeper_server::DaemonError::Store(taskkeeper_core::StoreError::Locked { .. })) => {
+                anyhow::bail!(
+                    "{e} (the tray app, or the service: `taskkeeper service status` says whether it runs)"
+                )
+            }
+            Err(e) => return Err(e.into()),
+        };
         say!("listening on http://{}", daemon.addr());
         wait_for_signal().await?;
         tracing::info!("stopping on signal");

@@ -9,11 +9,11 @@ mod doctor;
 mod hook;
 mod open;
 mod out;
+mod service;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::out::say;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
@@ -92,6 +92,10 @@ enum Command {
         #[command(subcommand)]
         agent: ConnectCommand,
     },
+    /// The daemon as a per-user service where there is no desktop: a systemd user unit
+    /// (Linux) or a launchd agent (macOS) running `taskkeeper serve`.
+    #[command(subcommand)]
+    Service(ServiceCommand),
     /// Print the MCP server's Authorization header for Claude Code's headersHelper.
     #[command(hide = true)]
     McpHeaders,
@@ -233,9 +237,43 @@ enum ConnectCommand {
         #[arg(long, value_name = "DIR")]
         project: Option<PathBuf>,
         /// Restore exactly what was there before.
-        #[arg(long)]
+        #[arg(long, conflicts_with_all = ["check", "force"])]
         undo: bool,
+        /// Say whether the hooks and the MCP server still point at a working Taskkeeper (the
+        /// binary they name exists and runs; a daemon answers at the address). Changes nothing.
+        #[arg(long, conflicts_with = "force")]
+        check: bool,
+        /// Connect even when this `taskkeeper` lives in a Cargo build directory (`cargo clean`
+        /// will break the hooks; install it first instead).
+        #[arg(long)]
+        force: bool,
     },
+}
+
+#[derive(Debug, Subcommand)]
+enum ServiceCommand {
+    /// Write the unit (or agent) for `taskkeeper serve`, enable it and start it.
+    Install {
+        /// Port on 127.0.0.1 (default 7717).
+        #[arg(long)]
+        port: Option<u16>,
+        /// Where the database, token and log live (default: the OS data directory).
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// Also serve the web UI (`taskkeeper open` opens it).
+        #[arg(long)]
+        ui: bool,
+        /// Only write the file; print the commands that start it.
+        #[arg(long)]
+        no_start: bool,
+        /// Install even when this `taskkeeper` lives in a Cargo build directory.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Stop the service and remove its file.
+    Uninstall,
+    /// Whether the service is installed, and whether it runs.
+    Status,
 }
 
 #[derive(Debug, Subcommand)]
@@ -341,11 +379,26 @@ fn main() -> ExitCode {
                     user: _,
                     project,
                     undo,
+                    check,
+                    force,
                 },
         } => {
-            let scope = project.map_or(connect::Scope::User, connect::Scope::Project);
-            connect::connect(scope, undo).map(|lines| lines.iter().for_each(|l| say!("{l}")))
+            let action = match (undo, check) {
+                (true, _) => connect::Action::Undo,
+                (_, true) => connect::Action::Check,
+                _ => connect::Action::Connect { force },
+            };
+            connect::claude_code(project, action)
         }
+        Command::Service(ServiceCommand::Install {
+            port,
+            data_dir,
+            ui,
+            no_start,
+            force,
+        }) => service::install(&service::ServeArgs { port, data_dir, ui }, !no_start, force),
+        Command::Service(ServiceCommand::Uninstall) => service::uninstall(),
+        Command::Service(ServiceCommand::Status) => service::status(),
         Command::Status { json } => commands::status(json),
         Command::Settings(cmd) => commands::settings(cmd),
         Command::Session(cmd) => commands::session(cmd),

@@ -366,3 +366,49 @@ pub struct UiSessionRequest {
 pub struct UiSessionView {
     pub token: String,
 }
+
+/// An agent Taskkeeper can connect (`GET /api/agents`), as the settings panel lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentView {
+    /// `claude-code`: what the routes and `taskkeeper connect` name it.
+    pub agent: String,
+    /// `Claude Code`: what people call it.
+    pub name: String,
+    /// It is on this machine (its command on the PATH, or its settings in the home).
+    pub found: bool,
+    /// Taskkeeper's hooks or MCP server are in its settings.
+    pub connected: bool,
+    /// Connected, and everything the settings name runs and reaches this daemon.
+    pub working: bool,
+    /// What is fine, a line each (`` `taskkeeper` runs (taskkeeper 0.1.0) ``).
+    pub ok: Vec<String>,
+    /// What is wrong, a line each, each saying what to do.
+    pub problems: Vec<String>,
+    /// Disconnect has something to restore (a backup of the files as they were).
+    pub can_undo: bool,
+    /// The files Connect changes.
+    pub files: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AgentList {
+    pub agents: Vec<AgentView>,
+}
+
+/// What Connect or Disconnect did: a line per file, and the agent afterwards.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentChange {
+    pub changes: Vec<String>,
+    pub agent: AgentView,
+}
+
+/// `POST /api/agents/{agent}/connect`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ConnectRequest {
+    /// Name a `taskkeeper` that lives in a Cargo build directory anyway.
+    #[serde(default)]
+    pub force: bool,
+}

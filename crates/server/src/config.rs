@@ -36,6 +36,12 @@ pub struct DaemonConfig {
     /// The `claude` executable for the headless sessions the daemon launches
     /// (`TASKKEEPER_CLAUDE`, else `claude` on the PATH).
     pub claude: PathBuf,
+    /// The home whose agents' settings Connect changes (`None`: the user's, see
+    /// [`crate::connect::home`]).
+    pub home: Option<PathBuf>,
+    /// The `taskkeeper` binary connected agents run (`None`: see
+    /// [`crate::connect::cli_binary`]).
+    pub taskkeeper_bin: Option<PathBuf>,
 }
 
 impl DaemonConfig {
@@ -50,6 +56,8 @@ impl DaemonConfig {
             notifier: None,
             ui_dir: None,
             claude: crate::launch::LaunchConfig::program_from_env(),
+            home: None,
+            taskkeeper_bin: None,
         }
     }
 

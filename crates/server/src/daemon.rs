@@ -181,6 +181,11 @@ impl Daemon {
             credentials.clone(),
             sessions.clone(),
             stopped.clone(),
+            crate::agents::Machine {
+                home: config.home.clone(),
+                taskkeeper_bin: config.taskkeeper_bin.clone(),
+                port: addr.port(),
+            },
         );
         let ui = crate::ui::UiState {
             files: match &config.ui_dir {

@@ -13,8 +13,8 @@ use axum::routing::{get, post};
 use serde::Serialize;
 
 use crate::api::{
-    AskerList, CancelRequest, DeskList, ErrorBody, NewAskerRequest, NewDeskRequest, NewTaskRequest,
-    SessionList, TaskList, UpdateRequest,
+    AgentList, AskerList, CancelRequest, ConnectRequest, DeskList, ErrorBody, NewAskerRequest,
+    NewDeskRequest, NewTaskRequest, SessionList, TaskList, UpdateRequest,
 };
 use crate::guard::{Guard, guard};
 use crate::owner::{OwnerError, OwnerErrorKind, OwnerService, TaskQuery, WorkerEnding};
@@ -112,6 +112,13 @@ fn owner_room(owner: OwnerService) -> Room {
             "/api/askers/{name}",
             axum::routing::delete(remove_asker),
         )
+        .route("GET", "/api/agents", get(list_agents))
+        .route("POST", "/api/agents/{agent}/connect", post(connect_agent))
+        .route(
+            "POST",
+            "/api/agents/{agent}/disconnect",
+            post(disconnect_agent),
+        )
         .with_state(owner)
 }
 
@@ -184,6 +191,28 @@ fn reply<T: Serialize>(status: StatusCode, result: Result<T, OwnerError>) -> Res
         Ok(v) => (status, axum::Json(v)).into_response(),
         Err(e) => e.into_response(),
     }
+}
+
+async fn list_agents(State(owner): State<OwnerService>) -> Response {
+    reply(
+        StatusCode::OK,
+        owner.agents().await.map(|agents| AgentList { agents }),
+    )
+}
+
+async fn connect_agent(
+    State(owner): State<OwnerService>,
+    Path(agent): Path<String>,
+    Body(req): Body<ConnectRequest>,
+) -> Response {
+    reply(StatusCode::OK, owner.connect_agent(&agent, req.force).await)
+}
+
+async fn disconnect_agent(
+    State(owner): State<OwnerService>,
+    Path(agent): Path<String>,
+) -> Response {
+    reply(StatusCode::OK, owner.disconnect_agent(&agent).await)
 }
 
 async fn list_desks(State(owner): State<OwnerService>) -> Response {

@@ -8,11 +8,13 @@
 //! `taskkeeper_core::Store`, which applies the core's transition table.
 
 pub mod a2a;
+mod agents;
 pub mod api;
 mod auth;
 mod child_env;
 mod config;
 pub mod conformance;
+pub mod connect;
 mod daemon;
 mod guard;
 mod hooks;

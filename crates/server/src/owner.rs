@@ -28,6 +28,8 @@ pub struct OwnerService {
     settings_changed: std::sync::Arc<tokio::sync::watch::Sender<u64>>,
     /// The daemon is stopping: the owner's event streams end.
     stop: tokio::sync::watch::Receiver<bool>,
+    /// Where Connect finds agents' settings and what it names (`agents.rs`).
+    machine: std::sync::Arc<crate::agents::Machine>,
 }
 
 /// What kind of error, for programs: the UI and the CLI branch on this, never on the text.
@@ -208,6 +210,7 @@ impl OwnerService {
         credentials: Credentials,
         sessions: crate::sessions::Sessions,
         stop: tokio::sync::watch::Receiver<bool>,
+        machine: crate::agents::Machine,
     ) -> Self {
         Self {
             tasks,
@@ -216,7 +219,12 @@ impl OwnerService {
             schedule: std::sync::Arc::default(),
             settings_changed: std::sync::Arc::new(tokio::sync::watch::Sender::new(0)),
             stop,
+            machine: std::sync::Arc::new(machine),
         }
+    }
+
+    pub(crate) fn machine(&self) -> std::sync::Arc<crate::agents::Machine> {
+        self.machine.clone()
     }
 
     pub(crate) fn sessions(&self) -> &crate::sessions::Sessions {

@@ -106,7 +106,7 @@ export function DesksView({
       <section class="connect" aria-label="connect Claude Code">
         <h3>Connect Claude Code</h3>
         <p>
-          <Code text="Run `taskkeeper connect claude-code` once, then start `claude` in a desk's directory." />
+          <Code text="Connect Claude Code once (Settings, or `taskkeeper connect claude-code`), then start `claude` in a desk's directory." />
         </p>
         <p class="note">
           {value === null

@@ -1,7 +1,8 @@
 // Settings: every key the daemon has, checked as you type and again by the API when saved.
 // Only changed keys are sent, all in one request, so one bad value saves nothing; the API's
 // error is shown next to the field its message names. Autostart is the tray app's own
-// setting and only appears there.
+// setting and only appears there. Above the form, the agents found on this machine, each with
+// Connect / Disconnect: the owner service runs the same code as `taskkeeper connect`.
 
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { asDataError, type DataSource } from '../data';
@@ -9,7 +10,7 @@ import type { Load } from '../hooks';
 import { valueOf } from '../hooks';
 import { Code, ErrorBanner, Loading } from '../parts';
 import { changedSettings, fieldsFor, keyInMessage, rebaseDraft, validateSetting, type SettingField } from '../settings';
-import type { SettingsMap } from '../types';
+import type { AgentView, SettingsMap } from '../types';
 
 export function SettingsView({
   data,
@@ -110,6 +111,7 @@ export function SettingsView({
         Settings
       </h2>
       {load.status === 'error' && <ErrorBanner title="Can't refresh the settings" error={load.error} />}
+      <Agents data={data} />
       <form ref={formRef} class="settings" onSubmit={save} noValidate>
         <p class="note">
           <Code text="Durations take s, m, h or d: `90s`, `5m`, `2h`, `7d`." />
@@ -248,6 +250,116 @@ function Autostart({ data }: { data: DataSource }) {
           {error}
         </p>
       )}
+    </div>
+  );
+}
+
+type AgentAction = 'connect' | 'disconnect';
+
+function agentState(a: AgentView): string {
+  if (a.connected) return a.working ? 'Connected' : 'Connected, but broken';
+  return a.found ? 'Not connected' : 'Not connected (not found on this machine)';
+}
+
+/**
+ * The agents Taskkeeper can connect, each with Connect or Disconnect. After either, the files
+ * changed are listed; after a Connect, Undo is the Disconnect that puts them back. A binary in
+ * a build directory is refused (kind `conflict`) and may be connected anyway.
+ */
+function Agents({ data }: { data: DataSource }) {
+  const [agents, setAgents] = useState<AgentView[] | null>(null);
+  const [loadError, setLoadError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [done, setDone] = useState<{ agent: string; action: AgentAction; changes: string[] } | null>(null);
+  const [refused, setRefused] = useState<{ agent: string; message: string; canForce: boolean } | null>(null);
+  useEffect(() => {
+    data.listAgents().then(setAgents, (err: unknown) => setLoadError(asDataError(err).message));
+  }, [data]);
+
+  const act = async (agent: string, action: AgentAction, force = false) => {
+    setBusy(true);
+    setRefused(null);
+    setDone(null);
+    try {
+      const result = action === 'connect' ? await data.connectAgent(agent, force) : await data.disconnectAgent(agent);
+      setAgents((list) => (list ?? []).map((a) => (a.agent === agent ? result.agent : a)));
+      setDone({ agent, action, changes: result.changes });
+    } catch (err) {
+      const error = asDataError(err);
+      setRefused({ agent, message: error.message, canForce: action === 'connect' && error.kind === 'conflict' });
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <div class="settings agents">
+      <fieldset>
+        <legend>Agents</legend>
+        {loadError && (
+          <p class="field-error" role="alert">
+            {loadError}
+          </p>
+        )}
+        {agents === null && !loadError && <Loading />}
+        {agents?.map((a) => (
+          <div key={a.agent} class="field agent" data-agent={a.agent}>
+            <div class="row">
+              <strong>{a.name}</strong>
+              <span class="agent-state" data-state={a.connected ? (a.working ? 'working' : 'broken') : 'off'}>
+                {agentState(a)}
+              </span>
+              {a.connected ? (
+                <button type="button" disabled={busy} onClick={() => void act(a.agent, 'disconnect')}>
+                  Disconnect
+                </button>
+              ) : (
+                <button type="button" class="primary" disabled={busy} onClick={() => void act(a.agent, 'connect')}>
+                  Connect
+                </button>
+              )}
+            </div>
+            {a.problems.length > 0 && (
+              <ul class="field-error agent-problems">
+                {a.problems.map((p) => (
+                  <li key={p}>{p}</li>
+                ))}
+              </ul>
+            )}
+            <p class="help">
+              Connect adds Taskkeeper's hooks and MCP server to <span class="mono">{a.files.join(' and ')}</span>, keeping everything else;
+              Disconnect puts back exactly what was there. The same as <Code text={`\`taskkeeper connect ${a.agent}\``} />.
+            </p>
+            {refused?.agent === a.agent && (
+              <div class="field-error" role="alert">
+                <p>{refused.message}</p>
+                {refused.canForce && (
+                  <button type="button" disabled={busy} onClick={() => void act(a.agent, 'connect', true)}>
+                    Connect anyway
+                  </button>
+                )}
+              </div>
+            )}
+            {done?.agent === a.agent && (
+              <div class="outcome agent-changes" role="status">
+                <p>{done.action === 'connect' ? 'Connected. Changed:' : 'Disconnected. Changed:'}</p>
+                <ul>
+                  {done.changes.map((c) => (
+                    <li key={c} class="mono">
+                      {c}
+                    </li>
+                  ))}
+                </ul>
+                {done.action === 'connect' && a.canUndo && (
+                  <button type="button" disabled={busy} onClick={() => void act(a.agent, 'disconnect')}>
+                    Undo
+                  </button>
+                )}
+              </div>
+            )}
+          </div>
+        ))}
+      </fieldset>
     </div>
   );
 }

@@ -687,7 +687,9 @@ impl World {
         assert!(out.status.success(), "desk add: {}", text_of(&out));
         w.daemon = Some(daemon);
 
-        let out = w.taskkeeper(&["connect", "claude-code", "--user"]);
+        // The test's binary lives in the build directory, which `connect` refuses without
+        // --force; these sessions end with the test.
+        let out = w.taskkeeper(&["connect", "claude-code", "--user", "--force"]);
         assert!(
             out.status.success(),
             "`taskkeeper connect claude-code --user` failed, so Claude Code has no Taskkeeper \

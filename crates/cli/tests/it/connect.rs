@@ -1,7 +1,9 @@
 //! `taskkeeper connect claude-code` against existing settings files (merge, idempotence,
-//! undo, refusal), and the hook helper as Claude Code runs it.
+//! undo, refusal), the command it names (the installed binary, never one in a build
+//! directory), `--check`, and the hook helper as Claude Code runs it.
 
 use std::io::Write as _;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -9,12 +11,33 @@ use serde_json::{Value, json};
 
 use crate::support::{Served, TOKEN, bin, stderr, stdout};
 
-fn connect(home: &std::path::Path, args: &[&str]) -> std::process::Output {
-    Command::new(bin())
+/// The binary "installed" outside the build directory, as `dir/bin/taskkeeper` (a hard link
+/// where the filesystem allows, else a copy): what a user's PATH finds.
+pub fn installed(dir: &Path) -> PathBuf {
+    let to = dir.join("bin").join("taskkeeper");
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    if !to.exists() && std::fs::hard_link(bin(), &to).is_err() {
+        std::fs::copy(bin(), &to).unwrap();
+    }
+    to
+}
+
+/// `connect claude-code ARGS` with the installed binary (`home/bin` is the PATH's first entry).
+fn connect(home: &Path, args: &[&str]) -> std::process::Output {
+    connect_with(&installed(home), home, args)
+}
+
+fn connect_with(exe: &Path, home: &Path, args: &[&str]) -> std::process::Output {
+    let path = std::env::join_paths(std::iter::once(home.join("bin")).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .unwrap();
+    Command::new(exe)
         .arg("connect")
         .arg("claude-code")
         .args(args)
         .env("HOME", home)
+        .env("PATH", path)
         .env("TASKKEEPER_URL", "http://127.0.0.1:7717")
         .output()
         .unwrap()
@@ -57,7 +80,10 @@ fn connect_merges_is_idempotent_and_undo_restores_exactly() {
         "notify-send done"
     );
     let ours = &merged["hooks"]["Stop"][1]["hooks"];
-    assert!(ours[0]["command"].as_str().unwrap().ends_with("taskkeeper"));
+    assert_eq!(
+        ours[0]["command"], "taskkeeper",
+        "the PATH finds this very binary, so its name is written"
+    );
     assert_eq!(
         (ours[1]["args"].clone(), ours[1]["asyncRewake"].clone()),
         (json!(["hook", "wait"]), json!(true))
@@ -75,12 +101,7 @@ fn connect_merges_is_idempotent_and_undo_restores_exactly() {
         (Some("http"), Some("http://127.0.0.1:7717/mcp")),
         "{config}"
     );
-    assert!(
-        server["headersHelper"]
-            .as_str()
-            .unwrap()
-            .ends_with("mcp-headers")
-    );
+    assert_eq!(server["headersHelper"], "taskkeeper mcp-headers");
     assert!(
         !config.to_string().contains(TOKEN),
         "no token in a settings file"
@@ -292,4 +313,112 @@ fn the_waiter_exits_2_with_the_text_or_0_when_sent_away() {
         stderr(&out)
     );
     assert!(stderr(&out).contains("Add a --json flag"));
+}
+
+#[test]
+fn connect_refuses_a_binary_in_the_build_directory_and_changes_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let out = connect_with(Path::new(bin()), home.path(), &[]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("inside a Cargo build directory")
+            && err.contains("--force")
+            && err.contains("nothing was changed"),
+        "{err}"
+    );
+    assert!(!home.path().join(".claude").exists() && !home.path().join(".claude.json").exists());
+
+    // --force connects anyway, naming the build's binary by its path, and says so loudly.
+    let out = connect_with(Path::new(bin()), home.path(), &["--force"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("warning"), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(
+        &std::fs::read_to_string(home.path().join(".claude/settings.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(v["hooks"]["Stop"][0]["hooks"][0]["command"], bin());
+}
+
+#[test]
+fn connect_names_the_binary_by_its_path_when_the_path_finds_another() {
+    let home = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let exe = installed(elsewhere.path());
+    let out = connect_with(&exe, home.path(), &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(
+        &std::fs::read_to_string(home.path().join(".claude/settings.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        v["hooks"]["SessionEnd"][0]["hooks"][0]["command"],
+        exe.to_str().unwrap()
+    );
+}
+
+#[test]
+fn check_says_whether_the_settings_still_reach_a_working_taskkeeper() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let d = Served::start(&dir.path().join("data"));
+    let check = |url: &str| {
+        Command::new(installed(&home))
+            .args(["connect", "claude-code", "--check"])
+            .env("HOME", &home)
+            .env("PATH", home.join("bin"))
+            .env("TASKKEEPER_URL", url)
+            .output()
+            .unwrap()
+    };
+    let out = check(&d.url());
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("not connected") && stderr(&out).contains("connect claude-code"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = Command::new(installed(&home))
+        .args(["connect", "claude-code"])
+        .env("HOME", &home)
+        .env("PATH", home.join("bin"))
+        .env("TASKKEEPER_URL", d.url())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = check(&d.url());
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("`taskkeeper` runs (taskkeeper ")
+            && stdout(&out).contains(&format!("a Taskkeeper daemon answers at {}", d.url())),
+        "{}",
+        stdout(&out)
+    );
+
+    // The daemon stops: the check says so, and what to do.
+    let url = d.url();
+    drop(d);
+    let out = check(&url);
+    assert!(!out.status.success());
+    assert!(
+        stdout(&out).contains(&format!("problem: no daemon answers at {url}"))
+            && stdout(&out).contains("taskkeeper serve"),
+        "{}",
+        stdout(&out)
+    );
+
+    // The binary the hooks name is gone (a `cargo clean`, an uninstall).
+    let other = tempfile::tempdir().unwrap();
+    let exe = installed(other.path());
+    let out = connect_with(&exe, &home, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    std::fs::remove_file(&exe).unwrap();
+    let out = check(&url);
+    assert!(!out.status.success());
+    assert!(
+        stdout(&out).contains(&format!("`{}` is not there", exe.display())),
+        "{}",
+        stdout(&out)
+    );
 }

@@ -12,4 +12,5 @@ mod interop;
 mod open;
 mod refusals;
 mod secrets;
+mod service;
 mod support;

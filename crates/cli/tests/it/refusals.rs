@@ -66,7 +66,8 @@ fn a_second_daemon_on_the_same_data_is_refused() {
     let (code, stderr) = Served::try_start(dir.path(), 0).err().expect("must refuse");
     assert_ne!(code, Some(0));
     assert!(
-        stderr.contains("another Taskkeeper is already using"),
+        stderr.contains("another Taskkeeper is already using")
+            && stderr.contains("the tray app, or the service: `taskkeeper service status`"),
         "{stderr}"
     );
     assert_eq!(

@@ -38,6 +38,8 @@ impl TestDaemon {
             .unwrap();
         let mut config = DaemonConfig::new(0, dir.path().to_owned());
         config.token = Some(TOKEN.to_owned());
+        // Connect writes agents' settings in a home: never the real one in a test.
+        config.home = Some(dir.path().join("home"));
         change(&mut config);
         let daemon = runtime.block_on(Daemon::start(config)).unwrap();
         Self {
