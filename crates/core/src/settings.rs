@@ -107,6 +107,22 @@ pub enum SettingError {
     },
 }
 
+impl SettingError {
+    fn unknown(key: &str) -> Self {
+        SettingError::UnknownKey {
+            key: key.to_owned(),
+        }
+    }
+
+    fn invalid(key: &str, value: &str, expected: &'static str) -> Self {
+        SettingError::InvalidValue {
+            key: key.to_owned(),
+            value: value.to_owned(),
+            expected,
+        }
+    }
+}
+
 const DURATION_HELP: &str = "a duration such as 90s, 5m, 2h or 7d (more than zero)";
 const LADDER_HELP: &str =
     "a comma-separated list of durations such as 1m,2m,5m,10m (at least one step)";
@@ -156,11 +172,7 @@ impl Settings {
 
     /// Set `key` from text; on error nothing changes.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
-        let invalid = |expected| SettingError::InvalidValue {
-            key: key.to_owned(),
-            value: value.to_owned(),
-            expected,
-        };
+        let invalid = |expected| SettingError::invalid(key, value, expected);
         let duration = || parse_duration(value).ok_or_else(|| invalid(DURATION_HELP));
         match key {
             "reminders.first_after.claude-code" => self.first_after_claude_code = duration()?,
@@ -317,19 +329,13 @@ impl Limits {
             "sessions.max" => self.sessions_max.to_string(),
             "sessions.create_desks_max" => self.create_desks_max.to_string(),
             _ => {
-                return Err(SettingError::UnknownKey {
-                    key: key.to_owned(),
-                });
+                return Err(SettingError::unknown(key));
             }
         })
     }
 
     fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
-        let invalid = |expected| SettingError::InvalidValue {
-            key: key.to_owned(),
-            value: value.to_owned(),
-            expected,
-        };
+        let invalid = |expected| SettingError::invalid(key, value, expected);
         let count = || {
             value
                 .trim()
@@ -354,9 +360,7 @@ impl Limits {
             "sessions.max" => self.sessions_max = count()?,
             "sessions.create_desks_max" => self.create_desks_max = count()?,
             _ => {
-                return Err(SettingError::UnknownKey {
-                    key: key.to_owned(),
-                });
+                return Err(SettingError::unknown(key));
             }
         }
         Ok(())
@@ -431,19 +435,13 @@ impl Push {
             "push.give_up_after" => format_duration(self.give_up_after),
             "push.configs_per_task" => self.configs_per_task.to_string(),
             _ => {
-                return Err(SettingError::UnknownKey {
-                    key: key.to_owned(),
-                });
+                return Err(SettingError::unknown(key));
             }
         })
     }
 
     fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
-        let invalid = |expected| SettingError::InvalidValue {
-            key: key.to_owned(),
-            value: value.to_owned(),
-            expected,
-        };
+        let invalid = |expected| SettingError::invalid(key, value, expected);
         let duration = || parse_duration(value).ok_or_else(|| invalid(DURATION_HELP));
         match key {
             "push.allow_private_targets" => {
@@ -461,9 +459,7 @@ impl Push {
                     .ok_or_else(|| invalid(PUSH_CONFIGS_HELP))?
             }
             _ => {
-                return Err(SettingError::UnknownKey {
-                    key: key.to_owned(),
-                });
+                return Err(SettingError::unknown(key));
             }
         }
         Ok(())

@@ -737,15 +737,21 @@ async fn send(ctx: &Ctx, params: Value, streaming: bool) -> Result<Reply, RpcErr
     }))
 }
 
-/// One more open stream or blocking wait for this caller (see `slots`), with the setting
-/// a wait needs (`a2a.blocking_wait_max`); refused beyond `a2a.streams_per_caller`.
-async fn open_slot(ctx: &Ctx) -> Result<(slots::Slot, Duration), RpcError> {
-    let settings = ctx
-        .a2a
+/// The settings as they are now.
+pub(crate) async fn settings_of(
+    ctx: &Ctx,
+) -> Result<taskkeeper_core::settings::Settings, RpcError> {
+    ctx.a2a
         .tasks
         .blocking(|s, _| s.settings())
         .await
-        .map_err(RpcError::from_store)?;
+        .map_err(RpcError::from_store)
+}
+
+/// One more open stream or blocking wait for this caller (see `slots`), with the setting
+/// a wait needs (`a2a.blocking_wait_max`); refused beyond `a2a.streams_per_caller`.
+async fn open_slot(ctx: &Ctx) -> Result<(slots::Slot, Duration), RpcError> {
+    let settings = settings_of(ctx).await?;
     let slot = ctx
         .a2a
         .slots

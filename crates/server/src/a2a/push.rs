@@ -195,12 +195,7 @@ pub(super) async fn checked_config(ctx: &Ctx, raw: Value) -> Result<NewPushConfi
 
 async fn checked(ctx: &Ctx, raw: ConfigIn) -> Result<NewPushConfig, RpcError> {
     let config = new_config(raw, ctx.dialect)?;
-    let settings = ctx
-        .a2a
-        .tasks
-        .blocking(|s, _| s.settings())
-        .await
-        .map_err(RpcError::from_store)?;
+    let settings = super::settings_of(ctx).await?;
     check_target(&config.url, &settings.push)
         .await
         .map_err(RpcError::invalid_params)?;
