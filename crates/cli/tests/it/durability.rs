@@ -35,6 +35,44 @@ struct Ledger {
     unanswered: BTreeSet<String>,
 }
 
+/// Four clients writing to the daemon on `port` until it dies: each creates tasks (message ids
+/// `{prefix}w{client}-{n}`) and finishes every `finish_every[client]`-th, recording in `shared` what
+/// the daemon answered and what it did not.
+fn writers(
+    port: u16,
+    shared: &Arc<Mutex<Ledger>>,
+    prefix: &str,
+    finish_every: [u32; 4],
+) -> Vec<thread::JoinHandle<()>> {
+    (0..4)
+        .map(|w| {
+            let finish_every = finish_every[w];
+            let shared = Arc::clone(shared);
+            let prefix = prefix.to_owned();
+            thread::spawn(move || {
+                for n in 0.. {
+                    let message_id = format!("{prefix}w{w}-{n}");
+                    let Some(id) = create(port, &message_id) else {
+                        shared.lock().unwrap().unanswered.insert(message_id);
+                        return;
+                    };
+                    shared
+                        .lock()
+                        .unwrap()
+                        .created
+                        .insert(message_id, id.clone());
+                    if n % finish_every == 0 {
+                        if !finish(port, &id) {
+                            return;
+                        }
+                        shared.lock().unwrap().done.insert(id);
+                    }
+                }
+            })
+        })
+        .collect()
+}
+
 fn create(port: u16, message_id: &str) -> Option<String> {
     let body =
         json!({"desk": "web", "text": format!("request {message_id}"), "messageId": message_id})
@@ -128,32 +166,8 @@ fn run(kill_points: usize) {
         verify(port, &mut ledger);
 
         let shared = Arc::new(Mutex::new(std::mem::take(&mut ledger)));
-        let writers: Vec<_> = (0..4)
-            .map(|w| {
-                let shared = Arc::clone(&shared);
-                let finish_every = rng.random_range(1..4u32);
-                thread::spawn(move || {
-                    for n in 0.. {
-                        let message_id = format!("r{round}-w{w}-{n}");
-                        let Some(id) = create(port, &message_id) else {
-                            shared.lock().unwrap().unanswered.insert(message_id);
-                            return;
-                        };
-                        shared
-                            .lock()
-                            .unwrap()
-                            .created
-                            .insert(message_id, id.clone());
-                        if n % finish_every == 0 {
-                            if !finish(port, &id) {
-                                return;
-                            }
-                            shared.lock().unwrap().done.insert(id);
-                        }
-                    }
-                })
-            })
-            .collect();
+        let finish_every: [u32; 4] = std::array::from_fn(|_| rng.random_range(1..4u32));
+        let writers = writers(port, &shared, &format!("r{round}-"), finish_every);
         thread::sleep(Duration::from_millis(rng.random_range(5..200)));
         daemon.kill9();
         for w in writers {
@@ -306,31 +320,7 @@ fn write_until_killed(dir: &Path, acknowledged: usize) -> Ledger {
     .expect("add desk");
     assert_eq!(status, 201, "{body}");
     let shared = Arc::new(Mutex::new(Ledger::default()));
-    let writers: Vec<_> = (0..4)
-        .map(|w| {
-            let shared = Arc::clone(&shared);
-            thread::spawn(move || {
-                for n in 0.. {
-                    let message_id = format!("w{w}-{n}");
-                    let Some(id) = create(port, &message_id) else {
-                        shared.lock().unwrap().unanswered.insert(message_id);
-                        return;
-                    };
-                    shared
-                        .lock()
-                        .unwrap()
-                        .created
-                        .insert(message_id, id.clone());
-                    if n % 2 == 0 {
-                        if !finish(port, &id) {
-                            return;
-                        }
-                        shared.lock().unwrap().done.insert(id);
-                    }
-                }
-            })
-        })
-        .collect();
+    let writers = writers(port, &shared, "", [2; 4]);
     for _ in 0..2000 {
         if shared.lock().unwrap().created.len() >= acknowledged {
             break;
