@@ -1,0 +1,146 @@
+//! Rules about the source tree itself, checked by reading it (rust-analyzer's "tidy" idea):
+//! every module says why it exists, only the task service writes tasks, and every reference
+//! to a design note resolves to a file (and a section) inside the repository.
+
+use std::path::{Path, PathBuf};
+
+use regex::Regex;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Every file under `dir` whose name ends in one of `exts`, skipping build output and
+/// installed packages.
+fn files(dir: &Path, exts: &[&str], out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if path.is_dir() {
+            if !matches!(
+                name.as_str(),
+                "target" | "node_modules" | "dist" | "gen" | ".git"
+            ) && !name.starts_with("tgt")
+            {
+                files(&path, exts, out);
+            }
+        } else if exts.iter().any(|e| name.ends_with(e)) {
+            out.push(path);
+        }
+    }
+}
+
+/// The Rust sources of the product: each crate's `src/` and the app's sources.
+fn product_sources() -> Vec<PathBuf> {
+    let root = root();
+    let mut out = Vec::new();
+    for krate in std::fs::read_dir(root.join("crates")).unwrap().flatten() {
+        files(&krate.path().join("src"), &[".rs"], &mut out);
+    }
+    files(&root.join("src-tauri"), &[".rs"], &mut out);
+    out.push(root.join("build.rs"));
+    out.sort();
+    out
+}
+
+fn shown(path: &Path) -> String {
+    path.strip_prefix(root())
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn every_rust_module_says_why_it_exists() {
+    let sources = product_sources();
+    assert!(
+        sources.len() > 40,
+        "the scan found the sources: {sources:?}"
+    );
+    let undocumented: Vec<String> = sources
+        .iter()
+        .filter(|p| {
+            let text = std::fs::read_to_string(p).unwrap();
+            let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+            !first.starts_with("//!")
+        })
+        .map(|p| shown(p))
+        .collect();
+    assert!(
+        undocumented.is_empty(),
+        "these modules start without a `//!` doc saying why they exist; add one: {undocumented:?}"
+    );
+}
+
+/// The store's calls that create, change or delete tasks. Inside the daemon only the task
+/// service (`crates/server/src/tasks.rs`) makes them, so every change is published.
+const TASK_WRITES: &str = "submit|submit_with_push|submit_each|apply|apply_at|prune_ended";
+
+/// Receivers that may make such a call: the task service itself, and `Session::apply`
+/// (which folds an edge into a session's activity; no task changes).
+const ALLOWED: &[&str] = &["tasks", "tasks()", "session"];
+
+/// Each call of [`TASK_WRITES`] in `text` whose receiver is not in [`ALLOWED`], as
+/// `receiver.method`.
+fn task_writes_outside_the_service(text: &str) -> Vec<String> {
+    // Comments out, then the space around each `.`, so a call split over lines reads as one.
+    let code: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect();
+    let code = Regex::new(r"\s*\.\s*")
+        .unwrap()
+        .replace_all(&code.join("\n"), ".")
+        .into_owned();
+    let call = Regex::new(&format!(
+        r"([A-Za-z_][A-Za-z0-9_]*(?:\(\))?)\.({TASK_WRITES})\(|Store::({TASK_WRITES})\("
+    ))
+    .unwrap();
+    call.captures_iter(&code)
+        .filter_map(|c| match (c.get(1), c.get(2), c.get(3)) {
+            (Some(receiver), Some(method), _) if !ALLOWED.contains(&receiver.as_str()) => {
+                Some(format!("{}.{}", receiver.as_str(), method.as_str()))
+            }
+            (_, _, Some(method)) => Some(format!("Store::{}", method.as_str())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn the_scan_for_task_writes_finds_a_direct_store_call() {
+    // The shapes the old code had: a closure's store, a daemon's store, split over lines.
+    let found = task_writes_outside_the_service(
+        "s.apply(&t.id, Event::Cancel { reason }, now)?;\n\
+         let n = store\n    .prune_ended(now, keep)?;\n\
+         // store.apply(&id, e, now) in a comment is fine\n\
+         self.tasks.apply(&id, e).await?; sessions.tasks().apply(&id, e).await?;\n\
+         match tasks\n    .apply(&id, e).await {}\n\
+         session.apply(edge, now);",
+    );
+    assert_eq!(found, ["s.apply", "store.prune_ended"]);
+}
+
+#[test]
+fn only_the_task_service_writes_tasks() {
+    let service = root().join("crates/server/src/tasks.rs");
+    let mut found = Vec::new();
+    for path in product_sources() {
+        // The store is where the writes live; the task service is the one caller.
+        if path == service || path.starts_with(root().join("crates/core")) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for call in task_writes_outside_the_service(&text) {
+            found.push(format!("{}: {call}", shown(&path)));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "task writes outside the task service (crates/server/src/tasks.rs), which would go \
+         unpublished; call `Tasks` instead: {found:?}"
+    );
+}
