@@ -132,12 +132,6 @@ fn send(message_id: &str, push: Option<Value>) -> Value {
     )
 }
 
-fn add_asker(d: &TestDaemon, name: &str) -> String {
-    let (code, body) = d.call("POST", "/api/askers", Some(&json!({"name": name})));
-    assert_eq!(code, 201, "{body}");
-    body["token"].as_str().unwrap().to_owned()
-}
-
 fn worker(d: &TestDaemon, id: &str, status: &str, text: &str) {
     let (code, body) = d.call(
         "POST",
@@ -166,8 +160,8 @@ fn configs_are_set_read_listed_and_deleted_only_by_the_tasks_asker() {
     let d = TestDaemon::start();
     d.with_desk("web");
     let hook = Webhook::start(0);
-    let alice = add_asker(&d, "alice");
-    let bob = add_asker(&d, "bob");
+    let alice = d.add_asker("alice");
+    let bob = d.add_asker("bob");
     let id = task_id(&d.rpc("/a2a/web", &alice, V1, &send("m-1", None)));
 
     let created = d.rpc(
