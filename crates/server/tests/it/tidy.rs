@@ -144,3 +144,122 @@ fn only_the_task_service_writes_tasks() {
          unpublished; call `Tasks` instead: {found:?}"
     );
 }
+/// Every text file that may cite a design note.
+fn cited_in() -> Vec<PathBuf> {
+    let root = root();
+    let exts = [
+        ".rs", ".md", ".ts", ".tsx", ".sh", ".toml", ".py", ".json", "Makefile",
+    ];
+    let mut out = Vec::new();
+    for dir in ["crates", "src-tauri", "ui", "tests", "bench", "docs", ".ci"] {
+        files(&root.join(dir), &exts, &mut out);
+    }
+    for file in std::fs::read_dir(&root).unwrap().flatten() {
+        let path = file.path();
+        let name = file.file_name().to_string_lossy().into_owned();
+        if path.is_file()
+            && (exts.iter().any(|e| name.ends_with(e)) || name.starts_with('.'))
+            && name != "Cargo.lock"
+        {
+            out.push(path);
+        }
+    }
+    out.retain(|p| !p.ends_with("package-lock.json"));
+    out.sort();
+    out
+}
+
+/// Where `name.md` lives: the four pages at the root, every other note in `docs/`.
+fn doc_path(name: &str) -> PathBuf {
+    match name {
+        "README" | "ARCHITECTURE" | "TESTING" | "BENCHMARKS" => root().join(format!("{name}.md")),
+        _ => root().join("docs").join(format!("{name}.md")),
+    }
+}
+
+/// The broken references in `text`: notes outside the repository, files that do not exist,
+/// sections a note does not have. `docs` reads a note by its name.
+fn broken_references(text: &str, docs: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
+    let mut broken = Vec::new();
+    for outside in [
+        "../shared",
+        "/work/shared",
+        "shared docs",
+        "DESIGN.md",
+        "DESIGN §",
+    ] {
+        if text.contains(outside) {
+            broken.push(format!(
+                "{outside:?}: the design notes live in docs/ (docs/design.md for the product)"
+            ));
+        }
+    }
+    let reference =
+        Regex::new(r"(?:docs/)?\b([A-Za-z][A-Za-z0-9_-]*)\.md\b((?:[ ,/–and]*§[0-9.]*[0-9])*)")
+            .unwrap();
+    let section = Regex::new(r"§([0-9]+(?:\.[0-9]+)*)").unwrap();
+    for c in reference.captures_iter(text) {
+        let name = &c[1];
+        let Some(note) = docs(name) else {
+            broken.push(format!("{name}.md does not exist"));
+            continue;
+        };
+        for s in section.captures_iter(&c[2]) {
+            let number = &s[1];
+            let heading = Regex::new(&format!(r"(?m)^#+ {}[. ]", regex::escape(number))).unwrap();
+            if !heading.is_match(&note) {
+                broken.push(format!("{name}.md has no section {number}"));
+            }
+        }
+    }
+    broken
+}
+
+#[test]
+fn the_reference_check_finds_what_does_not_resolve() {
+    let docs = |name: &str| match name {
+        "reliability" => {
+            Some("# Reliability\n\n## 3. Durability\n\n### 8.2 Due times\n".to_owned())
+        }
+        _ => None,
+    };
+    assert!(
+        broken_references("see docs/reliability.md §3 and reliability.md §8.2", &docs).is_empty()
+    );
+    assert_eq!(
+        broken_references("docs/reliability.md §3, §4; nowhere.md; ../shared/x", &docs),
+        [
+            "\"../shared\": the design notes live in docs/ (docs/design.md for the product)",
+            "reliability.md has no section 4",
+            "nowhere.md does not exist",
+        ]
+    );
+}
+
+#[test]
+fn every_reference_to_a_design_note_resolves_inside_the_repository() {
+    let docs = |name: &str| std::fs::read_to_string(doc_path(name)).ok();
+    let files = cited_in();
+    assert!(
+        files.iter().any(|p| p.ends_with("ARCHITECTURE.md")),
+        "the scan found the docs: {files:?}"
+    );
+    let mut broken = Vec::new();
+    for path in files {
+        // This file names the broken forms on purpose.
+        if path.ends_with("tests/it/tidy.rs") {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        for b in broken_references(&text, &docs) {
+            broken.push(format!("{}: {b}", shown(&path)));
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "references that do not resolve inside the repository; point them at a note in docs/ \
+         and a section it has: {broken:#?}"
+    );
+}
