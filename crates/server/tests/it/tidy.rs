@@ -263,3 +263,59 @@ fn every_reference_to_a_design_note_resolves_inside_the_repository() {
          and a section it has: {broken:#?}"
     );
 }
+
+/// Every package `root` depends on, directly or not, as `Cargo.lock` resolved them (dev and
+/// build dependencies included, so this is the wider set).
+fn dependency_tree(lock: &str, root: &str) -> std::collections::BTreeSet<String> {
+    let name = Regex::new(r#"(?m)^name = "([^"]+)""#).unwrap();
+    let dependency = Regex::new(r#"(?m)^ "([^" ]+)"#).unwrap();
+    let mut graph = std::collections::HashMap::<String, Vec<String>>::new();
+    for package in lock.split("[[package]]").skip(1) {
+        let Some(n) = name.captures(package) else {
+            continue;
+        };
+        graph
+            .entry(n[1].to_owned())
+            .or_default()
+            .extend(dependency.captures_iter(package).map(|d| d[1].to_owned()));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    let mut next = vec![root.to_owned()];
+    while let Some(package) = next.pop() {
+        if seen.insert(package.clone()) {
+            next.extend(graph.get(&package).into_iter().flatten().cloned());
+        }
+    }
+    seen
+}
+
+#[test]
+fn the_core_knows_no_web_async_or_gui_crate_and_only_the_app_knows_tauri() {
+    let lock = std::fs::read_to_string(root().join("Cargo.lock")).unwrap();
+    let gui =
+        Regex::new(r"^(tauri|wry|tao|gtk|gdk|webkit2gtk|javascriptcore|muda|tray-icon)").unwrap();
+    let web = Regex::new(r"^(axum|hyper|tokio|tower|rmcp|ureq|reqwest|async-)").unwrap();
+    let core = dependency_tree(&lock, "taskkeeper-core");
+    assert!(core.len() > 10, "the tree was read: {core:?}");
+    let found: Vec<_> = core
+        .iter()
+        .filter(|p| gui.is_match(p) || web.is_match(p))
+        .collect();
+    assert!(
+        found.is_empty(),
+        "crates/core is plain data, pure functions and the store; move what needs these to \
+         crates/server: {found:?}"
+    );
+    for package in ["taskkeeper-server", "taskkeeper-cli"] {
+        let tree = dependency_tree(&lock, package);
+        assert!(
+            tree.iter().any(|p| p == "axum"),
+            "the tree of {package} was read"
+        );
+        let found: Vec<_> = tree.iter().filter(|p| gui.is_match(p)).collect();
+        assert!(
+            found.is_empty(),
+            "only src-tauri knows Tauri; {package} must build without GTK or WebKit: {found:?}"
+        );
+    }
+}
