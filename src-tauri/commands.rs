@@ -1,6 +1,6 @@
 //! The Tauri commands the window calls. They are thin: each one forwards to the daemon's
 //! [`OwnerService`], the same service behind the owner HTTP API, so an owner action exists once
-//! (DESIGN §8) and the webview never needs the owner token or a port. Arguments arrive in
+//! (design.md §8) and the webview never needs the owner token or a port. Arguments arrive in
 //! camelCase; errors leave as `{kind, message}` ([`OwnerError`]), the same kinds as `/api`.
 //!
 //! | command | arguments | answers | owner API twin |

@@ -1,4 +1,4 @@
-// The UI's only way to the backend. DESIGN §8: one data layer with two transports, picked once
+// The UI's only way to the backend. design.md §8: one data layer with two transports, picked once
 // at start, so components never know whether they run in the tray app's window (Tauri
 // commands and events, in-process, no token in the webview) or in a browser against
 // `taskkeeper serve --ui` (the owner HTTP API with a bearer token, and its event stream).

@@ -1,5 +1,5 @@
 // A server-sent events parser for the browser transport. `EventSource` would parse the stream
-// for us, but it cannot send the `Authorization` header the daemon requires (DESIGN §9), so
+// for us, but it cannot send the `Authorization` header the daemon requires (design.md §9), so
 // the data layer reads `/api/events` with `fetch` and feeds the text to this parser.
 // It follows the WHATWG "event stream interpretation" for the fields the daemon uses.
 

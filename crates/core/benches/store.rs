@@ -1,11 +1,12 @@
 //! Store transitions per second, beside raw SQLite doing one-row transactions.
 //!
 //! Why it exists: every task change in Taskkeeper is one durable transition that returns only
-//! after the commit that made it durable (DESIGN §5, reliability.md §3–§4). That puts an fsync
-//! on the path of every A2A call, so the store's throughput and latency are worth knowing, and
-//! worth knowing *relative to* what SQLite itself does on the same disk with the same pragmas:
-//! absolute numbers change from machine to machine, the ratio says what our layer (the writer
-//! thread, group commit, JSON bodies, the queue check in each transaction) costs or saves.
+//! after the commit that made it durable (design.md §5, reliability.md §3–§4). That puts
+//! an fsync on the path of every A2A call, so the store's throughput and latency are worth
+//! knowing, and worth knowing *relative to* what SQLite itself does on the same disk with the
+//! same pragmas: absolute numbers change from machine to machine, the ratio says what our layer
+//! (the writer thread, group commit, JSON bodies, the queue check in each transaction) costs or
+//! saves.
 //!
 //! For each `synchronous` setting (FULL, NORMAL) and each number of concurrent writer threads
 //! (1, 16) it runs two cells on a fresh database:

@@ -2,7 +2,7 @@
 //! holding one delivered WORKING task, stepped the way the scheduler steps them.
 //!
 //! Why it exists: the scheduler (`crates/server/src/watchdog.rs`) is event-driven, and its
-//! whole cost is "how often does it wake, and what does each wake cost". DESIGN §6 and
+//! whole cost is "how often does it wake, and what does each wake cost". design.md §6 and
 //! reliability.md §8/§12 set the bars: at most 2 wake-ups a minute while nothing is due (the
 //! 30 s cap), 10k sessions in < 10 MB and < 1 % of a core. This bench runs the real policy
 //! ([`watchdog::plan`]) over 10k sessions and measures those numbers, plus how late reminders

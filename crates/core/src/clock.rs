@@ -14,7 +14,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A wall-clock instant in whole milliseconds since the Unix epoch (UTC).
 ///
-/// On the wire it is ISO 8601 with milliseconds and a `Z` suffix, as A2A asks (§5.6.1).
+/// On the wire it is ISO 8601 with milliseconds and a `Z` suffix, as A2A asks (spec §5.6.1;
+/// docs/a2a.md §5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Timestamp(i64);
 

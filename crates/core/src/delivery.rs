@@ -238,7 +238,7 @@ pub fn session_note(desk: &Desk) -> String {
     )
 }
 
-/// A way of getting text into a session (DESIGN §7, claude-code.md §11).
+/// A way of getting text into a session (design.md §7, claude-code.md §11).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Method {
     /// The Stop hook of the turn that is ending continues it with the text.

@@ -7,7 +7,7 @@
 //! [`transition::Event`]s defined here.
 //!
 //! The rules live in one place each:
-//! - [`transition::apply`] is the whole task state machine (DESIGN §3 rule 1, 3 and 4);
+//! - [`transition::apply`] is the whole task state machine (design.md §3 rule 1, 3 and 4);
 //! - [`queue::next_to_start`] decides which queued task of a desk starts (rule 3);
 //! - [`settings`] parses and validates every tunable number;
 //! - [`limits`] bounds what one caller can make Taskkeeper keep.

@@ -1,4 +1,4 @@
-//! The desk's queue (DESIGN §3 rule 3): a desk works on one task at a time; other tasks wait
+//! The desk's queue (design.md §3 rule 3): a desk works on one task at a time; other tasks wait
 //! SUBMITTED in first-in, first-out order and the next starts when the one before is
 //! finished, blocked or stalled.
 //!

@@ -1,6 +1,6 @@
 //! Sessions: live agent processes attached to desks, and what each is doing.
 //!
-//! A session's activity is a *level* state rebuilt from *edges* (DESIGN §5): the adapters
+//! A session's activity is a *level* state rebuilt from *edges* (design.md §5): the adapters
 //! translate an agent's hooks into [`Edge`]s, and [`Session::apply`] folds them in. Edges can
 //! be missed — an Esc interrupt fires no hook, a killed process sends nothing — so
 //! [`Session::reconcile`] corrects the state from a level signal (the agent's own status

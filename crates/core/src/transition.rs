@@ -1,5 +1,5 @@
 //! The task state machine: one pure function, [`apply`], from (task, event, now) to the next
-//! task or a typed refusal. Every rule of DESIGN §3 about a single task lives here; the store
+//! task or a typed refusal. Every rule of design.md §3 about a single task lives here; the store
 //! calls it inside its write transaction and the adapters never re-derive it.
 //!
 //! Outcomes:

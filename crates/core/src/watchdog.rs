@@ -1,4 +1,4 @@
-//! The watchdog's policy (DESIGN §3 rule 2): pure functions over sessions, their desks'
+//! The watchdog's policy (design.md §3 rule 2): pure functions over sessions, their desks'
 //! tasks, the settings and `now`. The scheduler in the server calls [`plan`] on every wake
 //! and carries out what it returns; every rule about *when* to remind, stall or expire is
 //! here and nowhere else.

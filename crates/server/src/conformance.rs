@@ -88,59 +88,55 @@ pub(crate) async fn prepare(
     enabled: bool,
 ) -> Result<(), StoreError> {
     let marker = marker_dir(data_dir);
-    tasks
-        .blocking(move |s, now| {
-            let existing = s.desk(DESK)?;
-            match (enabled, existing) {
-                // A new run: the last run's open tasks would only count against the
-                // anonymous asker's open-task limit.
-                (true, Some(desk)) if desk.dir == marker => {
-                    cancel_open(s, &desk.name, "A new conformance run started.", now)?;
-                }
-                (true, None) => {
-                    let name = DESK
-                        .parse()
-                        .map_err(|_| StoreError::NoSuchDesk(DESK.into()))?;
-                    s.add_desk(
-                        NewDesk {
-                            name,
-                            agent: AgentKind::Generic,
-                            dir: marker,
-                            deliver_command: None,
-                        },
-                        now,
-                    )?;
-                }
-                (false, Some(desk)) if desk.dir == marker => {
-                    cancel_open(s, &desk.name, "Conformance mode ended.", now)?;
-                    s.remove_desk(&desk.name)?;
-                }
-                _ => {}
-            }
-            Ok(())
-        })
-        .await
+    let existing = tasks.blocking(|s, _| s.desk(DESK)).await?;
+    match (enabled, existing) {
+        // A new run: the last run's open tasks would only count against the anonymous
+        // asker's open-task limit.
+        (true, Some(desk)) if desk.dir == marker => {
+            cancel_open(tasks, &desk.name, "A new conformance run started.").await?;
+        }
+        (true, None) => {
+            let name = DESK
+                .parse()
+                .map_err(|_| StoreError::NoSuchDesk(DESK.into()))?;
+            let desk = NewDesk {
+                name,
+                agent: AgentKind::Generic,
+                dir: marker,
+                deliver_command: None,
+            };
+            tasks
+                .blocking(move |s, now| s.add_desk(desk, now).map(drop))
+                .await?;
+        }
+        (false, Some(desk)) if desk.dir == marker => {
+            cancel_open(tasks, &desk.name, "Conformance mode ended.").await?;
+            tasks
+                .blocking(move |s, _| s.remove_desk(&desk.name).map(drop))
+                .await?;
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
-fn cancel_open(
-    s: &taskkeeper_core::Store,
+/// Cancel the desk's open tasks through the task service, so whoever follows them hears.
+async fn cancel_open(
+    tasks: &Tasks,
     desk: &taskkeeper_core::DeskName,
     reason: &str,
-    now: taskkeeper_core::Timestamp,
 ) -> Result<(), StoreError> {
-    let open = s.tasks(&taskkeeper_core::store::TaskFilter {
+    let filter = taskkeeper_core::store::TaskFilter {
         state: taskkeeper_core::store::StateFilter::Open,
         desk: Some(desk.clone()),
         ..Default::default()
-    })?;
+    };
+    let open = tasks.blocking(move |s, _| s.tasks(&filter)).await?;
     for t in open {
-        s.apply(
-            &t.id,
-            Event::Cancel {
-                reason: Some(reason.into()),
-            },
-            now,
-        )?;
+        let event = Event::Cancel {
+            reason: Some(reason.into()),
+        };
+        tasks.apply(&t.id, event).await?;
     }
     Ok(())
 }

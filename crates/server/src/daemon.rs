@@ -236,12 +236,11 @@ impl Daemon {
         });
 
         let housekeeping = {
-            let store = store.clone();
-            let clock = config.clock.clone();
+            let tasks = tasks.clone();
             let mut session_changes = sessions.session_changes();
             tokio::spawn(async move {
                 loop {
-                    let next = prune_due(&store, clock.as_ref()).await;
+                    let next = prune_due(&tasks).await;
                     let sleep = next.unwrap_or(Duration::from_secs(86_400));
                     // A session that just ended (or a clock that moved) may make something
                     // due before the planned wake.
@@ -312,6 +311,13 @@ impl Daemon {
         &self.store
     }
 
+    /// Whether session `id` has an asyncRewake waiter parked: the signal tests wait on.
+    pub fn has_waiter(&self, id: &str) -> bool {
+        self.owner
+            .sessions()
+            .has_waiter(&taskkeeper_core::SessionId::from(id))
+    }
+
     /// The task service (tests count a task's followers with it).
     pub fn tasks(&self) -> &Tasks {
         &self.tasks
@@ -344,42 +350,50 @@ impl Daemon {
 
 /// Prune what is due (ended tasks after `tasks.keep_ended`, ended sessions after
 /// `sessions.keep_ended`); return how long until the next is due, if anything is kept. Only
-/// reads while nothing is due.
-async fn prune_due(store: &Store, clock: &dyn taskkeeper_core::Clock) -> Option<Duration> {
-    let store = store.clone();
-    let now = clock.now();
-    let result = tokio::task::spawn_blocking(move || {
-        let settings = store.settings()?;
-        let (keep_tasks, keep_sessions) =
-            (settings.keep_ended, settings.limits.keep_ended_sessions);
-        if store.next_prune_at(keep_tasks)?.is_some_and(|t| t <= now) {
-            let pruned = store.prune_ended(now, keep_tasks)?;
+/// reads while nothing is due. Tasks go through the task service, like every task write.
+async fn prune_due(tasks: &Tasks) -> Option<Duration> {
+    let now = tasks.now();
+    let result = async {
+        let (keep_tasks, keep_sessions, tasks_due) = tasks
+            .blocking(move |store, now| {
+                let settings = store.settings()?;
+                let (keep_tasks, keep_sessions) =
+                    (settings.keep_ended, settings.limits.keep_ended_sessions);
+                let due = store.next_prune_at(keep_tasks)?.is_some_and(|t| t <= now);
+                Ok((keep_tasks, keep_sessions, due))
+            })
+            .await?;
+        if tasks_due {
+            let pruned = tasks.prune_ended(keep_tasks).await?;
             if pruned > 0 {
                 tracing::info!(pruned, "pruned ended tasks");
             }
         }
-        if store
-            .next_session_prune_at(keep_sessions)?
-            .is_some_and(|t| t <= now)
-        {
-            let pruned = store.prune_ended_sessions(now, keep_sessions)?;
-            if pruned > 0 {
-                tracing::info!(pruned, "pruned ended sessions");
-            }
-        }
-        let next = [
-            store.next_prune_at(keep_tasks)?,
-            store.next_session_prune_at(keep_sessions)?,
-        ];
-        Ok::<_, StoreError>(next.into_iter().flatten().min())
-    })
+        tasks
+            .blocking(move |store, now| {
+                if store
+                    .next_session_prune_at(keep_sessions)?
+                    .is_some_and(|t| t <= now)
+                {
+                    let pruned = store.prune_ended_sessions(now, keep_sessions)?;
+                    if pruned > 0 {
+                        tracing::info!(pruned, "pruned ended sessions");
+                    }
+                }
+                let next = [
+                    store.next_prune_at(keep_tasks)?,
+                    store.next_session_prune_at(keep_sessions)?,
+                ];
+                Ok(next.into_iter().flatten().min())
+            })
+            .await
+    }
     .await;
     match result {
-        Ok(Ok(next)) => next.map(|t| t.since(now).max(Duration::from_secs(1))),
-        Ok(Err(e)) => {
+        Ok(next) => next.map(|t| t.since(now).max(Duration::from_secs(1))),
+        Err(e) => {
             tracing::warn!(error = %e, "pruning ended tasks failed; trying again in an hour");
             Some(Duration::from_secs(3600))
         }
-        Err(_) => Some(Duration::from_secs(3600)),
     }
 }

@@ -217,7 +217,13 @@ async fn handle(
     Ok(match hook.event.as_str() {
         "SessionStart" => {
             sessions.edge(id, Edge::Started).await?;
-            let note = match sessions.tasks().store().desk(desk.as_str())? {
+            // A store read blocks on SQLite: off the async worker, like every other.
+            let name = desk.clone();
+            let note = match sessions
+                .tasks()
+                .blocking(move |s, _| s.desk(name.as_str()))
+                .await?
+            {
                 Some(d) => delivery::session_note(&d),
                 None => String::new(),
             };

@@ -1,4 +1,4 @@
-//! Headless Claude Code sessions that Taskkeeper launches and owns (DESIGN §7, claude-code.md
+//! Headless Claude Code sessions that Taskkeeper launches and owns (design.md §7, claude-code.md
 //! §10): `claude -p` speaking stream-json on its stdin and stdout. Such a session needs no
 //! hooks and no terminal: Taskkeeper writes tasks and reminders to its stdin as user
 //! messages, and its own event stream says when a turn starts and ends, which background

@@ -1,4 +1,4 @@
-//! The MCP server at `/mcp` (DESIGN §7): how the agent sessions working at the desks end
+//! The MCP server at `/mcp` (design.md §7): how the agent sessions working at the desks end
 //! their tasks, and how a session asks another desk for something. Streamable HTTP through
 //! rmcp, the official Rust SDK, in the workers' room ([`crate::routes`]): only the worker
 //! token (what `taskkeeper connect` configures in Claude Code) and the owner's reach it, and
@@ -9,7 +9,7 @@
 //! `desks_list`, `task_send`, `task_status`, `task_ack`.
 //!
 //! **Which session is calling.** Claude Code sends no session identity to HTTP MCP servers
-//! (shared docs/claude-code.md §13), and `Mcp-Session-Id` names a transport connection, not a
+//! (docs/claude-code.md §13), and `Mcp-Session-Id` names a transport connection, not a
 //! Claude session (protocol 2026-07-28 drops it altogether). So every tool takes `session_id`
 //! and `session_proof` arguments, and the PreToolUse hook that `taskkeeper connect` installs
 //! (matcher `mcp__taskkeeper__.*`) answers with `updatedInput` = the model's arguments plus

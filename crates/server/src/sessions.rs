@@ -495,6 +495,11 @@ impl Sessions {
         lock(&self.inner.handovers).remove(id);
     }
 
+    /// Whether an asyncRewake waiter of `id` is parked (tests wait on it instead of a sleep).
+    pub fn has_waiter(&self, id: &SessionId) -> bool {
+        lock(&self.inner.waiting).contains(id)
+    }
+
     /// The asyncRewake waiter: wait until the idle session has something to be told, then
     /// claim it; leave when superseded, when a turn starts, or when the session ends.
     pub async fn wait(&self, id: &SessionId) -> Result<WaitOutcome, StoreError> {

@@ -117,10 +117,6 @@ impl Tasks {
         self.clock.monotonic()
     }
 
-    pub fn store(&self) -> &Store {
-        &self.store
-    }
-
     /// Run a store call on the blocking pool.
     pub async fn blocking<R: Send + 'static>(
         &self,
@@ -131,6 +127,12 @@ impl Tasks {
         tokio::task::spawn_blocking(move || f(&store, now))
             .await
             .map_err(|e| StoreError::Sqlite(format!("the store call did not finish: {e}")))?
+    }
+
+    /// Delete the tasks that ended more than `keep` ago (the daemon's housekeeping). Nothing
+    /// is published: only ended tasks go, and an ended task's channel is already gone.
+    pub async fn prune_ended(&self, keep: std::time::Duration) -> Result<usize, StoreError> {
+        self.blocking(move |s, now| s.prune_ended(now, keep)).await
     }
 
     fn publish(&self, changed: &Changed) {

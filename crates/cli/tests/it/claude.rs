@@ -1,4 +1,4 @@
-//! The real Claude Code, offline (shared docs/claude-code-testing.md): the pinned
+//! The real Claude Code, offline (docs/claude-code-testing.md): the pinned
 //! `@anthropic-ai/claude-code` from npm runs in tmux against `tests/claude/fake_model.py`, a
 //! scripted fake of the Anthropic Messages API, with the settings `taskkeeper connect
 //! claude-code` wrote into a throwaway HOME, and a real daemon. The scenarios are the
@@ -1655,7 +1655,7 @@ fn a_task_sent_while_busy_is_handed_over_by_the_stop_hook() {
         turn["tail"].as_str().unwrap().contains("Stop hook"),
         "the second task came as Stop hook feedback: {turn:#}"
     );
-    // In the same instant, by the blocking Stop hook (DESIGN §7), not by the asyncRewake
+    // In the same instant, by the blocking Stop hook (design.md §7), not by the asyncRewake
     // waiter that the same Stop starts in parallel: that would be a new `<task-notification>`
     // prompt, a round trip later.
     let events = w.hook_events();

@@ -667,14 +667,17 @@ async fn send(ctx: &Ctx, params: Value, streaming: bool) -> Result<Reply, RpcErr
                 task.context_id
             )));
         }
-        if task.state().is_terminal() {
-            return Err(RpcError::unsupported(format!(
-                "task {task_id} has ended ({}); an ended task takes no more messages: send a new task that names it in referenceTaskIds",
-                task.state()
-            ))
-            .with("taskId", task_id));
-        }
         if let Some(webhook) = webhook {
+            // `transition::apply` owns which messages a task takes; asked first, so a
+            // refused follow-up leaves no webhook behind.
+            taskkeeper_core::transition::apply(
+                &task,
+                Event::FollowUp {
+                    message: message.clone(),
+                },
+                tasks.now(),
+            )
+            .map_err(|e| RpcError::from_store(taskkeeper_core::StoreError::Transition(e)))?;
             let id = task.id.clone();
             tasks
                 .blocking(move |s, now| s.put_push_config(&id, webhook, now))

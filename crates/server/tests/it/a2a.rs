@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::{TOKEN, TestDaemon};
+use crate::support::{TOKEN, TestDaemon, until};
 
 const EXT: &str = "https://taskkeeper.dev/a2a/extensions/open-until-done/v1";
 const V1: Option<&str> = Some("1.0");
@@ -36,12 +36,6 @@ fn worker(d: &TestDaemon, id: &str, status: &str, text: &str) {
         Some(&json!({"status": status, "text": text})),
     );
     assert_eq!(code, 200, "{body}");
-}
-
-fn add_asker(d: &TestDaemon, name: &str) -> String {
-    let (code, body) = d.call("POST", "/api/askers", Some(&json!({"name": name})));
-    assert_eq!(code, 201, "{body}");
-    body["token"].as_str().unwrap().to_owned()
 }
 
 fn next(rx: &Receiver<Value>) -> Value {
@@ -613,9 +607,23 @@ fn blocking_is_capped_and_a_client_that_leaves_changes_nothing() {
             body.len()
         )
         .unwrap();
-        std::thread::sleep(Duration::from_millis(100));
+        // Its task exists and its wait has begun before it hangs up.
+        let left = until("the second task", || {
+            let (_, tasks) = d.call("GET", "/api/tasks?state=open", None);
+            let submitted = tasks["tasks"]
+                .as_array()?
+                .iter()
+                .find(|t| t["state"] == "submitted")?;
+            submitted["id"].as_str().map(taskkeeper_core::TaskId::from)
+        });
+        until("its wait to follow the task", || {
+            (d.daemon().tasks().watchers(&left) > 0).then_some(())
+        });
+        drop(s);
+        until("its wait to end with its client", || {
+            (d.daemon().tasks().watchers(&left) == 0).then_some(())
+        });
     }
-    std::thread::sleep(Duration::from_millis(100));
     let (_, tasks) = d.call("GET", "/api/tasks", None);
     let states: Vec<_> = tasks["tasks"]
         .as_array()
@@ -774,8 +782,8 @@ fn subscribe_works_from_the_store_after_a_restart() {
 #[test]
 fn askers_see_only_their_own_tasks() {
     let d = new_desk();
-    let alice = add_asker(&d, "alice");
-    let bob = add_asker(&d, "bob");
+    let alice = d.add_asker("alice");
+    let bob = d.add_asker("bob");
     let sent = d.rpc("/a2a/web", &alice, V1, &send_v1("m-1", "alice's", true));
     let id = sent["result"]["task"]["id"].as_str().unwrap();
     assert_eq!(sent["result"]["task"]["metadata"][EXT]["asker"], "alice");

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::{TOKEN, TestDaemon};
+use crate::support::{TOKEN, TestDaemon, until};
 
 pub(crate) struct Hooks<'a> {
     d: &'a TestDaemon,
@@ -99,7 +99,7 @@ impl<'a> Hooks<'a> {
     }
 
     fn task(&self, id: &str) -> Value {
-        self.d.call("GET", &format!("/api/tasks/{id}"), None).1
+        self.d.task(id)
     }
 }
 
@@ -335,7 +335,9 @@ fn the_stop_that_ends_a_task_hands_over_the_next_and_the_waiter_wakes_an_idle_se
 
     // A waiter for the idle session wakes it when a cancel must be told.
     let waiter = h.waiter();
-    std::thread::sleep(Duration::from_millis(100));
+    until("the waiter to park", || {
+        d.daemon().has_waiter("s-1").then_some(())
+    });
     assert!(!waiter.is_finished(), "nothing to tell yet");
     d.call(
         "POST",
@@ -359,10 +361,12 @@ fn a_newer_waiter_or_a_new_turn_sends_the_old_one_away() {
     h.ok("s-1", "SessionStart", json!({"source": "startup"}));
     let wait = || h.waiter();
     let old = wait();
-    std::thread::sleep(Duration::from_millis(100));
+    until("the first waiter to park", || {
+        d.daemon().has_waiter("s-1").then_some(())
+    });
     let newer = wait();
+    // The old one leaves only once the newer one has taken over (and read the turn count).
     assert!(old.join().unwrap().contains("a newer waiter took over"));
-    std::thread::sleep(Duration::from_millis(100));
     h.ok(
         "s-1",
         "UserPromptSubmit",

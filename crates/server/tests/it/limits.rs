@@ -27,12 +27,6 @@ fn call(method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": "r-1", "method": method, "params": params})
 }
 
-fn add_asker(d: &TestDaemon, name: &str) -> String {
-    let (code, body) = d.call("POST", "/api/askers", Some(&json!({"name": name})));
-    assert_eq!(code, 201, "{body}");
-    body["token"].as_str().unwrap().to_owned()
-}
-
 /// The ErrorInfo of a v1.0 error, after checking it is a limit's: code -32000, Taskkeeper's
 /// domain, the setting named in the message and the metadata.
 fn limit_error(reply: &Value, reason: &str, setting: &str) -> Value {
@@ -58,7 +52,7 @@ fn an_asker_past_its_open_tasks_is_refused_with_the_limit_named() {
     let d = TestDaemon::start();
     d.with_desk("web");
     d.set_setting("limits.open_tasks_per_asker", "3");
-    let flood = add_asker(&d, "flood");
+    let flood = d.add_asker("flood");
     for i in 0..3 {
         let r = d.rpc(
             "/a2a/web",
@@ -84,7 +78,7 @@ fn an_asker_past_its_open_tasks_is_refused_with_the_limit_named() {
     let r = d.rpc("/a2a/web", &flood, None, &v03);
     assert_eq!(r["error"]["code"], -32000, "{r}");
     assert_eq!(r["error"]["data"]["reason"], "OPEN_TASKS_PER_ASKER_LIMIT");
-    let other = add_asker(&d, "other");
+    let other = d.add_asker("other");
     let r = d.rpc("/a2a/web", &other, V1, &send("m0", "mine", None));
     assert!(r["result"]["task"]["id"].is_string(), "{r}");
 

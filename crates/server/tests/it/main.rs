@@ -19,6 +19,7 @@ mod routes;
 mod streams;
 mod support;
 mod terminal;
+mod tidy;
 mod ui;
 mod ui_codes;
 mod watchdog;

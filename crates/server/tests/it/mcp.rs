@@ -165,28 +165,6 @@ fn ids_of(list: &Value) -> Vec<String> {
         .collect()
 }
 
-fn add_task(d: &TestDaemon, desk: &str, text: &str) -> String {
-    let (status, body) = d.call(
-        "POST",
-        "/api/tasks",
-        Some(&json!({"desk": desk, "text": text})),
-    );
-    assert_eq!(status, 201, "{body}");
-    body["id"].as_str().unwrap().to_owned()
-}
-
-fn task(d: &TestDaemon, id: &str) -> Value {
-    let (status, body) = d.call("GET", &format!("/api/tasks/{id}"), None);
-    assert_eq!(status, 200, "{body}");
-    body
-}
-
-fn add_asker(d: &TestDaemon, name: &str) -> String {
-    let (status, body) = d.call("POST", "/api/askers", Some(&json!({"name": name})));
-    assert_eq!(status, 201, "{body}");
-    body["token"].as_str().unwrap().to_owned()
-}
-
 /// Two desks, each with a session.
 fn two_desks() -> TestDaemon {
     let d = TestDaemon::start();
@@ -295,7 +273,7 @@ fn initialize_lists_the_seven_tools_with_their_schemas() {
 #[test]
 fn protocol_2026_07_28_through_server_discover_works_too() {
     let d = two_desks();
-    let id = add_task(&d, "api", "Add a --json flag");
+    let id = d.add_task("api", "Add a --json flag");
     for lifecycle in [
         ClientLifecycleMode::Discover {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28],
@@ -331,7 +309,7 @@ fn protocol_2026_07_28_through_server_discover_works_too() {
             json!({"task_id": id, "status": "done", "text": "Added."}),
         ),
     );
-    assert_eq!(task(&d, &id)["state"], "completed");
+    assert_eq!(d.task(&id)["state"], "completed");
 }
 
 #[test]
@@ -339,7 +317,7 @@ fn task_update_done_blocked_failed_reach_the_task() {
     let d = two_desks();
     let c = Client::connect(&d, &worker(&d));
 
-    let done = add_task(&d, "api", "Add a --json flag");
+    let done = d.add_task("api", "Add a --json flag");
     deliver(&d, &done, "s-api");
     let (text, structured) = c.ok(
         "task_update",
@@ -353,12 +331,12 @@ fn task_update_done_blocked_failed_reach_the_task() {
     assert_eq!(structured["id"], done.as_str());
     assert_eq!(structured["state"], "completed");
     assert_eq!(structured["result"], "Added --json; tests pass.");
-    let t = task(&d, &done);
+    let t = d.task(&done);
     assert_eq!(t["state"], "completed");
     assert_eq!(t["statusText"], "Added --json; tests pass.");
     assert_eq!(t["artifacts"][0]["text"], "Added --json; tests pass.");
 
-    let blocked = add_task(&d, "api", "Rename the crate");
+    let blocked = d.add_task("api", "Rename the crate");
     deliver(&d, &blocked, "s-api");
     c.ok(
         "task_update",
@@ -368,20 +346,20 @@ fn task_update_done_blocked_failed_reach_the_task() {
             json!({"task_id": blocked, "status": "blocked", "text": "Which name?"}),
         ),
     );
-    let t = task(&d, &blocked);
+    let t = d.task(&blocked);
     assert_eq!(t["state"], "input-required");
     assert_eq!(t["statusText"], "Which name?");
 
     // Without session_id the owner's token acts as the owner (like `taskkeeper task update`),
     // on any task, delivered or not.
     let c = Client::connect(&d, TOKEN);
-    let failed = add_task(&d, "web", "Port it to COBOL");
+    let failed = d.add_task("web", "Port it to COBOL");
     let (_, structured) = c.ok(
         "task_update",
         json!({"task_id": failed, "status": " failed ", "text": "No COBOL toolchain here."}),
     );
     assert_eq!(structured["state"], "failed");
-    let t = task(&d, &failed);
+    let t = d.task(&failed);
     assert_eq!(t["state"], "failed");
     assert_eq!(t["statusText"], "No COBOL toolchain here.");
 
@@ -399,9 +377,9 @@ fn task_update_done_blocked_failed_reach_the_task() {
 fn task_update_refusals_are_tool_errors_and_change_nothing() {
     let d = two_desks();
     let c = Client::connect(&d, &worker(&d));
-    let open = add_task(&d, "api", "Add a --json flag");
+    let open = d.add_task("api", "Add a --json flag");
     deliver(&d, &open, "s-api");
-    let ended = add_task(&d, "web", "Fix the footer");
+    let ended = d.add_task("web", "Fix the footer");
     deliver(&d, &ended, "s-web");
     c.ok(
         "task_update",
@@ -411,8 +389,8 @@ fn task_update_refusals_are_tool_errors_and_change_nothing() {
             json!({"task_id": ended, "status": "done", "text": "Fixed."}),
         ),
     );
-    let before_open = task(&d, &open);
-    let before_ended = task(&d, &ended);
+    let before_open = d.task(&open);
+    let before_ended = d.task(&ended);
     let count = d.task_count();
     let api = |args: Value| as_session(&d, "s-api", args);
     let web = |args: Value| as_session(&d, "s-web", args);
@@ -484,8 +462,8 @@ fn task_update_refusals_are_tool_errors_and_change_nothing() {
     let err = c.try_call("task_finish", json!({})).unwrap_err();
     assert!(matches!(&err, ServiceError::McpError(_)), "{err:?}");
 
-    assert_eq!(task(&d, &open), before_open);
-    assert_eq!(task(&d, &ended), before_ended);
+    assert_eq!(d.task(&open), before_open);
+    assert_eq!(d.task(&ended), before_ended);
     assert_eq!(d.task_count(), count);
 }
 
@@ -497,12 +475,12 @@ fn a_session_cannot_speak_for_another_or_end_what_it_was_not_given() {
     let d = two_desks();
     session(&d, "s-api-2", "api");
     let c = Client::connect(&d, &worker(&d));
-    let current = add_task(&d, "api", "Add a --json flag");
-    let queued = add_task(&d, "api", "Then rename the crate");
-    let web_task = add_task(&d, "web", "Fix the footer");
+    let current = d.add_task("api", "Add a --json flag");
+    let queued = d.add_task("api", "Then rename the crate");
+    let web_task = d.add_task("web", "Fix the footer");
     let before: Vec<Value> = [&current, &queued, &web_task]
         .iter()
-        .map(|id| task(&d, id))
+        .map(|id| d.task(id))
         .collect();
     let ending = |id: &str| json!({"task_id": id, "status": "done", "text": "Done, trust me."});
 
@@ -545,7 +523,7 @@ fn a_session_cannot_speak_for_another_or_end_what_it_was_not_given() {
     assert!(m.contains("queued, position 1"), "{m}");
 
     for (id, was) in [&current, &queued, &web_task].iter().zip(&before) {
-        assert_eq!(&task(&d, id), was, "nothing changed");
+        assert_eq!(&d.task(id), was, "nothing changed");
     }
 
     // Once it is delivered, the desk's current task may be ended by its session, and the
@@ -554,7 +532,7 @@ fn a_session_cannot_speak_for_another_or_end_what_it_was_not_given() {
     let (_, list) = c.ok("task_list", as_session(&d, "s-api", json!({})));
     assert_eq!(ids_of(&list), [current.clone(), queued.clone()]);
     c.ok("task_update", as_session(&d, "s-api", ending(&current)));
-    assert_eq!(task(&d, &current)["state"], "completed");
+    assert_eq!(d.task(&current)["state"], "completed");
     // The queued one started; handed to s-api, blocked, it no longer holds the desk: the
     // desk's other session may not end it.
     deliver(&d, &queued, "s-api");
@@ -568,17 +546,17 @@ fn a_session_cannot_speak_for_another_or_end_what_it_was_not_given() {
     );
     let m = c.refused("task_update", as_session(&d, "s-api-2", ending(&queued)));
     assert!(m.contains("was handed to session s-api"), "{m}");
-    assert_eq!(task(&d, &queued)["state"], "input-required");
+    assert_eq!(d.task(&queued)["state"], "input-required");
 }
 
 #[test]
 fn task_list_and_task_get_are_scoped_by_the_session() {
     let d = two_desks();
     let c = Client::connect(&d, TOKEN);
-    let a1 = add_task(&d, "api", "First for api");
-    let a2 = add_task(&d, "api", "Second for api");
-    let w1 = add_task(&d, "web", "First for web");
-    let a0 = add_task(&d, "api", "Already done");
+    let a1 = d.add_task("api", "First for api");
+    let a2 = d.add_task("api", "Second for api");
+    let w1 = d.add_task("web", "First for web");
+    let a0 = d.add_task("api", "Already done");
     c.ok(
         "task_update",
         json!({"task_id": a0, "status": "done", "text": "ok"}),
@@ -666,7 +644,7 @@ fn task_send_status_ack_round_trip_with_asker_isolation() {
     assert_eq!(sent["desk"], "web");
     assert_eq!(sent["state"], "working");
     assert!(text.contains(&id) && text.contains("task_status"), "{text}");
-    assert_eq!(task(&d, &id)["asker"], "desk:api");
+    assert_eq!(d.task(&id)["asker"], "desk:api");
 
     let (_, status) = c.ok(
         "task_status",
@@ -718,7 +696,7 @@ fn task_send_status_ack_round_trip_with_asker_isolation() {
     assert_eq!(acked["acknowledged"], true);
     assert_eq!(acked["state"], "completed");
     assert!(acked.get("next").is_none(), "{acked}");
-    assert!(task(&d, &id)["acknowledgedAt"].is_string());
+    assert!(d.task(&id)["acknowledgedAt"].is_string());
     // Again: idempotent.
     c.ok("task_ack", as_session(&d, "s-api", json!({"task_id": id})));
 
@@ -777,9 +755,9 @@ fn task_send_is_bounded_per_desk_and_odd_session_ids_are_refused() {
 #[test]
 fn askers_cannot_reach_mcp_and_the_owner_asks_as_owner() {
     let d = two_desks();
-    let bob = add_asker(&d, "bob");
-    let open = add_task(&d, "api", "Add a --json flag");
-    let before = task(&d, &open);
+    let bob = d.add_asker("bob");
+    let open = d.add_task("api", "Add a --json flag");
+    let before = d.task(&open);
     let count = d.task_count();
     for (tool, args) in [
         (
@@ -797,7 +775,7 @@ fn askers_cannot_reach_mcp_and_the_owner_asks_as_owner() {
         assert_eq!(status, 403, "{tool}: {body}");
         assert!(body.contains("askers use /a2a"), "{body}");
     }
-    assert_eq!(task(&d, &open), before);
+    assert_eq!(d.task(&open), before);
     assert_eq!(d.task_count(), count);
 
     let c = Client::connect(&d, TOKEN);
@@ -882,7 +860,7 @@ fn mcp_headers(d: &TestDaemon, protocol: Option<&str>) -> Vec<(&'static str, Str
 #[test]
 fn the_claude_code_handshake_over_raw_http() {
     let d = two_desks();
-    let id = add_task(&d, "api", "Add a --json flag");
+    let id = d.add_task("api", "Add a --json flag");
 
     // 1. The 2026-07-28 probe: answered, so a client that speaks it may stay on it.
     let discover = json!({"jsonrpc": "2.0", "id": 0, "method": "server/discover", "params": {"_meta": {
@@ -966,7 +944,7 @@ fn the_claude_code_handshake_over_raw_http() {
     let reply = message(&headers, &body);
     assert_eq!(reply["result"]["isError"], false, "{reply}");
     assert_eq!(reply["result"]["structuredContent"]["state"], "completed");
-    assert_eq!(task(&d, &id)["state"], "completed");
+    assert_eq!(d.task(&id)["state"], "completed");
 
     // A refusal is a tool result with isError, not a JSON-RPC error.
     let call = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
@@ -991,9 +969,9 @@ fn the_claude_code_handshake_over_raw_http() {
 fn mcp_needs_the_token_and_a_local_origin() {
     let d = two_desks();
     let count = d.task_count();
-    let id = add_task(&d, "api", "Add a --json flag");
+    let id = d.add_task("api", "Add a --json flag");
     deliver(&d, &id, "s-api");
-    let before = task(&d, &id);
+    let before = d.task(&id);
     let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": "task_update",
         "arguments": as_session(&d, "s-api", json!({"task_id": id, "status": "done", "text": "x"}))}})
@@ -1020,7 +998,7 @@ fn mcp_needs_the_token_and_a_local_origin() {
     let (status, _, _) = exchange(&d, "POST", &rebound, &call);
     assert_eq!(status, 403);
 
-    assert_eq!(task(&d, &id), before);
+    assert_eq!(d.task(&id), before);
     assert_eq!(d.task_count(), count + 1);
 
     // Our own origin and `localhost` pass both the guard and rmcp's own checks.
@@ -1030,7 +1008,7 @@ fn mcp_needs_the_token_and_a_local_origin() {
     let (status, headers, body) = exchange(&d, "POST", &own, &call);
     assert_eq!(status, 200, "{body}");
     assert_eq!(message(&headers, &body)["result"]["isError"], false);
-    assert_eq!(task(&d, &id)["state"], "completed");
+    assert_eq!(d.task(&id)["state"], "completed");
 }
 
 #[test]
@@ -1051,7 +1029,7 @@ fn a_connected_client_neither_holds_up_shutdown_nor_loses_a_restart() {
         .expect("the daemon did not shut down with an MCP client connected");
 
     // No transport session to expire: the same client carries on.
-    let id = add_task(&d, "api", "After the restart");
+    let id = d.add_task("api", "After the restart");
     let (_, one) = c.ok("task_get", json!({"task_id": id, "session_id": "s-api"}));
     assert_eq!(one["request"], "After the restart");
 }
@@ -1068,8 +1046,8 @@ fn a_launched_session_is_named_by_its_header() {
     let d = two_desks();
     let proof = d.daemon().session_proof("s-web");
     let web = Client::connect_as(&d, &worker(&d), "s-web", &proof);
-    let a1 = add_task(&d, "api", "First for api");
-    let w1 = add_task(&d, "web", "First for web");
+    let a1 = d.add_task("api", "First for api");
+    let w1 = d.add_task("web", "First for web");
     deliver(&d, &w1, "s-web");
 
     let (_, list) = web.ok("task_list", json!({}));
@@ -1092,12 +1070,12 @@ fn a_launched_session_is_named_by_its_header() {
         let m = web.refused("task_update", args);
         assert!(m.contains("cannot make it another session"), "{m}");
     }
-    assert_eq!(task(&d, &a1)["state"], "working", "nothing changed");
+    assert_eq!(d.task(&a1)["state"], "working", "nothing changed");
     web.ok(
         "task_update",
         json!({"task_id": w1, "status": "done", "text": "Fixed."}),
     );
-    assert_eq!(task(&d, &w1)["state"], "completed");
+    assert_eq!(d.task(&w1)["state"], "completed");
 
     let unproven = Client::connect_as(&d, &worker(&d), "s-api", "not-the-proof");
     let m = unproven.refused("task_list", json!({}));

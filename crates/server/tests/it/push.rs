@@ -132,12 +132,6 @@ fn send(message_id: &str, push: Option<Value>) -> Value {
     )
 }
 
-fn add_asker(d: &TestDaemon, name: &str) -> String {
-    let (code, body) = d.call("POST", "/api/askers", Some(&json!({"name": name})));
-    assert_eq!(code, 201, "{body}");
-    body["token"].as_str().unwrap().to_owned()
-}
-
 fn worker(d: &TestDaemon, id: &str, status: &str, text: &str) {
     let (code, body) = d.call(
         "POST",
@@ -166,8 +160,8 @@ fn configs_are_set_read_listed_and_deleted_only_by_the_tasks_asker() {
     let d = TestDaemon::start();
     d.with_desk("web");
     let hook = Webhook::start(0);
-    let alice = add_asker(&d, "alice");
-    let bob = add_asker(&d, "bob");
+    let alice = d.add_asker("alice");
+    let bob = d.add_asker("bob");
     let id = task_id(&d.rpc("/a2a/web", &alice, V1, &send("m-1", None)));
 
     let created = d.rpc(
@@ -539,4 +533,33 @@ fn targets_in_refused_ranges_are_refused_and_nothing_is_stored_until_the_owner_a
         )["result"]["task"]["status"]["state"],
         "TASK_STATE_SUBMITTED"
     );
+}
+
+/// A follow-up to an ended task is refused by the task's own rule (`transition::apply`), asked
+/// before anything is set: the webhook that came with it is not stored.
+#[test]
+fn a_follow_up_to_an_ended_task_is_refused_and_leaves_no_webhook() {
+    let d = TestDaemon::start();
+    d.with_desk("web");
+    let hook = Webhook::start(0);
+    let id = task_id(&d.rpc("/a2a/web", TOKEN, V1, &send("m-1", None)));
+    worker(&d, &id, "done", "Added --json");
+    let mut follow = send("m-2", Some(json!({"url": hook.url("/f")})));
+    follow["params"]["message"]["taskId"] = json!(id);
+    let err = d.rpc("/a2a/web", TOKEN, V1, &follow);
+    assert_eq!(err["error"]["code"], -32004, "{err}");
+    assert_eq!(err["error"]["data"][0]["metadata"]["taskId"], id.as_str());
+    let message = err["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("task {id} has already ended (completed)"))
+            && message.contains("referenceTaskIds"),
+        "the transition's own words: {err}"
+    );
+    let configs = d
+        .daemon()
+        .store()
+        .push_configs(&taskkeeper_core::TaskId::from(id.as_str()))
+        .unwrap();
+    assert!(configs.is_empty(), "{configs:?}");
+    assert_eq!(d.task(&id)["state"], "completed");
 }

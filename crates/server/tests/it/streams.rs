@@ -22,12 +22,6 @@ fn new_desk() -> TestDaemon {
     d
 }
 
-fn add_asker(d: &TestDaemon, name: &str) -> String {
-    let (code, body) = d.call("POST", "/api/askers", Some(&json!({"name": name})));
-    assert_eq!(code, 201, "{body}");
-    body["token"].as_str().unwrap().to_owned()
-}
-
 fn send(message_id: &str, method: &str, immediately: bool) -> Value {
     json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": {
         "message": {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": "x"}]},
@@ -216,8 +210,8 @@ fn a_stream_whose_client_leaves_ends_without_waiting_for_the_task() {
 fn streams_and_blocking_waits_are_capped_per_caller() {
     let d = new_desk();
     d.set_setting(SETTING, "2");
-    let alice = add_asker(&d, "alice");
-    let bob = add_asker(&d, "bob");
+    let alice = d.add_asker("alice");
+    let bob = d.add_asker("bob");
 
     std::thread::scope(|scope| {
         // Alice's first slot: a blocking SendMessage that waits for its task to end. The slot

@@ -199,6 +199,35 @@ impl TestDaemon {
         body["tasks"].as_array().map_or(0, Vec::len)
     }
 
+    /// A task the owner gives desk `desk`; its id.
+    pub fn add_task(&self, desk: &str, text: &str) -> String {
+        let (status, body) = self.call(
+            "POST",
+            "/api/tasks",
+            Some(&serde_json::json!({"desk": desk, "text": text})),
+        );
+        assert_eq!(status, 201, "{body}");
+        body["id"].as_str().unwrap().to_owned()
+    }
+
+    /// Task `id` as the owner API shows it.
+    pub fn task(&self, id: &str) -> Value {
+        let (status, body) = self.call("GET", &format!("/api/tasks/{id}"), None);
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    /// A new asker named `name`; its token.
+    pub fn add_asker(&self, name: &str) -> String {
+        let (status, body) = self.call(
+            "POST",
+            "/api/askers",
+            Some(&serde_json::json!({"name": name})),
+        );
+        assert_eq!(status, 201, "{body}");
+        body["token"].as_str().unwrap().to_owned()
+    }
+
     pub fn with_desk(&self, name: &str) {
         let (status, body) = self.call(
             "POST",

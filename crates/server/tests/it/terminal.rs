@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::hooks::Hooks;
 use crate::support::{TestDaemon, read, until};
@@ -121,22 +121,8 @@ fn web_desk(d: &TestDaemon, h: &Hooks<'_>) -> PathBuf {
     out.join("texts")
 }
 
-fn add_task(d: &TestDaemon, text: &str) -> String {
-    let (status, t) = d.call(
-        "POST",
-        "/api/tasks",
-        Some(&json!({"desk": "web", "text": text})),
-    );
-    assert_eq!(status, 201, "{t}");
-    t["id"].as_str().unwrap().to_owned()
-}
-
-fn task(d: &TestDaemon, id: &str) -> Value {
-    d.call("GET", &format!("/api/tasks/{id}"), None).1
-}
-
 fn delivered(d: &TestDaemon, id: &str) -> Option<()> {
-    task(d, id)["deliveredAt"].is_string().then_some(())
+    d.task(id)["deliveredAt"].is_string().then_some(())
 }
 
 /// The shell in `pane` has run everything it was given before now, and none of it touched
@@ -199,7 +185,7 @@ fn a_pane_that_is_not_the_sessions_own_is_never_pasted_into() {
         );
         assert_eq!(status, 403, "{text}");
         // Pasted into a shell, `$(...)` runs whatever line it lands on.
-        let id = add_task(&d, &format!("Please run\n$(touch {})", marker.display()));
+        let id = d.add_task("web", &format!("Please run\n$(touch {})", marker.display()));
 
         until("the command to deliver", || {
             read(&texts).filter(|t| t.contains(&id))
@@ -262,8 +248,8 @@ fn the_sessions_own_pane_gets_one_paste_and_a_moved_reach_is_checked_again() {
     );
     assert_eq!(status, 200);
 
-    let first = add_task(
-        &d,
+    let first = d.add_task(
+        "web",
         "Look at this\u{1b}[201~\nechoed after the paste\u{9b}201~",
     );
     let got = until("the paste and its Enter", || {
@@ -303,7 +289,7 @@ fn the_sessions_own_pane_gets_one_paste_and_a_moved_reach_is_checked_again() {
     );
     assert_eq!(status, 200);
     let marker = d.data_dir.join("pwned");
-    let second = add_task(&d, &format!("Then\n$(touch {})", marker.display()));
+    let second = d.add_task("web", &format!("Then\n$(touch {})", marker.display()));
     until("the command to deliver the second", || {
         read(&texts).filter(|t| t.contains(&second))
     });

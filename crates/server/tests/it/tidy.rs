@@ -1,0 +1,321 @@
+//! Rules about the source tree itself, checked by reading it (rust-analyzer's "tidy" idea):
+//! every module says why it exists, only the task service writes tasks, and every reference
+//! to a design note resolves to a file (and a section) inside the repository.
+
+use std::path::{Path, PathBuf};
+
+use regex::Regex;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Every file under `dir` whose name ends in one of `exts`, skipping build output and
+/// installed packages.
+fn files(dir: &Path, exts: &[&str], out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if path.is_dir() {
+            if !matches!(
+                name.as_str(),
+                "target" | "node_modules" | "dist" | "gen" | ".git"
+            ) && !name.starts_with("tgt")
+            {
+                files(&path, exts, out);
+            }
+        } else if exts.iter().any(|e| name.ends_with(e)) {
+            out.push(path);
+        }
+    }
+}
+
+/// The Rust sources of the product: each crate's `src/` and the app's sources.
+fn product_sources() -> Vec<PathBuf> {
+    let root = root();
+    let mut out = Vec::new();
+    for krate in std::fs::read_dir(root.join("crates")).unwrap().flatten() {
+        files(&krate.path().join("src"), &[".rs"], &mut out);
+    }
+    files(&root.join("src-tauri"), &[".rs"], &mut out);
+    out.push(root.join("build.rs"));
+    out.sort();
+    out
+}
+
+fn shown(path: &Path) -> String {
+    path.strip_prefix(root())
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn every_rust_module_says_why_it_exists() {
+    let sources = product_sources();
+    assert!(
+        sources.len() > 40,
+        "the scan found the sources: {sources:?}"
+    );
+    let undocumented: Vec<String> = sources
+        .iter()
+        .filter(|p| {
+            let text = std::fs::read_to_string(p).unwrap();
+            let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+            !first.starts_with("//!")
+        })
+        .map(|p| shown(p))
+        .collect();
+    assert!(
+        undocumented.is_empty(),
+        "these modules start without a `//!` doc saying why they exist; add one: {undocumented:?}"
+    );
+}
+
+/// The store's calls that create, change or delete tasks. Inside the daemon only the task
+/// service (`crates/server/src/tasks.rs`) makes them, so every change is published.
+const TASK_WRITES: &str = "submit|submit_with_push|submit_each|apply|apply_at|prune_ended";
+
+/// Receivers that may make such a call: the task service itself, and `Session::apply`
+/// (which folds an edge into a session's activity; no task changes).
+const ALLOWED: &[&str] = &["tasks", "tasks()", "session"];
+
+/// Each call of [`TASK_WRITES`] in `text` whose receiver is not in [`ALLOWED`], as
+/// `receiver.method`.
+fn task_writes_outside_the_service(text: &str) -> Vec<String> {
+    // Comments out, then the space around each `.`, so a call split over lines reads as one.
+    let code: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect();
+    let code = Regex::new(r"\s*\.\s*")
+        .unwrap()
+        .replace_all(&code.join("\n"), ".")
+        .into_owned();
+    let call = Regex::new(&format!(
+        r"([A-Za-z_][A-Za-z0-9_]*(?:\(\))?)\.({TASK_WRITES})\(|Store::({TASK_WRITES})\("
+    ))
+    .unwrap();
+    call.captures_iter(&code)
+        .filter_map(|c| match (c.get(1), c.get(2), c.get(3)) {
+            (Some(receiver), Some(method), _) if !ALLOWED.contains(&receiver.as_str()) => {
+                Some(format!("{}.{}", receiver.as_str(), method.as_str()))
+            }
+            (_, _, Some(method)) => Some(format!("Store::{}", method.as_str())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn the_scan_for_task_writes_finds_a_direct_store_call() {
+    // The shapes the old code had: a closure's store, a daemon's store, split over lines.
+    let found = task_writes_outside_the_service(
+        "s.apply(&t.id, Event::Cancel { reason }, now)?;\n\
+         let n = store\n    .prune_ended(now, keep)?;\n\
+         // store.apply(&id, e, now) in a comment is fine\n\
+         self.tasks.apply(&id, e).await?; sessions.tasks().apply(&id, e).await?;\n\
+         match tasks\n    .apply(&id, e).await {}\n\
+         session.apply(edge, now);",
+    );
+    assert_eq!(found, ["s.apply", "store.prune_ended"]);
+}
+
+#[test]
+fn only_the_task_service_writes_tasks() {
+    let service = root().join("crates/server/src/tasks.rs");
+    let mut found = Vec::new();
+    for path in product_sources() {
+        // The store is where the writes live; the task service is the one caller.
+        if path == service || path.starts_with(root().join("crates/core")) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for call in task_writes_outside_the_service(&text) {
+            found.push(format!("{}: {call}", shown(&path)));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "task writes outside the task service (crates/server/src/tasks.rs), which would go \
+         unpublished; call `Tasks` instead: {found:?}"
+    );
+}
+/// Every text file that may cite a design note.
+fn cited_in() -> Vec<PathBuf> {
+    let root = root();
+    let exts = [
+        ".rs", ".md", ".ts", ".tsx", ".sh", ".toml", ".py", ".json", "Makefile",
+    ];
+    let mut out = Vec::new();
+    for dir in ["crates", "src-tauri", "ui", "tests", "bench", "docs", ".ci"] {
+        files(&root.join(dir), &exts, &mut out);
+    }
+    for file in std::fs::read_dir(&root).unwrap().flatten() {
+        let path = file.path();
+        let name = file.file_name().to_string_lossy().into_owned();
+        if path.is_file()
+            && (exts.iter().any(|e| name.ends_with(e)) || name.starts_with('.'))
+            && name != "Cargo.lock"
+        {
+            out.push(path);
+        }
+    }
+    out.retain(|p| !p.ends_with("package-lock.json"));
+    out.sort();
+    out
+}
+
+/// Where `name.md` lives: the four pages at the root, every other note in `docs/`.
+fn doc_path(name: &str) -> PathBuf {
+    match name {
+        "README" | "ARCHITECTURE" | "TESTING" | "BENCHMARKS" => root().join(format!("{name}.md")),
+        _ => root().join("docs").join(format!("{name}.md")),
+    }
+}
+
+/// The broken references in `text`: notes outside the repository, files that do not exist,
+/// sections a note does not have. `docs` reads a note by its name.
+fn broken_references(text: &str, docs: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
+    let mut broken = Vec::new();
+    for outside in [
+        "../shared",
+        "/work/shared",
+        "shared docs",
+        "DESIGN.md",
+        "DESIGN §",
+    ] {
+        if text.contains(outside) {
+            broken.push(format!(
+                "{outside:?}: the design notes live in docs/ (docs/design.md for the product)"
+            ));
+        }
+    }
+    let reference =
+        Regex::new(r"(?:docs/)?\b([A-Za-z][A-Za-z0-9_-]*)\.md\b((?:[ ,/–and]*§[0-9.]*[0-9])*)")
+            .unwrap();
+    let section = Regex::new(r"§([0-9]+(?:\.[0-9]+)*)").unwrap();
+    for c in reference.captures_iter(text) {
+        let name = &c[1];
+        let Some(note) = docs(name) else {
+            broken.push(format!("{name}.md does not exist"));
+            continue;
+        };
+        for s in section.captures_iter(&c[2]) {
+            let number = &s[1];
+            let heading = Regex::new(&format!(r"(?m)^#+ {}[. ]", regex::escape(number))).unwrap();
+            if !heading.is_match(&note) {
+                broken.push(format!("{name}.md has no section {number}"));
+            }
+        }
+    }
+    broken
+}
+
+#[test]
+fn the_reference_check_finds_what_does_not_resolve() {
+    let docs = |name: &str| match name {
+        "reliability" => {
+            Some("# Reliability\n\n## 3. Durability\n\n### 8.2 Due times\n".to_owned())
+        }
+        _ => None,
+    };
+    assert!(
+        broken_references("see docs/reliability.md §3 and reliability.md §8.2", &docs).is_empty()
+    );
+    assert_eq!(
+        broken_references("docs/reliability.md §3, §4; nowhere.md; ../shared/x", &docs),
+        [
+            "\"../shared\": the design notes live in docs/ (docs/design.md for the product)",
+            "reliability.md has no section 4",
+            "nowhere.md does not exist",
+        ]
+    );
+}
+
+#[test]
+fn every_reference_to_a_design_note_resolves_inside_the_repository() {
+    let docs = |name: &str| std::fs::read_to_string(doc_path(name)).ok();
+    let files = cited_in();
+    assert!(
+        files.iter().any(|p| p.ends_with("ARCHITECTURE.md")),
+        "the scan found the docs: {files:?}"
+    );
+    let mut broken = Vec::new();
+    for path in files {
+        // This file names the broken forms on purpose.
+        if path.ends_with("tests/it/tidy.rs") {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        for b in broken_references(&text, &docs) {
+            broken.push(format!("{}: {b}", shown(&path)));
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "references that do not resolve inside the repository; point them at a note in docs/ \
+         and a section it has: {broken:#?}"
+    );
+}
+
+/// Every package `root` depends on, directly or not, as `Cargo.lock` resolved them (dev and
+/// build dependencies included, so this is the wider set).
+fn dependency_tree(lock: &str, root: &str) -> std::collections::BTreeSet<String> {
+    let name = Regex::new(r#"(?m)^name = "([^"]+)""#).unwrap();
+    let dependency = Regex::new(r#"(?m)^ "([^" ]+)"#).unwrap();
+    let mut graph = std::collections::HashMap::<String, Vec<String>>::new();
+    for package in lock.split("[[package]]").skip(1) {
+        let Some(n) = name.captures(package) else {
+            continue;
+        };
+        graph
+            .entry(n[1].to_owned())
+            .or_default()
+            .extend(dependency.captures_iter(package).map(|d| d[1].to_owned()));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    let mut next = vec![root.to_owned()];
+    while let Some(package) = next.pop() {
+        if seen.insert(package.clone()) {
+            next.extend(graph.get(&package).into_iter().flatten().cloned());
+        }
+    }
+    seen
+}
+
+#[test]
+fn the_core_knows_no_web_async_or_gui_crate_and_only_the_app_knows_tauri() {
+    let lock = std::fs::read_to_string(root().join("Cargo.lock")).unwrap();
+    let gui =
+        Regex::new(r"^(tauri|wry|tao|gtk|gdk|webkit2gtk|javascriptcore|muda|tray-icon)").unwrap();
+    let web = Regex::new(r"^(axum|hyper|tokio|tower|rmcp|ureq|reqwest|async-)").unwrap();
+    let core = dependency_tree(&lock, "taskkeeper-core");
+    assert!(core.len() > 10, "the tree was read: {core:?}");
+    let found: Vec<_> = core
+        .iter()
+        .filter(|p| gui.is_match(p) || web.is_match(p))
+        .collect();
+    assert!(
+        found.is_empty(),
+        "crates/core is plain data, pure functions and the store; move what needs these to \
+         crates/server: {found:?}"
+    );
+    for package in ["taskkeeper-server", "taskkeeper-cli"] {
+        let tree = dependency_tree(&lock, package);
+        assert!(
+            tree.iter().any(|p| p == "axum"),
+            "the tree of {package} was read"
+        );
+        let found: Vec<_> = tree.iter().filter(|p| gui.is_match(p)).collect();
+        assert!(
+            found.is_empty(),
+            "only src-tauri knows Tauri; {package} must build without GTK or WebKit: {found:?}"
+        );
+    }
+}
