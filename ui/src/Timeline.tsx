@@ -84,7 +84,7 @@ function Shape({ m, axisY, compact }: { m: Mark; axisY: number; compact: boolean
 /** The picture; `compact` is the open list's small version. */
 export function Timeline({ timeline, now, compact = false }: { timeline: TimelineView; now: number; compact?: boolean }) {
   const time = (iso: string) => formatTime(iso, now);
-  const g = layout(timeline, { width: compact ? COMPACT_WIDTH : FULL_WIDTH, compact });
+  const g = layout(timeline, { width: compact ? COMPACT_WIDTH : FULL_WIDTH, compact, now });
   const text = summary(timeline, time);
   const future = timeline.due.length > 0;
   const bandH = compact ? 3 : 6;
@@ -125,7 +125,7 @@ export function Timeline({ timeline, now, compact = false }: { timeline: Timelin
 /** The task detail's section: the picture, one line, and every step with its time. */
 export function TimelineSection({ timeline, now }: { timeline: TimelineView; now: number }) {
   const time = (iso: string) => formatTime(iso, now);
-  const g = layout(timeline, { width: FULL_WIDTH, compact: false });
+  const g = layout(timeline, { width: FULL_WIDTH, compact: false, now });
   const steps = g.marks.filter((m) => m.kind !== 'now');
   return (
     <section class="ladder" aria-label="timeline">

@@ -41,6 +41,8 @@ export interface Geometry {
 
 export interface LayoutOptions {
   width: number;
+  /** The reader's clock (ms): where "now" is drawn. */
+  now: number;
   /** The open list's small version: lower, no room kept for numbers. */
   compact: boolean;
 }
@@ -60,11 +62,11 @@ const ms = (iso: string | null | undefined): number | null => {
 
 /** Place a timeline's events on a line `width` wide: from the delivery (or creation) to the
  *  last thing it shows (the stall to come, the stall, the end, or now). */
-export function layout(t: TimelineView, { width, compact }: LayoutOptions): Geometry {
+export function layout(t: TimelineView, { width, compact, now: clock }: LayoutOptions): Geometry {
   const height = compact ? 18 : 44;
   const axisY = compact ? 11 : 28;
   const start = ms(t.deliveredAt) ?? ms(t.createdAt) ?? 0;
-  const now = ms(t.now) ?? start;
+  const now = Math.max(clock, start);
   const times = [
     now,
     ...t.reminders.map(ms),
@@ -103,7 +105,7 @@ export function layout(t: TimelineView, { width, compact }: LayoutOptions): Geom
   });
   add('stalled', t.stalledAt);
   add('ended', t.endedAt);
-  add('now', t.now);
+  add('now', new Date(now).toISOString());
 
   const turns: TurnBox[] = t.turns.flatMap((turn) => {
     const from = ms(turn.startedAt);

@@ -62,8 +62,6 @@ export type Hold =
 
 /** A task's ladder: what happened, and what comes if its session stays quiet. */
 export interface TimelineView {
-  /** The daemon's time when it was made: the picture's "now". */
-  now: string;
   createdAt: string;
   deliveredAt: string | null;
   /** When the holding session went quiet, while the ladder runs. */

@@ -58,7 +58,6 @@ describe('live changes', () => {
 
   it("keeps the shown timeline when a live change carries none, until the re-read brings the new", () => {
     const timeline = {
-      now: '2026-11-30T10:05:00.000Z',
       createdAt: '2026-11-30T10:00:00.000Z',
       deliveredAt: '2026-11-30T10:00:00.000Z',
       quietSince: '2026-11-30T10:00:00.000Z',

@@ -2,13 +2,15 @@ import { describe, expect, it } from 'vitest';
 import { holdText, layout, summary } from '../src/timeline';
 import type { TimelineView } from '../src/types';
 
+const M = (min: number) => Date.parse('2026-12-01T10:00:00.000Z') + min * 60_000;
+/** The reader's clock in these tests: minute 7. */
+const NOW = M(7);
 const T = (min: number) => new Date(Date.parse('2026-12-01T10:00:00.000Z') + min * 60_000).toISOString();
 
 /** The default Claude Code ladder two reminders in: handed over at 0, reminded at 5 and 6,
- *  the next at 8, 13, 23 and the stall at 53; now is minute 7. */
+ *  the next at 8, 13, 23 and the stall at 53; the reader's clock says minute 7. */
 function running(overrides: Partial<TimelineView> = {}): TimelineView {
   return {
-    now: T(7),
     createdAt: T(0),
     deliveredAt: T(0),
     quietSince: T(6),
@@ -38,7 +40,7 @@ describe('the timeline geometry', () => {
   it('places every step in proportion: the past on its share of the line, the ladder to come on the rest', () => {
     // 7 minutes past of 53: under PAST_MIN, so the past takes 35 of the 100 px (5 px a
     // minute) and the 46 minutes to come the other 65.
-    const g = layout(running(), { width: 116, compact: false });
+    const g = layout(running(), { width: 116, compact: false, now: NOW });
     expect([g.x0, g.x1, g.nowX]).toEqual([8, 108, 43]);
     const future = (min: number) => 43 + ((min - 7) / 46) * 65;
     const got = g.marks.map((m) => [m.kind, m.n ?? null, m.x] as const);
@@ -65,15 +67,15 @@ describe('the timeline geometry', () => {
 
   it('gives the past its own share when it is long, and the whole line once nothing is to come', () => {
     // 50 minutes past, 3 to come: at most PAST_MAX of the line is the past.
-    const late = layout(running({ now: T(50), due: [{ at: T(53), kind: 'stall' }] }), { width: 116, compact: false });
+    const late = layout(running({ due: [{ at: T(53), kind: 'stall' }] }), { width: 116, compact: false, now: M(50) });
     expect(late.nowX).toBeCloseTo(8 + 0.65 * 100);
-    const done = layout(running({ now: T(20), due: [], hold: 'busy', quietSince: null }), { width: 116, compact: false });
+    const done = layout(running({ due: [], hold: 'busy', quietSince: null }), { width: 116, compact: false, now: M(20) });
     expect(done.nowX).toBe(108);
   });
 
   it('keeps the small version lower and the same order', () => {
-    const full = layout(running(), { width: 240, compact: false });
-    const small = layout(running(), { width: 240, compact: true });
+    const full = layout(running(), { width: 240, compact: false, now: NOW });
+    const small = layout(running(), { width: 240, compact: true, now: NOW });
     expect(small.height).toBeLessThan(full.height);
     expect(small.marks.map((m) => m.kind)).toEqual(full.marks.map((m) => m.kind));
     for (const m of small.marks) {
@@ -84,16 +86,17 @@ describe('the timeline geometry', () => {
 
   it('ends at the stall or the end when nothing is due, and draws a minute for a fresh task', () => {
     const stalled = layout(
-      running({ due: [], quietSince: null, stalledAt: T(53), now: T(60), hold: 'stalled' }),
-      { width: 128, compact: false },
+      running({ due: [], quietSince: null, stalledAt: T(53), hold: 'stalled' }),
+      { width: 128, compact: false, now: M(60) },
     );
     // Nothing to come: one linear scale to now.
     // 60 minutes over 112 px; the stall mark at 53 minutes.
     expect(stalled.marks.find((m) => m.kind === 'stalled')?.x).toBeCloseTo(8 + (53 / 60) * 112);
     expect(stalled.quiet).toBeNull();
-    const fresh = layout(running({ now: T(0), reminders: [], due: [], turns: [], quietSince: T(0) }), {
+    const fresh = layout(running({ reminders: [], due: [], turns: [], quietSince: T(0) }), {
       width: 128,
       compact: true,
+      now: M(0),
     });
     expect(fresh.marks.map((m) => m.x)).toEqual([8, 8, 8]);
     expect(fresh.x1).toBe(120);
@@ -103,6 +106,7 @@ describe('the timeline geometry', () => {
     const g = layout(running({ turns: [{ startedAt: T(6), endedAt: null, origin: 'taskkeeper' }], hold: 'busy', due: [] }), {
       width: 122,
       compact: false,
+      now: NOW,
     });
     // Without the due steps the line ends at now (minute 7): 106 px for 7 minutes.
     const turn = g.turns[0];

@@ -43,8 +43,8 @@ pub struct TaskView {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TimelineView {
-    /// The daemon's time the timeline was made at (the picture's "now").
-    pub now: Timestamp,
+    // No "now": the view is a function of what is stored (and the settings), so reading a
+    // task twice gives the same answer; the picture takes its "now" from the reader's clock.
     pub created_at: Timestamp,
     pub delivered_at: Option<Timestamp>,
     /// When the holding session went quiet, while the ladder runs.
@@ -107,7 +107,6 @@ impl From<&taskkeeper_core::watchdog::Timeline> for TimelineView {
             }
         };
         Self {
-            now: t.now,
             created_at: t.created_at,
             delivered_at: t.delivered_at,
             quiet_since: t.quiet_since,
