@@ -461,6 +461,52 @@ mod tests {
         Timestamp::from_millis(s * 1000)
     }
 
+    #[test]
+    fn turns_are_kept_with_their_ends_and_only_the_latest() {
+        let mut s = session();
+        s.apply(
+            Edge::TurnStarted {
+                origin: TurnOrigin::Owner,
+            },
+            t(1),
+        );
+        s.reconcile(Level::Idle, t(2));
+        assert_eq!(
+            s.turns,
+            [Turn {
+                started_at: t(1),
+                ended_at: Some(t(2)),
+                origin: TurnOrigin::Owner
+            }],
+            "an Esc ends the turn too"
+        );
+        for i in 0..40 {
+            s.apply(
+                Edge::TurnStarted {
+                    origin: TurnOrigin::Taskkeeper,
+                },
+                t(10 + 2 * i),
+            );
+            s.apply(
+                Edge::TurnEnded {
+                    last_words: None,
+                    background: vec![],
+                },
+                t(11 + 2 * i),
+            );
+        }
+        assert_eq!(s.turns.len(), TURNS_KEPT);
+        assert_eq!(s.turns.last().map(|x| x.ended_at), Some(Some(t(89))));
+        s.apply(
+            Edge::TurnStarted {
+                origin: TurnOrigin::Owner,
+            },
+            t(100),
+        );
+        s.apply(Edge::Ended, t(101));
+        assert_eq!(s.turns.last().and_then(|x| x.ended_at), Some(t(101)));
+    }
+
     fn session() -> Session {
         Session::new(
             "s-1".into(),
