@@ -89,9 +89,20 @@ pub fn rung_after(
 
 /// The next step of `t`'s ladder and when it is due, given the session's quiet clock.
 pub fn next_rung(t: &Task, s: &Session, settings: &Settings) -> Option<(Timestamp, Rung)> {
-    let (delay, rung) = rung_after(t.reminders_sent, s.agent, settings)?;
+    rung_due(t.reminders_sent, t.delivered_at, s, settings)
+}
+
+/// [`next_rung`] for a task that has had `sent` reminders and was handed over at
+/// `delivered_at`.
+fn rung_due(
+    sent: u32,
+    delivered_at: Option<Timestamp>,
+    s: &Session,
+    settings: &Settings,
+) -> Option<(Timestamp, Rung)> {
+    let (delay, rung) = rung_after(sent, s.agent, settings)?;
     let mut base = quiet_since(s);
-    if let Some(d) = t.delivered_at {
+    if let Some(d) = delivered_at {
         base = base.max(d);
     }
     Some((base.plus(delay), rung))
@@ -358,9 +369,9 @@ pub fn timeline(
     out.quiet_since = Some(quiet);
     // Walk the ladder as the watchdog would if nothing else happened: each reminder waits
     // for the hourly cap and then moves the quiet clock; the stall happens on time.
-    let (mut task, mut session) = (t.clone(), s.clone());
+    let (mut sent, mut session) = (t.reminders_sent, s.clone());
     while out.due.len() < MAX_STEPS {
-        let Some((at, rung)) = next_rung(&task, &session, settings) else {
+        let Some((at, rung)) = rung_due(sent, t.delivered_at, &session, settings) else {
             break;
         };
         let at = match rung {
@@ -371,7 +382,7 @@ pub fn timeline(
         if rung == Rung::Stall {
             break;
         }
-        task.reminders_sent += 1;
+        sent += 1;
         session.watch.sent.push(at);
     }
     out

@@ -466,11 +466,14 @@ impl OwnerService {
             .blocking(|s, now| Ok((s.settings()?, s.sessions(None)?, now)))
             .await?;
         let holders = crate::watchdog::holders(sessions);
+        // By desk once: a scan of the holders per task would be quadratic in a long list.
+        let by_desk: std::collections::HashMap<&DeskName, &taskkeeper_core::Session> =
+            holders.iter().map(|s| (&s.desk, s)).collect();
         Ok(tasks
             .iter()
             .map(|t| {
                 let mut view = TaskView::from(t);
-                let session = holders.iter().find(|s| s.desk == t.desk);
+                let session = by_desk.get(&t.desk).copied();
                 let timeline = taskkeeper_core::watchdog::timeline(
                     t,
                     session,
