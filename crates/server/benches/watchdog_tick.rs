@@ -123,7 +123,8 @@ fn fill(store: &Store, n: usize) -> Res<()> {
         let changed = store.submit(
             NewTask {
                 desk: desk.clone(),
-                asker: "planner".to_owned(),
+                // One asker per task: `limits.open_tasks_per_asker` bounds each asker.
+                asker: format!("planner-{i:05}"),
                 request: Message::user_text(
                     format!("m-{i}"),
                     "Add a --json flag to the status command and cover it with a test.",
