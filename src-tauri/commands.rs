@@ -13,6 +13,8 @@
 //! | `resume_task` | `id` | `TaskView` | `POST /api/tasks/{id}/resume` |
 //! | `list_desks` | | `DeskView[]` | `GET /api/desks` |
 //! | `set_deliver_command` | `name`, `command` (text, or null/blank for none) | `DeskView` | `PATCH /api/desks/{name}` |
+//! | `set_auto_launch` | `name`, `on` | `DeskView` | `PATCH /api/desks/{name}` (`autoLaunch`) |
+//! | `get_digest` | `take` (mark it read) | `DigestView` | `GET /api/digest`, `POST` to take |
 //! | `list_sessions` | | `SessionView[]` | `GET /api/sessions` |
 //! | `pause_session`, `resume_session` | `id` | `SessionView` | `POST /api/sessions/{id}/pause`, `…/resume` |
 //! | `launch_session` | `desk` | `SessionView` | `POST /api/desks/{name}/launch` |
@@ -32,7 +34,9 @@
 //! `pub fn` in `lib.rs` collides with the macro's own glue (E0255, docs/tauri.md §11).
 
 use serde_json::{Map, Value};
-use taskkeeper_server::api::{AgentChange, AgentView, DeskView, SessionView, TaskDetail, TaskView};
+use taskkeeper_server::api::{
+    AgentChange, AgentView, DeskView, DigestView, SessionView, TaskDetail, TaskView,
+};
 use taskkeeper_server::{OwnerError, OwnerErrorKind, OwnerService, TaskQuery};
 use tauri::ipc::Invoke;
 use tauri::{Runtime, State};
@@ -110,6 +114,26 @@ pub async fn set_deliver_command(
     command: Option<String>,
 ) -> Result<DeskView, OwnerError> {
     owner.set_deliver_command(&name, command).await
+}
+
+/// Sets whether a desk launches a headless session by itself when it has work and none is
+/// live (behind the owner service's launch guard).
+#[tauri::command]
+pub async fn set_auto_launch(
+    owner: State<'_, OwnerService>,
+    name: String,
+    on: bool,
+) -> Result<DeskView, OwnerError> {
+    owner.set_auto_launch(&name, on).await
+}
+
+/// The digest since it was last taken; `take` marks it taken now.
+#[tauri::command]
+pub async fn get_digest(
+    owner: State<'_, OwnerService>,
+    take: bool,
+) -> Result<DigestView, OwnerError> {
+    owner.digest(take).await
 }
 
 /// Sessions, most recently active first.
@@ -293,6 +317,8 @@ pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'stat
         resume_task,
         list_desks,
         set_deliver_command,
+        set_auto_launch,
+        get_digest,
         list_sessions,
         pause_session,
         resume_session,

@@ -50,6 +50,7 @@ pub enum Navigate {
 impl Navigate {
     pub const SETTINGS: Navigate = Navigate::View("settings");
     pub const DESKS: Navigate = Navigate::View("desks");
+    pub const DIGEST: Navigate = Navigate::View("digest");
 
     pub fn task(id: impl Into<String>) -> Self {
         Navigate::Task { task: id.into() }

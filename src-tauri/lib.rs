@@ -262,6 +262,7 @@ fn open_from_notification<R: Runtime>(app: &AppHandle<R>, click: &Click) {
     match click {
         Click::Task(id) => events::navigate(app, &Navigate::task(id.clone())),
         Click::Desks => events::navigate(app, &Navigate::DESKS),
+        Click::Digest => events::navigate(app, &Navigate::DIGEST),
         Click::Window => {}
     }
 }

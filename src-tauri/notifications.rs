@@ -46,6 +46,8 @@ pub enum Click {
     Task(String),
     /// The window on the Desks view, where a session's request is answered.
     Desks,
+    /// The window on the Digest view.
+    Digest,
     /// The window as it is.
     Window,
 }
@@ -247,20 +249,31 @@ pub fn render(batch: &[Notice]) -> Note {
                     .unwrap_or_else(|| "It waits until you allow or deny it.".to_owned()),
                 click: Click::Desks,
             },
+            Notice::Digest { counts } => Note {
+                summary: "Digest".to_owned(),
+                body: digest_line(counts),
+                click: Click::Digest,
+            },
         };
     }
     let stalled: Vec<_> = batch
         .iter()
         .filter_map(|n| match n {
             Notice::Stalled { task } => Some(task),
-            Notice::SessionEnded { .. } | Notice::PermissionAsked { .. } => None,
+            Notice::SessionEnded { .. }
+            | Notice::PermissionAsked { .. }
+            | Notice::Digest { .. } => None,
         })
         .collect();
+    let digests = batch
+        .iter()
+        .filter(|n| matches!(n, Notice::Digest { .. }))
+        .count();
     let asks = batch
         .iter()
         .filter(|n| matches!(n, Notice::PermissionAsked { .. }))
         .count();
-    let ended = batch.len() - stalled.len() - asks;
+    let ended = batch.len() - stalled.len() - asks - digests;
     let mut parts = Vec::new();
     if !stalled.is_empty() {
         parts.push(format!(
@@ -293,6 +306,7 @@ pub fn render(batch: &[Notice]) -> Note {
                 plural(*open_tasks, "task", "tasks")
             ),
             Notice::PermissionAsked { desk, tool, .. } => format!("{desk}: asks to use {tool}"),
+            Notice::Digest { counts } => format!("Digest: {}", digest_line(counts)),
         })
         .collect();
     if batch.len() > SHOWN {
@@ -309,6 +323,26 @@ pub fn render(batch: &[Notice]) -> Note {
             ([], 0, _) => Click::Desks,
             _ => Click::Window,
         },
+    }
+}
+
+/// The digest's counts in one line, only those that are not zero.
+fn digest_line(c: &taskkeeper_server::api::DigestCounts) -> String {
+    let parts: Vec<String> = [
+        (c.stalled, "stalled"),
+        (c.finished, "finished"),
+        (c.waiting_on_owner, "waiting on you"),
+        (c.ack_pending, "not acknowledged"),
+        (c.reminders, "reminders sent"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{n} {what}"))
+    .collect();
+    if parts.is_empty() {
+        "Nothing happened since the last digest.".to_owned()
+    } else {
+        parts.join(", ")
     }
 }
 

@@ -1008,3 +1008,158 @@ test('Connect from a daemon in the build directory is refused with the reason, a
     await rm(m.root, { recursive: true, force: true });
   }
 });
+
+/**
+ * A session takes the task and keeps stopping without ending it: two reminders go, each
+ * starting a turn of its own; the next reminder and the stall are still to come. Ladder:
+ * the first after 2 s, then 2 s, then 30 s, the stall 60 s after that.
+ */
+async function twoRemindersIn(dir, planner) {
+  await daemon.api('PUT', '/api/settings', {
+    'reminders.first_after.claude-code': '2s',
+    'reminders.ladder': '2s,30s',
+    'reminders.stall_after': '60s',
+  });
+  await daemon.hook('s-1', 'SessionStart', dir, { source: 'startup' });
+  await daemon.hook('s-1', 'UserPromptSubmit', dir, { prompt: 'hello' });
+  const task = await daemon.send('web', 'Fix the flaky login test', planner);
+  await daemon.hook('s-1', 'Stop', dir, { last_assistant_message: 'Hi', background_tasks: [] });
+  await daemon.hook('s-1', 'Stop', dir, { last_assistant_message: 'Now reading the logs…', background_tasks: [] });
+  for (const expected of ['Reminder #1', 'Reminder #2']) {
+    const reminder = await daemon.wait('s-1', dir);
+    assert.match(reminder.text, new RegExp(expected));
+    await daemon.hook('s-1', 'UserPromptSubmit', dir, { prompt: '<task-notification>…</task-notification>' });
+    await new Promise((r) => setTimeout(r, 700));
+    await daemon.hook('s-1', 'Stop', dir, { last_assistant_message: 'Still reading the logs', background_tasks: [] });
+  }
+  return task;
+}
+
+test("the ladder as a picture: the task's timeline in its detail and a small one in the open list, light and dark", async () => {
+  const dir = await daemon.desk('web');
+  const planner = await daemon.asker('planner');
+  const task = await twoRemindersIn(dir, planner);
+  const fromApi = (await daemon.api('GET', `/api/tasks/${task.id}`)).timeline;
+  assert.equal(fromApi.reminders.length, 2);
+  assert.deepEqual(
+    fromApi.due.map((d) => d.kind),
+    ['remind', 'stall'],
+  );
+
+  await openUi();
+  const small = row('Fix the flaky login test').locator('svg.timeline.is-compact');
+  await small.waitFor();
+  // The picture draws exactly the daemon's timeline: two sent, one due, the stall to come.
+  assert.equal(await small.locator('[data-mark="reminder"]').count(), 2);
+  assert.equal(await small.locator('[data-mark="next"]').count(), 1);
+  assert.equal(await small.locator('[data-mark="stall"]').count(), 1);
+  assert.ok((await small.locator('[data-turn]').count()) >= 3, 'the turns in between');
+  assert.match(await small.getAttribute('aria-label'), /2 reminders sent · next reminder .* · stalls .* if it stays quiet/);
+  await shot('timeline-open-list');
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await shot('timeline-open-list-dark');
+  await page.emulateMedia({ colorScheme: 'light' });
+
+  await row('Fix the flaky login test').locator('a').click();
+  const section = page.locator('section[aria-label="timeline"]');
+  await section.waitFor();
+  const steps = await section.locator('.tl-step-label').allInnerTexts();
+  assert.deepEqual(steps.slice(0, 2), ['Handed to the session', 'Went quiet']);
+  assert.ok(steps.includes('Reminder 1') && steps.includes('Reminder 2'), steps.join(' | '));
+  assert.ok(steps.includes('Reminder due 3') && steps.includes('Stalls if still quiet'), steps.join(' | '));
+  assert.match(steps.at(-1), /turns of the session since it took the task/);
+  // Each step's time is the daemon's.
+  const times = await section.locator('.tl-step time').evaluateAll((ts) => ts.map((t) => t.getAttribute('datetime')));
+  assert.ok(times.includes(fromApi.reminders[0]) && times.includes(fromApi.due.at(-1).at), times.join(' '));
+  // The SVG's marks are in time order along the line.
+  const xs = await section
+    .locator('svg [data-mark="reminder"] circle, svg [data-mark="next"] circle')
+    .evaluateAll((cs) => cs.map((c) => Number(c.getAttribute('cx'))));
+  assert.deepEqual(xs, [...xs].sort((a, b) => a - b));
+  await section.scrollIntoViewIfNeeded();
+  await shot('timeline-detail');
+  // The README's picture of the window: the task with its timeline, in the tray window's size.
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await shot('readme-window');
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await section.scrollIntoViewIfNeeded();
+  await shot('timeline-detail-dark');
+  const axis = await section.locator('.tl-axis').first().evaluate((l) => getComputedStyle(l).stroke);
+  assert.equal(axis, 'rgb(160, 164, 169)', 'the dark palette draws the line');
+  await page.emulateMedia({ colorScheme: 'light' });
+  noProblems();
+});
+
+test('the digest view shows what happened since the last digest; Done takes it', async () => {
+  await daemon.desk('web');
+  const planner = await daemon.asker('planner');
+  const asked = await daemon.send('web', 'Add a --json flag', planner);
+  await daemon.api('POST', `/api/tasks/${asked.id}/update`, { status: 'done', text: 'Added --json.' });
+  const own = await daemon.api('POST', '/api/tasks', { desk: 'web', text: 'Tidy the changelog' });
+  await daemon.api('POST', `/api/tasks/${own.id}/update`, { status: 'done', text: 'Tidied.' });
+
+  await openUi('#/digest');
+  const since = page.locator('.digest-since');
+  await since.waitFor();
+  assert.equal(await since.innerText(), 'Since the beginning: 2 finished, 1 not acknowledged.');
+  const finished = page.locator('[data-digest-part="finished"]');
+  assert.equal(await finished.locator('[data-task-id]').count(), 2);
+  const ack = page.locator('[data-digest-part="ack"]');
+  assert.match(await ack.innerText(), /Add a --json flag/);
+  assert.doesNotMatch(await ack.innerText(), /Tidy the changelog/, "the owner's own task needs no acknowledgement");
+  await shot('digest', { full: true });
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await shot('digest-dark', { full: true });
+  await page.emulateMedia({ colorScheme: 'light' });
+  // Opening it took nothing: the CLI's peek still sees both.
+  assert.match(await daemon.cli('digest', '--peek'), /Finished: 2/);
+
+  await page.getByRole('button', { name: 'Done: start the next digest from now' }).click();
+  await page.getByText('Done: the next digest starts from now.').waitFor();
+  await page.waitForFunction(() => /^Since .*: 1 not acknowledged\.$/.test(document.querySelector('.digest-since')?.textContent ?? ''));
+  const after = await daemon.api('GET', '/api/digest');
+  assert.notEqual(after.since, null);
+  assert.deepEqual(after.counts, { stalled: 0, finished: 0, waitingOnOwner: 0, ackPending: 1, reminders: 0 });
+  noProblems();
+});
+
+test('a desk with work and no session says so; set to launch by itself, it gets a headless session', async () => {
+  const bin = await mkdtemp(join(tmpdir(), 'tk-fake-claude-'));
+  const fake = join(bin, 'claude');
+  await writeFile(fake, '#!/bin/sh\nexec cat >/dev/null\n');
+  await chmod(fake, 0o755);
+  try {
+    await restartDaemonWith({ TASKKEEPER_CLAUDE: fake });
+    await daemon.desk('web');
+    await daemon.desk('api');
+    const planner = await daemon.asker('planner');
+    await daemon.send('web', 'Fix the flaky login test', planner);
+    await openUi('#/desks');
+    const waits = page.locator('[data-needs-session="web"]');
+    await waits.waitFor();
+    assert.match(await waits.innerText(), /Work waits, no session\. This desk has 1 open task and no live session/);
+    assert.equal(await page.locator('[data-needs-session="api"]').count(), 0, 'a desk without work needs nothing');
+    assert.match(await daemon.cli('desk', 'list'), /web .*NO SESSION: work waits \(`taskkeeper session launch web`\)/);
+    await shot('desk-needs-session');
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await shot('desk-needs-session-dark');
+    await page.emulateMedia({ colorScheme: 'light' });
+
+    const toggle = page.locator('[data-auto-launch="web"]');
+    assert.equal(await toggle.isChecked(), false, 'off by default');
+    // The box shows the desk as the daemon has it: checked once the change is read back.
+    await toggle.click();
+    await deskCard('web').getByText('This desk now launches a headless session by itself').waitFor();
+    await page.waitForFunction(() => document.querySelector('[data-auto-launch="web"]')?.checked === true);
+    // The daemon launched one by itself: the desk's state clears, a headless session shows.
+    await waits.waitFor({ state: 'detached', timeout: 15_000 });
+    await deskCard('web').locator('.badge-headless').waitFor();
+    const sessions = (await daemon.api('GET', '/api/sessions')).sessions;
+    assert.equal(sessions.filter((s) => s.headless && s.desk === 'web').length, 1);
+    assert.match(await daemon.cli('desk', 'list'), /web .*\[launches by itself\]/);
+    await shot('desk-launched-by-itself');
+    noProblems();
+  } finally {
+    await rm(bin, { recursive: true, force: true });
+  }
+});

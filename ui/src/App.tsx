@@ -1,4 +1,4 @@
-// The window: four tabs (open tasks, recent, desks and sessions, settings) and a task's
+// The window: five tabs (open tasks, recent, the digest, desks and sessions, settings) and a task's
 // detail, kept current by the live feed (the SSE stream in a browser, Tauri events in the
 // app; the data layer hides which). A change is applied to the open list at once and then
 // confirmed by a re-read, because some things a change moves (the other tasks' queue
@@ -13,6 +13,7 @@ import { countTasks, firstLine, isOpen, mergeTask, plural } from './tasks';
 import { permissionAsk } from './desks';
 import type { Notice, SettingsMap } from './types';
 import { DesksView } from './views/DesksView';
+import { DigestView, digestCounts } from './views/DigestView';
 import { OpenView } from './views/OpenView';
 import { RecentView } from './views/RecentView';
 import { SettingsView } from './views/SettingsView';
@@ -25,6 +26,7 @@ const MAX_NOTICES = 3;
 const TAB_LABELS: Record<Tab, string> = {
   open: 'Open',
   recent: 'Recent',
+  digest: 'Digest',
   desks: 'Desks',
   settings: 'Settings',
 };
@@ -240,6 +242,8 @@ export function App({ data }: { data: DataSource }) {
           <OpenView load={open.load} now={now} listRef={listRef} />
         ) : route.tab === 'recent' ? (
           <RecentView data={data} now={now} changeSeq={changeSeq} keepEnded={settingsValue?.['tasks.keep_ended'] ?? null} />
+        ) : route.tab === 'digest' ? (
+          <DigestView data={data} now={now} changeSeq={changeSeq} />
         ) : route.tab === 'desks' ? (
           <DesksView
             data={data}
@@ -292,6 +296,11 @@ function Notices({ notices, onDismiss }: { notices: ShownNotice[]; onDismiss: (s
               <>
                 <strong>Asks you</strong> at {notice.desk}: a session {permissionAsk(notice.tool, notice.description)}.{' '}
                 <a href={routeHref({ view: 'tab', tab: 'desks' })}>Answer in Desks</a>
+              </>
+            ) : notice.kind === 'digest' ? (
+              <>
+                <strong>Digest</strong>: {digestCounts(notice.counts)}.{' '}
+                <a href={routeHref({ view: 'tab', tab: 'digest' })}>Open the digest</a>
               </>
             ) : (
               <>

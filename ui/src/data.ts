@@ -15,6 +15,7 @@ import type {
   AgentView,
   ApiErrorBody,
   DeskView,
+  DigestView,
   Notice,
   PermissionRequest,
   SessionView,
@@ -91,6 +92,12 @@ export interface DataSource {
   listDesks(): Promise<DeskView[]>;
   /** Set the desk's delivery command, or remove it with null; answers the desk after the change. */
   setDeliverCommand(desk: string, command: string | null): Promise<DeskView>;
+  /** Turn the desk's launching a headless session by itself on or off; answers the desk. */
+  setAutoLaunch(desk: string, on: boolean): Promise<DeskView>;
+  /** The digest since the last one taken, without taking it (`GET /api/digest`). */
+  getDigest(): Promise<DigestView>;
+  /** Take the digest: the next one starts from now (`POST /api/digest`). */
+  takeDigest(): Promise<DigestView>;
   listSessions(): Promise<SessionView[]>;
   pauseSession(id: string): Promise<SessionView>;
   resumeSession(id: string): Promise<SessionView>;
@@ -203,6 +210,9 @@ function tauriSource(env: Env): DataSource {
     resumeTask: async (id) => expectTask(await call('resume_task', { id })),
     listDesks: async () => expectArray<DeskView>(await call('list_desks'), 'desk list'),
     setDeliverCommand: async (name, command) => expectDesk(await call('set_deliver_command', { name, command })),
+    setAutoLaunch: async (name, on) => expectDesk(await call('set_auto_launch', { name, on })),
+    getDigest: async () => expectDigest(await call('get_digest', { take: false })),
+    takeDigest: async () => expectDigest(await call('get_digest', { take: true })),
     listSessions: async () => expectSessions(await call('list_sessions')),
     pauseSession: async (id) => expectSession(await call('pause_session', { id })),
     resumeSession: async (id) => expectSession(await call('resume_session', { id })),
@@ -314,6 +324,9 @@ function httpSource(env: Env, signedIn: Promise<SignIn>): DataSource {
       return expectSessions(isRecord(body) ? body.sessions : undefined);
     },
     setDeliverCommand: async (name, command) => expectDesk(await request('PATCH', desk(name), { deliverCommand: command })),
+    setAutoLaunch: async (name, on) => expectDesk(await request('PATCH', desk(name), { autoLaunch: on })),
+    getDigest: async () => expectDigest(await get('/api/digest')),
+    takeDigest: async () => expectDigest(await post('/api/digest')),
     pauseSession: async (id) => expectSession(await post(session(id, 'pause'))),
     resumeSession: async (id) => expectSession(await post(session(id, 'resume'))),
     launchSession: async (name) => expectSession(await post(`${desk(name)}/launch`)),
@@ -469,6 +482,13 @@ export function isNotice(value: unknown): value is Notice {
         typeof value.desk === 'string' &&
         typeof value.tool === 'string' &&
         (value.description === null || typeof value.description === 'string')
+      );
+    case 'digest':
+      return (
+        isRecord(value.counts) &&
+        ['stalled', 'finished', 'waitingOnOwner', 'ackPending', 'reminders'].every(
+          (k) => typeof (value.counts as Record<string, unknown>)[k] === 'number',
+        )
       );
     default:
       return false;
@@ -692,6 +712,14 @@ function expectTasks(value: unknown): TaskView[] {
   const tasks = expectArray<unknown>(value, 'task list');
   if (!tasks.every(isTaskView)) throw protocol('task list');
   return tasks as TaskView[];
+}
+
+function expectDigest(value: unknown): DigestView {
+  const lists = ['stalled', 'finished', 'waitingOnOwner', 'ackPending', 'reminders'];
+  if (!isRecord(value) || !isRecord(value.counts) || !lists.every((k) => Array.isArray(value[k]))) {
+    throw protocol('digest');
+  }
+  return value as unknown as DigestView;
 }
 
 function expectTask(value: unknown): TaskView {

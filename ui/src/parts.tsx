@@ -5,6 +5,7 @@ import type { DataError } from './data';
 import { routeHref } from './route';
 import { firstLine, formatAge, formatAgo, plural, stateLabel } from './tasks';
 import type { TaskView } from './types';
+import { Timeline } from './Timeline';
 
 /** The words for a task's state, as badges: the state, then what needs the owner's eye. */
 export function StateBadges({ task }: { task: TaskView }) {
@@ -51,6 +52,11 @@ export function TaskRow({ task, now, ended = false }: { task: TaskView; now: num
           )}
         </span>
         <span class="request">{title}</span>
+        {!ended && task.timeline && task.timeline.hold !== 'queued' && (
+          <span class="row-timeline">
+            <Timeline timeline={task.timeline} now={now} compact />
+          </span>
+        )}
         {!ended && task.state === 'working' && task.deliveredAt === null && (
           <span class="undelivered">No session has been handed this task yet.</span>
         )}

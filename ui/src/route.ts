@@ -1,13 +1,13 @@
-// Where the window is, kept in the URL's fragment (`#/recent`, `#/task/ID`) so the browser's
+// Where the window is, kept in the URL's fragment (`#/recent`, `#/digest`, `#/task/ID`) so the browser's
 // back and forward work, a view survives a reload, and the app can open the window on a task
 // by pointing it at `index.html#/task/ID`. The token fragment (`#token=`) is taken out before
 // routing starts (data.ts), so the two never meet.
 
-export type Tab = 'open' | 'recent' | 'desks' | 'settings';
+export type Tab = 'open' | 'recent' | 'digest' | 'desks' | 'settings';
 
 export type Route = { view: 'tab'; tab: Tab } | { view: 'task'; id: string };
 
-export const TABS: readonly Tab[] = ['open', 'recent', 'desks', 'settings'];
+export const TABS: readonly Tab[] = ['open', 'recent', 'digest', 'desks', 'settings'];
 
 export function parseRoute(hash: string): Route {
   const path = hash.replace(/^#/, '');

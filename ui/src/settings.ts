@@ -5,7 +5,7 @@
 
 import type { SettingsMap } from './types';
 
-export type SettingKind = 'duration' | 'ladder' | 'count' | 'bytes' | 'bool' | 'text';
+export type SettingKind = 'duration' | 'ladder' | 'count' | 'bytes' | 'bool' | 'text' | 'time-of-day';
 
 export interface SettingField {
   key: string;
@@ -194,6 +194,13 @@ export const SETTING_FIELDS: readonly SettingField[] = [
     max: 100,
     group: 'Push notifications',
   },
+  {
+    key: 'digest.at',
+    label: 'Offer the digest',
+    help: 'login (each time Taskkeeper starts), a time of day such as 08:30 (24-hour, local time), or off.',
+    kind: 'time-of-day',
+    group: 'Digest',
+  },
 ];
 
 /**
@@ -244,6 +251,12 @@ export function validateSetting(field: SettingField, value: string): string | nu
       return isBytes(value) ? null : 'A size such as 4096B, 256KiB or 2MiB (from 1KiB to 1024MiB).';
     case 'bool':
       return value === 'true' || value === 'false' ? null : 'On or off.';
+    case 'time-of-day': {
+      const v = value.trim();
+      const m = /^(\d\d):(\d\d)$/.exec(v);
+      const ok = v === 'off' || v === 'login' || (m !== null && Number(m[1]) <= 23 && Number(m[2]) <= 59);
+      return ok ? null : 'off, login, or a time of day such as 08:30 (24-hour, local time).';
+    }
     case 'text':
       return null;
   }

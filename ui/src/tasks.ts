@@ -107,7 +107,9 @@ export function mergeTask(list: readonly TaskView[], task: TaskView, belongs: (t
   if (shown && shown.version > task.version) return list as TaskView[];
   if (!belongs(task)) return at === -1 ? (list as TaskView[]) : list.filter((t) => t.id !== task.id);
   if (at === -1) return [...list, task];
-  return list.map((t, i) => (i === at ? task : t));
+  // A live change carries no timeline; the shown one stays until the re-read brings the new.
+  const merged = task.timeline === undefined && shown?.timeline ? { ...task, timeline: shown.timeline } : task;
+  return list.map((t, i) => (i === at ? merged : t));
 }
 
 /** Recent tasks, the last to end first. */

@@ -39,6 +39,66 @@ export interface TaskView {
   statusText: string | null;
   /** Grows with every change; an event older than what is shown is ignored. */
   version: number;
+  /**
+   * The ladder as the daemon will run it (`core::watchdog::timeline`): present in the owner
+   * API's lists and details, absent in live changes and notices (the re-read brings it).
+   */
+  timeline?: TimelineView;
+}
+
+/** Why a task's ladder waits; null while it runs. */
+export type Hold =
+  | 'ended'
+  | 'stalled'
+  | 'queued'
+  | 'waits-on-asker'
+  | 'waits-on-owner'
+  | 'not-delivered'
+  | 'no-session'
+  | 'paused'
+  | 'busy'
+  | 'stopped-by-owner'
+  | 'rate-limited';
+
+/** A task's ladder: what happened, and what comes if its session stays quiet. */
+export interface TimelineView {
+  createdAt: string;
+  deliveredAt: string | null;
+  /** When the holding session went quiet, while the ladder runs. */
+  quietSince: string | null;
+  /** The current ladder's reminders, oldest first. */
+  reminders: string[];
+  /** The steps to come: reminders, then the stall. */
+  due: { at: string; kind: 'remind' | 'stall' }[];
+  stalledAt: string | null;
+  endedAt: string | null;
+  expiresAt: string | null;
+  /** The holding session's turns since it took the task. */
+  turns: { startedAt: string; endedAt: string | null; origin: 'owner' | 'taskkeeper' | 'background' }[];
+  hold: Hold | null;
+  holdUntil: string | null;
+}
+
+/** What the digest counts. */
+export interface DigestCounts {
+  stalled: number;
+  finished: number;
+  waitingOnOwner: number;
+  ackPending: number;
+  reminders: number;
+}
+
+/** `GET /api/digest`: what happened since the owner last took a digest. */
+export interface DigestView {
+  /** The last digest taken; null: never. */
+  since: string | null;
+  until: string;
+  counts: DigestCounts;
+  stalled: TaskView[];
+  finished: TaskView[];
+  waitingOnOwner: TaskView[];
+  ackPending: TaskView[];
+  reminders: { task: string; desk: string; request: string; at: string }[];
 }
 
 /** One message of a task's history. */
@@ -70,6 +130,18 @@ export interface DeskView {
    * when no better way in exists (agents without hooks); null when the desk has none.
    */
   deliverCommand: string | null;
+  /** The desk launches a headless session by itself when it has work and no live session. */
+  autoLaunch?: boolean;
+  /** Its open tasks. */
+  openTasks?: number;
+  /** A session of the desk is live. */
+  liveSession?: boolean;
+  /** Work waits (a queued task, a working one not stalled) and no session is live. */
+  needsSession?: boolean;
+  /** With autoLaunch: the guard holds the next launch until then. */
+  autoLaunchRetryAt?: string | null;
+  /** With autoLaunch: it gave up after launches that did not move the work. */
+  autoLaunchGaveUp?: boolean;
   createdAt: string;
 }
 
@@ -153,7 +225,9 @@ export type Notice =
    * Desks view, or `taskkeeper session allow|deny`). `description` is what Claude Code says the
    * call does, when it says.
    */
-  | { kind: 'permission-asked'; session: string; desk: string; tool: string; description: string | null };
+  | { kind: 'permission-asked'; session: string; desk: string; tool: string; description: string | null }
+  /** The digest is offered (at login or its time of day): its counts; the Digest view shows it. */
+  | { kind: 'digest'; counts: DigestCounts };
 
 /** The error shape shared by `/api` (inside `{"error": ...}`) and Tauri commands. */
 export interface ApiErrorBody {

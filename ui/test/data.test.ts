@@ -711,6 +711,10 @@ describe('notices', () => {
     expect(isNotice(asked)).toBe(true);
     expect(isNotice({ ...asked, description: null })).toBe(true);
     expect(isNotice({ ...asked, tool: 'mcp__server__tool' })).toBe(true);
+    const counts = { stalled: 1, finished: 2, waitingOnOwner: 0, ackPending: 3, reminders: 4 };
+    expect(isNotice({ kind: 'digest', counts })).toBe(true);
+    expect(isNotice({ kind: 'digest', counts: { ...counts, reminders: '4' } })).toBe(false);
+    expect(isNotice({ kind: 'digest' })).toBe(false);
   });
 
   it('refuses a notice missing what it is shown with, or of an unknown kind', () => {

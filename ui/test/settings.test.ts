@@ -35,6 +35,7 @@ describe('settings checks', () => {
         'push.retry_max',
         'push.give_up_after',
         'push.configs_per_task',
+        'digest.at',
       ].sort(),
     );
   });
@@ -43,6 +44,10 @@ describe('settings checks', () => {
     const stall = field('reminders.stall_after');
     for (const ok of ['90s', '5m', '2h', '7d', ' 30m ']) expect(validateSetting(stall, ok)).toBeNull();
     for (const bad of ['soon', '0m', '5w', '5', 'm', '', '-1m']) expect(validateSetting(stall, bad)).not.toBeNull();
+
+    const digestAt = field('digest.at');
+    for (const ok of ['off', 'login', '08:30', '23:59', ' 00:00 ']) expect(validateSetting(digestAt, ok)).toBeNull();
+    for (const bad of ['8:30', '24:00', '08:60', 'noon', '']) expect(validateSetting(digestAt, bad)).not.toBeNull();
 
     const ladder = field('reminders.ladder');
     expect(validateSetting(ladder, '10s, 20s,1m')).toBeNull();

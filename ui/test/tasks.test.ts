@@ -56,6 +56,28 @@ describe('wording', () => {
 describe('live changes', () => {
   const open = (t: { state: string }) => ['submitted', 'working', 'input-required'].includes(t.state);
 
+  it("keeps the shown timeline when a live change carries none, until the re-read brings the new", () => {
+    const timeline = {
+      createdAt: '2026-11-30T10:00:00.000Z',
+      deliveredAt: '2026-11-30T10:00:00.000Z',
+      quietSince: '2026-11-30T10:00:00.000Z',
+      reminders: [],
+      due: [{ at: '2026-11-30T10:05:00.000Z', kind: 'remind' as const }],
+      stalledAt: null,
+      endedAt: null,
+      expiresAt: null,
+      turns: [],
+      hold: null,
+      holdUntil: null,
+    };
+    const shown = task({ id: 'a', version: 1, timeline });
+    const [live] = mergeTask([shown], task({ id: 'a', version: 2, remindersSent: 1 }), open);
+    expect([live?.version, live?.timeline]).toEqual([2, timeline]);
+    const fresh = { ...timeline, reminders: ['2026-11-30T10:05:00.000Z'] };
+    const [reread] = mergeTask([shown], task({ id: 'a', version: 2, timeline: fresh }), open);
+    expect(reread?.timeline).toBe(fresh);
+  });
+
   it('adds, replaces and removes by whether the task still belongs', () => {
     const a = task({ id: 'a', version: 1 });
     const b = task({ id: 'b', version: 1 });

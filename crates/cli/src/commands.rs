@@ -107,19 +107,37 @@ pub fn desk(cmd: DeskCommand) -> anyhow::Result<()> {
             name,
             deliver_command,
             no_deliver_command,
+            auto_launch,
         } => {
-            if deliver_command.is_none() && !no_deliver_command {
+            let command_changes = deliver_command.is_some() || no_deliver_command;
+            if !command_changes && auto_launch.is_none() {
                 anyhow::bail!(
-                    "nothing to change: give --deliver-command COMMAND or --no-deliver-command"
+                    "nothing to change: give --deliver-command COMMAND, --no-deliver-command or --auto-launch on|off"
                 );
             }
-            let desk: DeskView = client.patch(
-                &format!("/api/desks/{}", encode(&name)),
-                &json!({"deliverCommand": deliver_command}),
-            )?;
-            match desk.deliver_command {
-                Some(c) => say!("desk {}: delivers by: {c}", desk.name),
-                None => say!("desk {}: no delivery command", desk.name),
+            let mut change = serde_json::Map::new();
+            if command_changes {
+                change.insert("deliverCommand".into(), json!(deliver_command));
+            }
+            if let Some(on) = &auto_launch {
+                change.insert("autoLaunch".into(), json!(on == "on"));
+            }
+            let desk: DeskView = client.patch(&format!("/api/desks/{}", encode(&name)), &change)?;
+            if command_changes {
+                match desk.deliver_command {
+                    Some(c) => say!("desk {}: delivers by: {c}", desk.name),
+                    None => say!("desk {}: no delivery command", desk.name),
+                }
+            }
+            if auto_launch.is_some() {
+                if desk.auto_launch {
+                    say!(
+                        "desk {}: launches a headless session by itself when it has work and no live session",
+                        desk.name
+                    );
+                } else {
+                    say!("desk {}: launches only when you do", desk.name);
+                }
             }
         }
         DeskCommand::List { json } => {
@@ -133,9 +151,11 @@ pub fn desk(cmd: DeskCommand) -> anyhow::Result<()> {
             for d in list.desks {
                 let command = d
                     .deliver_command
+                    .as_ref()
                     .map(|c| format!("  (delivers by: {c})"))
                     .unwrap_or_default();
-                say!("{:<20} {:<12} {}{command}", d.name, d.agent, d.dir);
+                let state = desk_state(&d);
+                say!("{:<20} {:<12} {}{command}{state}", d.name, d.agent, d.dir);
             }
         }
         DeskCommand::Remove { name } => {
@@ -426,11 +446,12 @@ pub fn status(json: bool) -> anyhow::Result<()> {
     for d in &desks.desks {
         let tasks = open.tasks.iter().filter(|t| t.desk == d.name).count();
         say!(
-            "{}  ({}, {})  {} open task(s)",
+            "{}  ({}, {})  {} open task(s){}",
             d.name,
             d.agent,
             d.dir,
-            tasks
+            tasks,
+            desk_state(d)
         );
         for s in sessions
             .sessions
@@ -458,6 +479,69 @@ pub fn status(json: bool) -> anyhow::Result<()> {
                 );
             }
         }
+    }
+    Ok(())
+}
+
+/// What a desk list adds after a desk: it has work and no live session (and what to do),
+/// and whether it launches by itself.
+fn desk_state(d: &DeskView) -> String {
+    let mut out = String::new();
+    if d.needs_session {
+        out.push_str(&format!(
+            "  NO SESSION: work waits (`taskkeeper session launch {}`)",
+            d.name
+        ));
+    }
+    if d.auto_launch {
+        out.push_str("  [launches by itself");
+        if d.auto_launch_gave_up {
+            out.push_str(": gave up after repeated launches; launch once to reset");
+        } else if let Some(at) = d.auto_launch_retry_at {
+            out.push_str(&format!(": next try at {at}"));
+        }
+        out.push(']');
+    }
+    out
+}
+
+/// `taskkeeper digest`: the digest, taken (or only shown with --peek).
+pub fn digest(peek: bool, json: bool) -> anyhow::Result<()> {
+    let client = Client::from_env()?;
+    let d: taskkeeper_server::api::DigestView = if peek {
+        client.get("/api/digest")?
+    } else {
+        client.post("/api/digest", &json!({}))?
+    };
+    if json {
+        return print_json(&d);
+    }
+    match d.since {
+        Some(since) => say!("Digest since {since}"),
+        None => say!("Digest (the first: everything Taskkeeper keeps)"),
+    }
+    let line = |t: &taskkeeper_server::api::TaskView| {
+        let request = t.request.lines().next().unwrap_or("");
+        format!("  {}  {}  {}  {request}", t.id, t.desk, t.state)
+    };
+    let sections: [(&str, &Vec<taskkeeper_server::api::TaskView>); 4] = [
+        ("Stalled", &d.stalled),
+        ("Finished", &d.finished),
+        ("Waiting on you", &d.waiting_on_owner),
+        ("Acknowledgement pending", &d.ack_pending),
+    ];
+    for (title, tasks) in sections {
+        say!("{title}: {}", tasks.len());
+        for t in tasks {
+            say!("{}", line(t));
+        }
+    }
+    say!("Reminders sent: {}", d.reminders.len());
+    for r in &d.reminders {
+        say!("  {}  {}  {}", r.at, r.task, r.desk);
+    }
+    if peek {
+        say!("(not taken: `taskkeeper digest` takes it)");
     }
     Ok(())
 }

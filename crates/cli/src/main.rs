@@ -116,6 +116,15 @@ enum Command {
     /// Pause or resume all reminders.
     #[command(subcommand)]
     Reminders(RemindersCommand),
+    /// What happened since the last digest: what stalled, what finished, what waits on you,
+    /// acknowledgements still pending, reminders sent. Taking it starts the next from now.
+    Digest {
+        /// Show it without taking it (the next digest still starts where this one does).
+        #[arg(long)]
+        peek: bool,
+        #[arg(long)]
+        json: bool,
+    },
     /// A2A: send a task to a desk (or continue one with --task).
     Send {
         /// The desk (ignored with --url).
@@ -306,7 +315,8 @@ enum DeskCommand {
         #[arg(long, value_name = "COMMAND")]
         deliver_command: Option<String>,
     },
-    /// Change a desk: set or remove its delivery command.
+    /// Change a desk: set or remove its delivery command; turn its launching a session by
+    /// itself on or off.
     Set {
         name: String,
         /// See `desk add --deliver-command`.
@@ -315,6 +325,11 @@ enum DeskCommand {
         /// Remove the delivery command.
         #[arg(long)]
         no_deliver_command: bool,
+        /// on: launch a headless session by itself whenever the desk has work and no live
+        /// session (also after a reboot, when the daemon starts at login); off (the default):
+        /// only the owner launches.
+        #[arg(long, value_name = "on|off", value_parser = ["on", "off"])]
+        auto_launch: Option<String>,
     },
     /// List the desks.
     List {
@@ -403,6 +418,7 @@ fn main() -> ExitCode {
         Command::Settings(cmd) => commands::settings(cmd),
         Command::Session(cmd) => commands::session(cmd),
         Command::Reminders(cmd) => commands::reminders(cmd),
+        Command::Digest { peek, json } => commands::digest(peek, json),
         Command::Serve {
             port,
             data_dir,

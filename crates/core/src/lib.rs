@@ -12,9 +12,11 @@
 //! - [`settings`] parses and validates every tunable number;
 //! - [`limits`] bounds what one caller can make Taskkeeper keep.
 
+pub mod autolaunch;
 pub mod clock;
 pub mod delivery;
 pub mod desk;
+pub mod digest;
 pub mod limits;
 pub mod push;
 pub mod queue;

@@ -193,6 +193,21 @@ impl Watch {
     }
 }
 
+/// How many turns a session keeps for the timeline: enough for a whole ladder's worth of
+/// reminders and the turns they start, few enough that a session's body stays small.
+pub const TURNS_KEPT: usize = 32;
+
+/// One turn of a session, as its edges told it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Turn {
+    pub started_at: Timestamp,
+    /// `None` while it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<Timestamp>,
+    pub origin: TurnOrigin,
+}
+
 /// Where a session can be reached, as its hooks report it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -301,6 +316,9 @@ pub struct Session {
     /// The watchdog's bookkeeping for this session.
     #[serde(default)]
     pub watch: Watch,
+    /// The latest turns, oldest first, at most [`TURNS_KEPT`] (the timeline shows them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<Turn>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
 }
@@ -328,6 +346,7 @@ impl Session {
             last_words: None,
             reach: Reach::default(),
             watch: Watch::default(),
+            turns: Vec::new(),
             created_at: now,
             updated_at: now,
         }
@@ -352,6 +371,14 @@ impl Session {
                 self.turn_origin = None;
             }
             Edge::TurnStarted { origin } => {
+                self.end_turn(now);
+                self.turns.push(Turn {
+                    started_at: now,
+                    ended_at: None,
+                    origin,
+                });
+                let extra = self.turns.len().saturating_sub(TURNS_KEPT);
+                self.turns.drain(..extra);
                 self.watch.slept_ms = 0;
                 self.turn_origin = Some(origin);
                 self.rate_limited_until = None;
@@ -377,14 +404,26 @@ impl Session {
                 self.background = background;
                 self.watch.slept_ms = 0;
                 self.turn_ended_at = Some(now);
+                self.end_turn(now);
                 self.set_activity(Activity::Idle, now);
             }
             Edge::TurnFailed { rate_limited_until } => {
+                self.end_turn(now);
                 self.rate_limited_until = rate_limited_until;
                 self.turn_ended_at = Some(now);
                 self.set_activity(Activity::Idle, now);
             }
-            Edge::Ended => self.set_activity(Activity::Ended, now),
+            Edge::Ended => {
+                self.end_turn(now);
+                self.set_activity(Activity::Ended, now);
+            }
+        }
+    }
+
+    /// Close the running turn, if one runs.
+    fn end_turn(&mut self, now: Timestamp) {
+        if let Some(t) = self.turns.last_mut().filter(|t| t.ended_at.is_none()) {
+            t.ended_at = Some(now);
         }
     }
 
@@ -401,6 +440,9 @@ impl Session {
         };
         if next != self.activity {
             self.updated_at = now;
+            if matches!(next, Activity::Ended | Activity::StoppedByOwner) {
+                self.end_turn(now);
+            }
             self.set_activity(next, now);
         }
     }
@@ -417,6 +459,52 @@ mod tests {
 
     fn t(s: i64) -> Timestamp {
         Timestamp::from_millis(s * 1000)
+    }
+
+    #[test]
+    fn turns_are_kept_with_their_ends_and_only_the_latest() {
+        let mut s = session();
+        s.apply(
+            Edge::TurnStarted {
+                origin: TurnOrigin::Owner,
+            },
+            t(1),
+        );
+        s.reconcile(Level::Idle, t(2));
+        assert_eq!(
+            s.turns,
+            [Turn {
+                started_at: t(1),
+                ended_at: Some(t(2)),
+                origin: TurnOrigin::Owner
+            }],
+            "an Esc ends the turn too"
+        );
+        for i in 0..40 {
+            s.apply(
+                Edge::TurnStarted {
+                    origin: TurnOrigin::Taskkeeper,
+                },
+                t(10 + 2 * i),
+            );
+            s.apply(
+                Edge::TurnEnded {
+                    last_words: None,
+                    background: vec![],
+                },
+                t(11 + 2 * i),
+            );
+        }
+        assert_eq!(s.turns.len(), TURNS_KEPT);
+        assert_eq!(s.turns.last().map(|x| x.ended_at), Some(Some(t(89))));
+        s.apply(
+            Edge::TurnStarted {
+                origin: TurnOrigin::Owner,
+            },
+            t(100),
+        );
+        s.apply(Edge::Ended, t(101));
+        assert_eq!(s.turns.last().and_then(|x| x.ended_at), Some(t(101)));
     }
 
     fn session() -> Session {

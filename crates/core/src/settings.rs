@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::desk::AgentKind;
 
 /// The keys, in the order the settings panel shows them.
-pub const KEYS: [&str; 24] = [
+pub const KEYS: [&str; 25] = [
     "reminders.first_after.claude-code",
     "reminders.first_after.default",
     "reminders.ladder",
@@ -38,6 +38,8 @@ pub const KEYS: [&str; 24] = [
     "push.retry_max",
     "push.give_up_after",
     "push.configs_per_task",
+    // The digest (see [`crate::digest`]).
+    "digest.at",
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +72,8 @@ pub struct Settings {
     pub limits: Limits,
     /// Push notifications to askers' webhooks.
     pub push: Push,
+    /// When the daemon offers a digest by itself.
+    pub digest_at: crate::digest::OfferAt,
 }
 
 impl Default for Settings {
@@ -90,6 +94,7 @@ impl Default for Settings {
             reminders_paused: false,
             limits: Limits::default(),
             push: Push::default(),
+            digest_at: crate::digest::OfferAt::Login,
         }
     }
 }
@@ -165,6 +170,7 @@ impl Settings {
             "notifications.enabled" => self.notifications_enabled.to_string(),
             "sessions.create_desks" => self.create_desks.to_string(),
             "reminders.paused" => self.reminders_paused.to_string(),
+            "digest.at" => self.digest_at.to_string(),
             k if k.starts_with("push.") => return self.push.get(key),
             _ => return self.limits.get(key),
         })
@@ -212,6 +218,11 @@ impl Settings {
             }
             "sessions.create_desks" => {
                 self.create_desks = parse_bool(value).ok_or_else(|| invalid(BOOL_HELP))?
+            }
+            "digest.at" => {
+                self.digest_at = value
+                    .parse()
+                    .map_err(|_| invalid(crate::digest::OFFER_HELP))?
             }
             k if k.starts_with("push.") => return self.push.set(key, value),
             _ => return self.limits.set(key, value),

@@ -242,6 +242,10 @@ pub struct TaskStatus {
     pub timestamp: Timestamp,
 }
 
+/// How many reminder times a task keeps: more than any ladder the settings allow in a day,
+/// few enough that a task's body stays small.
+pub const REMINDER_TIMES_KEPT: usize = 64;
+
 /// A request from an asker to a desk, before it is a task.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewTask {
@@ -289,6 +293,11 @@ pub struct Task {
     pub reminders_sent: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_reminder_at: Option<Timestamp>,
+    /// When each reminder was sent, oldest first, across ladders (the last
+    /// [`Task::reminders_sent`] are the current ladder's), at most [`REMINDER_TIMES_KEPT`]:
+    /// the timeline and the digest read them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reminder_times: Vec<Timestamp>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stalled_at: Option<Timestamp>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -349,6 +358,7 @@ impl Task {
             queue_position: None,
             reminders_sent: 0,
             last_reminder_at: None,
+            reminder_times: Vec::new(),
             stalled_at: None,
             expired_at: None,
             acknowledged_at: None,
@@ -380,6 +390,17 @@ impl Task {
     /// message) yet.
     pub fn to_deliver(&self) -> bool {
         self.state() == TaskState::Working && self.delivered_at.is_none()
+    }
+
+    /// When the task ended (its final status), if it did.
+    pub fn ended_at(&self) -> Option<Timestamp> {
+        self.state().is_terminal().then_some(self.status.timestamp)
+    }
+
+    /// The reminders of the current ladder, oldest first.
+    pub fn ladder_reminders(&self) -> &[Timestamp] {
+        let n = (self.reminders_sent as usize).min(self.reminder_times.len());
+        &self.reminder_times[self.reminder_times.len() - n..]
     }
 
     /// The asker's request: the first message of the history.

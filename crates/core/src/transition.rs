@@ -190,6 +190,12 @@ pub fn apply(task: &Task, event: Event, now: Timestamp) -> Result<Task, Transiti
             }
             next.reminders_sent += 1;
             next.last_reminder_at = Some(now);
+            next.reminder_times.push(now);
+            let extra = next
+                .reminder_times
+                .len()
+                .saturating_sub(crate::task::REMINDER_TIMES_KEPT);
+            next.reminder_times.drain(..extra);
         }
         Event::Stall => {
             if state != TaskState::Working || task.stalled_at.is_some() {

@@ -71,17 +71,38 @@ pub enum Rung {
     Stall,
 }
 
-/// The next step of `t`'s ladder and when it is due, given the session's quiet clock.
-pub fn next_rung(t: &Task, s: &Session, settings: &Settings) -> Option<(Timestamp, Rung)> {
-    let n = t.reminders_sent as usize;
-    let (delay, rung) = match n {
-        0 => (settings.first_after(s.agent), Rung::Remind),
+/// The step of the ladder after `sent` reminders: how much quiet it waits for, and what it
+/// is; `None` past the stall.
+pub fn rung_after(
+    sent: u32,
+    agent: crate::desk::AgentKind,
+    settings: &Settings,
+) -> Option<(Duration, Rung)> {
+    let n = sent as usize;
+    Some(match n {
+        0 => (settings.first_after(agent), Rung::Remind),
         n if n <= settings.ladder.len() => (settings.ladder[n - 1], Rung::Remind),
         n if n == settings.ladder.len() + 1 => (settings.stall_after, Rung::Stall),
         _ => return None,
-    };
+    })
+}
+
+/// The next step of `t`'s ladder and when it is due, given the session's quiet clock.
+pub fn next_rung(t: &Task, s: &Session, settings: &Settings) -> Option<(Timestamp, Rung)> {
+    rung_due(t.reminders_sent, t.delivered_at, s, settings)
+}
+
+/// [`next_rung`] for a task that has had `sent` reminders and was handed over at
+/// `delivered_at`.
+fn rung_due(
+    sent: u32,
+    delivered_at: Option<Timestamp>,
+    s: &Session,
+    settings: &Settings,
+) -> Option<(Timestamp, Rung)> {
+    let (delay, rung) = rung_after(sent, s.agent, settings)?;
     let mut base = quiet_since(s);
-    if let Some(d) = t.delivered_at {
+    if let Some(d) = delivered_at {
         base = base.max(d);
     }
     Some((base.plus(delay), rung))
@@ -201,6 +222,168 @@ pub fn plan(
             stall,
             speak,
         });
+    }
+    out
+}
+
+/// Why a task's ladder is not counting down now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hold {
+    /// The task ended.
+    Ended,
+    /// The ladder ran out.
+    Stalled,
+    /// It waits in its desk's queue.
+    Queued,
+    /// It waits on its asker (input-required, auth-required).
+    WaitsOnAsker,
+    /// A permission prompt or a question waits on the owner.
+    WaitsOnOwner,
+    /// The desk's session has not been handed it (or the asker's latest message) yet.
+    NotDelivered,
+    /// No live session at its desk.
+    NoSession,
+    /// The owner paused reminders (all, or this session's).
+    Paused,
+    /// The session is working (a turn, or a background command).
+    Busy,
+    /// The owner interrupted the session; nothing happens until it is written to again.
+    StoppedByOwner,
+    /// The session hit a rate limit; the ladder waits until then.
+    RateLimited(Timestamp),
+}
+
+/// One step still to come on a task's ladder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step {
+    pub at: Timestamp,
+    pub rung: Rung,
+}
+
+/// A task's ladder as a picture needs it: what happened and what will, if the session stays
+/// quiet. Derived by the same functions the watchdog plans with ([`next_rung`],
+/// [`rung_after`], [`cap_allows_at`], [`quiet_since`]), so the picture cannot disagree with
+/// what the watchdog will do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Timeline {
+    pub now: Timestamp,
+    pub created_at: Timestamp,
+    pub delivered_at: Option<Timestamp>,
+    /// When the holding session went quiet, while it is quiet and the ladder runs.
+    pub quiet_since: Option<Timestamp>,
+    /// The reminders of the current ladder, oldest first.
+    pub reminders: Vec<Timestamp>,
+    /// The steps still to come (reminders, then the stall), while the ladder runs.
+    pub due: Vec<Step>,
+    pub stalled_at: Option<Timestamp>,
+    pub ended_at: Option<Timestamp>,
+    /// When an open task expires.
+    pub expires_at: Option<Timestamp>,
+    /// The holding session's turns since the task was handed to it.
+    pub turns: Vec<crate::session::Turn>,
+    /// Why nothing is due, when nothing is.
+    pub hold: Option<Hold>,
+}
+
+/// What stops the ladder of `t` now, if anything (the reasons [`plan`] skips a task).
+fn hold_of(t: &Task, s: Option<&Session>, now: Timestamp, all_paused: bool) -> Option<Hold> {
+    let hold = match t.state() {
+        st if st.is_terminal() => Hold::Ended,
+        _ if t.stalled_at.is_some() => Hold::Stalled,
+        TaskState::Submitted => Hold::Queued,
+        st if st.is_interrupted() => Hold::WaitsOnAsker,
+        _ if t.waiting_on_owner => Hold::WaitsOnOwner,
+        _ if t.delivered_at.is_none() => Hold::NotDelivered,
+        _ => {
+            let s = match s {
+                Some(s) if s.is_live() && s.desk == t.desk => s,
+                _ => return Some(Hold::NoSession),
+            };
+            if is_quiet(s, now, all_paused) {
+                return None;
+            }
+            match s.activity {
+                _ if all_paused || s.watch.paused => Hold::Paused,
+                Activity::WaitingOnOwner => Hold::WaitsOnOwner,
+                Activity::StoppedByOwner => Hold::StoppedByOwner,
+                Activity::Idle if s.background.is_empty() => match s.rate_limited_until {
+                    Some(until) => Hold::RateLimited(until),
+                    None => Hold::Busy,
+                },
+                _ => Hold::Busy,
+            }
+        }
+    };
+    Some(hold)
+}
+
+/// The longest ladder the projection walks (a ladder is a handful of steps; this only
+/// bounds a pathological setting).
+const MAX_STEPS: usize = 64;
+
+/// The timeline of `t`, given the live session of its desk that may hold it (the one
+/// [`plan`] pairs with the desk), the settings and `now`.
+pub fn timeline(
+    t: &Task,
+    s: Option<&Session>,
+    settings: &Settings,
+    all_paused: bool,
+    now: Timestamp,
+) -> Timeline {
+    let hold = hold_of(t, s, now, all_paused);
+    let holder = s.filter(|s| s.desk == t.desk && t.delivered_at.is_some());
+    let turns = holder
+        .map(|s| {
+            s.turns
+                .iter()
+                .filter(|x| {
+                    t.delivered_at
+                        .is_some_and(|d| x.ended_at.is_none_or(|e| e >= d))
+                })
+                .copied()
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut out = Timeline {
+        now,
+        created_at: t.created_at,
+        delivered_at: t.delivered_at,
+        quiet_since: None,
+        reminders: t.ladder_reminders().to_vec(),
+        due: Vec::new(),
+        stalled_at: t.stalled_at,
+        ended_at: t.ended_at(),
+        expires_at: t
+            .is_open()
+            .then(|| t.created_at.plus(settings.expire_after)),
+        turns,
+        hold,
+    };
+    let Some(s) = holder.filter(|_| hold.is_none()) else {
+        return out;
+    };
+    let mut quiet = quiet_since(s);
+    if let Some(d) = t.delivered_at {
+        quiet = quiet.max(d);
+    }
+    out.quiet_since = Some(quiet);
+    // Walk the ladder as the watchdog would if nothing else happened: each reminder waits
+    // for the hourly cap and then moves the quiet clock; the stall happens on time.
+    let (mut sent, mut session) = (t.reminders_sent, s.clone());
+    while out.due.len() < MAX_STEPS {
+        let Some((at, rung)) = rung_due(sent, t.delivered_at, &session, settings) else {
+            break;
+        };
+        let at = match rung {
+            Rung::Remind => at.max(cap_allows_at(&session, at, settings.hourly_cap)),
+            Rung::Stall => at,
+        };
+        out.due.push(Step { at, rung });
+        if rung == Rung::Stall {
+            break;
+        }
+        sent += 1;
+        session.watch.sent.push(at);
     }
     out
 }

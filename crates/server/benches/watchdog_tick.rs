@@ -123,7 +123,8 @@ fn fill(store: &Store, n: usize) -> Res<()> {
         let changed = store.submit(
             NewTask {
                 desk: desk.clone(),
-                asker: "planner".to_owned(),
+                // One asker per task: `limits.open_tasks_per_asker` bounds each asker.
+                asker: format!("planner-{i:05}"),
                 request: Message::user_text(
                     format!("m-{i}"),
                     "Add a --json flag to the status command and cover it with a test.",
@@ -185,6 +186,9 @@ struct Parts {
     /// The same pairing through an index of the open tasks by desk (a what-if).
     pair_indexed: Samples,
     plan: Samples,
+    /// The owner API's timelines (`watchdog::timeline`) of every open task, each with its
+    /// desk's holder, as `OwnerService::list_tasks` makes them.
+    timelines: Samples,
 }
 
 fn parts(store: &Store, now: Timestamp, parts: &mut Parts) -> Res<()> {
@@ -231,6 +235,24 @@ fn parts(store: &Store, now: Timestamp, parts: &mut Parts) -> Res<()> {
     parts.plan.0.push(t.elapsed());
     if !plan.messages.is_empty() {
         return Err("the parts were timed at a moment something was due".into());
+    }
+    let t = Instant::now();
+    let holder: HashMap<&DeskName, &Session> = holders.iter().map(|s| (&s.desk, s)).collect();
+    let lines: Vec<watchdog::Timeline> = open
+        .iter()
+        .map(|task| {
+            watchdog::timeline(
+                task,
+                holder.get(&task.desk).copied(),
+                &settings,
+                settings.reminders_paused,
+                now,
+            )
+        })
+        .collect();
+    parts.timelines.0.push(t.elapsed());
+    if lines.iter().any(|l| l.due.len() != 6) {
+        return Err("every timeline has its five reminders and the stall to come".into());
     }
     Ok(())
 }
@@ -401,6 +423,11 @@ fn main() -> Res<()> {
         &p.pair,
     )?;
     line(&mut out, "… the policy (`watchdog::plan`)", &p.plan)?;
+    line(
+        &mut out,
+        "the owner API's timelines of every open task (`watchdog::timeline`, after the same reads)",
+        &p.timelines,
+    )?;
     line(
         &mut out,
         "*what-if:* the same pairing through a by-desk index of the open tasks",

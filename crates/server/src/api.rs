@@ -33,6 +33,189 @@ pub struct TaskView {
     /// The text of the latest status: the summary, what is needed, why it failed.
     pub status_text: Option<String>,
     pub version: u64,
+    /// The ladder as the owner's views draw it (`core::watchdog::timeline`); filled in by
+    /// the owner service's task lists and details, absent elsewhere (notices).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<TimelineView>,
+}
+
+/// A task's ladder: what happened and what comes next if its session stays quiet.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TimelineView {
+    // No "now": the view is a function of what is stored (and the settings), so reading a
+    // task twice gives the same answer; the picture takes its "now" from the reader's clock.
+    pub created_at: Timestamp,
+    pub delivered_at: Option<Timestamp>,
+    /// When the holding session went quiet, while the ladder runs.
+    pub quiet_since: Option<Timestamp>,
+    /// The current ladder's reminders, oldest first.
+    pub reminders: Vec<Timestamp>,
+    /// The steps to come: reminders, then the stall.
+    pub due: Vec<StepView>,
+    pub stalled_at: Option<Timestamp>,
+    pub ended_at: Option<Timestamp>,
+    pub expires_at: Option<Timestamp>,
+    /// The holding session's turns since it was handed the task.
+    pub turns: Vec<TurnView>,
+    /// Why nothing is due: `ended`, `stalled`, `queued`, `waits-on-asker`,
+    /// `waits-on-owner`, `not-delivered`, `no-session`, `paused`, `busy`,
+    /// `stopped-by-owner`, `rate-limited`; `null` while the ladder runs.
+    pub hold: Option<String>,
+    /// With `rate-limited`: until when.
+    pub hold_until: Option<Timestamp>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepView {
+    pub at: Timestamp,
+    /// `remind` or `stall`.
+    pub kind: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnView {
+    pub started_at: Timestamp,
+    pub ended_at: Option<Timestamp>,
+    /// `owner`, `taskkeeper` or `background`: who started it.
+    pub origin: String,
+}
+
+impl From<&taskkeeper_core::watchdog::Timeline> for TimelineView {
+    fn from(t: &taskkeeper_core::watchdog::Timeline) -> Self {
+        use taskkeeper_core::session::TurnOrigin;
+        use taskkeeper_core::watchdog::{Hold, Rung};
+        let (hold, hold_until) = match t.hold {
+            None => (None, None),
+            Some(h) => {
+                let (name, until) = match h {
+                    Hold::Ended => ("ended", None),
+                    Hold::Stalled => ("stalled", None),
+                    Hold::Queued => ("queued", None),
+                    Hold::WaitsOnAsker => ("waits-on-asker", None),
+                    Hold::WaitsOnOwner => ("waits-on-owner", None),
+                    Hold::NotDelivered => ("not-delivered", None),
+                    Hold::NoSession => ("no-session", None),
+                    Hold::Paused => ("paused", None),
+                    Hold::Busy => ("busy", None),
+                    Hold::StoppedByOwner => ("stopped-by-owner", None),
+                    Hold::RateLimited(until) => ("rate-limited", Some(until)),
+                };
+                (Some(name.to_owned()), until)
+            }
+        };
+        Self {
+            created_at: t.created_at,
+            delivered_at: t.delivered_at,
+            quiet_since: t.quiet_since,
+            reminders: t.reminders.clone(),
+            due: t
+                .due
+                .iter()
+                .map(|s| StepView {
+                    at: s.at,
+                    kind: match s.rung {
+                        Rung::Remind => "remind",
+                        Rung::Stall => "stall",
+                    }
+                    .to_owned(),
+                })
+                .collect(),
+            stalled_at: t.stalled_at,
+            ended_at: t.ended_at,
+            expires_at: t.expires_at,
+            turns: t
+                .turns
+                .iter()
+                .map(|x| TurnView {
+                    started_at: x.started_at,
+                    ended_at: x.ended_at,
+                    origin: match x.origin {
+                        TurnOrigin::Owner => "owner",
+                        TurnOrigin::Taskkeeper => "taskkeeper",
+                        TurnOrigin::Background => "background",
+                    }
+                    .to_owned(),
+                })
+                .collect(),
+            hold,
+            hold_until,
+        }
+    }
+}
+
+/// `GET /api/digest`: what happened since the owner last took a digest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DigestView {
+    /// The last digest taken; `null`: never.
+    pub since: Option<Timestamp>,
+    pub until: Timestamp,
+    pub counts: DigestCounts,
+    pub stalled: Vec<TaskView>,
+    pub finished: Vec<TaskView>,
+    pub waiting_on_owner: Vec<TaskView>,
+    pub ack_pending: Vec<TaskView>,
+    pub reminders: Vec<ReminderView>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DigestCounts {
+    pub stalled: usize,
+    pub finished: usize,
+    pub waiting_on_owner: usize,
+    pub ack_pending: usize,
+    pub reminders: usize,
+}
+
+impl From<taskkeeper_core::digest::Counts> for DigestCounts {
+    fn from(c: taskkeeper_core::digest::Counts) -> Self {
+        Self {
+            stalled: c.stalled,
+            finished: c.finished,
+            waiting_on_owner: c.waiting_on_owner,
+            ack_pending: c.ack_pending,
+            reminders: c.reminders,
+        }
+    }
+}
+
+/// One reminder sent: to which task's session, when.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReminderView {
+    pub task: String,
+    pub desk: String,
+    pub request: String,
+    pub at: Timestamp,
+}
+
+impl From<&taskkeeper_core::digest::Digest<'_>> for DigestView {
+    fn from(d: &taskkeeper_core::digest::Digest<'_>) -> Self {
+        let views = |ts: &[&Task]| ts.iter().map(|t| TaskView::from(*t)).collect();
+        Self {
+            since: d.since,
+            until: d.until,
+            counts: d.counts().into(),
+            stalled: views(&d.stalled),
+            finished: views(&d.finished),
+            waiting_on_owner: views(&d.waiting_on_owner),
+            ack_pending: views(&d.ack_pending),
+            reminders: d
+                .reminders
+                .iter()
+                .map(|r| ReminderView {
+                    task: r.task.id.to_string(),
+                    desk: r.task.desk.to_string(),
+                    request: r.task.request_text(),
+                    at: r.at,
+                })
+                .collect(),
+        }
+    }
 }
 
 impl From<&Task> for TaskView {
@@ -57,6 +240,7 @@ impl From<&Task> for TaskView {
             delivered_at: t.delivered_at,
             status_text: t.status.message.as_ref().map(Message::text),
             version: t.version,
+            timeline: None,
         }
     }
 }
@@ -135,6 +319,28 @@ pub struct DeskView {
     /// The command that delivers text to the desk's agent, if it has one.
     #[serde(default)]
     pub deliver_command: Option<String>,
+    /// The desk launches a headless session by itself when it has work and no live session.
+    #[serde(default)]
+    pub auto_launch: bool,
+    /// Its open tasks (queued, working, waiting on the asker).
+    #[serde(default)]
+    pub open_tasks: usize,
+    /// A session of the desk is live.
+    #[serde(default)]
+    pub live_session: bool,
+    /// It has work a session would take (a queued task, a working one not stalled) and no
+    /// live session: nothing moves until one is launched or started.
+    #[serde(default)]
+    pub needs_session: bool,
+    /// With `autoLaunch`: the guard holds the next launch until then (launches that did not
+    /// move the work).
+    #[serde(default)]
+    pub auto_launch_retry_at: Option<Timestamp>,
+    /// With `autoLaunch`: the desk gave up launching by itself after too many launches that
+    /// did not move the work; the owner's launch (or turning the setting off and on) resets
+    /// it.
+    #[serde(default)]
+    pub auto_launch_gave_up: bool,
     pub created_at: Timestamp,
 }
 
@@ -145,6 +351,12 @@ impl From<&Desk> for DeskView {
             agent: d.agent.to_string(),
             dir: d.dir.to_string_lossy().into_owned(),
             deliver_command: d.deliver_command.clone(),
+            auto_launch: d.auto_launch,
+            open_tasks: 0,
+            live_session: false,
+            needs_session: false,
+            auto_launch_retry_at: None,
+            auto_launch_gave_up: false,
             created_at: d.created_at,
         }
     }
@@ -157,6 +369,10 @@ pub struct DeskChange {
     /// A command, or null to remove it; absent: unchanged.
     #[serde(default, deserialize_with = "present")]
     pub deliver_command: Option<Option<String>>,
+    /// Launch a session by itself when the desk has work and none is live; absent:
+    /// unchanged.
+    #[serde(default)]
+    pub auto_launch: Option<bool>,
 }
 
 /// A field that is present (null included), as opposed to absent.

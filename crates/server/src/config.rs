@@ -42,6 +42,9 @@ pub struct DaemonConfig {
     /// The `taskkeeper` binary connected agents run (`None`: see
     /// [`crate::connect::cli_binary`]).
     pub taskkeeper_bin: Option<PathBuf>,
+    /// The local time's offset from UTC in seconds, for the digest's time of day (`None`:
+    /// the machine's, read at each offer).
+    pub utc_offset_s: Option<i32>,
 }
 
 impl DaemonConfig {
@@ -58,6 +61,7 @@ impl DaemonConfig {
             claude: crate::launch::LaunchConfig::program_from_env(),
             home: None,
             taskkeeper_bin: None,
+            utc_offset_s: None,
         }
     }
 

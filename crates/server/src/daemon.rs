@@ -61,6 +61,7 @@ pub struct Daemon {
     watchdog: JoinHandle<()>,
     pusher: JoinHandle<()>,
     push_wake: crate::a2a::push::Waker,
+    digest_wake: Arc<tokio::sync::Notify>,
 }
 
 impl Daemon {
@@ -217,6 +218,15 @@ impl Daemon {
             owner.schedule_changed(),
         );
         let watchdog = tokio::spawn(watchdog.run(stopped.clone()));
+        tokio::spawn(crate::autolaunch::run(owner.clone(), stopped.clone()));
+        let digest_wake = Arc::new(tokio::sync::Notify::new());
+        tokio::spawn(crate::digest::run(
+            owner.clone(),
+            notices.clone(),
+            digest_wake.clone(),
+            config.utc_offset_s,
+            stopped.clone(),
+        ));
         let pusher = tokio::spawn(pusher.run(stopped.clone()));
         let conformance = config
             .conformance
@@ -275,6 +285,7 @@ impl Daemon {
             watchdog,
             pusher,
             push_wake,
+            digest_wake,
         })
     }
 
@@ -327,6 +338,17 @@ impl Daemon {
     /// past a retry (it otherwise looks again within 30 s).
     pub fn wake_push(&self) {
         self.push_wake.notify_one();
+    }
+
+    /// Make the digest's offer look at the clock now (for tests that moved it).
+    pub fn wake_digest(&self) {
+        self.digest_wake.notify_one();
+    }
+
+    /// Make the desks that launch by themselves look at the clock now (for tests that moved
+    /// it).
+    pub fn wake_auto_launch(&self) {
+        self.owner.auto_launches().poke();
     }
 
     /// Stop accepting requests, let those in flight finish, and stop.

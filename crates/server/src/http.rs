@@ -112,6 +112,11 @@ fn owner_room(owner: OwnerService) -> Room {
             "/api/askers/{name}",
             axum::routing::delete(remove_asker),
         )
+        .route(
+            "GET POST",
+            "/api/digest",
+            get(peek_digest).post(take_digest),
+        )
         .route("GET", "/api/agents", get(list_agents))
         .route("POST", "/api/agents/{agent}/connect", post(connect_agent))
         .route(
@@ -241,16 +246,45 @@ async fn change_desk(
     Path(name): Path<String>,
     Body(change): Body<crate::api::DeskChange>,
 ) -> Response {
-    let Some(command) = change.deliver_command else {
+    if change.deliver_command.is_none() && change.auto_launch.is_none() {
         return crate::owner::OwnerError::invalid(
-            "nothing to change: send deliverCommand (a command, or null to remove it)",
+            "nothing to change: send deliverCommand (a command, or null to remove it) or autoLaunch (true or false)",
         )
         .into_response();
-    };
-    reply(
-        StatusCode::OK,
-        owner.set_deliver_command(&name, command).await,
-    )
+    }
+    let mut result = None;
+    if let Some(command) = change.deliver_command {
+        result = Some(owner.set_deliver_command(&name, command).await);
+    }
+    if let Some(on) = change.auto_launch
+        && result.as_ref().is_none_or(Result::is_ok)
+    {
+        result = Some(owner.set_auto_launch(&name, on).await);
+    }
+    match result {
+        Some(r) => reply(StatusCode::OK, r),
+        None => StatusCode::NO_CONTENT.into_response(),
+    }
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DigestQuery {}
+
+/// `GET /api/digest`: what happened since the owner last took one, leaving it untaken.
+async fn peek_digest(
+    State(owner): State<OwnerService>,
+    query: Result<Query<DigestQuery>, QueryRejection>,
+) -> Response {
+    if let Err(r) = query {
+        return query_refusal(r);
+    }
+    reply(StatusCode::OK, owner.digest(false).await)
+}
+
+/// `POST /api/digest`: take the digest; the next one starts from now.
+async fn take_digest(State(owner): State<OwnerService>) -> Response {
+    reply(StatusCode::OK, owner.digest(true).await)
 }
 
 async fn launch_session(State(owner): State<OwnerService>, Path(name): Path<String>) -> Response {

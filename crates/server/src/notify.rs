@@ -31,6 +31,10 @@ pub enum Notice {
         tool: String,
         description: Option<String>,
     },
+    /// The digest is offered (at login or its time of day): its counts; the view shows it.
+    Digest {
+        counts: crate::api::DigestCounts,
+    },
 }
 
 pub trait Notifier: Send + Sync + std::fmt::Debug {
@@ -84,6 +88,9 @@ impl Notifier for EventNotifier {
                 ..
             } => {
                 tracing::warn!(%session, %desk, %tool, "a session waits for the owner to allow a tool");
+            }
+            Notice::Digest { counts } => {
+                tracing::info!(?counts, "the digest is offered");
             }
         }
         if let Some(also) = &self.also {

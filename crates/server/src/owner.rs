@@ -30,6 +30,8 @@ pub struct OwnerService {
     stop: tokio::sync::watch::Receiver<bool>,
     /// Where Connect finds agents' settings and what it names (`agents.rs`).
     machine: std::sync::Arc<crate::agents::Machine>,
+    /// The desks that launch a session by themselves: their guard (`autolaunch.rs`).
+    auto_launches: std::sync::Arc<crate::autolaunch::AutoLaunches>,
 }
 
 /// What kind of error, for programs: the UI and the CLI branch on this, never on the text.
@@ -220,7 +222,16 @@ impl OwnerService {
             settings_changed: std::sync::Arc::new(tokio::sync::watch::Sender::new(0)),
             stop,
             machine: std::sync::Arc::new(machine),
+            auto_launches: std::sync::Arc::default(),
         }
+    }
+
+    pub(crate) fn tasks(&self) -> &Tasks {
+        &self.tasks
+    }
+
+    pub(crate) fn auto_launches(&self) -> std::sync::Arc<crate::autolaunch::AutoLaunches> {
+        self.auto_launches.clone()
     }
 
     pub(crate) fn machine(&self) -> std::sync::Arc<crate::agents::Machine> {
@@ -364,9 +375,116 @@ impl OwnerService {
         Ok(self.tasks.blocking(f).await?)
     }
 
+    /// The desks, each with its open tasks and whether it has a live session (a desk with
+    /// work and none is shown as such: nothing moves until a session is launched).
     pub async fn list_desks(&self) -> Result<Vec<DeskView>, OwnerError> {
-        self.blocking(|s, _| Ok(s.desks()?.iter().map(DeskView::from).collect()))
-            .await
+        let (desks, open, sessions, now) = self
+            .blocking(|s, now| {
+                let open = s.tasks(&TaskFilter {
+                    state: StateFilter::Open,
+                    desk: None,
+                    asker: None,
+                    limit: None,
+                })?;
+                Ok((s.desks()?, open, s.sessions(None)?, now))
+            })
+            .await?;
+        Ok(desks
+            .iter()
+            .map(|d| {
+                let mut view = DeskView::from(d);
+                let desk_tasks: Vec<_> = open.iter().filter(|t| t.desk == d.name).collect();
+                view.open_tasks = desk_tasks.len();
+                view.live_session = taskkeeper_core::autolaunch::has_live_session(
+                    sessions.iter().filter(|x| x.desk == d.name),
+                );
+                view.needs_session = !view.live_session
+                    && taskkeeper_core::autolaunch::has_work(desk_tasks.iter().copied());
+                crate::autolaunch::describe(&mut view, &d.name, &self.auto_launches, now);
+                view
+            })
+            .collect())
+    }
+
+    /// One desk as [`OwnerService::list_desks`] shows it.
+    async fn desk_view(&self, name: &DeskName) -> Result<DeskView, OwnerError> {
+        self.list_desks()
+            .await?
+            .into_iter()
+            .find(|d| d.name == name.as_str())
+            .ok_or_else(|| StoreError::NoSuchDesk(name.to_string()).into())
+    }
+
+    /// Turn a desk's launching a session by itself on or off; either way its guard starts
+    /// afresh.
+    pub async fn set_auto_launch(&self, name: &str, on: bool) -> Result<DeskView, OwnerError> {
+        let name = parse_desk(name)?;
+        let desk = name.clone();
+        self.blocking(move |s, _| s.set_auto_launch(&desk, on))
+            .await?;
+        self.auto_launches.reset(&name);
+        self.desk_view(&name).await
+    }
+
+    /// What the daemon launches by itself for a desk set to (`autolaunch.rs`): the same
+    /// launch as the owner's.
+    pub(crate) async fn launch_by_itself(
+        &self,
+        desk: &DeskName,
+    ) -> Result<taskkeeper_core::Session, OwnerError> {
+        Ok(self.sessions.launch(desk.as_str()).await?)
+    }
+
+    /// The digest since the owner last took one; `take` records this one as taken, so the
+    /// next starts from now.
+    pub async fn digest(&self, take: bool) -> Result<crate::api::DigestView, OwnerError> {
+        self.blocking(move |s, now| {
+            let since = s.mark(taskkeeper_core::digest::TAKEN)?;
+            let tasks = s.tasks(&TaskFilter::default())?;
+            let view =
+                crate::api::DigestView::from(&taskkeeper_core::digest::digest(&tasks, since, now));
+            if take {
+                s.set_mark(taskkeeper_core::digest::TAKEN, now)?;
+            }
+            Ok(view)
+        })
+        .await
+    }
+
+    /// The digest's counts, without taking it.
+    pub async fn digest_counts(&self) -> Result<crate::api::DigestCounts, OwnerError> {
+        Ok(self.digest(false).await?.counts)
+    }
+
+    /// Fill in the timelines of the open tasks among `views` (`core::watchdog::timeline`),
+    /// from one read of the settings and the sessions.
+    async fn with_timelines(
+        &self,
+        tasks: Vec<taskkeeper_core::Task>,
+    ) -> Result<Vec<TaskView>, OwnerError> {
+        let (settings, sessions, now) = self
+            .blocking(|s, now| Ok((s.settings()?, s.sessions(None)?, now)))
+            .await?;
+        let holders = crate::watchdog::holders(sessions);
+        // By desk once: a scan of the holders per task would be quadratic in a long list.
+        let by_desk: std::collections::HashMap<&DeskName, &taskkeeper_core::Session> =
+            holders.iter().map(|s| (&s.desk, s)).collect();
+        Ok(tasks
+            .iter()
+            .map(|t| {
+                let mut view = TaskView::from(t);
+                let session = by_desk.get(&t.desk).copied();
+                let timeline = taskkeeper_core::watchdog::timeline(
+                    t,
+                    session,
+                    &settings,
+                    settings.reminders_paused,
+                    now,
+                );
+                view.timeline = Some(crate::api::TimelineView::from(&timeline));
+                view
+            })
+            .collect())
     }
 
     pub async fn add_desk(
@@ -421,6 +539,8 @@ impl OwnerService {
     /// Launch a headless Claude Code session at a desk; Taskkeeper speaks to it on its stdin.
     pub async fn launch_session(&self, desk: &str) -> Result<SessionView, OwnerError> {
         let session = self.sessions.launch(desk).await?;
+        // The owner acted: a desk that gave up launching by itself tries again.
+        self.auto_launches.reset(&session.desk);
         Ok(self.session_view(&session))
     }
 
@@ -471,13 +591,8 @@ impl OwnerService {
 
     pub async fn list_tasks(&self, query: TaskQuery) -> Result<Vec<TaskView>, OwnerError> {
         let filter = query.to_filter()?;
-        Ok(self
-            .tasks
-            .list(filter)
-            .await?
-            .iter()
-            .map(TaskView::from)
-            .collect())
+        let tasks = self.tasks.list(filter).await?;
+        self.with_timelines(tasks).await
     }
 
     pub async fn get_task(&self, id: &str) -> Result<TaskDetail, OwnerError> {
@@ -487,7 +602,11 @@ impl OwnerService {
             .get(&id)
             .await?
             .ok_or(StoreError::NoSuchTask(id))?;
-        Ok(TaskDetail::from(&task))
+        let mut detail = TaskDetail::from(&task);
+        if let Some(view) = self.with_timelines(vec![task]).await?.pop() {
+            detail.task = view;
+        }
+        Ok(detail)
     }
 
     /// The owner gives a desk a task (asker `owner`).

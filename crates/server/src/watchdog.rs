@@ -38,7 +38,7 @@ pub struct Watchdog {
 }
 
 /// The sessions that may hold tasks: the newest live session of each desk.
-fn holders(all: Vec<Session>) -> Vec<Session> {
+pub(crate) fn holders(all: Vec<Session>) -> Vec<Session> {
     let mut seen: HashSet<DeskName> = HashSet::new();
     all.into_iter()
         .filter(|s| s.is_live() && seen.insert(s.desk.clone()))

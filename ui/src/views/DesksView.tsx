@@ -194,9 +194,17 @@ function DeskCard({
           {desk.dir}
         </p>
       )}
+      {desk?.needsSession && (
+        <p class="callout needs-session" data-needs-session={desk.name}>
+          <strong>Work waits, no session.</strong> This desk has {plural(desk.openTasks ?? 0, 'open task', 'open tasks')}{' '}
+          and no live session: nothing moves until one starts.
+          {desk.agent === 'claude-code' ? ' Launch a headless one below, or start Claude Code in its directory.' : ' Start its agent in its directory.'}
+        </p>
+      )}
       {desk && <DeliverCommand data={data} desk={desk} onChanged={onChanged} />}
       {desk?.agent === 'claude-code' && <Launch data={data} desk={desk.name} onChanged={onChanged} />}
-      {live.length === 0 && <p class="note">No session is working here now.</p>}
+      {desk?.agent === 'claude-code' && <AutoLaunch data={data} desk={desk} now={now} onChanged={onChanged} />}
+      {live.length === 0 && !desk?.needsSession && <p class="note">No session is working here now.</p>}
       <ul>
         {live.map((s) => (
           <SessionRow key={s.id} data={data} session={s} now={now} onChanged={onChanged} />
@@ -372,6 +380,43 @@ function Launch({ data, desk, onChanged }: { data: DataSource; desk: string; onC
       >
         {busy ? 'Launching…' : 'Launch headless session'}
       </button>
+      <OutcomeLine outcome={outcome} />
+    </div>
+  );
+}
+
+/** Whether the desk launches a headless session by itself when it has work and none is live. */
+function AutoLaunch({ data, desk, now, onChanged }: { data: DataSource; desk: DeskView; now: number; onChanged: () => void }) {
+  const { busy, outcome, run } = useAction(onChanged);
+  const on = desk.autoLaunch === true;
+  return (
+    <div class="auto-launch">
+      <label>
+        <input
+          type="checkbox"
+          checked={on}
+          disabled={busy}
+          data-auto-launch={desk.name}
+          onChange={(e) => {
+            const next = e.currentTarget.checked;
+            void run(
+              () => data.setAutoLaunch(desk.name, next),
+              next
+                ? 'This desk now launches a headless session by itself when it has work and no live session.'
+                : 'This desk launches only when you do.',
+            );
+          }}
+        />{' '}
+        Launch a session by itself when work waits (also after a restart)
+      </label>
+      {on && desk.autoLaunchGaveUp && (
+        <p class="note is-warning">
+          Gave up after several launches that did not move the work. Launch once yourself to try again.
+        </p>
+      )}
+      {on && !desk.autoLaunchGaveUp && desk.autoLaunchRetryAt && (
+        <p class="note">The last launch did not last; the next try is at {formatTime(desk.autoLaunchRetryAt, now)}.</p>
+      )}
       <OutcomeLine outcome={outcome} />
     </div>
   );

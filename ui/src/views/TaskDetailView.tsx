@@ -9,6 +9,7 @@ import { Code, ErrorBanner, Loading, StateBadges } from '../parts';
 import { routeHref } from '../route';
 import { firstLine, formatAgo, formatTime, isOpen, plural } from '../tasks';
 import type { TaskDetail } from '../types';
+import { TimelineSection } from '../Timeline';
 
 type Action = 'remind' | 'resume' | 'cancel';
 
@@ -187,6 +188,8 @@ export function TaskDetailView({
           <Code text={outcome.text} />
         </p>
       )}
+
+      {t.timeline && <TimelineSection timeline={t.timeline} now={now} />}
 
       <Facts task={t} now={now} />
 

@@ -241,3 +241,77 @@ fn a_closed_pipe_ends_the_cli_quietly() {
         assert!(out.status.success(), "{args:?}: {:?}", out.status);
     }
 }
+
+/// `taskkeeper digest` takes the digest (`--peek` only shows it); `desk set --auto-launch`
+/// turns a desk's launching by itself on and off, and `desk list` says when a desk has work
+/// and no session; a bad value is refused by the CLI and changes nothing.
+#[test]
+fn the_digest_and_a_desk_that_launches_by_itself_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    // Never a real `claude`: the desk's launch by itself fails, and is held by its guard.
+    let d = Served::start_in(
+        dir.path(),
+        &[("TASKKEEPER_CLAUDE".into(), "/nonexistent/claude".into())],
+    );
+    let out = d.cli(&["desk", "add", "web", "--dir", "/src/web"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let first = stdout(&d.cli(&["task", "add", "web", "Add a --json flag"]))
+        .trim()
+        .to_owned();
+    let out = d.cli(&["task", "update", &first, "done", "Added."]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    d.cli(&["task", "add", "web", "Write the docs"]);
+
+    let peek = stdout(&d.cli(&["digest", "--peek"]));
+    assert!(
+        peek.starts_with("Digest (the first: everything Taskkeeper keeps)")
+            && peek.contains("Finished: 1\n")
+            && peek.contains(&first)
+            && peek.contains("Stalled: 0\n")
+            && peek.contains("Reminders sent: 0\n")
+            && peek.contains("(not taken"),
+        "{peek}"
+    );
+    let taken = stdout(&d.cli(&["digest"]));
+    assert!(taken.contains("Finished: 1\n"), "{taken}");
+    let json: Value =
+        serde_json::from_str(&stdout(&d.cli(&["digest", "--json", "--peek"]))).unwrap();
+    assert!(
+        json["since"].is_string(),
+        "taken: the next starts then: {json}"
+    );
+    assert_eq!(json["counts"]["finished"], 0);
+
+    let list = stdout(&d.cli(&["desk", "list"]));
+    assert!(
+        list.contains("NO SESSION: work waits (`taskkeeper session launch web`)"),
+        "{list}"
+    );
+    let out = d.cli(&["desk", "set", "web", "--auto-launch", "maybe"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("--auto-launch"), "{}", stderr(&out));
+    let out = d.cli(&["desk", "set", "web"]);
+    assert!(
+        stderr(&out).contains("--auto-launch on|off"),
+        "{}",
+        stderr(&out)
+    );
+    let off: Value = serde_json::from_str(&stdout(&d.cli(&["desk", "list", "--json"]))).unwrap();
+    assert_eq!(off["desks"][0]["autoLaunch"], false);
+
+    let out = d.cli(&["desk", "set", "web", "--auto-launch", "on"]);
+    assert!(
+        stdout(&out).contains("desk web: launches a headless session by itself"),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let on: Value = serde_json::from_str(&stdout(&d.cli(&["desk", "list", "--json"]))).unwrap();
+    assert_eq!(on["desks"][0]["autoLaunch"], true);
+    let out = d.cli(&["desk", "set", "web", "--auto-launch", "off"]);
+    assert!(
+        stdout(&out).contains("desk web: launches only when you do"),
+        "{}",
+        stdout(&out)
+    );
+}

@@ -447,6 +447,49 @@ impl Store {
         })
     }
 
+    /// Turn a desk's launching by itself on or off.
+    pub fn set_auto_launch(&self, name: &DeskName, on: bool) -> Result<Desk, StoreError> {
+        let name = name.clone();
+        self.write(move |c| {
+            let changed = c.execute(
+                "UPDATE desks SET auto_launch = ?2 WHERE name = ?1",
+                params![name.as_str(), on],
+            )?;
+            if changed == 0 {
+                return Err(StoreError::NoSuchDesk(name.to_string()));
+            }
+            load_desk(c, name.as_str())?.ok_or_else(|| StoreError::NoSuchDesk(name.to_string()))
+        })
+    }
+
+    // ---- marks ----------------------------------------------------------------------
+
+    /// A named time the daemon keeps (`digest::TAKEN`, `digest::OFFERED`).
+    pub fn mark(&self, name: &str) -> Result<Option<Timestamp>, StoreError> {
+        let name = name.to_owned();
+        self.read(move |c| {
+            Ok(
+                c.query_row("SELECT at FROM marks WHERE name = ?1", [name], |r| {
+                    r.get::<_, i64>(0)
+                })
+                .optional()?
+                .map(Timestamp::from_millis),
+            )
+        })
+    }
+
+    pub fn set_mark(&self, name: &str, at: Timestamp) -> Result<(), StoreError> {
+        let name = name.to_owned();
+        self.write(move |c| {
+            c.execute(
+                "INSERT INTO marks (name, at) VALUES (?1, ?2) \
+                 ON CONFLICT (name) DO UPDATE SET at = excluded.at",
+                params![name, at.as_millis()],
+            )?;
+            Ok(())
+        })
+    }
+
     /// Remove a desk that has no open tasks; its ended tasks stay until they are pruned.
     pub fn remove_desk(&self, name: &DeskName) -> Result<(), StoreError> {
         let name = name.clone();
@@ -1118,7 +1161,7 @@ fn configure(c: &Connection, sync: Synchronous, read_only: bool) -> rusqlite::Re
 }
 
 /// The columns [`desk_from_row`] reads, in its order.
-const DESK_COLUMNS: &str = "name, agent, dir, created_at, deliver_command";
+const DESK_COLUMNS: &str = "name, agent, dir, created_at, deliver_command, auto_launch";
 
 fn desk_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Desk, StoreError>> {
     let name: String = r.get(0)?;
@@ -1126,6 +1169,7 @@ fn desk_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Desk, StoreEr
     let dir: String = r.get(2)?;
     let created: i64 = r.get(3)?;
     let deliver_command: Option<String> = r.get(4)?;
+    let auto_launch: bool = r.get(5)?;
     Ok((|| {
         Ok(Desk {
             name: name
@@ -1136,6 +1180,7 @@ fn desk_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Desk, StoreEr
                 .map_err(|e: crate::desk::UnknownAgentKind| StoreError::Decode(e.to_string()))?,
             dir: PathBuf::from(dir),
             deliver_command,
+            auto_launch,
             created_at: Timestamp::from_millis(created),
         })
     })())
@@ -1166,6 +1211,7 @@ fn insert_desk(c: &Connection, desk: NewDesk, now: Timestamp) -> Result<Desk, St
         agent: desk.agent,
         dir: desk.dir,
         deliver_command: desk.deliver_command,
+        auto_launch: false,
         created_at: now,
     })
 }

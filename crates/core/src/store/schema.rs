@@ -4,12 +4,12 @@
 use rusqlite_migration::{M, Migrations};
 
 pub(crate) fn migrations() -> Migrations<'static> {
-    Migrations::new(vec![M::up(V1), M::up(V2), M::up(V3)])
+    Migrations::new(vec![M::up(V1), M::up(V2), M::up(V3), M::up(V4)])
 }
 
 /// How many migrations this build knows; a database with a higher `user_version` was written
 /// by a newer Taskkeeper and is refused.
-pub(crate) const LATEST: i64 = 3;
+pub(crate) const LATEST: i64 = 4;
 
 const V1: &str = r#"
 CREATE TABLE desks (
@@ -110,11 +110,21 @@ CREATE TABLE push_deliveries (
 CREATE INDEX push_deliveries_by_config ON push_deliveries (task_id, config_id, seq);
 "#;
 
+/// A desk may launch a session by itself (`autolaunch.rs`); the daemon keeps a few named
+/// times (when the owner last took a digest, when one was last offered).
+const V4: &str = r#"
+ALTER TABLE desks ADD COLUMN auto_launch INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE marks (
+    name  TEXT PRIMARY KEY,
+    at    INTEGER NOT NULL
+) STRICT;
+"#;
+
 #[cfg(test)]
 mod tests {
     #[test]
     fn migrations_are_valid() {
         super::migrations().validate().unwrap();
-        assert_eq!(super::LATEST, 3);
+        assert_eq!(super::LATEST, 4);
     }
 }

@@ -3,6 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail loudly
 
+mod autolaunch;
+mod digest;
 mod limits;
 mod push;
 mod queue;

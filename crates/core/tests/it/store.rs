@@ -665,3 +665,39 @@ fn recovery_is_refused_while_a_store_holds_the_database() {
         .unwrap_err();
     assert!(matches!(err, StoreError::Locked { .. }), "{err}");
 }
+
+/// A desk's launching by itself is off until set, refused for a desk that does not exist,
+/// and kept across a reopen, like the daemon's marks (the last digest taken).
+#[test]
+fn auto_launch_and_the_marks_are_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    with_desk(&store, "web");
+    assert!(!store.desk("web").unwrap().unwrap().auto_launch);
+    assert!(
+        store
+            .set_auto_launch(&"web".parse().unwrap(), true)
+            .unwrap()
+            .auto_launch
+    );
+    assert!(matches!(
+        store.set_auto_launch(&"nope".parse().unwrap(), true),
+        Err(StoreError::NoSuchDesk(_))
+    ));
+    assert_eq!(store.mark(taskkeeper_core::digest::TAKEN).unwrap(), None);
+    store.set_mark(taskkeeper_core::digest::TAKEN, T0).unwrap();
+    let later = T0.plus(Duration::from_secs(60));
+    store
+        .set_mark(taskkeeper_core::digest::TAKEN, later)
+        .unwrap();
+    store.close();
+    drop(store);
+
+    let store = open(&dir);
+    assert!(store.desk("web").unwrap().unwrap().auto_launch);
+    assert_eq!(
+        store.mark(taskkeeper_core::digest::TAKEN).unwrap(),
+        Some(later)
+    );
+    assert_eq!(store.mark(taskkeeper_core::digest::OFFERED).unwrap(), None);
+}

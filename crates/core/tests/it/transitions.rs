@@ -296,3 +296,33 @@ proptest! {
         }
     }
 }
+
+/// Each reminder's time is kept (at most `REMINDER_TIMES_KEPT`), and the current ladder's are
+/// the last `reminders_sent`: a follow-up starts a new ladder, the old times stay for the
+/// digest.
+#[test]
+fn reminder_times_are_kept_per_ladder_and_bounded() {
+    use taskkeeper_core::task::REMINDER_TIMES_KEPT;
+    let at = |s: u64| crate::support::T0.plus(std::time::Duration::from_secs(s));
+    let mut t = apply(&crate::support::submitted("a", 1), Event::Start, at(0)).unwrap();
+    t = apply(&t, Event::Remind, at(1)).unwrap();
+    t = apply(&t, Event::Remind, at(2)).unwrap();
+    t = apply(
+        &t,
+        Event::FollowUp {
+            message: taskkeeper_core::Message::user_text("m-2", "also this"),
+        },
+        at(3),
+    )
+    .unwrap();
+    assert_eq!(t.ladder_reminders(), &[] as &[taskkeeper_core::Timestamp]);
+    t = apply(&t, Event::Remind, at(4)).unwrap();
+    assert_eq!(t.ladder_reminders(), [at(4)]);
+    assert_eq!(t.reminder_times, [at(1), at(2), at(4)]);
+    for i in 0..100 {
+        t = apply(&t, Event::Remind, at(10 + i)).unwrap();
+    }
+    assert_eq!(t.reminder_times.len(), REMINDER_TIMES_KEPT);
+    assert_eq!(t.reminder_times.last(), Some(&at(109)));
+    assert_eq!(t.ladder_reminders().len(), REMINDER_TIMES_KEPT);
+}

@@ -506,3 +506,119 @@ fn a_suspend_moves_the_quiet_clock_and_a_clock_step_back_is_seen() {
         "one message, not a burst"
     );
 }
+
+/// The timeline the owner sees is what the watchdog then does: its projection at the start
+/// is the exact minutes the simulated ladder runs, with the default settings and with an
+/// hourly cap that holds reminders back.
+#[test]
+fn the_timeline_projects_exactly_what_the_watchdog_then_does() {
+    use taskkeeper_core::watchdog::{Hold, Rung, timeline};
+    for cap in [6, 2] {
+        let mut sim = Sim::new(AgentKind::ClaudeCode, 1);
+        sim.settings.hourly_cap = cap;
+        let before = timeline(&sim.tasks[0], Some(&sim.session), &sim.settings, false, T0);
+        assert_eq!(before.hold, None);
+        assert_eq!(before.quiet_since, Some(T0));
+        let projected: Vec<String> = before
+            .due
+            .iter()
+            .map(|s| {
+                let m = s.at.since(T0).as_secs_f64() / 60.0;
+                match s.rung {
+                    Rung::Remind => format!("{m:.1} remind t-0"),
+                    Rung::Stall => format!("{m:.1} stall t-0"),
+                }
+            })
+            .collect();
+        let log = sim.run(600.0);
+        let happened: Vec<String> = at(&log)
+            .into_iter()
+            .map(|l| l.replace(" (silent)", ""))
+            .collect();
+        assert_eq!(projected, happened, "hourly cap {cap}");
+        // Afterwards: every reminder it sent, the stall, nothing due.
+        let after = timeline(
+            &sim.tasks[0],
+            Some(&sim.session),
+            &sim.settings,
+            false,
+            sim.now,
+        );
+        assert_eq!(after.hold, Some(Hold::Stalled));
+        assert_eq!(after.reminders.len(), before.due.len() - 1);
+        assert_eq!(
+            after.reminders,
+            before.due[..before.due.len() - 1]
+                .iter()
+                .map(|s| s.at)
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(after.stalled_at, Some(before.due.last().unwrap().at));
+        assert!(after.due.is_empty());
+    }
+}
+
+/// Turns in between show on the timeline; a busy session holds the ladder, and so do the
+/// other reasons the watchdog has for waiting.
+#[test]
+fn the_timeline_shows_turns_and_says_why_the_ladder_waits() {
+    use taskkeeper_core::watchdog::{Hold, timeline};
+    let mut sim = Sim::new(AgentKind::ClaudeCode, 1);
+    sim.turn_after_reminder = Some(min(0.5));
+    sim.run(9.0);
+    let t = timeline(
+        &sim.tasks[0],
+        Some(&sim.session),
+        &sim.settings,
+        false,
+        sim.now,
+    );
+    // The delivery turn ended at T0; each reminder (5, 6.5, 9) started a turn of 30 s.
+    let turns: Vec<(f64, f64)> = t
+        .turns
+        .iter()
+        .map(|x| {
+            (
+                x.started_at.since(T0).as_secs_f64() / 60.0,
+                x.ended_at.unwrap().since(T0).as_secs_f64() / 60.0,
+            )
+        })
+        .collect();
+    assert_eq!(turns, [(0.0, 0.0), (5.0, 5.5), (6.5, 7.0), (9.0, 9.5)]);
+    assert_eq!(t.reminders.len(), 3);
+    assert_eq!(t.quiet_since, Some(T0.plus(min(9.5))));
+    assert_eq!(
+        t.due[0].at,
+        T0.plus(min(14.5)),
+        "the next: 5 min after the last turn"
+    );
+
+    sim.session.apply(
+        Edge::TurnStarted {
+            origin: TurnOrigin::Owner,
+        },
+        sim.now,
+    );
+    let busy = timeline(
+        &sim.tasks[0],
+        Some(&sim.session),
+        &sim.settings,
+        false,
+        sim.now,
+    );
+    assert_eq!((busy.hold, busy.due.len()), (Some(Hold::Busy), 0));
+    let paused = timeline(
+        &sim.tasks[0],
+        Some(&sim.session),
+        &sim.settings,
+        true,
+        sim.now,
+    );
+    assert_eq!(paused.hold, Some(Hold::Paused));
+    let alone = timeline(&sim.tasks[0], None, &sim.settings, false, sim.now);
+    assert_eq!(alone.hold, Some(Hold::NoSession));
+    let queued = crate::support::submitted("q", 9);
+    let q = timeline(&queued, Some(&sim.session), &sim.settings, false, sim.now);
+    assert_eq!(q.hold, Some(Hold::Queued));
+    assert_eq!(q.expires_at, Some(T0.plus(min(24.0 * 60.0))));
+}

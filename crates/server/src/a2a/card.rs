@@ -179,6 +179,7 @@ mod tests {
             agent: AgentKind::ClaudeCode,
             dir: "/home/alice/secret-project".into(),
             deliver_command: None,
+            auto_launch: false,
             created_at: taskkeeper_core::Timestamp::from_millis(0),
         }
     }

@@ -4,6 +4,7 @@
 
 mod a2a;
 mod agents;
+mod away;
 mod cards;
 mod conformance;
 mod delivery;

@@ -53,10 +53,16 @@ impl TestDaemon {
 
     /// Stop the daemon and start a new one on the same data directory and port.
     pub fn restart(&mut self) {
+        self.restart_configured(|_| {});
+    }
+
+    /// [`TestDaemon::restart`] with the new daemon's configuration changed by `change`.
+    pub fn restart_configured(&mut self, change: impl FnOnce(&mut DaemonConfig)) {
         let (rt, d) = (self.runtime.as_ref().unwrap(), self.daemon.take().unwrap());
         rt.block_on(d.shutdown());
         let mut config = DaemonConfig::new(self.addr.port(), self.data_dir.clone());
         config.token = Some(TOKEN.to_owned());
+        change(&mut config);
         self.daemon = Some(rt.block_on(Daemon::start(config)).unwrap());
     }
 

@@ -11,7 +11,7 @@ use crate::support::{TOKEN, TestDaemon};
 
 /// Give the desk a task; the session's Stop hands it over, the session works on it and
 /// stops without task_update. The task's id.
-fn handed_over_then_quiet(d: &TestDaemon, request: &str, last_words: &str) -> String {
+pub(crate) fn handed_over_then_quiet(d: &TestDaemon, request: &str, last_words: &str) -> String {
     let (_, t) = d.call(
         "POST",
         "/api/tasks",
@@ -32,7 +32,7 @@ fn handed_over_then_quiet(d: &TestDaemon, request: &str, last_words: &str) -> St
     id
 }
 
-fn hook(d: &TestDaemon, event: &str, extra: Value) -> String {
+pub(crate) fn hook(d: &TestDaemon, event: &str, extra: Value) -> String {
     let cwd = d.data_dir.join("work").to_string_lossy().into_owned();
     let mut body = json!({"session_id": "s-1", "hook_event_name": event, "cwd": cwd});
     if let (Value::Object(b), Value::Object(e)) = (&mut body, extra) {
