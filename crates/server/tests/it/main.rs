@@ -15,6 +15,7 @@ mod mcp;
 mod owner_api;
 mod protojson;
 mod push;
+mod rest;
 mod routes;
 mod streams;
 mod support;
