@@ -72,10 +72,11 @@ pub struct CardOptionsConfig {
     pub conformance_desk: Option<String>,
 }
 
-/// A2A and the Agent Cards, each room behind its own access: the cards are public; JSON-RPC
-/// is for askers and the owner; in conformance mode the conformance desk's endpoint also
-/// lets callers without a token in (as the anonymous asker). Every endpoint also answers with
-/// a trailing slash, which clients add when they join paths onto a base URL.
+/// A2A and the Agent Cards, each room behind its own access: the cards are public; both
+/// bindings (JSON-RPC, HTTP+JSON) are for askers and the owner; in conformance mode the
+/// conformance desk's endpoints also let callers without a token in (as the anonymous asker).
+/// Every endpoint also answers with a trailing slash, which clients add when they join paths
+/// onto a base URL.
 pub(crate) fn rooms(a2a: A2a) -> Vec<Room> {
     let cards = Room::new(Access::Open)
         .route("GET", "/.well-known/agent-card.json", get(machine_card))

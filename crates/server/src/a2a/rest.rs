@@ -409,12 +409,10 @@ fn failure_with(status: StatusCode, grpc: &str, e: &RpcError) -> Response {
     response
 }
 
+/// A `/tasks/{id}` path whose verb (after the last `:`) this method does not take.
 fn unknown_verb(verb: Option<&str>, allowed: &str) -> Response {
-    let e = match verb {
-        Some(v) => RpcError::method_not_found(&format!(":{v}")),
-        None => RpcError::method_not_found("(none)"),
-    };
-    let mut e = e;
+    let mut e =
+        RpcError::method_not_found(&verb.map_or("(no verb)".to_owned(), |v| format!(":{v}")));
     e.message = format!("{}; this path takes {allowed}", e.message);
     failure(&e)
 }

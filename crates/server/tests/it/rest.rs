@@ -630,6 +630,30 @@ fn streams_carry_bare_stream_responses_and_end_where_the_task_settles() {
     // A refused stream is an error answer, not a stream.
     let refused = call(&d, a, "POST", "/a2a/web/message:stream", Some(&json!({})));
     refused.error(400, "INVALID_PARAMS");
+
+    // Beyond the caller's share of open streams: 429 with the limit's ErrorInfo, no task.
+    d.set_setting("a2a.streams_per_caller", "1");
+    let held = sse(
+        &d,
+        a,
+        "GET",
+        &format!("/a2a/web/tasks/{id}:subscribe"),
+        None,
+    );
+    let first = held.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!(first["task"]["id"], id.as_str(), "{first}");
+    let before = d.task_count();
+    let refused = call(
+        &d,
+        a,
+        "POST",
+        "/a2a/web/message:stream",
+        Some(&send_body("m-r", false)),
+    );
+    let info = refused.error(429, "STREAMS_PER_CALLER_LIMIT");
+    assert_eq!(info["domain"], "taskkeeper.dev");
+    assert_eq!(refused.body["error"]["status"], "RESOURCE_EXHAUSTED");
+    assert_eq!(d.task_count(), before, "a refused stream creates no task");
 }
 
 #[test]
