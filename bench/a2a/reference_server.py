@@ -5,8 +5,9 @@
 
 a2a-sdk's own server pieces, as its documentation assembles them: DefaultRequestHandler with
 the SDK's SQLite task store (DatabaseTaskStore over SQLAlchemy + aiosqlite, the database left
-at SQLite's defaults), JSON-RPC and the agent card on a Starlette app, served by uvicorn on
-127.0.0.1. The JSON-RPC endpoint is `/`, the card `/.well-known/agent-card.json`.
+at SQLite's defaults), JSON-RPC, HTTP+JSON and the agent card on a Starlette app, served by
+uvicorn on 127.0.0.1. The JSON-RPC endpoint is `/`, the HTTP+JSON paths hang off the same URL
+(`/message:send`, `/tasks/{id}`, …), the card is at `/.well-known/agent-card.json`.
 
 The executor does what Taskkeeper does with a new task on an idle desk: it stores a WORKING
 task holding the request and answers; nothing ends it (a Taskkeeper task is ended later by its
@@ -28,7 +29,7 @@ from a2a.helpers.proto_helpers import new_task
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import DatabaseTaskStore, TaskUpdater
 from a2a.types import (
     AgentCapabilities,
@@ -64,6 +65,7 @@ def card(port: int) -> AgentCard:
         version="1.0.0",
         supported_interfaces=[
             AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0"),
+            AgentInterface(url=url, protocol_binding="HTTP+JSON", protocol_version="1.0"),
         ],
         capabilities=AgentCapabilities(streaming=True, push_notifications=False),
         default_input_modes=["text/plain"],
@@ -86,7 +88,11 @@ def app(port: int, db: str) -> Starlette:
     handler = DefaultRequestHandler(
         agent_executor=LeaveWorking(), task_store=store, agent_card=agent_card
     )
-    routes = create_agent_card_routes(agent_card) + create_jsonrpc_routes(handler, "/")
+    routes = (
+        create_agent_card_routes(agent_card)
+        + create_jsonrpc_routes(handler, "/")
+        + create_rest_routes(handler)
+    )
     return Starlette(routes=routes)
 
 

@@ -7,7 +7,8 @@
 #   bench/a2a/run.sh [SECONDS_PER_CELL]      (default 5; plus 1 s of warm-up per cell)
 #
 # Cells: v1.0 GetTask (of one existing task) and SendMessage with returnImmediately: true (a
-# fresh messageId per call), at 1 and 16 keep-alive connections. Prints a markdown table with
+# fresh messageId per call), each over JSON-RPC and over HTTP+JSON, at 1 and 16 keep-alive
+# connections. Prints a markdown table with
 # throughput, p50/p99 and the ratios ours/reference; the raw lines stay in the work directory
 # it names. Loopback only; every server it starts is stopped on exit.
 #
@@ -119,11 +120,11 @@ LOAD_BEFORE="$(cut -d' ' -f1-3 /proc/loadavg)"
 # moves much less, so the report shows both.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 CLK_TCK="$(getconf CLK_TCK)"
-cell() { # label pid url method connections [token]
-	local args=(--label "$1" --url "$3" --method "$4" --connections "$5"
+cell() { # label pid url method binding connections [token]
+	local args=(--label "$1" --url "$3" --method "$4" --binding "$5" --connections "$6"
 		--seconds "$SECONDS_PER_CELL" --warmup "$WARMUP")
-	[ -n "${6:-}" ] && args+=(--token "$6")
-	say "$1 $4 c=$5"
+	[ -n "${7:-}" ] && args+=(--token "$7")
+	say "$1 $4 $5 c=$6"
 	local before after line
 	before="$(cpu_ticks "$2")"
 	line="$(timeout $((SECONDS_PER_CELL + WARMUP + 60)) "$LOAD" "${args[@]}")"
@@ -132,12 +133,14 @@ cell() { # label pid url method connections [token]
 	echo "${line%\}},\"serverCpuMs\":$(((after - before) * 1000 / CLK_TCK))}" >>"$RESULTS"
 }
 for method in get send; do
-	for conns in 1 16; do
-		desk="bench-$method-$conns"
-		add_desk "$desk"
-		# Ours first, then the reference, cell by cell: any drift in the machine hits both.
-		cell ours "$OURS_PID" "http://127.0.0.1:$OURS_PORT/a2a/$desk" "$method" "$conns" "$TOKEN"
-		cell reference "$REF_PID" "http://127.0.0.1:$REF_PORT/" "$method" "$conns"
+	for binding in jsonrpc http+json; do
+		for conns in 1 16; do
+			desk="bench-$method-${binding//+/-}-$conns"
+			add_desk "$desk"
+			# Ours first, then the reference, cell by cell: any drift in the machine hits both.
+			cell ours "$OURS_PID" "http://127.0.0.1:$OURS_PORT/a2a/$desk" "$method" "$binding" "$conns" "$TOKEN"
+			cell reference "$REF_PID" "http://127.0.0.1:$REF_PORT/" "$method" "$binding" "$conns"
+		done
 	done
 done
 LOAD_AFTER="$(cut -d' ' -f1-3 /proc/loadavg)"
@@ -148,7 +151,7 @@ import json, os, platform, sys
 
 path, secs, load_before, load_after, sdk, uvicorn = sys.argv[1:]
 rows = [json.loads(l) for l in open(path)]
-cells = {(r["label"], r["method"], r["connections"]): r for r in rows}
+cells = {(r["label"], r["method"], r.get("binding", "JSONRPC"), r["connections"]): r for r in rows}
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
 
 def ms(us):
@@ -161,29 +164,29 @@ print(f"Machine: {os.cpu_count()} cores ({cpu}), Linux {platform.release()}; "
       f"client and both servers share them. Load average before/after: {load_before} / {load_after}.")
 print(f"{secs} s per cell after 1 s of warm-up; reference: a2a-sdk {sdk}, uvicorn[standard] {uvicorn}, one process.")
 print()
-print("| workload | conns | ours req/s | p50 ms | p99 ms | CPU µs/call | reference req/s | p50 ms | p99 ms | CPU µs/call | **ours/reference req/s** | p50 ref/ours | CPU/call ref/ours |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+print("| workload | binding | conns | ours req/s | p50 ms | p99 ms | CPU µs/call | reference req/s | p50 ms | p99 ms | CPU µs/call | **ours/reference req/s** | p50 ref/ours | CPU/call ref/ours |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 missing = False
 notes = []
-for method in ("GetTask", "SendMessage"):
-    for c in (1, 16):
-        o, r = cells.get(("ours", method, c)), cells.get(("reference", method, c))
-        if not o or not r:
-            missing = True
-            continue
-        # Failed calls are part of the result (the reference's SQLite store can answer
-        # "database is locked" under concurrent writes): counted and shown, never timed.
-        for x in (o, r):
-            if x["errors"]:
-                first = " ".join(str(x["firstError"]).split())[:200]
-                notes.append(f"{x['label']} {method} c={c}: {x['errors']} failed calls (warm-up included); first: {first}")
-        ratio = o["rps"] / r["rps"] if r["rps"] else float("inf")
-        p50 = r["p50Us"] / o["p50Us"] if o["p50Us"] else float("inf")
-        o_cpu, r_cpu = cpu_per_call(o), cpu_per_call(r)
-        cpu = r_cpu / o_cpu if o_cpu else float("inf")
-        print(f"| {method} | {c} | {o['rps']:,.0f} | {ms(o['p50Us'])} | {ms(o['p99Us'])} | {o_cpu:,.0f} | "
-              f"{r['rps']:,.0f} | {ms(r['p50Us'])} | {ms(r['p99Us'])} | {r_cpu:,.0f} | "
-              f"**{ratio:.1f}×** | {p50:.1f}× | {cpu:.1f}× |")
+for method, binding, c in [(m, b, c) for m in ("GetTask", "SendMessage")
+                          for b in ("JSONRPC", "HTTP+JSON") for c in (1, 16)]:
+    o, r = cells.get(("ours", method, binding, c)), cells.get(("reference", method, binding, c))
+    if not o or not r:
+        missing = True
+        continue
+    # Failed calls are part of the result (the reference's SQLite store can answer
+    # "database is locked" under concurrent writes): counted and shown, never timed.
+    for x in (o, r):
+        if x["errors"]:
+            first = " ".join(str(x["firstError"]).split())[:200]
+            notes.append(f"{x['label']} {method} {binding} c={c}: {x['errors']} failed calls (warm-up included); first: {first}")
+    ratio = o["rps"] / r["rps"] if r["rps"] else float("inf")
+    p50 = r["p50Us"] / o["p50Us"] if o["p50Us"] else float("inf")
+    o_cpu, r_cpu = cpu_per_call(o), cpu_per_call(r)
+    cpu = r_cpu / o_cpu if o_cpu else float("inf")
+    print(f"| {method} | {binding} | {c} | {o['rps']:,.0f} | {ms(o['p50Us'])} | {ms(o['p99Us'])} | {o_cpu:,.0f} | "
+          f"{r['rps']:,.0f} | {ms(r['p50Us'])} | {ms(r['p99Us'])} | {r_cpu:,.0f} | "
+          f"**{ratio:.1f}×** | {p50:.1f}× | {cpu:.1f}× |")
 if notes:
     print()
     for n in notes:

@@ -2,12 +2,14 @@
 """Drive a Taskkeeper desk with the A2A reference SDK's client (a2a-sdk, pinned by the caller).
 
     a2a_sdk_client.py --url http://127.0.0.1:PORT/a2a/web --token TOKEN --version 1.0|0.3
-                      [--worker harness|self]
+                      [--binding jsonrpc|http+json] [--worker harness|self]
 
 Only the SDK's public client is used (A2ACardResolver, ClientFactory, Client): the point is to
 see what a stock A2A client makes of our wire, not what a hand-written one does. With
 `--version 0.3` the client is the same package's v0.3 compatibility client, picked by the SDK
 itself from the card's v0.3 fields (`url`, `protocolVersion`), as a v0.3-only peer would.
+With `--binding http+json` (v1.0 only) the client is told to speak HTTP+JSON, and the SDK picks
+its REST transport from the card's HTTP+JSON interface: the same checks, the other binding.
 
 Each check prints one JSON line: {"check", "version", "ok", ...}. A mismatch prints
 "ok": false with what was expected and what came back; the script then goes on with the checks
@@ -94,6 +96,7 @@ class Run:
         self.url: str = args.url.rstrip("/")
         self.token: str = args.token
         self.version: str = args.version
+        self.binding: str = args.binding
         self.worker: str = args.worker
         self.failed = 0
         # Task ids shared between checks.
@@ -106,7 +109,7 @@ class Run:
         self.streaming: Any = None  # SendStreamingMessage / message/stream, subscribe
 
     def emit(self, **fields: Any) -> None:
-        print(json.dumps({"version": self.version, **fields}), flush=True)
+        print(json.dumps({"version": self.version, "binding": self.binding, **fields}), flush=True)
 
     async def check(self, name: str, body: Any) -> None:
         try:
@@ -187,6 +190,10 @@ class Run:
                 (self.url, "JSONRPC", version) in interfaces,
                 f"supportedInterfaces lacks {{url: {self.url}, JSONRPC, {version}}}: {sorted(interfaces)}",
             )
+        expect(
+            (self.url, "HTTP+JSON", "1.0") in interfaces,
+            f"supportedInterfaces lacks {{url: {self.url}, HTTP+JSON, 1.0}}: {sorted(interfaces)}",
+        )
         expect(card.capabilities.streaming, "capabilities.streaming is not true")
         uris = [e.uri for e in card.capabilities.extensions]
         expect(EXTENSION_URI in uris, f"the Taskkeeper extension is not declared: {uris}")
@@ -204,10 +211,22 @@ class Run:
                 f"the card's v0.3 fields give interfaces {legacy}, expected [({self.url!r}, '0.3.0')]",
             )
         self.card = card
-        self.plain = ClientFactory(ClientConfig(streaming=False, httpx_client=self.http)).create(card)
-        self.streaming = ClientFactory(ClientConfig(streaming=True, httpx_client=self.http)).create(card)
+        bindings = ["HTTP+JSON"] if self.binding == "http+json" else ["JSONRPC"]
+
+        def config(streaming: bool) -> ClientConfig:
+            return ClientConfig(
+                streaming=streaming, httpx_client=self.http, supported_protocol_bindings=bindings
+            )
+
+        self.plain = ClientFactory(config(False)).create(card)
+        self.streaming = ClientFactory(config(True)).create(card)
         transport = type(self.plain._transport).__name__
-        want = "CompatJsonRpcTransport" if self.version == "0.3" else "JsonRpcTransport"
+        if self.binding == "http+json":
+            want = "RestTransport"
+        elif self.version == "0.3":
+            want = "CompatJsonRpcTransport"
+        else:
+            want = "JsonRpcTransport"
         expect(transport == want, f"the SDK chose {transport}, expected {want}")
         return {"name": card.name, "transport": transport}
 
@@ -477,12 +496,21 @@ def main() -> int:
     p.add_argument("--token", required=True, help="bearer token (an asker's, or the owner's)")
     p.add_argument("--version", required=True, choices=["1.0", "0.3"])
     p.add_argument(
+        "--binding",
+        choices=["jsonrpc", "http+json"],
+        default="jsonrpc",
+        help="the binding the client speaks (HTTP+JSON is v1.0's only)",
+    )
+    p.add_argument(
         "--worker",
         choices=["harness", "self"],
         default="harness",
         help="who ends tasks through the owner API: the caller (default) or this script",
     )
-    return asyncio.run(Run(p.parse_args()).main())
+    args = p.parse_args()
+    if args.binding == "http+json" and args.version != "1.0":
+        p.error("--binding http+json is v1.0's; use --version 1.0")
+    return asyncio.run(Run(args).main())
 
 
 if __name__ == "__main__":

@@ -1,12 +1,13 @@
-//! A2A JSON-RPC load generator for the side-by-side benchmark (`bench/a2a/run.sh`): N
-//! keep-alive HTTP/1.1 connections, one thread each, send v1.0 `GetTask` (of a task it creates
-//! first) or `SendMessage` with `returnImmediately: true` and a fresh `messageId` per call, for
-//! a fixed time after a warm-up; then one JSON line with throughput and latency percentiles.
+//! A2A load generator for the side-by-side benchmark (`bench/a2a/run.sh`): N keep-alive
+//! HTTP/1.1 connections, one thread each, send v1.0 `GetTask` (of a task it creates first) or
+//! `SendMessage` with `returnImmediately: true` and a fresh `messageId` per call, over JSON-RPC
+//! (`POST {url}`) or HTTP+JSON (`GET {url}/tasks/{id}`, `POST {url}/message:send`), for a fixed
+//! time after a warm-up; then one JSON line with throughput and latency percentiles.
 //!
 //! ```text
 //! cargo bench -p taskkeeper-server --bench a2a_load -- \
 //!     --url http://127.0.0.1:PORT/a2a/web [--token T] --method get|send \
-//!     [--connections 16] [--seconds 5] [--warmup 1] [--label ours]
+//!     [--binding jsonrpc|http+json] [--connections 16] [--seconds 5] [--warmup 1] [--label ours]
 //! ```
 //!
 //! Plain threads and blocking sockets keep the client cheap and its cost easy to reason about:
@@ -28,6 +29,7 @@ struct Args {
     path: String,
     token: Option<String>,
     method: Method,
+    binding: Binding,
     connections: usize,
     seconds: f64,
     warmup: f64,
@@ -40,9 +42,16 @@ enum Method {
     Send,
 }
 
+/// How a call is carried: in a JSON-RPC body, or by path and HTTP method (HTTP+JSON).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Binding {
+    JsonRpc,
+    Rest,
+}
+
 fn usage() -> String {
     "usage: a2a_load --url http://127.0.0.1:PORT/PATH [--token T] --method get|send \
-     [--connections N] [--seconds S] [--warmup S] [--label NAME]"
+     [--binding jsonrpc|http+json] [--connections N] [--seconds S] [--warmup S] [--label NAME]"
         .to_owned()
 }
 
@@ -50,6 +59,7 @@ fn parse_args() -> Result<Args, String> {
     let mut url = None;
     let mut token = None;
     let mut method = None;
+    let mut binding = Binding::JsonRpc;
     let mut connections = 1usize;
     let mut seconds = 5.0f64;
     let mut warmup = 1.0f64;
@@ -82,6 +92,13 @@ fn parse_args() -> Result<Args, String> {
             "--seconds" => seconds = value()?.parse().map_err(|e| format!("--seconds: {e}"))?,
             "--warmup" => warmup = value()?.parse().map_err(|e| format!("--warmup: {e}"))?,
             "--label" => label = value()?,
+            "--binding" => {
+                binding = match value()?.as_str() {
+                    "jsonrpc" => Binding::JsonRpc,
+                    "http+json" => Binding::Rest,
+                    other => return Err(format!("--binding jsonrpc|http+json, not {other}")),
+                }
+            }
             other => return Err(format!("unknown argument {other}\n{}", usage())),
         }
     }
@@ -109,6 +126,7 @@ fn parse_args() -> Result<Args, String> {
         path: path.to_owned(),
         token,
         method: method.ok_or_else(usage)?,
+        binding,
         connections,
         seconds,
         warmup,
@@ -120,7 +138,17 @@ fn parse_args() -> Result<Args, String> {
 struct Conn {
     reader: BufReader<TcpStream>,
     writer: TcpStream,
-    head: String,
+    /// The headers every request carries (Host, the token, the version).
+    headers: String,
+    /// The interface URL's path; HTTP+JSON paths are joined onto it.
+    base: String,
+}
+
+/// One request: HTTP method, path, and body (empty: none).
+struct Call {
+    method: &'static str,
+    path: String,
+    body: String,
 }
 
 impl Conn {
@@ -138,20 +166,30 @@ impl Conn {
             .as_ref()
             .map(|t| format!("Authorization: Bearer {t}\r\n"))
             .unwrap_or_default();
-        let head = format!(
-            "POST {} HTTP/1.1\r\nHost: {}:{}\r\n{auth}Content-Type: application/json\r\nA2A-Version: 1.0\r\n",
-            a.path, a.host, a.port
-        );
+        let headers = format!("Host: {}:{}\r\n{auth}A2A-Version: 1.0\r\n", a.host, a.port);
         Ok(Conn {
             reader: BufReader::new(stream),
             writer,
-            head,
+            headers,
+            base: a.path.trim_end_matches('/').to_owned(),
         })
     }
 
     /// One request; the status and body of its answer.
-    fn call(&mut self, body: &str) -> Result<(u16, Vec<u8>), String> {
-        let req = format!("{}Content-Length: {}\r\n\r\n{body}", self.head, body.len());
+    fn call(&mut self, call: &Call) -> Result<(u16, Vec<u8>), String> {
+        let kind = if call.body.is_empty() {
+            ""
+        } else {
+            "Content-Type: application/json\r\n"
+        };
+        let req = format!(
+            "{} {} HTTP/1.1\r\n{}{kind}Content-Length: {}\r\n\r\n{}",
+            call.method,
+            call.path,
+            self.headers,
+            call.body.len(),
+            call.body
+        );
         self.writer
             .write_all(req.as_bytes())
             .map_err(|e| format!("write: {e}"))?;
@@ -211,27 +249,71 @@ impl Conn {
     }
 }
 
-fn send_body(message_id: &str) -> String {
-    json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+/// JSON-RPC posts to the interface URL itself (`/` when its path is empty).
+fn rpc_path(base: &str) -> String {
+    if base.is_empty() {
+        "/".to_owned()
+    } else {
+        base.to_owned()
+    }
+}
+
+/// The same SendMessageRequest in either binding.
+fn send_call(binding: Binding, base: &str, message_id: &str) -> Call {
+    let request = json!({
         "message": {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": "benchmark request"}]},
-        "configuration": {"returnImmediately": true}}})
-    .to_string()
+        "configuration": {"returnImmediately": true}});
+    match binding {
+        Binding::JsonRpc => Call {
+            method: "POST",
+            path: rpc_path(base),
+            body: json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": request})
+                .to_string(),
+        },
+        Binding::Rest => Call {
+            method: "POST",
+            path: format!("{base}/message:send"),
+            body: request.to_string(),
+        },
+    }
 }
 
-fn get_body(task_id: &str) -> String {
-    json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task_id}}).to_string()
+fn get_call(binding: Binding, base: &str, task_id: &str) -> Call {
+    match binding {
+        Binding::JsonRpc => Call {
+            method: "POST",
+            path: rpc_path(base),
+            body:
+                json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task_id}})
+                    .to_string(),
+        },
+        Binding::Rest => Call {
+            method: "GET",
+            path: format!("{base}/tasks/{task_id}"),
+            body: String::new(),
+        },
+    }
 }
 
-/// A JSON-RPC success, or why not.
-fn result_of(status: u16, body: &[u8]) -> Result<Value, String> {
+/// Whether an answer is a success: a JSON-RPC result, or an HTTP+JSON 200 (its errors have
+/// other statuses).
+fn succeeded(binding: Binding, status: u16, body: &[u8]) -> bool {
+    status == 200 && (binding == Binding::Rest || body.windows(9).any(|w| w == b"\"result\":"))
+}
+
+/// The method's result, or why not.
+fn result_of(binding: Binding, status: u16, body: &[u8]) -> Result<Value, String> {
     let text = String::from_utf8_lossy(body);
     if status != 200 {
         return Err(format!("HTTP {status}: {text}"));
     }
     let v: Value = serde_json::from_slice(body).map_err(|e| format!("not JSON ({e}): {text}"))?;
-    match v.get("result") {
-        Some(r) => Ok(r.clone()),
-        None => Err(format!("not a JSON-RPC result: {text}")),
+    match binding {
+        Binding::Rest => Ok(v),
+        Binding::JsonRpc => match v.get("result") {
+            Some(r) => Ok(r.clone()),
+            None => Err(format!("not a JSON-RPC result: {text}")),
+        },
     }
 }
 
@@ -268,7 +350,8 @@ fn worker(
         calls: 0,
     };
     let measure_from = start + Duration::from_secs_f64(a.warmup);
-    let get = get_body(task_id);
+    let base = a.path.trim_end_matches('/');
+    let get = get_call(a.binding, base, task_id);
     let mut conn = None;
     let mut n = 0u64;
     while !stop.load(Ordering::Relaxed) {
@@ -285,19 +368,23 @@ fn worker(
             },
         };
         n += 1;
-        let body = match a.method {
-            Method::Get => get.clone(),
-            Method::Send => send_body(&format!("bench-{nonce}-{index}-{n}")),
+        let send;
+        let call = match a.method {
+            Method::Get => &get,
+            Method::Send => {
+                send = send_call(a.binding, base, &format!("bench-{nonce}-{index}-{n}"));
+                &send
+            }
         };
         let sent = Instant::now();
-        let answer = c.call(&body);
+        let answer = c.call(call);
         let took = sent.elapsed();
         let counted = sent >= measure_from && !stop.load(Ordering::Relaxed);
         if answer.is_ok() {
             t.calls += 1;
         }
         match answer {
-            Ok((200, b)) if b.windows(9).any(|w| w == b"\"result\":") => {
+            Ok((status, b)) if succeeded(a.binding, status, &b) => {
                 if counted {
                     t.latencies_us
                         .push(u32::try_from(took.as_micros()).unwrap_or(u32::MAX));
@@ -333,14 +420,16 @@ fn run(a: Args) -> Result<Value, String> {
     // Set-up on its own connection: a task to read, and a check that the server answers as
     // expected before anything is timed.
     let mut setup = Conn::open(&a)?;
-    let (status, body) = setup.call(&send_body(&format!("bench-setup-{}", run_nonce())))?;
-    let created = result_of(status, &body)?;
+    let base = setup.base.clone();
+    let setup_send = send_call(a.binding, &base, &format!("bench-setup-{}", run_nonce()));
+    let (status, body) = setup.call(&setup_send)?;
+    let created = result_of(a.binding, status, &body)?;
     let task_id = created["task"]["id"]
         .as_str()
         .ok_or_else(|| format!("SendMessage did not answer a task: {created}"))?
         .to_owned();
-    let (status, body) = setup.call(&get_body(&task_id))?;
-    let got = result_of(status, &body)?;
+    let (status, body) = setup.call(&get_call(a.binding, &base, &task_id))?;
+    let got = result_of(a.binding, status, &body)?;
     if got["id"] != task_id.as_str() {
         return Err(format!("GetTask({task_id}) answered {got}"));
     }
@@ -374,6 +463,7 @@ fn run(a: Args) -> Result<Value, String> {
     Ok(json!({
         "label": a.label,
         "method": match a.method { Method::Get => "GetTask", Method::Send => "SendMessage" },
+        "binding": match a.binding { Binding::JsonRpc => "JSONRPC", Binding::Rest => "HTTP+JSON" },
         "connections": a.connections,
         "seconds": a.seconds,
         "requests": all.len(),

@@ -1,7 +1,8 @@
 //! Interoperability with the A2A reference SDK: the Python `a2a-sdk` client (pinned below)
 //! fetches the card (the public one without credentials, then the extended one), sends, gets,
 //! lists, sets a webhook (and gets its first push), streams, subscribes and cancels against a
-//! real daemon, in v1.0 and in v0.3 (the same package's v0.3 compatibility client), through
+//! real daemon, in v1.0 over JSON-RPC and over HTTP+JSON (the SDK's REST transport, picked from
+//! the card's HTTP+JSON interface), and in v0.3 (the same package's v0.3 compatibility client), through
 //! `tests/interop/a2a_sdk_client.py`. This test plays the worker: when the script asks, it ends
 //! the task through the owner API, so a blocking send can come back INPUT_REQUIRED, then
 //! COMPLETED with the summary.
@@ -170,12 +171,20 @@ fn end_as_worker(port: u16, desk: &str, text: &str, status: &str, summary: &str)
     }
 }
 
-/// Run the script for one protocol version; return its check lines, or fail with all of them.
-fn run_script(python: &Path, served: &Served, desk: &str, version: &str) -> Vec<Value> {
+/// Run the script for one protocol version and binding; return its check lines, or fail with
+/// all of them.
+fn run_script(
+    python: &Path,
+    served: &Served,
+    desk: &str,
+    version: &str,
+    binding: &str,
+) -> Vec<Value> {
     let url = format!("{}/a2a/{desk}", served.url());
     let mut child = Command::new(python)
         .arg(script())
         .args(["--url", &url, "--token", TOKEN, "--version", version])
+        .args(["--binding", binding])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -222,7 +231,8 @@ fn run_script(python: &Path, served: &Served, desk: &str, version: &str) -> Vec<
                 let _ = child.kill();
                 let _ = child.wait();
                 panic!(
-                    "the v{version} SDK run did not finish within {SCRIPT_DEADLINE:?}: {lines:#?}"
+                    "the v{version} {binding} SDK run did not finish within \
+                     {SCRIPT_DEADLINE:?}: {lines:#?}"
                 );
             }
         }
@@ -232,14 +242,14 @@ fn run_script(python: &Path, served: &Served, desk: &str, version: &str) -> Vec<
     let failed: Vec<&Value> = lines.iter().filter(|l| l["ok"] != true).collect();
     assert!(
         status.success() && failed.is_empty() && lines.last().is_some_and(|l| l["check"] == "all"),
-        "the reference SDK's v{version} client disagrees with our server ({status}).\n\
+        "the reference SDK's v{version} {binding} client disagrees with our server ({status}).\n\
          failed checks:\n{failed:#?}\nall lines:\n{lines:#?}\nstderr:\n{stderr}"
     );
     lines
 }
 
 #[test]
-fn the_reference_sdk_client_works_against_us_in_v1_0_and_v0_3() {
+fn the_reference_sdk_client_works_against_us_in_v1_0_and_v0_3_and_over_http_json() {
     let python = sdk_python();
     let dir = tempfile::tempdir().unwrap();
     let served = Served::start(dir.path());
@@ -249,8 +259,8 @@ fn the_reference_sdk_client_works_against_us_in_v1_0_and_v0_3() {
 
     // One desk for both runs: each run ends every task it opens, so the next starts on an
     // idle desk (its first send must come back WORKING, not queued).
-    for version in ["1.0", "0.3"] {
-        let lines = run_script(&python, &served, "web", version);
+    for (version, binding) in [("1.0", "jsonrpc"), ("1.0", "http+json"), ("0.3", "jsonrpc")] {
+        let lines = run_script(&python, &served, "web", version, binding);
         let checks: Vec<&str> = lines.iter().filter_map(|l| l["check"].as_str()).collect();
         for must in [
             "card",
@@ -266,7 +276,7 @@ fn the_reference_sdk_client_works_against_us_in_v1_0_and_v0_3() {
         ] {
             assert!(
                 checks.contains(&must),
-                "v{version}: check {must} did not run: {checks:?}"
+                "v{version} {binding}: check {must} did not run: {checks:?}"
             );
         }
     }

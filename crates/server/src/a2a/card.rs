@@ -68,21 +68,37 @@ pub fn extension(settings: &Settings) -> Value {
     })
 }
 
+/// Which bindings an interface URL serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Bindings {
+    /// JSON-RPC only (the machine endpoint).
+    JsonRpc,
+    /// JSON-RPC (v1.0 and v0.3) and HTTP+JSON (v1.0): a desk.
+    JsonRpcAndRest,
+}
+
 fn base(
     name: String,
     description: String,
     url: &str,
+    bindings: Bindings,
     skills: Vec<Value>,
     settings: &Settings,
     opts: CardOptions,
 ) -> Value {
+    // JSON-RPC v1.0 first: the first entry is the preferred one. HTTP+JSON is v1.0 only
+    // (v0.3's REST paths are not served), so v0.3's `additionalInterfaces` names none.
+    let mut interfaces =
+        vec![json!({"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"})];
+    if bindings == Bindings::JsonRpcAndRest {
+        interfaces
+            .push(json!({"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}));
+    }
+    interfaces.push(json!({"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"}));
     let mut card = json!({
         "name": name,
         "description": description,
-        "supportedInterfaces": [
-            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
-            {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
-        ],
+        "supportedInterfaces": interfaces,
         "provider": {"organization": "Taskkeeper", "url": "https://taskkeeper.dev"},
         "version": env!("CARGO_PKG_VERSION"),
         "capabilities": {
@@ -147,6 +163,7 @@ pub fn desk_card(desk: &Desk, port: u16, settings: &Settings, opts: CardOptions)
             place(desk, opts.detail)
         ),
         &url,
+        Bindings::JsonRpcAndRest,
         vec![skill(desk, opts.detail)],
         settings,
         opts,
@@ -162,6 +179,7 @@ pub fn machine_card(desks: &[Desk], port: u16, settings: &Settings, opts: CardOp
         "The desks of this machine: each skill is a desk with its own A2A endpoint at /a2a/{desk}."
             .to_owned(),
         &url,
+        Bindings::JsonRpc,
         desks.iter().map(|d| skill(d, opts.detail)).collect(),
         settings,
         opts,

@@ -1,8 +1,11 @@
 //! The A2A server: JSON-RPC 2.0 over HTTP with SSE, v1.0 and v0.3 on one endpoint per desk
 //! (`POST /a2a/{desk}`), a machine endpoint (`POST /a2a`) for reading and ending the
-//! caller's tasks on any desk, and the Agent Cards.
+//! caller's tasks on any desk, v1.0's HTTP+JSON binding under each desk's URL, and the
+//! Agent Cards.
 //!
-//! This module only translates: requests become core [`Event`]s and store calls through
+//! Each binding is an envelope (`rpc.rs`, `rest.rs`) around one [`dispatch`]: a method is
+//! written once, takes its params as v1.0 JSON and returns its result as JSON or a stream,
+//! and never knows which binding carried it. This module only translates: requests become core [`Event`]s and store calls through
 //! [`Tasks`]; the task rules stay in the core. An asker sees only the tasks it created;
 //! another asker's task answers as not found.
 
@@ -13,6 +16,7 @@
 mod card;
 mod proto_names;
 pub mod push;
+mod rest;
 mod rpc;
 mod slots;
 mod stream;
@@ -22,12 +26,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::routes::{Access, Room};
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::get;
 use base64::Engine as _;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -41,7 +43,7 @@ use taskkeeper_core::{
 use crate::auth::Caller;
 use crate::tasks::Tasks;
 use card::{CardOptions, Detail};
-use rpc::{RpcError, failure, success};
+use rpc::RpcError;
 use wire::{Dialect, Shape};
 
 pub use card::extension;
@@ -70,10 +72,11 @@ pub struct CardOptionsConfig {
     pub conformance_desk: Option<String>,
 }
 
-/// A2A and the Agent Cards, each room behind its own access: the cards are public; JSON-RPC
-/// is for askers and the owner; in conformance mode the conformance desk's endpoint also
-/// lets callers without a token in (as the anonymous asker). Every endpoint also answers with
-/// a trailing slash, which clients add when they join paths onto a base URL.
+/// A2A and the Agent Cards, each room behind its own access: the cards are public; both
+/// bindings (JSON-RPC, HTTP+JSON) are for askers and the owner; in conformance mode the
+/// conformance desk's endpoints also let callers without a token in (as the anonymous asker).
+/// Every endpoint also answers with a trailing slash, which clients add when they join paths
+/// onto a base URL.
 pub(crate) fn rooms(a2a: A2a) -> Vec<Room> {
     let cards = Room::new(Access::Open)
         .route("GET", "/.well-known/agent-card.json", get(machine_card))
@@ -89,25 +92,9 @@ pub(crate) fn rooms(a2a: A2a) -> Vec<Room> {
             get(desk_card),
         )
         .with_state(a2a.clone());
-    let rpc = Room::new(Access::Askers)
-        .route("POST", "/a2a", post(rpc_machine))
-        .route("POST", "/a2a/", post(rpc_machine))
-        .route("POST", "/a2a/{desk}", post(rpc_desk))
-        .route("POST", "/a2a/{desk}/", post(rpc_desk))
-        .with_state(a2a.clone());
-    let mut rooms = vec![cards, rpc];
-    if a2a.card.conformance_desk.is_some() {
-        rooms.push(
-            Room::new(Access::Conformance)
-                .route("POST", crate::conformance::PATH, post(rpc_conformance))
-                .route(
-                    "POST",
-                    crate::conformance::PATH_SLASH,
-                    post(rpc_conformance),
-                )
-                .with_state(a2a),
-        );
-    }
+    let mut rooms = vec![cards];
+    rooms.extend(rpc::rooms(&a2a));
+    rooms.extend(rest::rooms(&a2a));
     rooms
 }
 
@@ -221,25 +208,15 @@ async fn machine_card(State(a2a): State<A2a>, headers: HeaderMap) -> Response {
     }
 }
 
-// ---- JSON-RPC ---------------------------------------------------------------------------
+// ---- what both bindings share -------------------------------------------------------------
 
-#[derive(Debug, Deserialize)]
-struct VersionQuery {
-    #[serde(rename = "A2A-Version")]
-    version: Option<String>,
-}
-
-fn rpc_json(status: StatusCode, body: Value) -> Response {
-    (status, axum::Json(body)).into_response()
-}
-
-/// Which dialect a request speaks, from `A2A-Version` (header, or query parameter).
-fn dialect_of(headers: &HeaderMap, query: &VersionQuery) -> Result<Dialect, String> {
+/// Which dialect a request speaks, from `A2A-Version` (the header, else the query parameter
+/// of that name): absent or empty is v0.3 (A2A §3.6); `Err` holds a version we do not speak.
+fn dialect_of(headers: &HeaderMap, query: Option<&str>) -> Result<Dialect, String> {
     let requested = headers
         .get("a2a-version")
         .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-        .or_else(|| query.version.clone())
+        .or(query)
         .unwrap_or_default();
     let requested = requested.trim();
     let major_minor: Vec<&str> = requested.split('.').take(2).collect();
@@ -251,52 +228,9 @@ fn dialect_of(headers: &HeaderMap, query: &VersionQuery) -> Result<Dialect, Stri
     }
 }
 
-async fn rpc_machine(
-    State(a2a): State<A2a>,
-    caller: axum::Extension<Caller>,
-    query: Query<VersionQuery>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
-    handle(a2a, None, caller.0, &query, &headers, body).await
-}
-
-async fn rpc_desk(
-    State(a2a): State<A2a>,
-    Path(desk): Path<String>,
-    caller: axum::Extension<Caller>,
-    query: Query<VersionQuery>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
-    handle(a2a, Some(desk), caller.0, &query, &headers, body).await
-}
-
-/// The conformance desk's endpoint (`serve --conformance` only).
-async fn rpc_conformance(
-    State(a2a): State<A2a>,
-    caller: axum::Extension<Caller>,
-    query: Query<VersionQuery>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
-    let desk = crate::conformance::DESK.to_owned();
-    handle(a2a, Some(desk), caller.0, &query, &headers, body).await
-}
-
-async fn handle(
-    a2a: A2a,
-    desk: Option<String>,
-    caller: Caller,
-    query: &VersionQuery,
-    headers: &HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
-    // An unsupported version is answered after the envelope is read, so the error carries the
-    // request's id; until then errors are rendered as v1.0.
-    let version = dialect_of(headers, query);
-    let dialect = *version.as_ref().unwrap_or(&Dialect::V1);
-    let json_type = headers
+/// The request's `Content-Type`, parameters aside, lower-cased; `None` when absent.
+fn content_type(headers: &HeaderMap) -> Option<String> {
+    headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .map(|v| {
@@ -306,61 +240,16 @@ async fn handle(
                 .trim()
                 .to_ascii_lowercase()
         })
-        .is_some_and(|t| t == "application/json" || t == "application/a2a+json");
-    if !json_type {
-        let e = RpcError::content_type("send JSON-RPC requests as Content-Type: application/json");
-        return rpc_json(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            failure(&Value::Null, &e, dialect),
-        );
-    }
-    let body = match body {
-        Ok(b) => b,
-        Err(rejection) => {
-            let status = rejection.status();
-            let e = RpcError::invalid_request(format!(
-                "the request body could not be read: {}",
-                rejection.body_text()
-            ));
-            return rpc_json(status, failure(&Value::Null, &e, dialect));
-        }
-    };
-    let mut request = match rpc::parse(&body) {
-        Ok(r) => r,
-        Err((id, e)) => return rpc_json(StatusCode::OK, failure(&id, &e, dialect)),
-    };
-    request.params = match proto_names::json_names(request.params) {
-        Ok(p) => p,
-        Err(e) => return rpc_json(StatusCode::OK, failure(&request.id, &e, dialect)),
-    };
-    if let Err(requested) = &version {
-        return rpc_json(
-            StatusCode::OK,
-            failure(&request.id, &RpcError::version(requested), dialect),
-        );
-    }
-    let desk = match desk {
-        None => None,
-        Some(name) => match check_desk(&a2a, name).await {
-            Ok(d) => Some(d),
-            Err(e) => return rpc_json(StatusCode::NOT_FOUND, failure(&request.id, &e, dialect)),
-        },
-    };
-    let ctx = Ctx {
-        a2a,
-        desk,
-        caller,
-        dialect,
-        id: request.id.clone(),
-    };
-    let mut response = match dispatch(&ctx, &request.method, request.params).await {
-        Ok(Reply::Json(result)) => rpc_json(StatusCode::OK, success(&request.id, result)),
-        Ok(Reply::Stream(response)) => response,
-        Err(e) => rpc_json(StatusCode::OK, failure(&request.id, &e, dialect)),
-    };
-    echo_extension(headers, &mut response);
-    response
 }
+
+/// Whether a body of this media type is JSON as A2A sends it: `application/json` (JSON-RPC)
+/// or `application/a2a+json` (the A2A media type, v1.0.1).
+fn is_json_type(media_type: &str) -> bool {
+    media_type == "application/json" || media_type == A2A_JSON
+}
+
+/// A2A's own media type (v1.0.1 prefers it for HTTP+JSON).
+const A2A_JSON: &str = "application/a2a+json";
 
 async fn check_desk(a2a: &A2a, name: String) -> Result<DeskName, RpcError> {
     let parsed: DeskName = name
@@ -410,7 +299,25 @@ pub(crate) struct Ctx {
     pub desk: Option<DeskName>,
     pub caller: Caller,
     pub dialect: Dialect,
-    pub id: Value,
+    pub envelope: Envelope,
+}
+
+/// How the binding a request came in on carries each result: JSON-RPC in a response object
+/// with the request's id, HTTP+JSON bare. The methods never look at it; only the envelopes
+/// and the stream relay (which writes results after the handler has returned) do.
+#[derive(Debug, Clone)]
+pub(crate) enum Envelope {
+    JsonRpc(Value),
+    Rest,
+}
+
+impl Envelope {
+    pub fn wrap(&self, result: Value) -> Value {
+        match self {
+            Envelope::JsonRpc(id) => rpc::success(id, result),
+            Envelope::Rest => result,
+        }
+    }
 }
 
 pub(crate) enum Reply {

@@ -1,11 +1,156 @@
-//! JSON-RPC 2.0 for A2A: reading the envelope, and errors with the spec's codes. In v1.0 an
-//! A2A error carries `data: [ErrorInfo]`; in v0.3 `data` is a plain object or absent.
+//! The JSON-RPC 2.0 binding (A2A §9): its routes, reading the envelope, and the A2A errors
+//! with their codes (the HTTP+JSON binding, `rest.rs`, renders the same errors its own way).
+//! In v1.0 an A2A error carries `data: [ErrorInfo]`; in v0.3 `data` is a plain object or
+//! absent. The envelope only unwraps and wraps: each method is the one [`super::dispatch`]
+//! runs for either binding.
 
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use taskkeeper_core::limits::{Limit, LimitExceeded};
 use taskkeeper_core::{StoreError, TransitionError};
 
 use super::wire::Dialect;
+use super::{A2a, Ctx, Envelope, Reply};
+use crate::auth::Caller;
+use crate::routes::{Access, Room};
+
+/// JSON-RPC's rooms: the machine endpoint and each desk's (askers and the owner), and the
+/// conformance desk's (`serve --conformance` only), each with and without a trailing slash.
+pub(super) fn rooms(a2a: &A2a) -> Vec<Room> {
+    let mut rooms = vec![
+        Room::new(Access::Askers)
+            .route("POST", "/a2a", post(machine))
+            .route("POST", "/a2a/", post(machine))
+            .route("POST", "/a2a/{desk}", post(desk))
+            .route("POST", "/a2a/{desk}/", post(desk))
+            .with_state(a2a.clone()),
+    ];
+    if a2a.card.conformance_desk.is_some() {
+        rooms.push(
+            Room::new(Access::Conformance)
+                .route("POST", crate::conformance::PATH, post(conformance))
+                .route("POST", crate::conformance::PATH_SLASH, post(conformance))
+                .with_state(a2a.clone()),
+        );
+    }
+    rooms
+}
+
+#[derive(Debug, Deserialize)]
+struct VersionQuery {
+    #[serde(rename = "A2A-Version")]
+    version: Option<String>,
+}
+
+fn rpc_json(status: StatusCode, body: Value) -> Response {
+    (status, axum::Json(body)).into_response()
+}
+
+async fn machine(
+    State(a2a): State<A2a>,
+    caller: axum::Extension<Caller>,
+    query: Query<VersionQuery>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    handle(a2a, None, caller.0, &query, &headers, body).await
+}
+
+async fn desk(
+    State(a2a): State<A2a>,
+    Path(desk): Path<String>,
+    caller: axum::Extension<Caller>,
+    query: Query<VersionQuery>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    handle(a2a, Some(desk), caller.0, &query, &headers, body).await
+}
+
+/// The conformance desk's endpoint (`serve --conformance` only).
+async fn conformance(
+    State(a2a): State<A2a>,
+    caller: axum::Extension<Caller>,
+    query: Query<VersionQuery>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let desk = crate::conformance::DESK.to_owned();
+    handle(a2a, Some(desk), caller.0, &query, &headers, body).await
+}
+
+async fn handle(
+    a2a: A2a,
+    desk: Option<String>,
+    caller: Caller,
+    query: &VersionQuery,
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    // An unsupported version is answered after the envelope is read, so the error carries the
+    // request's id; until then errors are rendered as v1.0.
+    let version = super::dialect_of(headers, query.version.as_deref());
+    let dialect = *version.as_ref().unwrap_or(&Dialect::V1);
+    if !super::content_type(headers).is_some_and(|t| super::is_json_type(&t)) {
+        let e = RpcError::content_type("send JSON-RPC requests as Content-Type: application/json");
+        return rpc_json(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            failure(&Value::Null, &e, dialect),
+        );
+    }
+    let body = match body {
+        Ok(b) => b,
+        Err(rejection) => {
+            let status = rejection.status();
+            let e = RpcError::invalid_request(format!(
+                "the request body could not be read: {}",
+                rejection.body_text()
+            ));
+            return rpc_json(status, failure(&Value::Null, &e, dialect));
+        }
+    };
+    let mut request = match parse(&body) {
+        Ok(r) => r,
+        Err((id, e)) => return rpc_json(StatusCode::OK, failure(&id, &e, dialect)),
+    };
+    request.params = match super::proto_names::json_names(request.params) {
+        Ok(p) => p,
+        Err(e) => return rpc_json(StatusCode::OK, failure(&request.id, &e, dialect)),
+    };
+    if let Err(requested) = &version {
+        return rpc_json(
+            StatusCode::OK,
+            failure(&request.id, &RpcError::version(requested), dialect),
+        );
+    }
+    let desk = match desk {
+        None => None,
+        Some(name) => match super::check_desk(&a2a, name).await {
+            Ok(d) => Some(d),
+            Err(e) => return rpc_json(StatusCode::NOT_FOUND, failure(&request.id, &e, dialect)),
+        },
+    };
+    let ctx = Ctx {
+        a2a,
+        desk,
+        caller,
+        dialect,
+        envelope: Envelope::JsonRpc(request.id.clone()),
+    };
+    let mut response = match super::dispatch(&ctx, &request.method, request.params).await {
+        Ok(Reply::Json(result)) => rpc_json(StatusCode::OK, success(&request.id, result)),
+        Ok(Reply::Stream(response)) => response,
+        Err(e) => rpc_json(StatusCode::OK, failure(&request.id, &e, dialect)),
+    };
+    super::echo_extension(headers, &mut response);
+    response
+}
 
 /// A parsed request envelope.
 #[derive(Debug)]
@@ -108,12 +253,7 @@ impl RpcError {
         let mut e = json!({"code": self.code, "message": self.message});
         if let Some(reason) = self.reason {
             let data = match dialect {
-                Dialect::V1 => json!([{
-                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                    "reason": reason,
-                    "domain": domain_of(reason),
-                    "metadata": self.metadata,
-                }]),
+                Dialect::V1 => json!([error_info(reason, &self.metadata)]),
                 Dialect::V03 => json!({"reason": reason, "metadata": self.metadata}),
             };
             e["data"] = data;
@@ -157,6 +297,16 @@ pub fn domain_of(reason: &str) -> &'static str {
     } else {
         "a2a-protocol.org"
     }
+}
+
+/// A `google.rpc.ErrorInfo` detail: the same in both bindings' errors.
+pub fn error_info(reason: &str, metadata: &Map<String, Value>) -> Value {
+    json!({
+        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+        "reason": reason,
+        "domain": domain_of(reason),
+        "metadata": metadata,
+    })
 }
 
 pub fn success(id: &Value, result: Value) -> Value {

@@ -22,10 +22,9 @@ use taskkeeper_core::Task;
 use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 
-use super::Ctx;
-use super::rpc::success;
 use super::slots::Slot;
 use super::wire::{self, Dialect, Shape};
+use super::{Ctx, Envelope};
 use crate::tasks::{TaskWatch, Tasks};
 
 /// Where a stream ends.
@@ -54,7 +53,7 @@ pub(crate) fn task_stream(ctx: &Ctx, task: Task, slot: Slot, ends: Ends, shape: 
     let watch = ctx.a2a.tasks.watch(&task.id);
     let relay = Relay {
         tasks: ctx.a2a.tasks.clone(),
-        id: ctx.id.clone(),
+        envelope: ctx.envelope.clone(),
         dialect: ctx.dialect,
         tx,
         stop: ctx.a2a.stop.clone(),
@@ -69,7 +68,7 @@ pub(crate) fn task_stream(ctx: &Ctx, task: Task, slot: Slot, ends: Ends, shape: 
 
 struct Relay {
     tasks: Tasks,
-    id: Value,
+    envelope: Envelope,
     dialect: Dialect,
     tx: mpsc::Sender<Result<SseEvent, Infallible>>,
     stop: tokio::sync::watch::Receiver<bool>,
@@ -80,7 +79,7 @@ struct Relay {
 impl Relay {
     async fn send(&self, item: &str, v1: Value, is_final: bool) -> bool {
         let result = wire::stream_item(self.dialect, item, v1, is_final);
-        let event = SseEvent::default().data(success(&self.id, result).to_string());
+        let event = SseEvent::default().data(self.envelope.wrap(result).to_string());
         self.tx.send(Ok(event)).await.is_ok()
     }
 

@@ -850,7 +850,21 @@ fn cards_declare_the_extension_and_cache() {
         format!("http://127.0.0.1:{}/a2a/web", d.addr.port())
     );
     assert_eq!(card["supportedInterfaces"][0]["protocolVersion"], "1.0");
-    assert_eq!(card["supportedInterfaces"][1]["protocolVersion"], "0.3");
+    let interfaces: Vec<(&str, &str)> = card["supportedInterfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["protocolBinding"].as_str().unwrap(),
+                i["protocolVersion"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        interfaces,
+        [("JSONRPC", "1.0"), ("HTTP+JSON", "1.0"), ("JSONRPC", "0.3")]
+    );
     let ext = &card["capabilities"]["extensions"][0];
     assert_eq!(
         (ext["uri"].as_str(), ext["required"].as_bool()),

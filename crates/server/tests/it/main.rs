@@ -16,6 +16,7 @@ mod mcp;
 mod owner_api;
 mod protojson;
 mod push;
+mod rest;
 mod routes;
 mod streams;
 mod support;
