@@ -128,7 +128,8 @@ impl Daemon {
                 .map_err(|e| StoreError::Sqlite(e.to_string()))??
         };
         let credentials = Credentials::new(token.clone(), worker_token.clone(), &askers);
-        let tasks = Tasks::new(store.clone(), config.clock.clone());
+        let files = crate::files::Files::new(&config.data_dir, addr.port());
+        let tasks = Tasks::new(store.clone(), config.clock.clone(), files.clone());
         let (stop, mut stopped) = watch::channel(false);
         let pusher = crate::a2a::push::Pusher::new(tasks.clone())
             .map_err(|e| DaemonError::Push(e.to_string()))?;
@@ -241,7 +242,7 @@ impl Daemon {
             let mut session_changes = sessions.session_changes();
             tokio::spawn(async move {
                 loop {
-                    let next = prune_due(&store, clock.as_ref()).await;
+                    let next = prune_due(&store, &files, clock.as_ref()).await;
                     let sleep = next.unwrap_or(Duration::from_secs(86_400));
                     // A session that just ended (or a clock that moved) may make something
                     // due before the planned wake.
@@ -345,8 +346,13 @@ impl Daemon {
 /// Prune what is due (ended tasks after `tasks.keep_ended`, ended sessions after
 /// `sessions.keep_ended`); return how long until the next is due, if anything is kept. Only
 /// reads while nothing is due.
-async fn prune_due(store: &Store, clock: &dyn taskkeeper_core::Clock) -> Option<Duration> {
+async fn prune_due(
+    store: &Store,
+    files: &crate::files::Files,
+    clock: &dyn taskkeeper_core::Clock,
+) -> Option<Duration> {
     let store = store.clone();
+    let files = files.clone();
     let now = clock.now();
     let result = tokio::task::spawn_blocking(move || {
         let settings = store.settings()?;
@@ -356,6 +362,14 @@ async fn prune_due(store: &Store, clock: &dyn taskkeeper_core::Clock) -> Option<
             let pruned = store.prune_ended(now, keep_tasks)?;
             if pruned > 0 {
                 tracing::info!(pruned, "pruned ended tasks");
+                // A pruned task's files go with it.
+                match files.prune(|id| matches!(store.task(id), Ok(Some(_)) | Err(_))) {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(tasks = n, "removed the files of pruned tasks"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "removing the files of pruned tasks failed")
+                    }
+                }
             }
         }
         if store

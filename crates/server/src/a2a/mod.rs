@@ -94,6 +94,7 @@ pub(crate) fn rooms(a2a: A2a) -> Vec<Room> {
         .route("POST", "/a2a/", post(rpc_machine))
         .route("POST", "/a2a/{desk}", post(rpc_desk))
         .route("POST", "/a2a/{desk}/", post(rpc_desk))
+        .route("GET", FILE_ROUTE, get(fetch_file))
         .with_state(a2a.clone());
     let mut rooms = vec![cards, rpc];
     if a2a.card.conformance_desk.is_some() {
@@ -109,6 +110,61 @@ pub(crate) fn rooms(a2a: A2a) -> Vec<Room> {
         );
     }
     rooms
+}
+
+// ---- files ----------------------------------------------------------------------------
+
+/// Where an asker fetches a file artifact's bytes (the URL its part names).
+const FILE_ROUTE: &str = "/a2a/{desk}/tasks/{task}/files/{file}";
+
+/// The bytes of a file artifact, for the task's own asker (and the owner). Anything else,
+/// another asker's task included, is 404: a task id is not confirmed to exist to someone it
+/// is not theirs (A2A §3.3.2).
+async fn fetch_file(
+    State(a2a): State<A2a>,
+    Path((desk, task, file)): Path<(String, String, String)>,
+    caller: axum::Extension<Caller>,
+) -> Response {
+    let wanted = file.clone();
+    let not_found = || {
+        not_found_json(format!(
+            "no file {wanted} of a task {task} of yours on desk {desk}; GetTask lists the task's \
+             artifacts and the URL of each file"
+        ))
+    };
+    let Ok(Some(t)) = a2a.tasks.get(&TaskId::from(task.as_str())).await else {
+        return not_found();
+    };
+    let theirs = matches!(caller.0, Caller::Owner) || t.asker == caller.0.asker_name();
+    if !theirs || t.desk.as_str() != desk {
+        return not_found();
+    }
+    let files = a2a.tasks.files().clone();
+    let found = tokio::task::spawn_blocking(move || files.artifact(&t, &file))
+        .await
+        .ok()
+        .flatten();
+    let Some((bytes, media_type, name)) = found else {
+        return not_found();
+    };
+    // The worker's file name, kept to what a header may carry.
+    let name: String = name
+        .chars()
+        .filter(|c| c.is_ascii_graphic() && !matches!(c, '"' | '\\' | ';'))
+        .collect();
+    let mut response = bytes.into_response();
+    let h = response.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&media_type) {
+        h.insert(header::CONTENT_TYPE, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(&format!("attachment; filename=\"{name}\"")) {
+        h.insert(header::CONTENT_DISPOSITION, v);
+    }
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
 }
 
 // ---- cards ----------------------------------------------------------------------------
@@ -554,7 +610,10 @@ fn takes_media_type(media_type: &str) -> bool {
         .any(|m| m.eq_ignore_ascii_case(essence))
 }
 
-fn validate_message(m: &Message) -> Result<(), RpcError> {
+fn validate_message(
+    m: &Message,
+    limits: &taskkeeper_core::settings::Limits,
+) -> Result<(), RpcError> {
     if m.message_id.trim().is_empty() {
         return Err(RpcError::invalid_params(
             "message.messageId must not be empty",
@@ -582,10 +641,33 @@ fn validate_message(m: &Message) -> Result<(), RpcError> {
             .with("mediaType", media_type.as_str())
             .with("supported", card::INPUT_MODES.join(",")));
         }
-        if matches!(p.content, PartContent::Raw(_) | PartContent::Url(_)) {
-            return Err(RpcError::content_type(
-                "a desk takes text and data parts; file parts (raw bytes or a URL) are not supported",
-            ));
+        match &p.content {
+            PartContent::Raw(raw) => {
+                // The size first, from the text, so an oversized part is not decoded at all.
+                taskkeeper_core::limits::file(
+                    &format!("message.parts[{i}]'s file"),
+                    crate::files::decoded_len(raw),
+                    "send a smaller file, or a URL to it (`url`; v0.3 `file.uri`)",
+                    limits,
+                )
+                .map_err(|e| RpcError::limit(&e))?;
+                if crate::files::decode_raw(raw).is_none() {
+                    return Err(RpcError::invalid_params(format!(
+                        "message.parts[{i}].raw is not base64; send a file's bytes base64-encoded \
+                         (v0.3: file.bytes)"
+                    )));
+                }
+            }
+            PartContent::Url(url) => {
+                if url.trim().is_empty() || url.chars().any(|c| c.is_whitespace() || c.is_control())
+                {
+                    return Err(RpcError::invalid_params(format!(
+                        "message.parts[{i}].url must be a URL without spaces or control \
+                         characters (v0.3: file.uri)"
+                    )));
+                }
+            }
+            PartContent::Text(_) | PartContent::Data(_) => {}
         }
     }
     Ok(())
@@ -634,7 +716,16 @@ async fn send(ctx: &Ctx, params: Value, streaming: bool) -> Result<Reply, RpcErr
     let params = message_params(ctx, params)?;
     let mut config = params.configuration.unwrap_or_default();
     let message = params.message;
-    validate_message(&message)?;
+    validate_message(&message, &settings_of(ctx).await?.limits)?;
+    if ctx
+        .desk
+        .as_ref()
+        .is_some_and(|d| ctx.a2a.is_conformance_desk(d.as_str()))
+        && let Some(answer) = crate::conformance::direct_answer(&message)
+    {
+        // The kit's "answer with a Message" scenario: no task at all.
+        return Ok(message_reply(ctx, &answer, streaming));
+    }
     // A webhook inline: checked before anything changes, set with the task (or, for a
     // follow-up, before the message, so the follow-up's change is pushed).
     let webhook = match config
@@ -711,6 +802,11 @@ async fn send(ctx: &Ctx, params: Value, streaming: bool) -> Result<Reply, RpcErr
         ctx.a2a.push.notify_one();
         task
     };
+    // The asker's file parts, where the delivery text will name them (a delivery saves
+    // what a crash left unsaved).
+    if let Err(e) = tasks.files().save_inbound(&task) {
+        tracing::warn!(task = %task.id, error = %e, "the asker's files could not be saved yet");
+    }
 
     let task = match slot {
         Some((slot, _)) if streaming => {
@@ -735,6 +831,19 @@ async fn send(ctx: &Ctx, params: Value, streaming: bool) -> Result<Reply, RpcErr
         Dialect::V1 => json!({"task": wire::task_v1(&task, shape)}),
         Dialect::V03 => wire::task_result(Dialect::V03, &task, shape),
     }))
+}
+
+/// A Message as the answer to a send (no task): `{message}` in v1.0, the bare Message with
+/// `kind` in v0.3; a streaming send's stream carries it alone and closes.
+fn message_reply(ctx: &Ctx, answer: &Message, streaming: bool) -> Reply {
+    let v1 = json!(answer);
+    if streaming {
+        return Reply::Stream(stream::message_stream(ctx, v1));
+    }
+    Reply::Json(match ctx.dialect {
+        Dialect::V1 => json!({"message": v1}),
+        Dialect::V03 => wire::v03::from_v1(v1),
+    })
 }
 
 /// The settings as they are now.
