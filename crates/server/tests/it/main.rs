@@ -7,6 +7,7 @@ mod agents;
 mod cards;
 mod conformance;
 mod delivery;
+mod files;
 mod fuzz;
 mod guard;
 mod hooks;
