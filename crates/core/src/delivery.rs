@@ -399,7 +399,7 @@ mod tests {
             text.contains("> [part 3: a link to a file: https://example.com/a.txt]"),
             "{text}"
         );
-        assert!(text.contains("> \"k\": 1"), "{text}");
+        assert!(text.contains(">   \"k\": 1"), "{text}");
         // The asker's file name stays inside the quote, escaped, its mark defused.
         for line in text.lines() {
             if line.contains("passwd") {
