@@ -6,8 +6,10 @@
 //! ```text
 //! cargo bench -p taskkeeper-server --bench a2a_load -- \
 //!     --url http://127.0.0.1:PORT/a2a/web [--token T] --method get|send \
-//!     [--connections 16] [--seconds 5] [--warmup 1] [--label ours]
+//!     [--connections 16] [--seconds 5] [--warmup 1] [--label ours] [--file-bytes N]
 //! ```
+//!
+//! `--file-bytes N` adds a file part of N bytes (`raw`, base64, `text/plain`) to every send.
 //!
 //! Plain threads and blocking sockets keep the client cheap and its cost easy to reason about:
 //! on a 2-core machine it shares the CPU with the server, and a heavier client would take the
@@ -32,6 +34,8 @@ struct Args {
     seconds: f64,
     warmup: f64,
     label: String,
+    /// A file part of this many bytes in every send (0: text only).
+    file_bytes: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -42,7 +46,7 @@ enum Method {
 
 fn usage() -> String {
     "usage: a2a_load --url http://127.0.0.1:PORT/PATH [--token T] --method get|send \
-     [--connections N] [--seconds S] [--warmup S] [--label NAME]"
+     [--connections N] [--seconds S] [--warmup S] [--label NAME] [--file-bytes N]"
         .to_owned()
 }
 
@@ -54,6 +58,7 @@ fn parse_args() -> Result<Args, String> {
     let mut seconds = 5.0f64;
     let mut warmup = 1.0f64;
     let mut label = String::from("server");
+    let mut file_bytes = 0usize;
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         // `cargo bench` passes `--bench` to every bench binary; it means nothing here.
@@ -82,6 +87,9 @@ fn parse_args() -> Result<Args, String> {
             "--seconds" => seconds = value()?.parse().map_err(|e| format!("--seconds: {e}"))?,
             "--warmup" => warmup = value()?.parse().map_err(|e| format!("--warmup: {e}"))?,
             "--label" => label = value()?,
+            "--file-bytes" => {
+                file_bytes = value()?.parse().map_err(|e| format!("--file-bytes: {e}"))?
+            }
             other => return Err(format!("unknown argument {other}\n{}", usage())),
         }
     }
@@ -113,6 +121,7 @@ fn parse_args() -> Result<Args, String> {
         seconds,
         warmup,
         label,
+        file_bytes,
     })
 }
 
@@ -211,9 +220,13 @@ impl Conn {
     }
 }
 
-fn send_body(message_id: &str) -> String {
+fn send_body(message_id: &str, file: Option<&str>) -> String {
+    let mut parts = vec![json!({"text": "benchmark request"})];
+    if let Some(raw) = file {
+        parts.push(json!({"raw": raw, "filename": "bench.txt", "mediaType": "text/plain"}));
+    }
     json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
-        "message": {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": "benchmark request"}]},
+        "message": {"messageId": message_id, "role": "ROLE_USER", "parts": parts},
         "configuration": {"returnImmediately": true}}})
     .to_string()
 }
@@ -269,6 +282,10 @@ fn worker(
     };
     let measure_from = start + Duration::from_secs_f64(a.warmup);
     let get = get_body(task_id);
+    let file = (a.file_bytes > 0).then(|| {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(vec![b'x'; a.file_bytes])
+    });
     let mut conn = None;
     let mut n = 0u64;
     while !stop.load(Ordering::Relaxed) {
@@ -287,7 +304,7 @@ fn worker(
         n += 1;
         let body = match a.method {
             Method::Get => get.clone(),
-            Method::Send => send_body(&format!("bench-{nonce}-{index}-{n}")),
+            Method::Send => send_body(&format!("bench-{nonce}-{index}-{n}"), file.as_deref()),
         };
         let sent = Instant::now();
         let answer = c.call(&body);
@@ -333,7 +350,7 @@ fn run(a: Args) -> Result<Value, String> {
     // Set-up on its own connection: a task to read, and a check that the server answers as
     // expected before anything is timed.
     let mut setup = Conn::open(&a)?;
-    let (status, body) = setup.call(&send_body(&format!("bench-setup-{}", run_nonce())))?;
+    let (status, body) = setup.call(&send_body(&format!("bench-setup-{}", run_nonce()), None))?;
     let created = result_of(status, &body)?;
     let task_id = created["task"]["id"]
         .as_str()

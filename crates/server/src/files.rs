@@ -13,7 +13,8 @@
 //! written after the commit, before the answer. A worker's file lives only here: the task
 //! keeps the artifact, whose part names the fetch URL, so the bytes are not carried in
 //! every GetTask and push, and only the task's own asker, with its own token, can read them.
-//! A task's files go when the task is pruned.
+//! A task's files go when the task is pruned. The fetch URL is absolute (clients need one) and
+//! names the daemon's port when the file was attached; the path is what the route matches.
 
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
