@@ -390,7 +390,12 @@ fn run(a: Args) -> Result<Value, String> {
     let n = all.len() as f64;
     Ok(json!({
         "label": a.label,
-        "method": match a.method { Method::Get => "GetTask", Method::Send => "SendMessage" },
+        "method": match a.method {
+            Method::Get => "GetTask",
+            Method::Send if a.file_bytes > 0 => "SendMessage+file",
+            Method::Send => "SendMessage",
+        },
+        "fileBytes": a.file_bytes,
         "connections": a.connections,
         "seconds": a.seconds,
         "requests": all.len(),
