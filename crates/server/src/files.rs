@@ -74,12 +74,15 @@ pub fn decoded_len(text: &str) -> u64 {
     data * 3 / 4
 }
 
-fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+/// Write `bytes` at `path` (0600, its directories 0700), beside it first and renamed into
+/// place, so a reader never sees half a file. `durable`: flushed to disk before the rename,
+/// for a file whose only copy this is (a worker's artifact); an asker's file part is also in
+/// the store, and a missing or short copy is written again before a delivery names it.
+fn write_private(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
     let dir = path
         .parent()
         .ok_or_else(|| io::Error::other("a file needs a directory"))?;
     crate::private::ensure_private_dir(dir)?;
-    // Written beside it and renamed: a reader never sees half a file.
     let tmp = dir.join(format!(
         ".{}.tmp",
         path.file_name().and_then(|n| n.to_str()).unwrap_or("file")
@@ -90,7 +93,9 @@ fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     let mut file = options.open(&tmp)?;
     file.write_all(bytes)?;
-    file.sync_all()?;
+    if durable {
+        file.sync_all()?;
+    }
     drop(file);
     std::fs::rename(&tmp, path)
 }
@@ -125,14 +130,16 @@ impl Files {
                     i,
                     p.media_type.as_deref(),
                 );
-                if path.exists() {
-                    continue;
-                }
                 // Checked when the message came in; a part that does not decode now was
                 // stored by an older version and is left out.
-                if let Some(bytes) = decode_raw(raw) {
-                    write_private(&path, &bytes)?;
+                let Some(bytes) = decode_raw(raw) else {
+                    continue;
+                };
+                // Saved already (a crash may have left it short: then again).
+                if std::fs::metadata(&path).is_ok_and(|m| m.len() == bytes.len() as u64) {
+                    continue;
                 }
+                write_private(&path, &bytes, false)?;
             }
         }
         Ok(())
@@ -216,7 +223,7 @@ impl Files {
             else {
                 continue;
             };
-            write_private(&path, &bytes).map_err(AttachError::Keep)?;
+            write_private(&path, &bytes, true).map_err(AttachError::Keep)?;
             let part = Part {
                 content: PartContent::Url(self.url(task, &id)),
                 metadata: None,

@@ -11,6 +11,7 @@
 #![allow(clippy::result_large_err)]
 
 mod card;
+mod fetch;
 mod proto_names;
 pub mod push;
 mod rpc;
@@ -94,7 +95,7 @@ pub(crate) fn rooms(a2a: A2a) -> Vec<Room> {
         .route("POST", "/a2a/", post(rpc_machine))
         .route("POST", "/a2a/{desk}", post(rpc_desk))
         .route("POST", "/a2a/{desk}/", post(rpc_desk))
-        .route("GET", FILE_ROUTE, get(fetch_file))
+        .route("GET", fetch::ROUTE, get(fetch::file))
         .with_state(a2a.clone());
     let mut rooms = vec![cards, rpc];
     if a2a.card.conformance_desk.is_some() {
@@ -110,61 +111,6 @@ pub(crate) fn rooms(a2a: A2a) -> Vec<Room> {
         );
     }
     rooms
-}
-
-// ---- files ----------------------------------------------------------------------------
-
-/// Where an asker fetches a file artifact's bytes (the URL its part names).
-const FILE_ROUTE: &str = "/a2a/{desk}/tasks/{task}/files/{file}";
-
-/// The bytes of a file artifact, for the task's own asker (and the owner). Anything else,
-/// another asker's task included, is 404: a task id is not confirmed to exist to someone it
-/// is not theirs (A2A §3.3.2).
-async fn fetch_file(
-    State(a2a): State<A2a>,
-    Path((desk, task, file)): Path<(String, String, String)>,
-    caller: axum::Extension<Caller>,
-) -> Response {
-    let wanted = file.clone();
-    let not_found = || {
-        not_found_json(format!(
-            "no file {wanted} of a task {task} of yours on desk {desk}; GetTask lists the task's \
-             artifacts and the URL of each file"
-        ))
-    };
-    let Ok(Some(t)) = a2a.tasks.get(&TaskId::from(task.as_str())).await else {
-        return not_found();
-    };
-    let theirs = matches!(caller.0, Caller::Owner) || t.asker == caller.0.asker_name();
-    if !theirs || t.desk.as_str() != desk {
-        return not_found();
-    }
-    let files = a2a.tasks.files().clone();
-    let found = tokio::task::spawn_blocking(move || files.artifact(&t, &file))
-        .await
-        .ok()
-        .flatten();
-    let Some((bytes, media_type, name)) = found else {
-        return not_found();
-    };
-    // The worker's file name, kept to what a header may carry.
-    let name: String = name
-        .chars()
-        .filter(|c| c.is_ascii_graphic() && !matches!(c, '"' | '\\' | ';'))
-        .collect();
-    let mut response = bytes.into_response();
-    let h = response.headers_mut();
-    if let Ok(v) = HeaderValue::from_str(&media_type) {
-        h.insert(header::CONTENT_TYPE, v);
-    }
-    if let Ok(v) = HeaderValue::from_str(&format!("attachment; filename=\"{name}\"")) {
-        h.insert(header::CONTENT_DISPOSITION, v);
-    }
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    response
 }
 
 // ---- cards ----------------------------------------------------------------------------
@@ -803,9 +749,17 @@ async fn send(ctx: &Ctx, params: Value, streaming: bool) -> Result<Reply, RpcErr
         task
     };
     // The asker's file parts, where the delivery text will name them (a delivery saves
-    // what a crash left unsaved).
-    if let Err(e) = tasks.files().save_inbound(&task) {
-        tracing::warn!(task = %task.id, error = %e, "the asker's files could not be saved yet");
+    // what a crash left unsaved). Off the runtime's threads: it writes files.
+    if task.history.iter().any(|m| {
+        m.parts
+            .iter()
+            .any(|p| matches!(p.content, PartContent::Raw(_)))
+    }) {
+        let (files, saved) = (tasks.files().clone(), task.clone());
+        let result = tokio::task::spawn_blocking(move || files.save_inbound(&saved)).await;
+        if let Ok(Err(e)) = result {
+            tracing::warn!(task = %task.id, error = %e, "the asker's files could not be saved yet");
+        }
     }
 
     let task = match slot {
