@@ -5,6 +5,7 @@
 # same load generator (crates/server/benches/a2a_load.rs) in one run.
 #
 #   bench/a2a/run.sh [SECONDS_PER_CELL]      (default 5; plus 1 s of warm-up per cell)
+#   FILE_BYTES=65536 bench/a2a/run.sh        (also SendMessage with a file part of that size)
 #
 # Cells: v1.0 GetTask (of one existing task) and SendMessage with returnImmediately: true (a
 # fresh messageId per call), each over JSON-RPC and over HTTP+JSON, at 1 and 16 keep-alive
@@ -17,6 +18,7 @@
 set -euo pipefail
 
 SECONDS_PER_CELL="${1:-5}"
+FILE_BYTES="${FILE_BYTES:-0}"
 WARMUP=1
 A2A_SDK=1.3.0
 UVICORN=0.54.0
@@ -121,8 +123,11 @@ LOAD_BEFORE="$(cut -d' ' -f1-3 /proc/loadavg)"
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 CLK_TCK="$(getconf CLK_TCK)"
 cell() { # label pid url method binding connections [token]
-	local args=(--label "$1" --url "$3" --method "$4" --binding "$5" --connections "$6"
-		--seconds "$SECONDS_PER_CELL" --warmup "$WARMUP")
+	local method="$4" file=0
+	# send-file: a send with a file part of FILE_BYTES bytes.
+	[ "$method" = send-file ] && method=send file="$FILE_BYTES"
+	local args=(--label "$1" --url "$3" --method "$method" --binding "$5" --connections "$6"
+		--seconds "$SECONDS_PER_CELL" --warmup "$WARMUP" --file-bytes "$file")
 	[ -n "${7:-}" ] && args+=(--token "$7")
 	say "$1 $4 $5 c=$6"
 	local before after line
@@ -132,7 +137,9 @@ cell() { # label pid url method binding connections [token]
 	# The load generator's JSON line, plus the server's CPU milliseconds over the same cell.
 	echo "${line%\}},\"serverCpuMs\":$(((after - before) * 1000 / CLK_TCK))}" >>"$RESULTS"
 }
-for method in get send; do
+METHODS="get send"
+[ "$FILE_BYTES" -gt 0 ] && METHODS="get send send-file"
+for method in $METHODS; do
 	for binding in jsonrpc http+json; do
 		for conns in 1 16; do
 			desk="bench-$method-${binding//+/-}-$conns"
@@ -168,7 +175,10 @@ print("| workload | binding | conns | ours req/s | p50 ms | p99 ms | CPU µs/cal
 print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 missing = False
 notes = []
-for method, binding, c in [(m, b, c) for m in ("GetTask", "SendMessage")
+methods = ["GetTask", "SendMessage"]
+if any(m == "SendMessage+file" for (_, m, _, _) in cells):
+    methods.append("SendMessage+file")
+for method, binding, c in [(m, b, c) for m in methods
                           for b in ("JSONRPC", "HTTP+JSON") for c in (1, 16)]:
     o, r = cells.get(("ours", method, binding, c)), cells.get(("reference", method, binding, c))
     if not o or not r:

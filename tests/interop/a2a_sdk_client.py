@@ -35,6 +35,7 @@ import uuid
 from typing import Any
 
 import httpx
+from google.protobuf import json_format, struct_pb2
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.client.card_resolver import parse_agent_card
 from a2a.compat.v0_3 import types as types_v03
@@ -148,8 +149,11 @@ class Run:
 
     # ---- the worker's side ----------------------------------------------------------------
 
-    async def worker_ends(self, request_text: str, status: str, text: str) -> None:
-        """Have the open task whose request is `request_text` ended by its worker."""
+    async def worker_ends(self, request_text: str, status: str, text: str, **attach: Any) -> None:
+        """Have the open task whose request is `request_text` ended by its worker; `attach`
+        may add `files` ({name: content}, written in the desk's directory and attached),
+        `data` (a list of JSON values to attach) and `saved` (the content of a file part the
+        worker must find saved by the daemon)."""
         print(
             json.dumps(
                 {
@@ -158,6 +162,7 @@ class Run:
                     "request": request_text,
                     "status": status,
                     "text": text,
+                    **attach,
                 }
             ),
             flush=True,
@@ -463,6 +468,58 @@ class Run:
         expect(summary in arts, f"no artifact carries the summary: {arts}")
         return {"taskId": task.id, "state": state_name(task.status.state), "summary": got_summary}
 
+    async def file_parts_and_artifacts(self) -> dict[str, Any]:
+        """A message with a file part (bytes), a file URL and a data part goes in; the worker
+        finds the file saved by the daemon, attaches a file and data, and ends the task; the
+        blocking send comes back with them as artifacts, and the file's bytes are fetched from
+        the daemon with this client's token."""
+        text = f"interop: file parts {uuid.uuid4()}"
+        data_in = struct_pb2.Value()
+        data_in.struct_value.update({"tests": 12})
+        msg = Message(
+            message_id=f"interop-{uuid.uuid4()}",
+            role=Role.ROLE_USER,
+            parts=[
+                Part(text=text),
+                Part(raw=b"interop file part", filename="notes.txt", media_type="text/plain"),
+                Part(url="https://example.com/spec.pdf", filename="spec.pdf", media_type="application/pdf"),
+                Part(data=data_in, media_type="application/json"),
+            ],
+        )
+        await self.worker_ends(
+            text,
+            "done",
+            "Report attached.",
+            files={"report.txt": "interop artifact bytes"},
+            data=[{"p50": 3}],
+            saved="interop file part",
+        )
+        task = await self.send_one(SendMessageRequest(message=msg))
+        expect_state(task, TaskState.TASK_STATE_COMPLETED, "blocking send with file parts")
+        sent = [m for m in task.history if m.message_id == msg.message_id]
+        expect(len(sent) == 1, "the request with file parts is not in history once")
+        raws = [p.raw for p in sent[0].parts if p.HasField("raw")]
+        expect(raws == [b"interop file part"], f"the file part's bytes came back as {raws}")
+        files = [p for a in task.artifacts for p in a.parts if p.HasField("url")]
+        expect(len(files) == 1, f"expected one file artifact: {list(task.artifacts)}")
+        part = files[0]
+        expect(part.filename == "report.txt", f"the file artifact is named {part.filename!r}")
+        expect(part.media_type == "text/plain", f"the file artifact's media type is {part.media_type!r}")
+        r = await self.http.get(part.url)
+        expect(r.status_code == 200, f"fetching {part.url} with the asker's token: HTTP {r.status_code}")
+        expect(r.content == b"interop artifact bytes", f"the fetched bytes are {r.content!r}")
+        async with httpx.AsyncClient(timeout=HTTP_TIMEOUT_S) as anonymous:
+            r = await anonymous.get(part.url)
+        expect(r.status_code == 401, f"fetching without a token: HTTP {r.status_code}")
+        data = [
+            json_format.MessageToDict(p.data)
+            for a in task.artifacts
+            for p in a.parts
+            if p.HasField("data")
+        ]
+        expect(data == [{"p50": 3}], f"the data artifacts are {data}")
+        return {"taskId": task.id, "artifacts": len(task.artifacts)}
+
     async def main(self) -> int:
         try:
             await self.check("card", self.fetch_card)
@@ -484,6 +541,7 @@ class Run:
             await self.check("subscribe-cancel", self.subscribe_then_cancel)
             await self.check("blocking-input-required", self.blocking_input_required)
             await self.check("blocking-completed", self.blocking_completed)
+            await self.check("file-parts-artifacts", self.file_parts_and_artifacts)
         finally:
             await self.http.aclose()
         self.emit(check="all", ok=self.failed == 0, failed=self.failed)

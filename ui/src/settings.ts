@@ -128,6 +128,13 @@ export const SETTING_FIELDS: readonly SettingField[] = [
     group: 'Limits',
   },
   {
+    key: 'limits.file_bytes',
+    label: 'Largest file',
+    help: 'A file an asker sends in a message, or one a worker attaches to a task, larger than this is refused.',
+    kind: 'bytes',
+    group: 'Limits',
+  },
+  {
     key: 'limits.reply_history',
     label: 'History in replies',
     help: 'Replies to askers carry this many of the latest messages unless the asker asks for more (historyLength).',

@@ -26,6 +26,7 @@ describe('settings checks', () => {
         'limits.open_tasks_per_asker',
         'limits.message_bytes',
         'limits.task_bytes',
+        'limits.file_bytes',
         'limits.reply_history',
         'sessions.keep_ended',
         'sessions.max',

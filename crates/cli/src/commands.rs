@@ -219,10 +219,35 @@ pub fn task(cmd: TaskCommand) -> anyhow::Result<()> {
                 say!("\n[{}]\n{}", m.from, m.text);
             }
         }
-        TaskCommand::Update { id, status, text } => {
+        TaskCommand::Update {
+            id,
+            status,
+            text,
+            files,
+            data,
+        } => {
+            // The daemon reads the files: name them as this command's directory sees them.
+            let files = files
+                .iter()
+                .map(|f| {
+                    std::path::absolute(f)
+                        .map(|p| p.display().to_string())
+                        .with_context(|| {
+                            format!("{} is not a path this command can resolve", f.display())
+                        })
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let data = data
+                .iter()
+                .map(|d| {
+                    serde_json::from_str::<serde_json::Value>(d).with_context(|| {
+                        format!("--data {d:?} is not JSON; give a JSON value, e.g. --data '{{\"tests\":12}}'")
+                    })
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?;
             let task: TaskView = client.post(
                 &format!("/api/tasks/{}/update", encode(&id)),
-                &json!({"status": status, "text": text}),
+                &json!({"status": status, "text": text, "files": files, "data": data}),
             )?;
             say!("{} is {}", task.id, describe_state(&task));
         }

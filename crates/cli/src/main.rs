@@ -360,11 +360,21 @@ enum TaskCommand {
         #[arg(long)]
         json: bool,
     },
-    /// The worker's ending: done, blocked or failed, with a summary, a need or a reason.
+    /// The worker's ending: done, blocked or failed, with a summary, a need or a reason; or
+    /// working, to attach files or data and keep the task open.
     Update {
         id: String,
         status: String,
+        /// The summary, the need or the reason (not needed with `working`).
+        #[arg(default_value = "")]
         text: String,
+        /// A file to give the asker as an artifact (inside the task's desk's directory);
+        /// repeat for more.
+        #[arg(long = "file", value_name = "PATH")]
+        files: Vec<std::path::PathBuf>,
+        /// A JSON value to give the asker as a data artifact; repeat for more.
+        #[arg(long = "data", value_name = "JSON")]
+        data: Vec<String>,
     },
     /// Cancel a task.
     Cancel {

@@ -17,6 +17,7 @@ pub mod clock;
 pub mod delivery;
 pub mod desk;
 pub mod digest;
+pub mod files;
 pub mod limits;
 pub mod push;
 pub mod queue;

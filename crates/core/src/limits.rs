@@ -22,6 +22,7 @@ pub enum Limit {
     OpenTasksPerAsker,
     MessageBytes,
     TaskBytes,
+    FileBytes,
     Sessions,
     CreateDesks,
     StreamsPerCaller,
@@ -35,6 +36,7 @@ impl Limit {
             Limit::OpenTasksPerAsker => "limits.open_tasks_per_asker",
             Limit::MessageBytes => "limits.message_bytes",
             Limit::TaskBytes => "limits.task_bytes",
+            Limit::FileBytes => "limits.file_bytes",
             Limit::Sessions => "sessions.max",
             Limit::CreateDesks => "sessions.create_desks_max",
             Limit::StreamsPerCaller => "a2a.streams_per_caller",
@@ -44,7 +46,10 @@ impl Limit {
 
     /// Whether the bound is on a size (the others count things).
     pub fn is_size(self) -> bool {
-        matches!(self, Limit::MessageBytes | Limit::TaskBytes)
+        matches!(
+            self,
+            Limit::MessageBytes | Limit::TaskBytes | Limit::FileBytes
+        )
     }
 }
 
@@ -65,6 +70,16 @@ pub enum LimitExceeded {
         format_bytes(*max)
     )]
     Task { what: String, size: u64, max: u64 },
+    #[error(
+        "{what} is {size} bytes, more than limits.file_bytes ({}) allows; {fix} (the owner may raise limits.file_bytes)",
+        format_bytes(*max)
+    )]
+    File {
+        what: String,
+        size: u64,
+        max: u64,
+        fix: &'static str,
+    },
     #[error(
         "{kept} sessions are kept and none of them has ended, the most sessions.max ({max}) allows; end a session (the owner may raise sessions.max)"
     )]
@@ -89,6 +104,7 @@ impl LimitExceeded {
             LimitExceeded::OpenTasks { .. } => Limit::OpenTasksPerAsker,
             LimitExceeded::Message { .. } => Limit::MessageBytes,
             LimitExceeded::Task { .. } => Limit::TaskBytes,
+            LimitExceeded::File { .. } => Limit::FileBytes,
             LimitExceeded::Sessions { .. } => Limit::Sessions,
             LimitExceeded::CreateDesks { .. } => Limit::CreateDesks,
             LimitExceeded::Streams { .. } => Limit::StreamsPerCaller,
@@ -99,9 +115,9 @@ impl LimitExceeded {
     /// The bound's value, as the setting writes it.
     pub fn max(&self) -> String {
         match self {
-            LimitExceeded::Message { max, .. } | LimitExceeded::Task { max, .. } => {
-                format_bytes(*max)
-            }
+            LimitExceeded::Message { max, .. }
+            | LimitExceeded::Task { max, .. }
+            | LimitExceeded::File { max, .. } => format_bytes(*max),
             LimitExceeded::OpenTasks { max, .. }
             | LimitExceeded::Sessions { max, .. }
             | LimitExceeded::CreateDesks { max, .. }
@@ -185,6 +201,21 @@ pub fn follow_up(after: &Task, message_bytes: u64, l: &Limits) -> Result<(), Lim
             what: format!("with this message, task {}", after.id),
             size,
             max: l.task_bytes,
+        });
+    }
+    Ok(())
+}
+
+/// May a file of `size` bytes (`what` names it) be kept: a file part an asker sends inline
+/// (decoded), or a file a worker attaches as an artifact? `fix` is the way forward for
+/// whoever sent it.
+pub fn file(what: &str, size: u64, fix: &'static str, l: &Limits) -> Result<(), LimitExceeded> {
+    if size > l.file_bytes {
+        return Err(LimitExceeded::File {
+            what: what.to_owned(),
+            size,
+            max: l.file_bytes,
+            fix,
         });
     }
     Ok(())

@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::desk::AgentKind;
 
 /// The keys, in the order the settings panel shows them.
-pub const KEYS: [&str; 25] = [
+pub const KEYS: [&str; 26] = [
     "reminders.first_after.claude-code",
     "reminders.first_after.default",
     "reminders.ladder",
@@ -28,6 +28,7 @@ pub const KEYS: [&str; 25] = [
     "limits.open_tasks_per_asker",
     "limits.message_bytes",
     "limits.task_bytes",
+    "limits.file_bytes",
     "limits.reply_history",
     "sessions.keep_ended",
     "sessions.max",
@@ -298,6 +299,10 @@ pub struct Limits {
     /// The largest a task may grow (history, artifacts and metadata, as stored) by the
     /// asker's messages.
     pub task_bytes: u64,
+    /// The largest file: one an asker sends inline in a message part (decoded), or one a
+    /// worker attaches to a task as an artifact. An inline file is inside its message, so
+    /// `message_bytes` bounds it too.
+    pub file_bytes: u64,
     /// The most recent messages a reply carries when the asker gives no `historyLength`.
     pub reply_history: u32,
     /// Ended sessions are pruned this long after their last change.
@@ -314,6 +319,7 @@ impl Default for Limits {
             open_tasks_per_asker: 100,
             message_bytes: 256 * KIB,
             task_bytes: 2 * MIB,
+            file_bytes: 10 * MIB,
             reply_history: 20,
             keep_ended_sessions: Duration::from_secs(86_400),
             sessions_max: 500,
@@ -335,6 +341,7 @@ impl Limits {
             "limits.open_tasks_per_asker" => self.open_tasks_per_asker.to_string(),
             "limits.message_bytes" => format_bytes(self.message_bytes),
             "limits.task_bytes" => format_bytes(self.task_bytes),
+            "limits.file_bytes" => format_bytes(self.file_bytes),
             "limits.reply_history" => self.reply_history.to_string(),
             "sessions.keep_ended" => format_duration(self.keep_ended_sessions),
             "sessions.max" => self.sessions_max.to_string(),
@@ -360,6 +367,7 @@ impl Limits {
             "limits.open_tasks_per_asker" => self.open_tasks_per_asker = count()?,
             "limits.message_bytes" => self.message_bytes = bytes()?,
             "limits.task_bytes" => self.task_bytes = bytes()?,
+            "limits.file_bytes" => self.file_bytes = bytes()?,
             "limits.reply_history" => {
                 self.reply_history =
                     u32::try_from(count()?).map_err(|_| invalid(LIMIT_COUNT_HELP))?
@@ -502,6 +510,7 @@ mod tests {
             "limits.open_tasks_per_asker = 100",
             "limits.message_bytes = 256KiB",
             "limits.task_bytes = 2MiB",
+            "limits.file_bytes = 10MiB",
             "limits.reply_history = 20",
             "sessions.keep_ended = 1d",
             "sessions.max = 500",

@@ -22,6 +22,10 @@ pub enum Event {
     WorkerBlocked { need: String },
     /// The worker says it cannot be done (`task_update failed`).
     WorkerFailed { why: String },
+    /// The worker attaches artifacts (files, data) to an open task, before or as it ends
+    /// it; the state does not change. An artifact replaces the task's artifact of the same
+    /// id, so a repeat changes nothing.
+    AddArtifacts { artifacts: Vec<Artifact> },
     /// The asker writes again with this task's id. An answer to INPUT_REQUIRED makes the task
     /// WORKING again and restarts its ladder; on a queued or working task it is added to the
     /// history for delivery.
@@ -59,6 +63,7 @@ impl Event {
             Event::WorkerDone { .. } => "done",
             Event::WorkerBlocked { .. } => "blocked",
             Event::WorkerFailed { .. } => "failed",
+            Event::AddArtifacts { .. } => "add-artifacts",
             Event::FollowUp { .. } => "follow-up",
             Event::Cancel { .. } => "cancel",
             Event::Expire => "expire",
@@ -142,6 +147,24 @@ pub fn apply(task: &Task, event: Event, now: Timestamp) -> Result<Task, Transiti
             }
             let msg = next.agent_message(&why);
             next.set_status(TaskState::Failed, Some(msg), now);
+        }
+        Event::AddArtifacts { artifacts } => {
+            if state.is_terminal() {
+                return Err(ended());
+            }
+            if artifacts.iter().all(|a| task.artifacts.contains(a)) {
+                return Ok(next);
+            }
+            for a in artifacts {
+                match next
+                    .artifacts
+                    .iter_mut()
+                    .find(|kept| kept.artifact_id == a.artifact_id)
+                {
+                    Some(kept) => *kept = a,
+                    None => next.artifacts.push(a),
+                }
+            }
         }
         Event::FollowUp { mut message } => {
             if state.is_terminal() {

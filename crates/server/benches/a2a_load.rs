@@ -8,7 +8,10 @@
 //! cargo bench -p taskkeeper-server --bench a2a_load -- \
 //!     --url http://127.0.0.1:PORT/a2a/web [--token T] --method get|send \
 //!     [--binding jsonrpc|http+json] [--connections 16] [--seconds 5] [--warmup 1] [--label ours]
+//!     [--file-bytes N]
 //! ```
+//!
+//! `--file-bytes N` adds a file part of N bytes (`raw`, base64, `text/plain`) to every send.
 //!
 //! Plain threads and blocking sockets keep the client cheap and its cost easy to reason about:
 //! on a 2-core machine it shares the CPU with the server, and a heavier client would take the
@@ -34,6 +37,8 @@ struct Args {
     seconds: f64,
     warmup: f64,
     label: String,
+    /// A file part of this many bytes in every send (0: text only).
+    file_bytes: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -51,7 +56,8 @@ enum Binding {
 
 fn usage() -> String {
     "usage: a2a_load --url http://127.0.0.1:PORT/PATH [--token T] --method get|send \
-     [--binding jsonrpc|http+json] [--connections N] [--seconds S] [--warmup S] [--label NAME]"
+     [--binding jsonrpc|http+json] [--connections N] [--seconds S] [--warmup S] [--label NAME] \
+     [--file-bytes N]"
         .to_owned()
 }
 
@@ -64,6 +70,7 @@ fn parse_args() -> Result<Args, String> {
     let mut seconds = 5.0f64;
     let mut warmup = 1.0f64;
     let mut label = String::from("server");
+    let mut file_bytes = 0usize;
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         // `cargo bench` passes `--bench` to every bench binary; it means nothing here.
@@ -99,6 +106,9 @@ fn parse_args() -> Result<Args, String> {
                     other => return Err(format!("--binding jsonrpc|http+json, not {other}")),
                 }
             }
+            "--file-bytes" => {
+                file_bytes = value()?.parse().map_err(|e| format!("--file-bytes: {e}"))?
+            }
             other => return Err(format!("unknown argument {other}\n{}", usage())),
         }
     }
@@ -131,6 +141,7 @@ fn parse_args() -> Result<Args, String> {
         seconds,
         warmup,
         label,
+        file_bytes,
     })
 }
 
@@ -259,9 +270,14 @@ fn rpc_path(base: &str) -> String {
 }
 
 /// The same SendMessageRequest in either binding.
-fn send_call(binding: Binding, base: &str, message_id: &str) -> Call {
+/// `file`: a file part's base64 bytes to add (`raw`, `text/plain`).
+fn send_call(binding: Binding, base: &str, message_id: &str, file: Option<&str>) -> Call {
+    let mut parts = vec![json!({"text": "benchmark request"})];
+    if let Some(raw) = file {
+        parts.push(json!({"raw": raw, "filename": "bench.txt", "mediaType": "text/plain"}));
+    }
     let request = json!({
-        "message": {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": "benchmark request"}]},
+        "message": {"messageId": message_id, "role": "ROLE_USER", "parts": parts},
         "configuration": {"returnImmediately": true}});
     match binding {
         Binding::JsonRpc => Call {
@@ -352,6 +368,10 @@ fn worker(
     let measure_from = start + Duration::from_secs_f64(a.warmup);
     let base = a.path.trim_end_matches('/');
     let get = get_call(a.binding, base, task_id);
+    let file = (a.file_bytes > 0).then(|| {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(vec![b'x'; a.file_bytes])
+    });
     let mut conn = None;
     let mut n = 0u64;
     while !stop.load(Ordering::Relaxed) {
@@ -372,7 +392,12 @@ fn worker(
         let call = match a.method {
             Method::Get => &get,
             Method::Send => {
-                send = send_call(a.binding, base, &format!("bench-{nonce}-{index}-{n}"));
+                send = send_call(
+                    a.binding,
+                    base,
+                    &format!("bench-{nonce}-{index}-{n}"),
+                    file.as_deref(),
+                );
                 &send
             }
         };
@@ -421,7 +446,12 @@ fn run(a: Args) -> Result<Value, String> {
     // expected before anything is timed.
     let mut setup = Conn::open(&a)?;
     let base = setup.base.clone();
-    let setup_send = send_call(a.binding, &base, &format!("bench-setup-{}", run_nonce()));
+    let setup_send = send_call(
+        a.binding,
+        &base,
+        &format!("bench-setup-{}", run_nonce()),
+        None,
+    );
     let (status, body) = setup.call(&setup_send)?;
     let created = result_of(a.binding, status, &body)?;
     let task_id = created["task"]["id"]
@@ -462,7 +492,12 @@ fn run(a: Args) -> Result<Value, String> {
     let n = all.len() as f64;
     Ok(json!({
         "label": a.label,
-        "method": match a.method { Method::Get => "GetTask", Method::Send => "SendMessage" },
+        "method": match a.method {
+            Method::Get => "GetTask",
+            Method::Send if a.file_bytes > 0 => "SendMessage+file",
+            Method::Send => "SendMessage",
+        },
+        "fileBytes": a.file_bytes,
         "binding": match a.binding { Binding::JsonRpc => "JSONRPC", Binding::Rest => "HTTP+JSON" },
         "connections": a.connections,
         "seconds": a.seconds,

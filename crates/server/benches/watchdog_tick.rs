@@ -295,7 +295,8 @@ fn main() -> Res<()> {
         .build()?;
     let (_stop, stopped) = tokio::sync::watch::channel(false);
     let notifier: Arc<dyn Notifier> = Arc::new(EventNotifier::new(None));
-    let tasks = Tasks::new(store.clone(), Arc::new(clock.clone()));
+    let files = taskkeeper_server::files::Files::new(db.parent().unwrap_or(&db), 0);
+    let tasks = Tasks::new(store.clone(), Arc::new(clock.clone()), files);
     let sessions = Sessions::new(tasks.clone(), stopped, notifier.clone(), None);
     let dog = Watchdog::new(
         tasks,

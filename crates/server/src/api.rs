@@ -408,9 +408,18 @@ pub struct NewTaskRequest {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdateRequest {
-    /// `done`, `blocked` or `failed`.
+    /// `done`, `blocked` or `failed` (an ending), or `working` (attach, keep it open).
     pub status: String,
+    /// The summary, the need or the reason; not needed with `working`.
+    #[serde(default)]
     pub text: String,
+    /// Files to attach as artifacts: absolute paths inside the task's desk's directory (or
+    /// relative to it).
+    #[serde(default)]
+    pub files: Vec<String>,
+    /// JSON values to attach as data artifacts.
+    #[serde(default)]
+    pub data: Vec<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -11,16 +11,19 @@
 //! `tck-input-required` send is INPUT_REQUIRED whatever an earlier test did to the last one.
 //!
 //! The worker acts through the same task service as a real session's `task_update`, so the
-//! kit tests the real transitions, queue, store and streams. Scenarios that need what no
-//! Taskkeeper desk can do (answer with a bare Message, reject a task, return file or data
-//! artifacts, stream chunked artifacts) end the task FAILED with a message that says so.
+//! kit tests the real transitions, queue, store and streams: its file, file-URL and data
+//! artifacts are attached as a worker's are (`Event::AddArtifacts`, then the ending). The
+//! "answer with a Message" scenario is answered by the endpoint itself, before any task
+//! exists ([`direct_answer`]). Scenarios that need what no Taskkeeper desk can do (reject a
+//! task, stream chunked artifacts) end the task FAILED with a message that says so.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use taskkeeper_core::store::NewDesk;
-use taskkeeper_core::{AgentKind, Event, Role, StoreError, Task, TaskId};
+use taskkeeper_core::task::PartContent;
+use taskkeeper_core::{AgentKind, Artifact, Event, Message, Part, Role, StoreError, Task, TaskId};
 use tokio::sync::{broadcast, watch};
 
 use crate::tasks::Tasks;
@@ -39,46 +42,116 @@ fn marker_dir(data_dir: &Path) -> PathBuf {
 /// What the scripted worker does for a message id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Script {
-    Done(&'static str),
+    /// Done after `pause` (so a stream shows WORKING first), with the summary and, attached
+    /// before the ending, an artifact.
+    Done(Duration, &'static str, Option<Attached>),
     Blocked(&'static str),
-    /// Done after a pause, so a stream shows WORKING first.
-    DoneAfter(Duration, &'static str),
     Unsupported(&'static str),
     /// Unscripted: ask for input after a pause (releases blocking waiters, stays open).
     AskLater(Duration),
 }
 
+/// The artifacts of the kit's artifact scenarios (DM-ART-001).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Attached {
+    /// `output.txt`, `text/plain`, its bytes inline: the kit reads the part itself and holds
+    /// no token to fetch a URL from the daemon with.
+    File,
+    /// `output.txt`, `text/plain`, at `https://example.com/output.txt`.
+    FileUrl,
+    /// `{"key":"value","count":42}`.
+    Data,
+}
+
+impl Attached {
+    fn artifact(self) -> Artifact {
+        let (id, content, filename, media_type) = match self {
+            Attached::File => (
+                "output-file",
+                // "Generated file content", base64.
+                PartContent::Raw("R2VuZXJhdGVkIGZpbGUgY29udGVudA==".into()),
+                Some("output.txt"),
+                "text/plain",
+            ),
+            Attached::FileUrl => (
+                "output-file-url",
+                PartContent::Url("https://example.com/output.txt".into()),
+                Some("output.txt"),
+                "text/plain",
+            ),
+            Attached::Data => (
+                "output-data",
+                PartContent::Data(serde_json::json!({"key": "value", "count": 42})),
+                None,
+                "application/json",
+            ),
+        };
+        Artifact {
+            artifact_id: id.into(),
+            name: Some(filename.unwrap_or("data").into()),
+            description: None,
+            parts: vec![Part {
+                content,
+                metadata: None,
+                filename: filename.map(Into::into),
+                media_type: Some(media_type.into()),
+            }],
+            metadata: None,
+            extensions: Vec::new(),
+        }
+    }
+}
+
 fn script_for(message_id: &str, streaming_timeout: Duration) -> Script {
+    let now = Duration::ZERO;
     let brief = Duration::from_millis(200);
+    let text = "Generated text content";
     match message_id {
-        m if m.starts_with("tck-complete-task") => Script::Done("Hello from TCK"),
-        m if m.starts_with("tck-artifact-text") => Script::Done("Generated text content"),
+        m if m.starts_with("tck-complete-task") => Script::Done(now, "Hello from TCK", None),
+        m if m.starts_with("tck-artifact-text") => Script::Done(now, text, None),
+        m if m.starts_with("tck-artifact-file-url") => {
+            Script::Done(now, text, Some(Attached::FileUrl))
+        }
+        m if m.starts_with("tck-artifact-file") => Script::Done(now, text, Some(Attached::File)),
+        m if m.starts_with("tck-artifact-data") => Script::Done(now, text, Some(Attached::Data)),
         m if m.starts_with("tck-input-required") => {
             Script::Blocked("The TCK scenario needs more input.")
         }
-        m if m.starts_with("tck-stream-002") => Script::Done("Generated text content"),
-        m if m.starts_with("tck-stream-artifact-file")
-            || m.starts_with("tck-stream-artifact-chunked") =>
-        {
-            Script::Unsupported(
-                "a Taskkeeper desk returns only its text summary, not file or chunked artifacts",
-            )
+        m if m.starts_with("tck-stream-002") => Script::Done(now, text, None),
+        m if m.starts_with("tck-stream-artifact-file") => {
+            Script::Done(brief, text, Some(Attached::File))
         }
-        m if m.starts_with("tck-stream-") => Script::DoneAfter(brief, "Generated text content"),
+        m if m.starts_with("tck-stream-artifact-chunked") => {
+            Script::Unsupported("a Taskkeeper desk sends each artifact whole, not in chunks")
+        }
+        m if m.starts_with("tck-stream-") => Script::Done(brief, text, None),
         m if m.starts_with("test-resubscribe-message-id") => {
-            Script::DoneAfter(streaming_timeout * 2, "Generated text content")
+            Script::Done(streaming_timeout * 2, text, None)
         }
-        m if m.starts_with("tck-artifact-") => Script::Unsupported(
-            "a Taskkeeper desk returns only its text summary, not file or data artifacts",
-        ),
-        m if m.starts_with("tck-message-response") => Script::Unsupported(
-            "a Taskkeeper desk always answers with a task, never a bare message",
-        ),
         m if m.starts_with("tck-reject-task") => {
             Script::Unsupported("a Taskkeeper desk never rejects a task")
         }
         _ => Script::AskLater(Duration::from_secs(3)),
     }
+}
+
+/// The kit's "answer with a Message" scenario (DM-MSG-001): a send whose `messageId` starts
+/// with `tck-message-response` is answered by a Message, and no task is made.
+pub(crate) fn direct_answer(request: &Message) -> Option<Message> {
+    if !request.message_id.starts_with("tck-message-response") {
+        return None;
+    }
+    let mut answer = Message::agent_text(
+        format!("answer-{}", TaskId::generate()),
+        "Direct message response",
+    );
+    answer.context_id = Some(
+        request
+            .context_id
+            .clone()
+            .unwrap_or_else(|| TaskId::generate().to_string()),
+    );
+    Some(answer)
 }
 
 /// Make sure the conformance desk exists (with the flag) or is gone (without it).
@@ -183,16 +256,21 @@ pub(crate) async fn run(tasks: Tasks, mut stop: watch::Receiver<bool>) {
         let (tasks, id) = (tasks.clone(), task.id.clone());
         tokio::spawn(async move {
             let event = match script {
-                Script::Done(text) => Event::WorkerDone {
-                    summary: text.into(),
-                },
-                Script::Blocked(text) => Event::WorkerBlocked { need: text.into() },
-                Script::DoneAfter(pause, text) => {
-                    tokio::time::sleep(pause).await;
+                Script::Done(pause, text, attached) => {
+                    if !pause.is_zero() {
+                        tokio::time::sleep(pause).await;
+                    }
+                    if let Some(attached) = attached {
+                        let artifacts = vec![attached.artifact()];
+                        if let Err(e) = tasks.apply(&id, Event::AddArtifacts { artifacts }).await {
+                            tracing::warn!(task = %id, error = %e, "conformance worker could not attach");
+                        }
+                    }
                     Event::WorkerDone {
                         summary: text.into(),
                     }
                 }
+                Script::Blocked(text) => Event::WorkerBlocked { need: text.into() },
                 Script::Unsupported(why) => Event::WorkerFailed {
                     why: format!("Not supported by Taskkeeper: {why}."),
                 },
@@ -229,19 +307,32 @@ mod tests {
         let t = Duration::from_secs(2);
         assert_eq!(
             script_for("tck-complete-task-1a2b3c4d", t),
-            Script::Done("Hello from TCK")
+            Script::Done(Duration::ZERO, "Hello from TCK", None)
         );
+        for (id, attached) in [
+            ("tck-artifact-file-1", Attached::File),
+            ("tck-artifact-file-url-1", Attached::FileUrl),
+            ("tck-artifact-data-1", Attached::Data),
+            ("tck-stream-artifact-file-1", Attached::File),
+        ] {
+            assert!(
+                matches!(script_for(id, t), Script::Done(_, _, Some(a)) if a == attached),
+                "{id}"
+            );
+        }
+        assert!(direct_answer(&Message::user_text("tck-message-response-1", "hi")).is_some());
+        assert!(direct_answer(&Message::user_text("tck-complete-task-1", "hi")).is_none());
         assert!(matches!(
             script_for("tck-input-required-00", t),
             Script::Blocked(_)
         ));
         assert_eq!(
             script_for("test-resubscribe-message-id-9", t),
-            Script::DoneAfter(Duration::from_secs(4), "Generated text content")
+            Script::Done(Duration::from_secs(4), "Generated text content", None)
         );
         assert!(matches!(
             script_for("tck-stream-001-x", t),
-            Script::DoneAfter(_, _)
+            Script::Done(_, _, None)
         ));
         assert!(matches!(
             script_for("tck-stream-artifact-chunked-x", t),

@@ -129,7 +129,8 @@ impl Daemon {
                 .map_err(|e| StoreError::Sqlite(e.to_string()))??
         };
         let credentials = Credentials::new(token.clone(), worker_token.clone(), &askers);
-        let tasks = Tasks::new(store.clone(), config.clock.clone());
+        let files = crate::files::Files::new(&config.data_dir, addr.port());
+        let tasks = Tasks::new(store.clone(), config.clock.clone(), files.clone());
         let (stop, mut stopped) = watch::channel(false);
         let pusher = crate::a2a::push::Pusher::new(tasks.clone())
             .map_err(|e| DaemonError::Push(e.to_string()))?;
@@ -250,7 +251,7 @@ impl Daemon {
             let mut session_changes = sessions.session_changes();
             tokio::spawn(async move {
                 loop {
-                    let next = prune_due(&tasks).await;
+                    let next = prune_due(&tasks, &files).await;
                     let sleep = next.unwrap_or(Duration::from_secs(86_400));
                     // A session that just ended (or a clock that moved) may make something
                     // due before the planned wake.
@@ -373,7 +374,7 @@ impl Daemon {
 /// Prune what is due (ended tasks after `tasks.keep_ended`, ended sessions after
 /// `sessions.keep_ended`); return how long until the next is due, if anything is kept. Only
 /// reads while nothing is due. Tasks go through the task service, like every task write.
-async fn prune_due(tasks: &Tasks) -> Option<Duration> {
+async fn prune_due(tasks: &Tasks, files: &crate::files::Files) -> Option<Duration> {
     let now = tasks.now();
     let result = async {
         let (keep_tasks, keep_sessions, tasks_due) = tasks
@@ -389,6 +390,20 @@ async fn prune_due(tasks: &Tasks) -> Option<Duration> {
             let pruned = tasks.prune_ended(keep_tasks).await?;
             if pruned > 0 {
                 tracing::info!(pruned, "pruned ended tasks");
+                // A pruned task's files go with it.
+                let files = files.clone();
+                let removed = tasks
+                    .blocking(move |store, _| {
+                        Ok(files.prune(|id| matches!(store.task(id), Ok(Some(_)) | Err(_))))
+                    })
+                    .await?;
+                match removed {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(tasks = n, "removed the files of pruned tasks"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "removing the files of pruned tasks failed")
+                    }
+                }
             }
         }
         tasks

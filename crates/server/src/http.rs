@@ -17,7 +17,7 @@ use crate::api::{
     NewDeskRequest, NewTaskRequest, SessionList, TaskList, UpdateRequest,
 };
 use crate::guard::{Guard, guard};
-use crate::owner::{OwnerError, OwnerErrorKind, OwnerService, TaskQuery, WorkerEnding};
+use crate::owner::{OwnerError, OwnerErrorKind, OwnerService, TaskQuery};
 use crate::routes::{Access, House, Room, RouteDoc};
 
 /// The largest request body accepted.
@@ -360,13 +360,15 @@ async fn update_task(
     Path(id): Path<String>,
     Body(req): Body<UpdateRequest>,
 ) -> Response {
-    let ending = match req.status.parse::<WorkerEnding>() {
-        Ok(e) => e,
+    let status = match req.status.parse::<crate::owner::WorkerStatus>() {
+        Ok(s) => s,
         Err(e) => return e.into_response(),
     };
     reply(
         StatusCode::OK,
-        owner.update_task(&id, ending, &req.text).await,
+        owner
+            .update_task(&id, status, &req.text, &req.files, req.data)
+            .await,
     )
 }
 

@@ -26,7 +26,7 @@
 //! owner, like the CLI's `taskkeeper task update`.
 //!
 //! This module translates; the task rules stay in the core. Every write goes through
-//! [`Tasks`] (so it is published), the worker's word is parsed by [`WorkerEnding`], and a
+//! [`Tasks`] (so it is published), the worker's word is parsed by [`WorkerStatus`], and a
 //! refused transition comes back from `transition::apply` and is turned into a tool error
 //! (`isError: true`, a message naming the thing and the fix). A call rmcp cannot decode is
 //! answered by rmcp itself: arguments that do not fit the schema as a tool error naming the
@@ -68,7 +68,7 @@ use taskkeeper_core::{
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::{Caller, Credentials};
-use crate::owner::WorkerEnding;
+use crate::owner::{UpdateRefused, WorkerStatus};
 use crate::routes::{Access, Room};
 use crate::tasks::Tasks;
 
@@ -132,11 +132,21 @@ pub struct TaskUpdateArgs {
     pub task_id: String,
     /// How the task ended: `done` (finished; `text` is the summary the asker reads),
     /// `blocked` (you need something from the asker; `text` says what) or `failed` (it cannot
-    /// be done; `text` says why).
-    #[schemars(extend("enum" = ["done", "blocked", "failed"]))]
+    /// be done; `text` says why). Or `working`: attach `files`/`data` now and keep the task
+    /// open (the asker sees them at once).
+    #[schemars(extend("enum" = ["done", "blocked", "failed", "working"]))]
     pub status: String,
-    /// The summary, what you need, or why it failed. The asker reads exactly this.
+    /// The summary, what you need, or why it failed. The asker reads exactly this. Not needed
+    /// with `working`.
+    #[serde(default)]
     pub text: String,
+    /// Files to give the asker as artifacts: paths inside this desk's directory (relative
+    /// ones from there). Each becomes a file artifact with its name and media type.
+    #[serde(default)]
+    pub files: Vec<String>,
+    /// JSON values to give the asker as data artifacts.
+    #[serde(default)]
+    pub data: Vec<Value>,
     /// The calling session, filled in by Taskkeeper's hook.
     #[serde(flatten)]
     pub session: SessionClaim,
@@ -433,7 +443,9 @@ impl McpServer {
         description = "End a task of this desk: status `done` with a summary of what you did, \
         `blocked` with what you need from the asker (its answer comes back to this session), or \
         `failed` with why it cannot be done. The asker reads `text` exactly. Call it once per \
-        task, when the work is really finished or stuck; an ended task cannot be updated again.",
+        task, when the work is really finished or stuck; an ended task cannot be updated again. \
+        `files` (paths inside this desk's directory) and `data` (JSON values) go to the asker as \
+        artifacts; status `working` attaches them and keeps the task open.",
         annotations(
             title = "End a task",
             destructive_hint = false,
@@ -563,31 +575,32 @@ impl McpServer {
         ctx: &RequestContext<RoleServer>,
     ) -> ToolOutcome {
         let call = self.call(ctx, args.session).await?;
-        let ending = WorkerEnding::from_str(args.status.trim())
+        let status = WorkerStatus::from_str(args.status.trim())
             .map_err(|e| ToolError::invalid(format!("{e}; nothing changed")))?;
-        if args.text.trim().is_empty() {
-            return Err(ToolError::invalid(
-                "text must not be empty: give the summary, what you need, or why it failed",
-            ));
-        }
         let task = self.task(&args.task_id).await?;
         if let Some(session) = &call.session {
             taskkeeper_core::queue::session_may_end(&task, session)
                 .map_err(|e| ToolError::forbidden(e.to_string()))?;
         }
-        let changed = self
-            .tasks
-            .apply(&task.id, ending.event(args.text))
-            .await
-            .map_err(|e| {
-                ToolError::store(e, |id, state| {
-                    format!(
-                        "task {id} has already ended ({state}); nothing changed: an ended task \
-                         keeps its ending. task_list shows the open tasks"
-                    )
-                })
-            })?;
-        let task = changed.task;
+        let updated = crate::owner::worker_update(
+            &self.tasks,
+            &task,
+            status,
+            &args.text,
+            &args.files,
+            args.data,
+        )
+        .await
+        .map_err(|e| match e {
+            UpdateRefused::Invalid(message) => ToolError::invalid(message),
+            UpdateRefused::Store(e) => ToolError::store(e, |id, state| {
+                format!(
+                    "task {id} has already ended ({state}); nothing changed: an ended task \
+                     keeps its ending. task_list shows the open tasks"
+                )
+            }),
+        })?;
+        let task = updated;
         tracing::info!(task = %task.id, desk = %task.desk, state = %task.state().as_str(), "task_update over MCP");
         let text = format!(
             "Task {} is now {}. The asker will read your text.\n\n{}",

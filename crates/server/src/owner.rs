@@ -163,6 +163,118 @@ impl WorkerEnding {
     }
 }
 
+/// What a worker's `task_update` says: an ending, or `working` (artifacts attached, the task
+/// still open).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkerStatus {
+    Working,
+    Ended(WorkerEnding),
+}
+
+impl FromStr for WorkerStatus {
+    type Err = OwnerError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "working" => Ok(Self::Working),
+            other => WorkerEnding::from_str(other).map(Self::Ended).map_err(|_| {
+                OwnerError::invalid(format!(
+                    "unknown status {other:?}: use done, blocked or failed to end the task, or \
+                     working to attach files or data and keep it open"
+                ))
+            }),
+        }
+    }
+}
+
+/// Why a worker's update was refused: its own arguments (`Invalid`, with the fix) or the
+/// store (an ended task, a limit).
+#[derive(Debug)]
+pub(crate) enum UpdateRefused {
+    Invalid(String),
+    Store(StoreError),
+}
+
+impl From<UpdateRefused> for OwnerError {
+    fn from(e: UpdateRefused) -> Self {
+        match e {
+            UpdateRefused::Invalid(message) => OwnerError::invalid(message),
+            UpdateRefused::Store(s) => OwnerError::from(s),
+        }
+    }
+}
+
+/// A worker's update of `task`, the one way for MCP's `task_update` and the owner API's
+/// `task update`: the files (paths inside the task's desk's directory) and data become
+/// artifacts, attached first (`Event::AddArtifacts`, so subscribers see them as artifact
+/// updates), then the ending, if it is one. Checked before anything changes: an ending needs
+/// its text, `working` needs something to attach.
+pub(crate) async fn worker_update(
+    tasks: &Tasks,
+    task: &taskkeeper_core::Task,
+    status: WorkerStatus,
+    text: &str,
+    files: &[String],
+    data: Vec<serde_json::Value>,
+) -> Result<taskkeeper_core::Task, UpdateRefused> {
+    match status {
+        WorkerStatus::Ended(_) if text.trim().is_empty() => {
+            return Err(UpdateRefused::Invalid(
+                "text must not be empty: give the summary, what you need, or why it failed; nothing changed"
+                    .into(),
+            ));
+        }
+        WorkerStatus::Working if files.is_empty() && data.is_empty() => {
+            return Err(UpdateRefused::Invalid(
+                "status working changes nothing by itself: give files or data to attach, or \
+                 end the task with done, blocked or failed; nothing changed"
+                    .into(),
+            ));
+        }
+        _ => {}
+    }
+    let mut latest = task.clone();
+    if !files.is_empty() || !data.is_empty() {
+        if !task.is_open() {
+            return Err(UpdateRefused::Store(StoreError::Transition(
+                TransitionError::Ended {
+                    id: task.id.clone(),
+                    state: task.state(),
+                },
+            )));
+        }
+        let desk_name = task.desk.clone();
+        let (desk, settings) = tasks
+            .blocking(move |s, _| Ok((s.desk(desk_name.as_str())?, s.settings()?)))
+            .await
+            .map_err(UpdateRefused::Store)?;
+        let desk = desk
+            .ok_or_else(|| UpdateRefused::Store(StoreError::NoSuchDesk(task.desk.to_string())))?;
+        let (store_files, t, paths) = (tasks.files().clone(), task.clone(), files.to_vec());
+        let artifacts = tokio::task::spawn_blocking(move || {
+            store_files.attach(&t, &desk.dir, &paths, data, &settings.limits)
+        })
+        .await
+        .map_err(|e| UpdateRefused::Invalid(format!("the files could not be read: {e}")))?
+        .map_err(|e| match e {
+            crate::files::AttachError::Limit(l) => UpdateRefused::Store(StoreError::Limit(l)),
+            other => UpdateRefused::Invalid(other.to_string()),
+        })?;
+        latest = tasks
+            .apply(&task.id, Event::AddArtifacts { artifacts })
+            .await
+            .map_err(UpdateRefused::Store)?
+            .task;
+    }
+    match status {
+        WorkerStatus::Working => Ok(latest),
+        WorkerStatus::Ended(ending) => Ok(tasks
+            .apply(&task.id, ending.event(text.to_owned()))
+            .await
+            .map_err(UpdateRefused::Store)?
+            .task),
+    }
+}
+
 fn parse_desk(name: &str) -> Result<DeskName, OwnerError> {
     name.parse()
         .map_err(|e: taskkeeper_core::desk::InvalidDeskName| OwnerError::invalid(e.to_string()))
@@ -629,18 +741,23 @@ impl OwnerService {
         Ok(TaskView::from(&self.tasks.submit(new).await?.task))
     }
 
-    /// The worker's ending, as `task update` gives it.
+    /// The worker's update, as `task update` gives it: an ending, or `working`, with files
+    /// and data to attach (see [`worker_update`]).
     pub async fn update_task(
         &self,
         id: &str,
-        ending: WorkerEnding,
+        status: WorkerStatus,
         text: &str,
+        files: &[String],
+        data: Vec<serde_json::Value>,
     ) -> Result<TaskView, OwnerError> {
-        non_empty("text", text)?;
-        let event = ending.event(text.to_owned());
-        Ok(TaskView::from(
-            &self.tasks.apply(&TaskId::from(id), event).await?.task,
-        ))
+        let task = self
+            .tasks
+            .get(&TaskId::from(id))
+            .await?
+            .ok_or_else(|| StoreError::NoSuchTask(TaskId::from(id)))?;
+        let task = worker_update(&self.tasks, &task, status, text, files, data).await?;
+        Ok(TaskView::from(&task))
     }
 
     pub async fn cancel_task(

@@ -115,12 +115,19 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// How an item is told: its text, and the transition that records it was told (to `to`,
-/// the session that takes it, if a session does).
-fn telling(t: &Task, to: Option<&SessionId>) -> (Event, String) {
+/// the session that takes it, if a session does). The asker's file parts are saved (if a
+/// crash came between the commit and the save) before the text names them.
+fn telling(t: &Task, to: Option<&SessionId>, files: &crate::files::Files) -> (Event, String) {
     if t.cancel_to_tell() {
         (Event::CancelTold, delivery::cancel_text(t))
     } else {
-        (Event::Delivered { to: to.cloned() }, delivery::task_text(t))
+        if let Err(e) = files.save_inbound(t) {
+            tracing::warn!(task = %t.id, error = %e, "the asker's files could not be saved");
+        }
+        (
+            Event::Delivered { to: to.cloned() },
+            delivery::task_text(t, files.root()),
+        )
     }
 }
 
@@ -459,7 +466,7 @@ impl Sessions {
     ) -> Result<Vec<String>, StoreError> {
         let mut texts = Vec::new();
         for t in items {
-            let (event, text) = telling(t, to);
+            let (event, text) = telling(t, to, self.tasks.files());
             match self.tasks.apply_at(&t.id, t.version, event).await {
                 Ok(c) if c.changed => texts.push(text),
                 Ok(_) | Err(StoreError::Transition(_) | StoreError::Conflict(_)) => {}
@@ -579,12 +586,12 @@ struct Parcel {
 }
 
 impl Parcel {
-    fn text(&self) -> String {
+    fn text(&self, files: &crate::files::Files) -> String {
         let texts: Vec<String> = self
             .note
             .iter()
             .map(|(_, text)| text.clone())
-            .chain(self.items.iter().map(|t| telling(t, None).1))
+            .chain(self.items.iter().map(|t| telling(t, None, files).1))
             .collect();
         joined(texts)
     }
@@ -755,7 +762,7 @@ impl Sessions {
         target_key: String,
         parcel_key: Vec<String>,
     ) {
-        let text = parcel.text();
+        let text = parcel.text(self.tasks.files());
         let mut may_have_landed = false;
         for method in methods.into_iter().filter(|m| m.is_push()) {
             let outcome = match (method, &target.session) {

@@ -27,6 +27,8 @@ pub struct Tasks {
     store: Store,
     clock: Arc<dyn Clock>,
     hub: Arc<Hub>,
+    /// The files that travel with tasks (`files`).
+    files: crate::files::Files,
 }
 
 #[derive(Debug)]
@@ -94,7 +96,7 @@ impl Drop for TaskWatch {
 }
 
 impl Tasks {
-    pub fn new(store: Store, clock: Arc<dyn Clock>) -> Self {
+    pub fn new(store: Store, clock: Arc<dyn Clock>, files: crate::files::Files) -> Self {
         let hub = Hub {
             per_task: Mutex::new(HashMap::new()),
             made: std::sync::atomic::AtomicU64::new(0),
@@ -105,7 +107,13 @@ impl Tasks {
             store,
             clock,
             hub: Arc::new(hub),
+            files,
         }
+    }
+
+    /// The daemon's files directory.
+    pub fn files(&self) -> &crate::files::Files {
+        &self.files
     }
 
     pub fn now(&self) -> Timestamp {

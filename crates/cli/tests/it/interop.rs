@@ -3,9 +3,11 @@
 //! lists, sets a webhook (and gets its first push), streams, subscribes and cancels against a
 //! real daemon, in v1.0 over JSON-RPC and over HTTP+JSON (the SDK's REST transport, picked from
 //! the card's HTTP+JSON interface), and in v0.3 (the same package's v0.3 compatibility client), through
-//! `tests/interop/a2a_sdk_client.py`. This test plays the worker: when the script asks, it ends
-//! the task through the owner API, so a blocking send can come back INPUT_REQUIRED, then
-//! COMPLETED with the summary.
+//! `tests/interop/a2a_sdk_client.py`; it sends file, file-URL and data parts and gets file and
+//! data artifacts back, fetching the file's bytes from the daemon. This test plays the worker:
+//! when the script asks, it ends the task through the owner API (after checking the asker's
+//! file part was saved for it, and attaching the files and data the script names), so a
+//! blocking send can come back INPUT_REQUIRED, then COMPLETED with the summary.
 //!
 //! The SDK is installed from PyPI into a venv cached under the Cargo target directory, keyed
 //! by its version, so only the first run pays for `pip install`. No network (or no PyPI) is a
@@ -135,10 +137,20 @@ fn sdk_python() -> PathBuf {
     python
 }
 
-/// The worker's side: end the open, WORKING task whose request is `text`, as the worker's
-/// `task update` would. WORKING matters for the follow-up: after `blocked` the task waits on
-/// the asker, and only the asker's answer makes it WORKING again.
-fn end_as_worker(port: u16, desk: &str, text: &str, status: &str, summary: &str) {
+/// The desk's directory and the daemon's data directory, as the worker's side sees them.
+struct Worker<'a> {
+    desk_dir: &'a Path,
+    data_dir: &'a Path,
+}
+
+/// The worker's side: end the open, WORKING task whose request is `ask["request"]`, as the
+/// worker's `task update` would, with `ask["status"]` and `ask["text"]`. WORKING matters for
+/// the follow-up: after `blocked` the task waits on the asker, and only the asker's answer
+/// makes it WORKING again. `ask["saved"]` is the content of a file part the daemon must have
+/// saved for the worker; `ask["files"]` ({name: content}) are written in the desk's directory
+/// and attached, `ask["data"]` attached as data.
+fn end_as_worker(port: u16, desk: &str, worker: &Worker<'_>, ask: &Value) {
+    let text = ask["request"].as_str().unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let (code, body) = request(
@@ -157,7 +169,26 @@ fn end_as_worker(port: u16, desk: &str, text: &str, status: &str, summary: &str)
             .find(|t| t["request"] == text && t["state"] == "working")
             .map(|t| t["id"].as_str().unwrap().to_owned());
         if let Some(id) = found {
-            let body = json!({"status": status, "text": summary}).to_string();
+            if let Some(saved) = ask["saved"].as_str() {
+                let dir = worker.data_dir.join("files").join(&id).join("in");
+                let contents: Vec<String> = std::fs::read_dir(&dir)
+                    .unwrap_or_else(|e| panic!("no saved files in {}: {e}", dir.display()))
+                    .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+                    .collect();
+                assert!(
+                    contents.iter().any(|c| c == saved),
+                    "the asker's file part was not saved for the worker: {contents:?}"
+                );
+            }
+            let mut files = Vec::new();
+            for (name, content) in ask["files"].as_object().into_iter().flatten() {
+                let path = worker.desk_dir.join(name);
+                std::fs::write(&path, content.as_str().unwrap()).unwrap();
+                files.push(path.display().to_string());
+            }
+            let body = json!({"status": ask["status"], "text": ask["text"], "files": files,
+                              "data": ask.get("data").cloned().unwrap_or(json!([]))})
+            .to_string();
             let (code, answer) = request(port, "POST", &format!("/api/tasks/{id}/update"), &body)
                 .expect("the daemon answers the owner API");
             assert_eq!(code, 200, "{answer}");
@@ -176,6 +207,7 @@ fn end_as_worker(port: u16, desk: &str, text: &str, status: &str, summary: &str)
 fn run_script(
     python: &Path,
     served: &Served,
+    worker: &Worker<'_>,
     desk: &str,
     version: &str,
     binding: &str,
@@ -215,13 +247,7 @@ fn run_script(
                 let v: Value = serde_json::from_str(&line)
                     .unwrap_or_else(|e| panic!("the script printed a non-JSON line ({e}): {line}"));
                 if v["await"] == "worker" {
-                    end_as_worker(
-                        served.port,
-                        desk,
-                        v["request"].as_str().unwrap(),
-                        v["status"].as_str().unwrap(),
-                        v["text"].as_str().unwrap(),
-                    );
+                    end_as_worker(served.port, desk, worker, &v);
                 } else {
                     lines.push(v);
                 }
@@ -253,14 +279,19 @@ fn the_reference_sdk_client_works_against_us_in_v1_0_and_v0_3_and_over_http_json
     let python = sdk_python();
     let dir = tempfile::tempdir().unwrap();
     let served = Served::start(dir.path());
-    let desk = json!({"name": "web", "dir": "/tmp", "agent": "generic"}).to_string();
+    let desk_dir = tempfile::tempdir().unwrap();
+    let worker = Worker {
+        desk_dir: desk_dir.path(),
+        data_dir: dir.path(),
+    };
+    let desk = json!({"name": "web", "dir": desk_dir.path(), "agent": "generic"}).to_string();
     let (code, body) = request(served.port, "POST", "/api/desks", &desk).unwrap();
     assert_eq!(code, 201, "{body}");
 
     // One desk for both runs: each run ends every task it opens, so the next starts on an
     // idle desk (its first send must come back WORKING, not queued).
     for (version, binding) in [("1.0", "jsonrpc"), ("1.0", "http+json"), ("0.3", "jsonrpc")] {
-        let lines = run_script(&python, &served, "web", version, binding);
+        let lines = run_script(&python, &served, &worker, "web", version, binding);
         let checks: Vec<&str> = lines.iter().filter_map(|l| l["check"].as_str()).collect();
         for must in [
             "card",
@@ -273,6 +304,7 @@ fn the_reference_sdk_client_works_against_us_in_v1_0_and_v0_3_and_over_http_json
             "subscribe-cancel",
             "blocking-input-required",
             "blocking-completed",
+            "file-parts-artifacts",
         ] {
             assert!(
                 checks.contains(&must),

@@ -66,6 +66,16 @@ fn events() -> Vec<Event> {
             text: "Now writing the probe".into(),
         },
         Event::OwnerWait { waiting: true },
+        Event::AddArtifacts {
+            artifacts: vec![taskkeeper_core::Artifact {
+                artifact_id: "file-1".into(),
+                name: Some("report.md".into()),
+                description: None,
+                parts: vec![taskkeeper_core::Part::text("# Report")],
+                metadata: None,
+                extensions: Vec::new(),
+            }],
+        },
     ]
 }
 
@@ -84,6 +94,10 @@ fn outcome(before: &Task, result: &Result<Task, TransitionError>) -> String {
                 ("waiting", t.waiting_on_owner),
                 ("said", t.last_words.is_some()),
                 ("told", t.cancel_told_at.is_some()),
+                (
+                    "attached",
+                    t.artifacts.iter().any(|a| a.artifact_id != "result"),
+                ),
             ] {
                 if on {
                     s.push('+');
@@ -115,18 +129,18 @@ fn every_state_and_event() {
         table.push('\n');
     }
     // Columns: start done blocked failed follow-up cancel expire remind stall resume ack
-    //          delivered cancel-told worker-said owner-wait
+    //          delivered cancel-told worker-said owner-wait add-artifacts
     let expected = [
-        "submitted       | working completed input-required failed submitted canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen !NothingToDeliver !NothingToDeliver submitted+said submitted+waiting",
-        "working         | !NotQueued completed input-required failed working canceled canceled+expired working+reminded working+stalled !NotStalled !StillOpen working+delivered !NothingToDeliver working+said working+waiting",
-        "working+stalled | !NotQueued completed+stalled input-required failed+stalled working canceled+stalled canceled+stalled+expired !NotWorking !NotWorking working !StillOpen working+stalled+delivered !NothingToDeliver working+stalled+said working+stalled+waiting",
-        "input-required  | !NotQueued completed input-required failed working canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen !NothingToDeliver !NothingToDeliver input-required+said input-required+waiting",
-        "auth-required   | !NotQueued completed input-required failed working canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen !NothingToDeliver !NothingToDeliver auth-required+said auth-required+waiting",
-        "completed       | !NotQueued !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled completed+acked !NothingToDeliver !NothingToDeliver !Ended !Ended",
-        "completed+acked | !NotQueued !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled same !NothingToDeliver !NothingToDeliver !Ended !Ended",
-        "failed          | !NotQueued !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled failed+acked !NothingToDeliver !NothingToDeliver !Ended !Ended",
-        "canceled        | !NotQueued !Ended !Ended !Ended !Ended same !Ended !NotWorking !NotWorking !NotStalled canceled+acked !NothingToDeliver !NothingToDeliver !Ended !Ended",
-        "rejected        | !NotQueued !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled rejected+acked !NothingToDeliver !NothingToDeliver !Ended !Ended",
+        "submitted       | working completed input-required failed submitted canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen !NothingToDeliver !NothingToDeliver submitted+said submitted+waiting submitted+attached",
+        "working         | !NotQueued completed input-required failed working canceled canceled+expired working+reminded working+stalled !NotStalled !StillOpen working+delivered !NothingToDeliver working+said working+waiting working+attached",
+        "working+stalled | !NotQueued completed+stalled input-required failed+stalled working canceled+stalled canceled+stalled+expired !NotWorking !NotWorking working !StillOpen working+stalled+delivered !NothingToDeliver working+stalled+said working+stalled+waiting working+stalled+attached",
+        "input-required  | !NotQueued completed input-required failed working canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen !NothingToDeliver !NothingToDeliver input-required+said input-required+waiting input-required+attached",
+        "auth-required   | !NotQueued completed input-required failed working canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen !NothingToDeliver !NothingToDeliver auth-required+said auth-required+waiting auth-required+attached",
+        "completed       | !NotQueued !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled completed+acked !NothingToDeliver !NothingToDeliver !Ended !Ended !Ended",
+        "completed+acked | !NotQueued !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled same !NothingToDeliver !NothingToDeliver !Ended !Ended !Ended",
+        "failed          | !NotQueued !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled failed+acked !NothingToDeliver !NothingToDeliver !Ended !Ended !Ended",
+        "canceled        | !NotQueued !Ended !Ended !Ended !Ended same !Ended !NotWorking !NotWorking !NotStalled canceled+acked !NothingToDeliver !NothingToDeliver !Ended !Ended !Ended",
+        "rejected        | !NotQueued !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled rejected+acked !NothingToDeliver !NothingToDeliver !Ended !Ended !Ended",
     ]
     .join("\n")
         + "\n";

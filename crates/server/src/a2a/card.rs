@@ -14,9 +14,27 @@ use taskkeeper_core::settings::Settings;
 
 use super::wire::EXTENSION_URI;
 
-/// The media types a desk takes in a message part, declared as `defaultInputModes`; a part
-/// with another is refused with ContentTypeNotSupportedError.
-pub const INPUT_MODES: [&str; 2] = ["text/plain", "application/json"];
+/// The media types a desk takes in a message part, declared as `defaultInputModes`: text and
+/// JSON, and files a coding session can read (source and documents as text, images, PDF).
+/// A part whose `mediaType` is another is refused with ContentTypeNotSupportedError; a part
+/// without one is taken (text as text, data as JSON, a file as bytes).
+pub const INPUT_MODES: [&str; 11] = [
+    "text/plain",
+    "application/json",
+    "text/markdown",
+    "text/csv",
+    "text/html",
+    "application/pdf",
+    "image/png",
+    "image/jpeg",
+    "image/gif",
+    "image/webp",
+    "application/octet-stream",
+];
+
+/// What a desk answers with, declared as `defaultOutputModes`: the summary as text, data
+/// artifacts as JSON, and file artifacts, each with the media type its name gives.
+pub const OUTPUT_MODES: [&str; 3] = ["text/plain", "application/json", "application/octet-stream"];
 
 /// How a card is drawn.
 #[derive(Debug, Clone, Copy)]
@@ -109,7 +127,7 @@ fn base(
             "extensions": [extension(settings)],
         },
         "defaultInputModes": INPUT_MODES,
-        "defaultOutputModes": ["text/plain"],
+        "defaultOutputModes": OUTPUT_MODES,
         "skills": skills,
     });
     if opts.bearer {

@@ -14,6 +14,7 @@
 #![allow(clippy::result_large_err)]
 
 mod card;
+mod fetch;
 mod proto_names;
 pub mod push;
 mod rest;
@@ -92,7 +93,10 @@ pub(crate) fn rooms(a2a: A2a) -> Vec<Room> {
             get(desk_card),
         )
         .with_state(a2a.clone());
-    let mut rooms = vec![cards];
+    let fetch = Room::new(Access::Askers)
+        .route("GET", fetch::ROUTE, get(fetch::file))
+        .with_state(a2a.clone());
+    let mut rooms = vec![cards, fetch];
     rooms.extend(rpc::rooms(&a2a));
     rooms.extend(rest::rooms(&a2a));
     rooms
@@ -461,7 +465,10 @@ fn takes_media_type(media_type: &str) -> bool {
         .any(|m| m.eq_ignore_ascii_case(essence))
 }
 
-fn validate_message(m: &Message) -> Result<(), RpcError> {
+fn validate_message(
+    m: &Message,
+    limits: &taskkeeper_core::settings::Limits,
+) -> Result<(), RpcError> {
     if m.message_id.trim().is_empty() {
         return Err(RpcError::invalid_params(
             "message.messageId must not be empty",
@@ -489,10 +496,33 @@ fn validate_message(m: &Message) -> Result<(), RpcError> {
             .with("mediaType", media_type.as_str())
             .with("supported", card::INPUT_MODES.join(",")));
         }
-        if matches!(p.content, PartContent::Raw(_) | PartContent::Url(_)) {
-            return Err(RpcError::content_type(
-                "a desk takes text and data parts; file parts (raw bytes or a URL) are not supported",
-            ));
+        match &p.content {
+            PartContent::Raw(raw) => {
+                // The size first, from the text, so an oversized part is not decoded at all.
+                taskkeeper_core::limits::file(
+                    &format!("message.parts[{i}]'s file"),
+                    crate::files::decoded_len(raw),
+                    "send a smaller file, or a URL to it (`url`; v0.3 `file.uri`)",
+                    limits,
+                )
+                .map_err(|e| RpcError::limit(&e))?;
+                if crate::files::decode_raw(raw).is_none() {
+                    return Err(RpcError::invalid_params(format!(
+                        "message.parts[{i}].raw is not base64; send a file's bytes base64-encoded \
+                         (v0.3: file.bytes)"
+                    )));
+                }
+            }
+            PartContent::Url(url) => {
+                if url.trim().is_empty() || url.chars().any(|c| c.is_whitespace() || c.is_control())
+                {
+                    return Err(RpcError::invalid_params(format!(
+                        "message.parts[{i}].url must be a URL without spaces or control \
+                         characters (v0.3: file.uri)"
+                    )));
+                }
+            }
+            PartContent::Text(_) | PartContent::Data(_) => {}
         }
     }
     Ok(())
@@ -541,7 +571,16 @@ async fn send(ctx: &Ctx, params: Value, streaming: bool) -> Result<Reply, RpcErr
     let params = message_params(ctx, params)?;
     let mut config = params.configuration.unwrap_or_default();
     let message = params.message;
-    validate_message(&message)?;
+    validate_message(&message, &settings_of(ctx).await?.limits)?;
+    if ctx
+        .desk
+        .as_ref()
+        .is_some_and(|d| ctx.a2a.is_conformance_desk(d.as_str()))
+        && let Some(answer) = crate::conformance::direct_answer(&message)
+    {
+        // The kit's "answer with a Message" scenario: no task at all.
+        return Ok(message_reply(ctx, &answer, streaming));
+    }
     // A webhook inline: checked before anything changes, set with the task (or, for a
     // follow-up, before the message, so the follow-up's change is pushed).
     let webhook = match config
@@ -621,6 +660,19 @@ async fn send(ctx: &Ctx, params: Value, streaming: bool) -> Result<Reply, RpcErr
         ctx.a2a.push.notify_one();
         task
     };
+    // The asker's file parts, where the delivery text will name them (a delivery saves
+    // what a crash left unsaved). Off the runtime's threads: it writes files.
+    if task.history.iter().any(|m| {
+        m.parts
+            .iter()
+            .any(|p| matches!(p.content, PartContent::Raw(_)))
+    }) {
+        let (files, saved) = (tasks.files().clone(), task.clone());
+        let result = tokio::task::spawn_blocking(move || files.save_inbound(&saved)).await;
+        if let Ok(Err(e)) = result {
+            tracing::warn!(task = %task.id, error = %e, "the asker's files could not be saved yet");
+        }
+    }
 
     let task = match slot {
         Some((slot, _)) if streaming => {
@@ -645,6 +697,19 @@ async fn send(ctx: &Ctx, params: Value, streaming: bool) -> Result<Reply, RpcErr
         Dialect::V1 => json!({"task": wire::task_v1(&task, shape)}),
         Dialect::V03 => wire::task_result(Dialect::V03, &task, shape),
     }))
+}
+
+/// A Message as the answer to a send (no task): `{message}` in v1.0, the bare Message with
+/// `kind` in v0.3; a streaming send's stream carries it alone and closes.
+fn message_reply(ctx: &Ctx, answer: &Message, streaming: bool) -> Reply {
+    let v1 = json!(answer);
+    if streaming {
+        return Reply::Stream(stream::message_stream(ctx, v1));
+    }
+    Reply::Json(match ctx.dialect {
+        Dialect::V1 => json!({"message": v1}),
+        Dialect::V03 => wire::v03::from_v1(v1),
+    })
 }
 
 /// The settings as they are now.

@@ -238,6 +238,7 @@ impl RpcError {
             Limit::OpenTasksPerAsker => "OPEN_TASKS_PER_ASKER_LIMIT",
             Limit::MessageBytes => "MESSAGE_BYTES_LIMIT",
             Limit::TaskBytes => "TASK_BYTES_LIMIT",
+            Limit::FileBytes => "FILE_BYTES_LIMIT",
             Limit::Sessions => "SESSIONS_LIMIT",
             Limit::CreateDesks => "CREATE_DESKS_LIMIT",
             Limit::StreamsPerCaller => "STREAMS_PER_CALLER_LIMIT",

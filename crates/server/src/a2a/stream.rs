@@ -66,6 +66,17 @@ pub(crate) fn task_stream(ctx: &Ctx, task: Task, slot: Slot, ends: Ends, shape: 
         .into_response()
 }
 
+/// A stream of one Message, closed after it (a send answered by a Message, not a task).
+pub(crate) fn message_stream(ctx: &Ctx, message: Value) -> Response {
+    let result = match ctx.dialect {
+        Dialect::V1 => serde_json::json!({ "message": message }),
+        Dialect::V03 => wire::v03::from_v1(message),
+    };
+    let event = SseEvent::default().data(ctx.envelope.wrap(result).to_string());
+    let events = tokio_stream::iter([Ok::<_, Infallible>(event)]);
+    Sse::new(events).into_response()
+}
+
 struct Relay {
     tasks: Tasks,
     envelope: Envelope,

@@ -299,11 +299,9 @@ fn bad_requests_get_json_rpc_errors_and_change_nothing() {
             "message.messageId",
         ),
         (
-            message(
-                json!({"messageId": "a", "role": "ROLE_USER", "parts": [{"url": "https://x/y"}]}),
-            ),
-            -32005,
-            "file parts",
+            message(json!({"messageId": "a", "role": "ROLE_USER", "parts": [{"raw": "%%%"}]})),
+            -32602,
+            "is not base64",
         ),
         (
             message(

@@ -106,16 +106,6 @@ fn a_tasks_timeline_is_the_ladder_the_watchdog_will_run() {
     );
 }
 
-fn add_task(d: &TestDaemon, desk: &str, text: &str) -> String {
-    let (status, t) = d.call(
-        "POST",
-        "/api/tasks",
-        Some(&json!({"desk": desk, "text": text})),
-    );
-    assert_eq!(status, 201, "{t}");
-    t["id"].as_str().unwrap().to_owned()
-}
-
 fn done(d: &TestDaemon, id: &str) {
     let (status, t) = d.call(
         "POST",
@@ -140,9 +130,9 @@ fn the_digest_is_shown_taken_and_offered_at_its_time() {
     let (d, clock) = clocked(|_| {});
     d.with_desk("ops");
     d.with_desk("web");
-    let first = add_task(&d, "ops", "Rotate the logs");
+    let first = d.add_task("ops", "Rotate the logs");
     done(&d, &first);
-    let second = add_task(&d, "web", "Fix the header");
+    let second = d.add_task("web", "Fix the header");
 
     let (status, peek) = d.call("GET", "/api/digest", None);
     assert_eq!(status, 200, "{peek}");
@@ -249,7 +239,7 @@ fn a_desk_with_work_and_no_session_launches_one_by_itself_behind_its_guard() {
         (&web["needsSession"], &web["autoLaunch"], &web["openTasks"]),
         (&json!(false), &json!(false), &json!(0))
     );
-    add_task(&d, "web", "Fix the login page");
+    d.add_task("web", "Fix the login page");
     let web = desk(&d, "web");
     assert_eq!(
         (&web["needsSession"], &web["liveSession"], &web["openTasks"]),

@@ -8,6 +8,7 @@ mod away;
 mod cards;
 mod conformance;
 mod delivery;
+mod files;
 mod fuzz;
 mod guard;
 mod hooks;

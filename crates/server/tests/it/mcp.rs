@@ -225,11 +225,14 @@ fn initialize_lists_the_seven_tools_with_their_schemas() {
     };
 
     let update = schema("task_update");
-    assert_eq!(required(&update), ["status", "task_id", "text"]);
+    assert_eq!(required(&update), ["status", "task_id"]);
     assert_eq!(
         update["properties"]["status"]["enum"],
-        json!(["done", "blocked", "failed"])
+        json!(["done", "blocked", "failed", "working"])
     );
+    for field in ["files", "data"] {
+        assert_eq!(update["properties"][field]["type"], "array", "{update}");
+    }
     for name in [
         "task_update",
         "task_list",
@@ -371,6 +374,69 @@ fn task_update_done_blocked_failed_reach_the_task() {
         .unwrap()
         .unwrap();
     assert_eq!(stored.state(), taskkeeper_core::TaskState::Completed);
+}
+
+/// `task_update` attaches files (inside the desk's directory only) and data; `working` keeps
+/// the task open; an ending still needs its text.
+#[test]
+fn task_update_attaches_files_and_data_and_working_keeps_the_task_open() {
+    let d = TestDaemon::start();
+    d.set_setting("reminders.paused", "true");
+    let dir = tempfile::tempdir().unwrap();
+    let (status, body) = d.call(
+        "POST",
+        "/api/desks",
+        Some(&json!({"name": "api", "dir": dir.path(), "agent": "generic"})),
+    );
+    assert_eq!(status, 201, "{body}");
+    session(&d, "s-api", "api");
+    std::fs::write(dir.path().join("out.json"), "{}").unwrap();
+    let c = Client::connect(&d, &worker(&d));
+    let id = d.add_task("api", "Measure it");
+    deliver(&d, &id, "s-api");
+    let (_, structured) = c.ok(
+        "task_update",
+        as_session(
+            &d,
+            "s-api",
+            json!({"task_id": id, "status": "working", "files": ["out.json"], "data": [{"p50": 3}]}),
+        ),
+    );
+    assert_eq!(structured["state"], "working");
+    let stored = d
+        .daemon()
+        .store()
+        .task(&taskkeeper_core::TaskId::from(id.as_str()))
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.artifacts.len(), 2);
+    assert_eq!(stored.artifacts[0].name.as_deref(), Some("out.json"));
+    assert_eq!(
+        stored.artifacts[0].parts[0].media_type.as_deref(),
+        Some("application/json")
+    );
+    for (args, says) in [
+        (
+            json!({"task_id": id, "status": "done", "text": "x", "files": ["/etc/hostname"]}),
+            "outside desk api's directory",
+        ),
+        (
+            json!({"task_id": id, "status": "done", "files": ["out.json"]}),
+            "text must not be empty",
+        ),
+    ] {
+        let message = c.refused("task_update", as_session(&d, "s-api", args));
+        assert!(message.contains(says), "{message}");
+    }
+    c.ok(
+        "task_update",
+        as_session(
+            &d,
+            "s-api",
+            json!({"task_id": id, "status": "done", "text": "p50 is 3 ms"}),
+        ),
+    );
+    assert_eq!(d.task(&id)["state"], "completed");
 }
 
 #[test]

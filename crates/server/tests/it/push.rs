@@ -563,3 +563,49 @@ fn a_follow_up_to_an_ended_task_is_refused_and_leaves_no_webhook() {
     assert!(configs.is_empty(), "{configs:?}");
     assert_eq!(d.task(&id)["state"], "completed");
 }
+
+/// A worker's artifacts reach the webhook as artifact updates, before the status update of
+/// the same change, and the file's update carries the URL its asker fetches it from.
+#[test]
+fn a_workers_artifacts_are_pushed_as_artifact_updates() {
+    let d = TestDaemon::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (code, body) = d.call(
+        "POST",
+        "/api/desks",
+        Some(&json!({"name": "web", "dir": dir.path(), "agent": "generic"})),
+    );
+    assert_eq!(code, 201, "{body}");
+    std::fs::write(dir.path().join("report.txt"), "all green").unwrap();
+    let hook = Webhook::start(0);
+    let id = task_id(&d.rpc(
+        "/a2a/web",
+        TOKEN,
+        V1,
+        &send("m-1", Some(json!({"url": hook.url("/hook")}))),
+    ));
+    hook.delivered("/hook", 1);
+    let (code, body) = d.call(
+        "POST",
+        &format!("/api/tasks/{id}/update"),
+        Some(&json!({"status": "working", "files": ["report.txt"], "data": [{"ok": true}]})),
+    );
+    assert_eq!(code, 200, "{body}");
+    let hits = hook.delivered("/hook", 4);
+    let members: Vec<String> = hits.iter().map(|h| shape(&h.body).0).collect();
+    assert_eq!(
+        members,
+        ["task", "artifactUpdate", "artifactUpdate", "statusUpdate"]
+    );
+    let file = &hits[1].body["artifactUpdate"]["artifact"]["parts"][0];
+    assert_eq!(file["filename"], "report.txt");
+    let url = file["url"].as_str().unwrap();
+    assert!(
+        url.contains(&format!("/a2a/web/tasks/{id}/files/file-")),
+        "{url}"
+    );
+    assert_eq!(
+        hits[2].body["artifactUpdate"]["artifact"]["parts"][0]["data"],
+        json!({"ok": true})
+    );
+}
