@@ -98,9 +98,10 @@ impl From<ConnectError> for OwnerError {
     fn from(e: ConnectError) -> Self {
         let kind = match &e {
             ConnectError::UnknownAgent(_) | ConnectError::NoCli { .. } => OwnerErrorKind::NotFound,
-            ConnectError::NotJson { .. } | ConnectError::NotObject { .. } => {
-                OwnerErrorKind::Invalid
-            }
+            ConnectError::NotJson { .. }
+            | ConnectError::NotObject { .. }
+            | ConnectError::NotToml { .. }
+            | ConnectError::NotTable { .. } => OwnerErrorKind::Invalid,
             // The one refusal the owner may override (`force`).
             ConnectError::InBuildDir { .. } => OwnerErrorKind::Conflict,
             ConnectError::NoHome | ConnectError::Io { .. } => OwnerErrorKind::Internal,
