@@ -105,8 +105,8 @@ pub enum Happening {
         last_words: Option<String>,
         continued: bool,
     },
-    /// The owner interrupted the turn (Codex's `Interrupt`): it is over, with no last words,
-    /// and nothing is handed over into it.
+    /// The owner interrupted the turn (Codex's `Interrupt`): stopped by the owner, with no
+    /// last words, and nothing is handed over into it.
     Interrupted,
     /// The session ended.
     Ended,
