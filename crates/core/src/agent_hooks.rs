@@ -207,12 +207,16 @@ pub fn handover_answer(agent: HookAgent, text: &str) -> Value {
 
 /// What the hook prints so one of our tools runs with `input` (the model's arguments plus
 /// the session and its proof) instead of the model's own. Codex takes Claude Code's
-/// `updatedInput`; Gemini merges `tool_input` over the model's arguments.
+/// `updatedInput`, and only beside `permissionDecision: "allow"` (Codex 0.171.0 fails the
+/// hook otherwise); Gemini merges `tool_input` over the model's arguments.
 pub fn tool_input_answer(agent: HookAgent, input: Value) -> Value {
     match agent {
-        HookAgent::Codex => {
-            json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "updatedInput": input}})
-        }
+        HookAgent::Codex => json!({"hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "allow",
+            "permissionDecisionReason": "Taskkeeper's own tool",
+            "updatedInput": input,
+        }}),
         HookAgent::Gemini => {
             json!({"hookSpecificOutput": {"hookEventName": "BeforeTool", "tool_input": input}})
         }
