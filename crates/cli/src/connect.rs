@@ -81,7 +81,11 @@ pub fn other(agent: Other, action: Action) -> anyhow::Result<()> {
             let token = crate::client::worker_token_from_env()?;
             let url = crate::client::base_url();
             let changes = match agent {
-                Other::Codex => connect::codex::connect(&codex_dir, &command, &url, &token)?,
+                Other::Codex => {
+                    // Codex's own app server lists the hooks' hashes to trust.
+                    let codex = connect::resolve("codex", std::env::var_os("PATH").as_deref());
+                    connect::codex::connect(&codex_dir, &command, &url, &token, codex.as_deref())?
+                }
                 Other::Gemini => connect::gemini::connect(&home, &command, &url, &token)?,
             };
             for change in &changes {

@@ -12,6 +12,9 @@
 //! - the model ends it with `task_update` over MCP, through the session proof the agent's
 //!   PreToolUse / BeforeTool hook filled in, and the asker's SendMessage returns COMPLETED.
 //!
+//! Codex runs without `--dangerously-bypass-hook-trust`: `connect codex` trusted its hooks
+//! through Codex's own app server, and `--undo` takes that out again with the rest.
+//!
 //! No npm, no registry, or no `unshare` is a failure that says so, never a pass.
 
 use std::fs;
@@ -275,14 +278,9 @@ fn offline_config(kind: Kind, home: &Path, work: &Path, model: u16) {
 fn run_agent(kind: Kind, program: &Path, env: &[(&str, String)], cwd: &Path, prompt: &str) {
     let mut cmd = match kind {
         Kind::Codex => {
+            // No --dangerously-bypass-hook-trust: `connect` trusted the hooks as Codex does.
             let mut c = Command::new(program);
-            // Trust is recorded per hook by Codex's own review; a test run skips the review.
-            c.args([
-                "exec",
-                "--dangerously-bypass-hook-trust",
-                "--skip-git-repo-check",
-                prompt,
-            ]);
+            c.args(["exec", "--skip-git-repo-check", prompt]);
             c
         }
         Kind::Gemini => {
@@ -365,18 +363,34 @@ fn scenario(kind: Kind, program: &Path) {
         ("GEMINI_CLI_TRUST_WORKSPACE", "true".into()),
         ("NO_BROWSER", "1".into()),
     ];
-    let mut connect = Command::new(bin());
-    connect.args(["connect", kind.name(), "--force"]);
-    for (k, v) in &env {
-        connect.env(k, v);
-    }
-    let connected = ok(connect.output().unwrap());
+    // `connect` finds `codex` on the PATH, to trust the hooks through its app server.
+    let path = std::env::join_paths(program.parent().into_iter().map(Path::to_owned).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .unwrap();
+    let connect = |args: &[&str]| {
+        let mut c = Command::new(bin());
+        c.args(["connect", kind.name()])
+            .args(args)
+            .env("PATH", &path);
+        for (k, v) in &env {
+            c.env(k, v);
+        }
+        ok(c.output().unwrap())
+    };
+    let config_file = match kind {
+        Kind::Codex => home.join(".codex/config.toml"),
+        Kind::Gemini => home.join(".gemini/settings.json"),
+    };
+    let offline = fs::read_to_string(&config_file).unwrap();
+    let connected = stdout(&connect(&["--force"]));
     if kind == Kind::Codex {
         assert!(
-            stdout(&connected).contains("trust"),
-            "{}",
-            stdout(&connected)
+            connected.contains("trusted Taskkeeper's 6 hooks as Codex records it"),
+            "{connected}"
         );
+        let again = stdout(&connect(&["--force"]));
+        assert!(!again.contains("trusted"), "trusted once: {again}");
     }
 
     let other = task_id(&ok(d.cli(&["task", "add", "api", "Someone else's work"])));
@@ -454,6 +468,10 @@ fn scenario(kind: Kind, program: &Path) {
     let (_, sessions) = request(d.port, "GET", "/api/sessions", "").unwrap();
     let sessions: Value = serde_json::from_str(&sessions).unwrap();
     assert_eq!(sessions["sessions"][0]["agent"], kind.name(), "{sessions}");
+
+    // Undo takes everything out, the trust Codex records included.
+    connect(&["--undo"]);
+    assert_eq!(fs::read_to_string(&config_file).unwrap(), offline);
 }
 
 #[test]

@@ -12,22 +12,27 @@
 //! Codex has no headers helper, so the worker token (the sessions' own, never the owner's)
 //! is written into `http_headers`; `--check` says when it is no longer the daemon's.
 //!
-//! Codex runs a hook only once it is trusted, and skips an untrusted one silently; trust is
-//! recorded by Codex itself (its app server's hook review stores each hook's hash), so
-//! `connect` says plainly that the hooks need trusting once ([`TRUST_NOTE`]).
+//! Codex runs a hook only once it is trusted, and skips an untrusted one silently. Trust is
+//! each hook's hash (which Codex computes) stored in `config.toml`; [`trust`] asks Codex's
+//! own app server for the hashes and stores them as Codex does. Without the `codex` command
+//! `connect` says plainly what the user must approve ([`TRUST_NOTE`]).
 
+use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 use taskkeeper_core::agent_hooks::{CODEX_EVENTS, MCP_SERVER};
 use toml_edit::{DocumentMut, InlineTable, Item, Table, value};
 
 use super::{
-    Change, ConnectError, Wired, bearer, can_undo, hook_line, line_hooks_found, merge_line_hooks,
-    read_json, read_text, restore, unchanged_or, write_planned,
+    Change, ConnectError, Wired, bearer, can_undo, hook_line, line_command, line_hooks_found,
+    merge_line_hooks, read_json, read_text, restore, unchanged_or, write_planned,
 };
 
-/// What the user must do once for Codex to run the hooks.
+/// What the user must do for Codex to run the hooks when `connect` could not trust them.
 pub const TRUST_NOTE: &str = "Codex skips hooks it has not reviewed, silently: trust \
      Taskkeeper's hooks once in Codex's hook review (`/hooks` in the TUI; a changed hook needs \
      trusting again), or start Codex with --dangerously-bypass-hook-trust";
@@ -107,12 +112,14 @@ fn merge_config(
 
 /// Connect Codex in `dir` (see [`dir`]): its hooks run `command`, its MCP entry points at
 /// `url` (the daemon's base address) with `token` (the worker token). Everything is read and
-/// checked before anything is written.
+/// checked before anything is written. With `codex` (the Codex CLI), the hooks are then
+/// trusted as Codex records it ([`trust`]); without, the change says what the user must do.
 pub fn connect(
     dir: &Path,
     command: &str,
     url: &str,
     token: &str,
+    codex: Option<&Path>,
 ) -> Result<Vec<Change>, ConnectError> {
     let (hooks_file, config_file) = files(dir);
     let hooks = read_json(&hooks_file)?;
@@ -128,19 +135,167 @@ pub fn connect(
     merge_config(&config_file, &mut doc, &format!("{url}/mcp"), token)?;
     let hooks_text = read_text(&hooks_file)?;
     let hooks_after = unchanged_or(&hooks_file, hooks, new_hooks, hooks_text.as_deref())?;
-    let hooks_what = format!(
-        "added Taskkeeper's hooks ({}); {TRUST_NOTE}",
-        CODEX_EVENTS.join(", ")
-    );
-    Ok(vec![
-        write_planned(hooks_file, hooks_text.as_deref(), &hooks_after, &hooks_what)?,
+    let mut changes = vec![
         write_planned(
-            config_file,
+            hooks_file,
+            hooks_text.as_deref(),
+            &hooks_after,
+            &format!("added Taskkeeper's hooks ({})", CODEX_EVENTS.join(", ")),
+        )?,
+        write_planned(
+            config_file.clone(),
             config_text.as_deref(),
             &doc.to_string(),
             "added the MCP server `taskkeeper` ([mcp_servers.taskkeeper], the worker token in http_headers)",
         )?,
-    ])
+    ];
+    let trusted = match codex {
+        Some(codex) => trust(dir, codex),
+        None => Err("the `codex` command is not on the PATH".to_owned()),
+    };
+    match trusted {
+        Ok(0) => {}
+        Ok(n) => changes.push(Change {
+            file: config_file,
+            what: format!(
+                "trusted Taskkeeper's {n} hooks as Codex records it (hooks.state, each hook's hash)"
+            ),
+        }),
+        Err(why) => changes.push(Change {
+            file: dir.join("hooks.json"),
+            what: format!("not trusted yet ({why}): {TRUST_NOTE}"),
+        }),
+    }
+    Ok(changes)
+}
+
+/// How long Codex's app server may take to list the hooks.
+const APP_SERVER_BUDGET: Duration = Duration::from_secs(20);
+
+/// Trust our hooks the way Codex itself does when the user approves them in its hook review:
+/// Codex's app server (`codex app-server`, JSON-RPC over stdio) lists each hook with its key
+/// and the hash of what it runs (`hooks/list`), and a trusted hook is one whose hash is
+/// stored as `hooks.state."<key>".trusted_hash` in `config.toml`. Only hooks that run
+/// `taskkeeper hook codex` are trusted, and only while they are untrusted or changed; the
+/// edit goes through `toml_edit` after the backup `connect` keeps, so undo removes it too.
+/// Returns how many were trusted now.
+pub fn trust(dir: &Path, codex: &Path) -> Result<usize, String> {
+    let listed = list_hooks(dir, codex)?;
+    let ours: Vec<(String, String)> = listed
+        .iter()
+        .filter(|h| {
+            line_command(&json!({"command": h.get("command")})).is_some()
+                && h.get("trustStatus").and_then(Value::as_str) != Some("trusted")
+        })
+        .filter_map(|h| {
+            Some((
+                h.get("key")?.as_str()?.to_owned(),
+                h.get("currentHash")?.as_str()?.to_owned(),
+            ))
+        })
+        .collect();
+    if ours.is_empty() {
+        return Ok(0);
+    }
+    let (_, config_file) = files(dir);
+    let text = read_text(&config_file).map_err(|e| e.to_string())?;
+    let mut doc = parse_toml(&config_file, text.as_deref()).map_err(|e| e.to_string())?;
+    let state = implicit_table(doc.as_table_mut(), "hooks")
+        .and_then(|hooks| implicit_table(hooks, "state"))
+        .ok_or_else(|| format!("`hooks.state` in {} is not a table", config_file.display()))?;
+    for (key, hash) in &ours {
+        let entry = state
+            .entry(key)
+            .or_insert_with(|| Item::Table(Table::new()));
+        let Some(entry) = entry.as_table_like_mut() else {
+            return Err(format!("`hooks.state.{key}` is not a table"));
+        };
+        entry.insert("trusted_hash", value(hash.as_str()));
+    }
+    write_planned(
+        config_file,
+        text.as_deref(),
+        &doc.to_string(),
+        "trusted Taskkeeper's hooks",
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(ours.len())
+}
+
+fn implicit_table<'a>(parent: &'a mut Table, key: &str) -> Option<&'a mut Table> {
+    parent
+        .entry(key)
+        .or_insert_with(|| {
+            let mut t = Table::new();
+            t.set_implicit(true);
+            Item::Table(t)
+        })
+        .as_table_mut()
+}
+
+/// Every hook Codex sees for `dir`, as its app server lists them.
+fn list_hooks(dir: &Path, codex: &Path) -> Result<Vec<Value>, String> {
+    let mut child = Command::new(codex)
+        .arg("app-server")
+        .env("CODEX_HOME", dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("`{} app-server` does not run: {e}", codex.display()))?;
+    let answer = (|| {
+        let mut stdin = child.stdin.take().ok_or("no stdin")?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let deadline = Instant::now() + APP_SERVER_BUDGET;
+        let mut send = |message: Value| writeln!(stdin, "{message}").map_err(|e| e.to_string());
+        let answer = |id: u64, method: &str| -> Result<Value, String> {
+            loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                let line = rx
+                    .recv_timeout(left)
+                    .map_err(|_| format!("Codex's app server did not answer {method}"))?;
+                let Ok(message) = serde_json::from_str::<Value>(&line) else {
+                    continue;
+                };
+                if message.get("id") == Some(&json!(id)) {
+                    return match message.get("result") {
+                        Some(result) => Ok(result.clone()),
+                        None => Err(format!("Codex's app server refused {method}: {message}")),
+                    };
+                }
+            }
+        };
+        let client = json!({"name": "taskkeeper", "version": env!("CARGO_PKG_VERSION")});
+        send(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"clientInfo": client}}),
+        )?;
+        answer(1, "initialize")?;
+        send(json!({"jsonrpc": "2.0", "method": "initialized"}))?;
+        send(
+            json!({"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [dir]}}),
+        )?;
+        answer(2, "hooks/list")
+    })();
+    let _ = child.kill();
+    let _ = child.wait();
+    let listed = answer?;
+    Ok(listed
+        .get("data")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry.get("hooks").and_then(Value::as_array))
+        .flatten()
+        .cloned()
+        .collect())
 }
 
 /// Put both files back exactly as they were before the first [`connect`].
@@ -192,9 +347,14 @@ mod tests {
             "/opt/tk/taskkeeper",
             "http://127.0.0.1:7777",
             "wtok",
+            None,
         )
         .unwrap();
-        assert!(changes[0].what.contains("trust"), "{}", changes[0]);
+        let note = &changes[2].what;
+        assert!(
+            note.contains("not trusted yet") && note.contains("--dangerously-bypass-hook-trust"),
+            "without the codex command, the change says what the user must approve: {note}"
+        );
         let config = fs::read_to_string(&config_file).unwrap();
         let ours = "[mcp_servers.taskkeeper]\nurl = \"http://127.0.0.1:7777/mcp\"\nhttp_headers = { Authorization = \"Bearer wtok\" }\n\n";
         assert_eq!(
@@ -232,10 +392,11 @@ mod tests {
             "/opt/tk/taskkeeper",
             "http://127.0.0.1:7777",
             "wtok",
+            None,
         )
         .unwrap();
         assert!(
-            again.iter().all(|c| c.what.contains("unchanged")),
+            again[..2].iter().all(|c| c.what.contains("unchanged")),
             "{again:?}"
         );
         assert_eq!(fs::read_to_string(&hooks_file).unwrap(), hooks_once);
@@ -247,7 +408,7 @@ mod tests {
         assert_eq!(wired.mcp_token.as_deref(), Some("wtok"));
 
         // Another daemon address and token replace ours, in place.
-        connect(d.path(), "taskkeeper", "http://127.0.0.1:8888", "new").unwrap();
+        connect(d.path(), "taskkeeper", "http://127.0.0.1:8888", "new", None).unwrap();
         let config = fs::read_to_string(&config_file).unwrap();
         assert_eq!(
             config.matches("[mcp_servers.taskkeeper]").count(),
@@ -266,7 +427,7 @@ mod tests {
     fn files_that_did_not_exist_are_removed_again() {
         let d = tempfile::tempdir().unwrap();
         let codex = d.path().join(".codex");
-        connect(&codex, "taskkeeper", "http://127.0.0.1:1", "t").unwrap();
+        connect(&codex, "taskkeeper", "http://127.0.0.1:1", "t", None).unwrap();
         let (hooks_file, config_file) = files(&codex);
         assert!(hooks_file.is_file() && config_file.is_file());
         let undone = disconnect(&codex).unwrap();
@@ -283,7 +444,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let (hooks_file, config_file) = files(d.path());
         fs::write(&config_file, "model = \"gpt-5\n[oops").unwrap();
-        let err = connect(d.path(), "taskkeeper", "http://127.0.0.1:1", "t").unwrap_err();
+        let err = connect(d.path(), "taskkeeper", "http://127.0.0.1:1", "t", None).unwrap_err();
         assert!(matches!(err, ConnectError::NotToml { .. }), "{err}");
         assert!(
             err.to_string().contains("config.toml")
@@ -293,7 +454,7 @@ mod tests {
         assert!(!hooks_file.exists(), "hooks.json was not written either");
 
         fs::write(&config_file, "mcp_servers = 3\n").unwrap();
-        let err = connect(d.path(), "taskkeeper", "http://127.0.0.1:1", "t").unwrap_err();
+        let err = connect(d.path(), "taskkeeper", "http://127.0.0.1:1", "t", None).unwrap_err();
         assert!(matches!(err, ConnectError::NotTable { .. }), "{err}");
         assert_eq!(
             fs::read_to_string(&config_file).unwrap(),
@@ -302,7 +463,7 @@ mod tests {
 
         fs::write(&config_file, "").unwrap();
         fs::write(&hooks_file, "{\"hooks\": ").unwrap();
-        let err = connect(d.path(), "taskkeeper", "http://127.0.0.1:1", "t").unwrap_err();
+        let err = connect(d.path(), "taskkeeper", "http://127.0.0.1:1", "t", None).unwrap_err();
         assert!(matches!(err, ConnectError::NotJson { .. }), "{err}");
         assert_eq!(fs::read_to_string(&config_file).unwrap(), "");
         assert_eq!(
