@@ -18,13 +18,15 @@ pub enum HookAgent {
     Gemini,
 }
 
-/// Hook events `taskkeeper connect` installs for Codex CLI (in `hooks.json`).
-pub const CODEX_EVENTS: [&str; 6] = [
+/// Hook events `taskkeeper connect` installs for Codex CLI (in `hooks.json`); `Interrupt`
+/// (Esc) is Codex's own, which Claude Code lacks.
+pub const CODEX_EVENTS: [&str; 7] = [
     "SessionStart",
     "UserPromptSubmit",
     "PreToolUse",
     "PostToolUse",
     "Stop",
+    "Interrupt",
     "SessionEnd",
 ];
 

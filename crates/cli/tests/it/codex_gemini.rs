@@ -386,7 +386,7 @@ fn scenario(kind: Kind, program: &Path) {
     let connected = stdout(&connect(&["--force"]));
     if kind == Kind::Codex {
         assert!(
-            connected.contains("trusted Taskkeeper's 6 hooks as Codex records it"),
+            connected.contains("trusted Taskkeeper's 7 hooks as Codex records it"),
             "{connected}"
         );
         let again = stdout(&connect(&["--force"]));
