@@ -55,6 +55,11 @@ pub enum ConnectError {
     NoHome,
     #[error("unknown agent {0:?}: Taskkeeper connects claude-code, codex and gemini")]
     UnknownAgent(String),
+    #[error(
+        "the window connects claude-code only so far; connect {0} from a terminal: \
+         `taskkeeper connect {0}` (nothing was changed)"
+    )]
+    OnlyFromTheCli(String),
     #[error("{} is not valid TOML ({reason}); fix it by hand first (nothing was changed)", file.display())]
     NotToml { file: PathBuf, reason: String },
     #[error("`{key}` in {} is not a table; fix it by hand first (nothing was changed)", file.display())]
