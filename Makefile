@@ -11,9 +11,10 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Build the app: build-essential pkg-config libwebkit2gtk-4.1-dev. Run it:
 # libayatana-appindicator3-1. Test it headless: xvfb dbus dbus-x11 webkit2gtk-driver;
-# browser tests: chromium. Node and npm build ui/.
+# browser tests: chromium. Node and npm build ui/. The Codex and Gemini tests run in a
+# loopback-only network namespace: unshare (util-linux) and ip (iproute2).
 APT_PACKAGES := build-essential pkg-config libwebkit2gtk-4.1-dev libayatana-appindicator3-1 \
-	xvfb dbus dbus-x11 webkit2gtk-driver chromium tmux curl python3
+	xvfb dbus dbus-x11 webkit2gtk-driver chromium tmux curl python3 iproute2
 
 .PHONY: run test deps apt npm ui lint test-rust test-ui test-browser package test-package clean
 

@@ -1,7 +1,9 @@
-//! `taskkeeper connect claude-code`: the CLI's face of [`taskkeeper_server::connect`], the
-//! code the window's Connect button runs too. This file only picks the scope, the command to
-//! name (this binary, refused from a build directory without `--force`) and the daemon's
-//! address (`TASKKEEPER_URL`), and for `--check` asks the daemon over HTTP whether it answers.
+//! `taskkeeper connect claude-code` / `codex` / `gemini`: the CLI's face of
+//! [`taskkeeper_server::connect`], the code the window's Connect button runs too. This file
+//! only picks the scope, the command to name (this binary, refused from a build directory
+//! without `--force`), the daemon's address (`TASKKEEPER_URL`) and, for the agents that keep
+//! it in their configuration, the worker token; for `--check` it asks the daemon over HTTP
+//! whether it answers.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -28,6 +30,101 @@ fn scope(project: Option<PathBuf>) -> anyhow::Result<Scope> {
     })
 }
 
+/// The command the hooks should name: this binary (see [`connect::command_for`]).
+fn hook_command(force: bool) -> anyhow::Result<String> {
+    let exe = std::env::current_exe().context("finding the taskkeeper binary")?;
+    let command = connect::command_for(&exe, std::env::var_os("PATH").as_deref(), force)?;
+    if force && connect::in_build_dir(&exe) {
+        eprintln!(
+            "taskkeeper: warning: the hooks name {}, inside a Cargo build directory; \
+             `cargo clean` will break them (connect again with an installed `taskkeeper`)",
+            exe.display()
+        );
+    }
+    Ok(command)
+}
+
+/// The agents connected by `connect codex` and `connect gemini`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Other {
+    Codex,
+    Gemini,
+}
+
+impl Other {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Codex => "Codex CLI",
+            Self::Gemini => "Gemini CLI",
+        }
+    }
+
+    fn cli(self) -> &'static str {
+        match self {
+            Self::Codex => connect::CODEX,
+            Self::Gemini => connect::GEMINI,
+        }
+    }
+}
+
+/// `taskkeeper connect codex` / `connect gemini`.
+pub fn other(agent: Other, action: Action) -> anyhow::Result<()> {
+    let home = connect::home()?;
+    let codex_dir = connect::codex::dir(&home);
+    let changes = match action {
+        Action::Undo => match agent {
+            Other::Codex => connect::codex::disconnect(&codex_dir)?,
+            Other::Gemini => connect::gemini::disconnect(&home)?,
+        },
+        Action::Connect { force } => {
+            let command = hook_command(force)?;
+            let token = crate::client::worker_token_from_env()?;
+            let url = crate::client::base_url();
+            let changes = match agent {
+                Other::Codex => {
+                    // Codex's own app server lists the hooks' hashes to trust.
+                    let codex = connect::resolve("codex", std::env::var_os("PATH").as_deref());
+                    connect::codex::connect(&codex_dir, &command, &url, &token, codex.as_deref())?
+                }
+                Other::Gemini => connect::gemini::connect(&home, &command, &url, &token)?,
+            };
+            for change in &changes {
+                say!("{change}");
+            }
+            say!(
+                "{} runs `{command}`; `taskkeeper connect {} --check` checks it",
+                agent.name(),
+                agent.cli()
+            );
+            return Ok(());
+        }
+        Action::Check => {
+            let (wired, mut problems) = match agent {
+                Other::Codex => (connect::codex::inspect(&codex_dir)?, Vec::new()),
+                Other::Gemini => (
+                    connect::gemini::inspect(&home)?,
+                    connect::gemini::problems(&home)?,
+                ),
+            };
+            if let (Some(written), Ok(token)) =
+                (&wired.mcp_token, crate::client::worker_token_from_env())
+                && *written != token
+            {
+                problems.push(format!(
+                    "the MCP server `taskkeeper` in {} sends a token that is not this \
+                     daemon's worker token; connect again",
+                    wired.config_file.display()
+                ));
+            }
+            return report_check(agent.name(), agent.cli(), &wired, problems);
+        }
+    };
+    for change in changes {
+        say!("{change}");
+    }
+    Ok(())
+}
+
 pub fn claude_code(project: Option<PathBuf>, action: Action) -> anyhow::Result<()> {
     let scope = scope(project)?;
     let home = connect::home()?;
@@ -38,15 +135,7 @@ pub fn claude_code(project: Option<PathBuf>, action: Action) -> anyhow::Result<(
             }
         }
         Action::Connect { force } => {
-            let exe = std::env::current_exe().context("finding the taskkeeper binary")?;
-            let command = connect::command_for(&exe, std::env::var_os("PATH").as_deref(), force)?;
-            if force && connect::in_build_dir(&exe) {
-                eprintln!(
-                    "taskkeeper: warning: the hooks name {}, inside a Cargo build directory; \
-                     `cargo clean` will break them (connect again with an installed `taskkeeper`)",
-                    exe.display()
-                );
-            }
+            let command = hook_command(force)?;
             for change in connect::connect(&home, &scope, &command, &crate::client::base_url())? {
                 say!("{change}");
             }
@@ -61,14 +150,33 @@ pub fn claude_code(project: Option<PathBuf>, action: Action) -> anyhow::Result<(
 
 fn check(home: &std::path::Path, scope: &Scope) -> anyhow::Result<()> {
     let wired = connect::inspect(home, scope)?;
+    report_check("Claude Code", connect::CLAUDE_CODE, &wired, Vec::new())
+}
+
+/// Print what `--check` found; an error when anything is wrong. `more`: problems only this
+/// agent has.
+fn report_check(
+    name: &str,
+    cli: &str,
+    wired: &connect::Wired,
+    more: Vec<String>,
+) -> anyhow::Result<()> {
     if !wired.connected() {
+        let files = if wired.settings_file == wired.config_file {
+            wired.settings_file.display().to_string()
+        } else {
+            format!(
+                "{} and {}",
+                wired.settings_file.display(),
+                wired.config_file.display()
+            )
+        };
         bail!(
-            "Claude Code is not connected ({} and {} hold nothing of Taskkeeper's); run `taskkeeper connect claude-code`",
-            wired.settings_file.display(),
-            wired.config_file.display()
+            "{name} is not connected ({files} hold nothing of Taskkeeper's); run `taskkeeper connect {cli}`"
         );
     }
-    let result = connect::check(&wired, std::env::var_os("PATH").as_deref(), daemon_answers);
+    let mut result = connect::check(wired, std::env::var_os("PATH").as_deref(), daemon_answers);
+    result.problems.extend(more);
     for line in &result.ok {
         say!("ok: {line}");
     }
@@ -77,12 +185,12 @@ fn check(home: &std::path::Path, scope: &Scope) -> anyhow::Result<()> {
     }
     if !result.problems.is_empty() {
         bail!(
-            "Claude Code's connection to Taskkeeper is broken ({} problem{}, above)",
+            "{name}'s connection to Taskkeeper is broken ({} problem{}, above)",
             result.problems.len(),
             if result.problems.len() == 1 { "" } else { "s" }
         );
     }
-    say!("Claude Code is connected to a working Taskkeeper");
+    say!("{name} is connected to a working Taskkeeper");
     Ok(())
 }
 

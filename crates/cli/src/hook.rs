@@ -6,6 +6,9 @@
 //! [`HOOK_BUDGET`] even when the daemon is down or the payload is garbage: a hook must never
 //! break or slow a session.
 //!
+//! `hook codex` and `hook gemini` are the same for Codex CLI and Gemini CLI (each to its own
+//! intake; the answer is in that agent's words).
+//!
 //! `report` is the same forwarding for agents without an adapter, in agent-neutral words.
 //!
 //! `hook wait` is the asyncRewake Stop handler: it long-polls the daemon and exits 2 with the
@@ -47,12 +50,16 @@ fn status_file() -> Option<String> {
 /// its budget with an alarm, `hook wait` waits as long as the daemon holds it. (An overall
 /// timeout would also make ureq resolve the address on a thread of its own.)
 fn request(path: &str) -> Option<ureq::RequestBuilder<ureq::typestate::WithBody>> {
-    request_with(path, env("CLAUDE_PID"))
+    request_with(path, env("CLAUDE_PID"), true)
 }
 
+/// `claude`: send what only Claude Code's environment says (its pid, status file and inbox
+/// socket); another agent started from a Claude Code terminal inherits those, and they are
+/// not its own.
 fn request_with(
     path: &str,
     pid: Option<String>,
+    claude: bool,
 ) -> Option<ureq::RequestBuilder<ureq::typestate::WithBody>> {
     let token = crate::client::worker_token_from_env().ok()?;
     let agent = ureq::Agent::config_builder()
@@ -71,9 +78,9 @@ fn request_with(
         ("X-Taskkeeper-Pid", pid),
         (
             "X-Taskkeeper-Messaging-Socket",
-            env("CLAUDE_CODE_MESSAGING_SOCKET"),
+            env("CLAUDE_CODE_MESSAGING_SOCKET").filter(|_| claude),
         ),
-        ("X-Taskkeeper-Status-File", status_file()),
+        ("X-Taskkeeper-Status-File", status_file().filter(|_| claude)),
     ] {
         if let Some(v) = value {
             req = req.header(header, v);
@@ -82,8 +89,17 @@ fn request_with(
     Some(req)
 }
 
-/// `taskkeeper hook`: forward, print what the daemon answers, exit 0 — always.
-pub fn hook() -> ExitCode {
+/// The agents `taskkeeper hook` forwards for, each to its own intake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Agent {
+    ClaudeCode,
+    Codex,
+    Gemini,
+}
+
+/// `taskkeeper hook` (Claude Code), `hook codex`, `hook gemini`: forward, print what the
+/// daemon answers, exit 0 — always.
+pub fn hook(agent: Agent) -> ExitCode {
     // The budget holds whatever blocks (a stdin that never closes, a daemon that accepts but
     // never answers): an alarm thread ends the process, silently and with 0, when it runs
     // out — unless the answer is already being printed (it holds `printing`). The work stays
@@ -100,7 +116,12 @@ pub fn hook() -> ExitCode {
         });
     }
     let payload = read_stdin();
-    let answer = request("/hooks/claude-code").and_then(|req| {
+    let req = match agent {
+        Agent::ClaudeCode => request("/hooks/claude-code"),
+        Agent::Codex => request_with("/hooks/codex", None, false),
+        Agent::Gemini => request_with("/hooks/gemini", None, false),
+    };
+    let answer = req.and_then(|req| {
         let mut resp = req.send(&payload[..]).ok()?;
         if resp.status() != 200 {
             return None;
@@ -173,9 +194,10 @@ pub fn report(r: Report) -> anyhow::Result<()> {
         "session": r.session, "event": r.event, "cwd": cwd, "agent": r.agent,
         "lastWords": r.words, "background": r.background,
     });
-    let req = request_with("/hooks/generic", r.pid.map(|p| p.to_string())).ok_or_else(|| {
-        anyhow::anyhow!("no token: is the daemon set up (`taskkeeper serve` once)?")
-    })?;
+    let req =
+        request_with("/hooks/generic", r.pid.map(|p| p.to_string()), false).ok_or_else(|| {
+            anyhow::anyhow!("no token: is the daemon set up (`taskkeeper serve` once)?")
+        })?;
     let mut resp = req
         .config()
         .timeout_global(Some(Duration::from_secs(5)))

@@ -233,6 +233,10 @@ enum RemindersCommand {
 enum HookCommand {
     /// The asyncRewake waiter: exits 2 with text that wakes the idle session.
     Wait,
+    /// What Codex CLI runs for its hooks (configured by `connect codex`).
+    Codex,
+    /// What Gemini CLI runs for its hooks (configured by `connect gemini`).
+    Gemini,
 }
 
 #[derive(Debug, Subcommand)]
@@ -257,6 +261,37 @@ enum ConnectCommand {
         #[arg(long)]
         force: bool,
     },
+    /// Codex CLI: merge the hooks into $CODEX_HOME/hooks.json and the MCP server into
+    /// $CODEX_HOME/config.toml (CODEX_HOME defaults to ~/.codex). Codex runs the hooks once
+    /// you have trusted them in its hook review.
+    Codex(OtherAgent),
+    /// Gemini CLI: merge the hooks and the MCP server into ~/.gemini/settings.json.
+    Gemini(OtherAgent),
+}
+
+#[derive(Debug, clap::Args)]
+struct OtherAgent {
+    /// Restore exactly what was there before.
+    #[arg(long, conflicts_with_all = ["check", "force"])]
+    undo: bool,
+    /// Say whether the hooks and the MCP server still point at a working Taskkeeper (the
+    /// binary they name runs; a daemon answers at the address; the token is its worker
+    /// token). Changes nothing.
+    #[arg(long, conflicts_with = "force")]
+    check: bool,
+    /// Connect even when this `taskkeeper` lives in a Cargo build directory.
+    #[arg(long)]
+    force: bool,
+}
+
+impl OtherAgent {
+    fn action(&self) -> connect::Action {
+        match (self.undo, self.check) {
+            (true, _) => connect::Action::Undo,
+            (_, true) => connect::Action::Check,
+            _ => connect::Action::Connect { force: self.force },
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -392,10 +427,16 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         // The hook verbs choose their own exit codes and never print errors.
-        Command::Hook { what: None } => return hook::hook(),
+        Command::Hook { what: None } => return hook::hook(hook::Agent::ClaudeCode),
         Command::Hook {
             what: Some(HookCommand::Wait),
         } => return hook::wait(),
+        Command::Hook {
+            what: Some(HookCommand::Codex),
+        } => return hook::hook(hook::Agent::Codex),
+        Command::Hook {
+            what: Some(HookCommand::Gemini),
+        } => return hook::hook(hook::Agent::Gemini),
         Command::McpHeaders => hook::mcp_headers(),
         Command::Report(report) => hook::report(report),
         Command::Connect {
@@ -415,6 +456,12 @@ fn main() -> ExitCode {
             };
             connect::claude_code(project, action)
         }
+        Command::Connect {
+            agent: ConnectCommand::Codex(a),
+        } => connect::other(connect::Other::Codex, a.action()),
+        Command::Connect {
+            agent: ConnectCommand::Gemini(a),
+        } => connect::other(connect::Other::Gemini, a.action()),
         Command::Service(ServiceCommand::Install {
             port,
             data_dir,

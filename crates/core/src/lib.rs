@@ -3,8 +3,9 @@
 //!
 //! Everything here is plain data and pure functions over an injected [`Clock`], except the
 //! [`store`], which owns the SQLite database. Nothing here knows about HTTP, JSON-RPC, MCP,
-//! Tauri or a particular agent: the server crate translates those worlds into the
-//! [`transition::Event`]s defined here.
+//! Tauri or a particular agent's transport: the server crate translates those worlds into the
+//! [`transition::Event`]s defined here (what an agent's hook *means* for its session is pure,
+//! and lives in [`agent_hooks`]).
 //!
 //! The rules live in one place each:
 //! - [`transition::apply`] is the whole task state machine (design.md §3 rule 1, 3 and 4);
@@ -13,6 +14,7 @@
 //! - [`limits`] bounds what one caller can make Taskkeeper keep.
 
 pub mod autolaunch;
+pub mod agent_hooks;
 pub mod clock;
 pub mod delivery;
 pub mod desk;

@@ -273,6 +273,9 @@ pub enum Edge {
     TurnFailed {
         rate_limited_until: Option<Timestamp>,
     },
+    /// The owner interrupted the turn and the agent said so (Codex's `Interrupt`; Claude Code
+    /// says nothing, and its level signal tells the same thing).
+    Interrupted,
     /// The session ended.
     Ended,
 }
@@ -412,6 +415,13 @@ impl Session {
                 self.rate_limited_until = rate_limited_until;
                 self.turn_ended_at = Some(now);
                 self.set_activity(Activity::Idle, now);
+            }
+            Edge::Interrupted => {
+                // What reconcile concludes from an idle level in a busy turn, said outright.
+                if matches!(self.activity, Activity::Busy | Activity::WaitingOnOwner) {
+                    self.end_turn(now);
+                    self.set_activity(Activity::StoppedByOwner, now);
+                }
             }
             Edge::Ended => {
                 self.end_turn(now);
@@ -586,6 +596,24 @@ mod tests {
             t(9),
         );
         assert_eq!(s.activity, Activity::Busy);
+    }
+
+    #[test]
+    fn an_interrupt_the_agent_reports_stops_a_busy_turn_and_nothing_else() {
+        let mut s = session();
+        s.apply(Edge::Interrupted, t(1));
+        assert_eq!(s.activity, Activity::Idle, "no turn, nothing to stop");
+        s.apply(
+            Edge::TurnStarted {
+                origin: TurnOrigin::Owner,
+            },
+            t(2),
+        );
+        s.apply(Edge::Interrupted, t(3));
+        assert_eq!((s.activity, s.since), (Activity::StoppedByOwner, t(3)));
+        s.apply(Edge::Ended, t(4));
+        s.apply(Edge::Interrupted, t(5));
+        assert_eq!(s.activity, Activity::Ended);
     }
 
     #[test]

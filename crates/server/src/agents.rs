@@ -31,6 +31,9 @@ impl Machine {
     }
 
     fn view(&self, agent: &str) -> Result<AgentView, ConnectError> {
+        if agent == connect::CODEX || agent == connect::GEMINI {
+            return Err(ConnectError::OnlyFromTheCli(agent.to_owned()));
+        }
         if agent != CLAUDE_CODE {
             return Err(ConnectError::UnknownAgent(agent.to_owned()));
         }
@@ -97,10 +100,13 @@ impl Machine {
 impl From<ConnectError> for OwnerError {
     fn from(e: ConnectError) -> Self {
         let kind = match &e {
-            ConnectError::UnknownAgent(_) | ConnectError::NoCli { .. } => OwnerErrorKind::NotFound,
-            ConnectError::NotJson { .. } | ConnectError::NotObject { .. } => {
-                OwnerErrorKind::Invalid
-            }
+            ConnectError::UnknownAgent(_)
+            | ConnectError::OnlyFromTheCli(_)
+            | ConnectError::NoCli { .. } => OwnerErrorKind::NotFound,
+            ConnectError::NotJson { .. }
+            | ConnectError::NotObject { .. }
+            | ConnectError::NotToml { .. }
+            | ConnectError::NotTable { .. } => OwnerErrorKind::Invalid,
             // The one refusal the owner may override (`force`).
             ConnectError::InBuildDir { .. } => OwnerErrorKind::Conflict,
             ConnectError::NoHome | ConnectError::Io { .. } => OwnerErrorKind::Internal,

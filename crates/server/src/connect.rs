@@ -26,8 +26,15 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
+pub mod codex;
+pub mod gemini;
+
 /// The agents Taskkeeper can connect, by the name the CLI and the API use.
 pub const CLAUDE_CODE: &str = "claude-code";
+/// Codex CLI ([`codex`]).
+pub const CODEX: &str = "codex";
+/// Gemini CLI ([`gemini`]).
+pub const GEMINI: &str = "gemini";
 
 /// The CLI's command name, what agents' settings name when the PATH finds it.
 pub const COMMAND: &str = "taskkeeper";
@@ -46,8 +53,17 @@ pub enum Scope {
 pub enum ConnectError {
     #[error("cannot find your home directory (is HOME set?), so not Claude Code's settings either")]
     NoHome,
-    #[error("unknown agent {0:?}: Taskkeeper connects claude-code")]
+    #[error("unknown agent {0:?}: Taskkeeper connects claude-code, codex and gemini")]
     UnknownAgent(String),
+    #[error(
+        "the window connects claude-code only so far; connect {0} from a terminal: \
+         `taskkeeper connect {0}` (nothing was changed)"
+    )]
+    OnlyFromTheCli(String),
+    #[error("{} is not valid TOML ({reason}); fix it by hand first (nothing was changed)", file.display())]
+    NotToml { file: PathBuf, reason: String },
+    #[error("`{key}` in {} is not a table; fix it by hand first (nothing was changed)", file.display())]
+    NotTable { file: PathBuf, key: String },
     #[error("{} is not valid JSON ({reason}); fix it by hand first (nothing was changed)", file.display())]
     NotJson { file: PathBuf, reason: String },
     #[error("{} is not a JSON object; fix it by hand first (nothing was changed)", file.display())]
@@ -470,6 +486,177 @@ fn write_atomically(file: &Path, text: &str) -> Result<(), ConnectError> {
     Ok(())
 }
 
+/// Write `after` to `file` unless it already holds exactly that, keeping a backup of what
+/// was there before the first change. For agents whose files are not rewritten as JSON
+/// objects ([`codex`]'s TOML) and whose plan is text.
+fn write_planned(
+    file: PathBuf,
+    before: Option<&str>,
+    after: &str,
+    what: &str,
+) -> Result<Change, ConnectError> {
+    if before == Some(after) {
+        return Ok(Change {
+            file,
+            what: "already connected, unchanged".into(),
+        });
+    }
+    backup(&file, before.is_some())?;
+    if let Some(parent) = file.parent() {
+        fs::create_dir_all(parent).map_err(io("creating", parent))?;
+    }
+    write_atomically(&file, after)?;
+    Ok(Change {
+        file,
+        what: what.into(),
+    })
+}
+
+/// A JSON object as `connect` writes it: pretty, with a final newline.
+fn json_text(file: &Path, object: Map<String, Value>) -> Result<String, ConnectError> {
+    Ok(serde_json::to_string_pretty(&Value::Object(object))
+        .map_err(|e| io("writing", file)(e.into()))?
+        + "\n")
+}
+
+/// The text to write for a JSON file: what it holds when the merge changed nothing (so a
+/// file that is already connected stays byte for byte as it is), else `after` as `connect`
+/// writes JSON.
+fn unchanged_or(
+    file: &Path,
+    before: Option<Map<String, Value>>,
+    after: Map<String, Value>,
+    text: Option<&str>,
+) -> Result<String, ConnectError> {
+    match (before, text) {
+        (Some(before), Some(text)) if before == after => Ok(text.to_owned()),
+        _ => json_text(file, after),
+    }
+}
+
+/// The text a file holds, `None` when there is none.
+fn read_text(file: &Path) -> Result<Option<String>, ConnectError> {
+    match fs::read_to_string(file) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io("reading", file)(e)),
+    }
+}
+
+// ---- hooks named by a command line (Codex, Gemini) ----
+
+/// The command line an agent without an `args` field runs for its hooks.
+fn hook_line(exe: &str, agent: &str) -> String {
+    format!("{} hook {agent}", shell_words::quote(exe))
+}
+
+/// The `taskkeeper` a hook handler's command line runs, when the handler is ours (its first
+/// word's file is `taskkeeper`, its second `hook`).
+fn line_command(handler: &Value) -> Option<String> {
+    let line = handler.get("command").and_then(Value::as_str)?;
+    let words = shell_words::split(line).ok()?;
+    match words.as_slice() {
+        [exe, hook, ..]
+            if Path::new(exe).file_stem() == Some(OsStr::new(COMMAND)) && hook == "hook" =>
+        {
+            Some(exe.clone())
+        }
+        _ => None,
+    }
+}
+
+/// Put our handlers (`handler(event)`) into a `hooks` object of Claude Code's shape
+/// (`{event: [{hooks: [handler]}]}`), replacing any of ours already there.
+fn merge_line_hooks(
+    settings: &mut Map<String, Value>,
+    events: &[&str],
+    handler: impl Fn(&str) -> Value,
+) {
+    remove_line_hooks(settings);
+    let hooks = settings.entry("hooks").or_insert_with(|| json!({}));
+    if !hooks.is_object() {
+        *hooks = json!({});
+    }
+    if let Value::Object(hooks) = hooks {
+        for event in events {
+            let group = json!({"hooks": [handler(event)]});
+            let list = hooks.entry(*event).or_insert_with(|| json!([]));
+            if let Value::Array(list) = list {
+                list.push(group);
+            } else {
+                *list = json!([group]);
+            }
+        }
+    }
+}
+
+/// Take our handlers out of a `hooks` object (groups and events left empty go too).
+fn remove_line_hooks(settings: &mut Map<String, Value>) {
+    if let Some(Value::Object(hooks)) = settings.get_mut("hooks") {
+        for list in hooks.values_mut() {
+            if let Value::Array(groups) = list {
+                for g in groups.iter_mut() {
+                    if let Some(Value::Array(hs)) = g.get_mut("hooks") {
+                        hs.retain(|h| line_command(h).is_none());
+                    }
+                }
+                groups.retain(|g| {
+                    g.get("hooks")
+                        .and_then(Value::as_array)
+                        .is_none_or(|h| !h.is_empty())
+                });
+            }
+        }
+        hooks.retain(|_, list| list.as_array().is_none_or(|l| !l.is_empty()));
+    }
+    if settings
+        .get("hooks")
+        .and_then(Value::as_object)
+        .is_some_and(Map::is_empty)
+    {
+        settings.remove("hooks");
+    }
+}
+
+/// Our hook commands in a `hooks` object, and the events that have none of ours.
+fn line_hooks_found(
+    settings: &Map<String, Value>,
+    events: &'static [&'static str],
+) -> (Vec<String>, Vec<&'static str>) {
+    let mut commands: Vec<String> = Vec::new();
+    let mut missing = Vec::new();
+    for event in events {
+        let groups = settings
+            .get("hooks")
+            .and_then(|h| h.get(*event))
+            .and_then(Value::as_array);
+        let mut found = false;
+        for group in groups.into_iter().flatten() {
+            let handlers = group.get("hooks").and_then(Value::as_array);
+            for command in handlers.into_iter().flatten().filter_map(line_command) {
+                found = true;
+                if !commands.contains(&command) {
+                    commands.push(command);
+                }
+            }
+        }
+        if !found {
+            missing.push(*event);
+        }
+    }
+    (commands, missing)
+}
+
+fn can_undo(files: &[&Path]) -> bool {
+    files
+        .iter()
+        .any(|f| sidecar(f, BACKUP).exists() || sidecar(f, ABSENT).exists())
+}
+
+fn bearer(token: &str) -> String {
+    format!("Bearer {token}")
+}
+
 // ---- reading it back ----
 
 /// What Claude Code's settings say about Taskkeeper now.
@@ -486,6 +673,9 @@ pub struct Wired {
     /// The command of the MCP entry's headers helper.
     pub helper_command: Option<String>,
     pub has_mcp_entry: bool,
+    /// The bearer token the MCP entry sends, where the agent keeps it in its configuration
+    /// (Codex, Gemini: neither has a headers helper); `None` for Claude Code.
+    pub mcp_token: Option<String>,
     /// A backup (or a note that the file was absent) is kept: [`disconnect`] has work to do.
     pub can_undo: bool,
 }
@@ -549,6 +739,7 @@ pub fn inspect(home: &Path, scope: &Scope) -> Result<Wired, ConnectError> {
             .and_then(Value::as_str)
             .map(str::to_owned),
         has_mcp_entry: entry.is_some(),
+        mcp_token: None,
         helper_command,
         hook_commands,
         events_missing,

@@ -30,9 +30,19 @@ pub(crate) fn room(sessions: Sessions, credentials: Credentials) -> Room {
         .route(
             "POST",
             "/hooks/claude-code",
-            post(hook).layer(axum::Extension(credentials)),
+            post(hook).layer(axum::Extension(credentials.clone())),
         )
         .route("POST", "/hooks/claude-code/wait", post(wait))
+        .route(
+            "POST",
+            "/hooks/codex",
+            post(crate::agent_hooks::codex).layer(axum::Extension(credentials.clone())),
+        )
+        .route(
+            "POST",
+            "/hooks/gemini",
+            post(crate::agent_hooks::gemini).layer(axum::Extension(credentials.clone())),
+        )
         .with_state(sessions)
 }
 

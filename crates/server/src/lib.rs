@@ -8,6 +8,7 @@
 //! `taskkeeper_core::Store`, which applies the core's transition table.
 
 pub mod a2a;
+mod agent_hooks;
 mod agents;
 pub mod api;
 mod auth;

@@ -372,9 +372,9 @@ impl McpServer {
             if !proven && caller != Caller::Owner {
                 return Err(ToolError::forbidden(format!(
                     "session_id {named:?} came without its proof, so it is not taken; nothing \
-                     changed. Taskkeeper's PreToolUse hook adds both to this tool's calls: leave \
-                     them out, and if this keeps happening run `taskkeeper connect claude-code` \
-                     (or restart the session)"
+                     changed. Taskkeeper's PreToolUse hook (Gemini: BeforeTool) adds both to this \
+                     tool's calls: leave them out, and if this keeps happening run `taskkeeper \
+                     connect` for your agent (claude-code, codex or gemini) or restart the session"
                 )));
             }
             named
@@ -386,8 +386,9 @@ impl McpServer {
         } else {
             return Err(ToolError::forbidden(
                 "this call names no session, and a session's tool calls must say which session \
-                 they are: Taskkeeper's PreToolUse hook adds that (check that `taskkeeper connect \
-                 claude-code` set it up, then restart the session). Nothing changed",
+                 they are: Taskkeeper's PreToolUse hook (Gemini: BeforeTool) adds that (check that \
+                 `taskkeeper connect claude-code`, `codex` or `gemini` set it up, then restart the \
+                 session). Nothing changed",
             ));
         };
         let id = SessionId::from(session_id.clone());

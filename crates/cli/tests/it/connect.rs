@@ -1,6 +1,6 @@
-//! `taskkeeper connect claude-code` against existing settings files (merge, idempotence,
-//! undo, refusal), the command it names (the installed binary, never one in a build
-//! directory), `--check`, and the hook helper as Claude Code runs it.
+//! `taskkeeper connect claude-code` (and `codex`, `gemini`) against existing settings files
+//! (merge, idempotence, undo, refusal), the command it names (the installed binary, never
+//! one in a build directory), `--check`, and the hook helper as each agent runs it.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -421,4 +421,200 @@ fn check_says_whether_the_settings_still_reach_a_working_taskkeeper() {
         "{}",
         stdout(&out)
     );
+}
+
+/// `connect AGENT ARGS` with the installed binary, against the daemon `d` (its address and
+/// its worker token), for the user in `home`.
+fn connect_other(d: &Served, home: &Path, agent: &str, args: &[&str]) -> std::process::Output {
+    let exe = installed(home);
+    let path = std::env::join_paths(std::iter::once(home.join("bin")).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .unwrap();
+    Command::new(exe)
+        .args(["connect", agent])
+        .args(args)
+        .env("HOME", home)
+        .env("CODEX_HOME", home.join("codex-home"))
+        .env("PATH", path)
+        .env("TASKKEEPER_URL", d.url())
+        .env("TASKKEEPER_DATA_DIR", &d.data_dir)
+        .env_remove("TASKKEEPER_WORKER_TOKEN")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn connect_codex_and_gemini_merge_check_and_undo_exactly_through_the_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = Served::start(&dir.path().join("data"));
+    let home = dir.path().join("home");
+    let codex = home.join("codex-home");
+    std::fs::create_dir_all(&codex).unwrap();
+    std::fs::create_dir_all(home.join(".gemini")).unwrap();
+    let config = "# mine\nnotify = [\"notify-send\", \"codex\"]\n\n[mcp_servers.docs]\nurl = \"http://127.0.0.1:9/mcp\"\n";
+    let settings = "{\"theme\": \"dark\"}\n";
+    std::fs::write(codex.join("config.toml"), config).unwrap();
+    std::fs::write(home.join(".gemini/settings.json"), settings).unwrap();
+
+    let out = connect_other(&d, &home, "codex", &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("trust"), "{}", stdout(&out));
+    let written = std::fs::read_to_string(codex.join("config.toml")).unwrap();
+    let worker = std::fs::read_to_string(d.data_dir.join("worker-token")).unwrap();
+    assert!(
+        written.contains(&format!("Bearer {}", worker.trim())),
+        "the worker token, never the owner's: {written}"
+    );
+    assert!(
+        written.starts_with("# mine\nnotify = [\"notify-send\", \"codex\"]\n"),
+        "{written}"
+    );
+    let hooks = std::fs::read_to_string(codex.join("hooks.json")).unwrap();
+    assert!(hooks.contains("taskkeeper hook codex"), "{hooks}");
+    let out = connect_other(&d, &home, "gemini", &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    for agent in ["codex", "gemini"] {
+        let out = connect_other(&d, &home, agent, &["--check"]);
+        assert!(
+            out.status.success(),
+            "{agent}: {}{}",
+            stdout(&out),
+            stderr(&out)
+        );
+        assert!(
+            stdout(&out).contains("is connected to a working Taskkeeper"),
+            "{agent}: {}",
+            stdout(&out)
+        );
+        let again = connect_other(&d, &home, agent, &[]);
+        assert!(
+            stdout(&again).contains("unchanged"),
+            "{agent}: {}",
+            stdout(&again)
+        );
+    }
+
+    // A token that is no longer the daemon's is a problem `--check` names.
+    let stale = std::fs::read_to_string(codex.join("config.toml"))
+        .unwrap()
+        .replace("Bearer ", "Bearer old-");
+    std::fs::write(codex.join("config.toml"), stale).unwrap();
+    let out = connect_other(&d, &home, "codex", &["--check"]);
+    assert!(!out.status.success());
+    assert!(
+        stdout(&out).contains("not this daemon's worker token"),
+        "{}",
+        stdout(&out)
+    );
+
+    for agent in ["codex", "gemini"] {
+        let out = connect_other(&d, &home, agent, &["--undo"]);
+        assert!(out.status.success(), "{agent}: {}", stderr(&out));
+    }
+    assert_eq!(
+        std::fs::read_to_string(codex.join("config.toml")).unwrap(),
+        config
+    );
+    assert!(
+        !codex.join("hooks.json").exists(),
+        "it did not exist before"
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.join(".gemini/settings.json")).unwrap(),
+        settings
+    );
+    let out = connect_other(&d, &home, "gemini", &["--check"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("Gemini CLI is not connected"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn connect_codex_refuses_a_broken_config_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = Served::start(&dir.path().join("data"));
+    let home = dir.path().join("home");
+    let codex = home.join("codex-home");
+    std::fs::create_dir_all(&codex).unwrap();
+    std::fs::write(codex.join("config.toml"), "model = \"gpt-5\n").unwrap();
+    let out = connect_other(&d, &home, "codex", &[]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("is not valid TOML"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("nothing was changed"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        std::fs::read_dir(&codex).unwrap().count(),
+        1,
+        "no hooks.json and no backup"
+    );
+}
+
+#[test]
+fn the_hook_helper_forwards_codex_and_gemini_hooks_in_their_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = Served::start(dir.path());
+    let work = dir.path().join("work").to_string_lossy().into_owned();
+    let payload = |session: &str, event: &str, extra: Value| {
+        let mut p = json!({"session_id": session, "hook_event_name": event, "cwd": work});
+        if let (Value::Object(p), Value::Object(e)) = (&mut p, extra) {
+            p.extend(e);
+        }
+        p.to_string()
+    };
+    let out = hook(
+        &d.url(),
+        &["codex"],
+        &payload("cx-1", "SessionStart", json!({"source": "startup"})),
+        dir.path(),
+    );
+    assert!(out.status.success());
+    assert!(
+        stdout(&out).contains("additionalContext"),
+        "{}",
+        stdout(&out)
+    );
+    hook(
+        &d.url(),
+        &["gemini"],
+        &payload("gm-1", "BeforeAgent", json!({"prompt": "hi"})),
+        dir.path(),
+    );
+    let task = d.cli(&["task", "add", "work", "Add a --json flag"]);
+    assert!(task.status.success(), "{}", stderr(&task));
+    let out = hook(
+        &d.url(),
+        &["gemini"],
+        &payload("gm-1", "AfterAgent", json!({"prompt_response": "Hi!"})),
+        dir.path(),
+    );
+    assert!(out.status.success());
+    let answer: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(answer["decision"], "deny", "{answer}");
+    assert!(
+        answer["reason"]
+            .as_str()
+            .unwrap()
+            .contains("Add a --json flag")
+    );
+    // An event of the other agent: refused by the daemon, and the helper stays silent.
+    let out = hook(
+        &d.url(),
+        &["codex"],
+        &payload("cx-1", "AfterAgent", json!({})),
+        dir.path(),
+    );
+    assert!(out.status.success());
+    assert_eq!((stdout(&out), stderr(&out)), (String::new(), String::new()));
 }

@@ -5,6 +5,7 @@
 
 mod claude;
 mod cli;
+mod codex_gemini;
 mod connect;
 mod durability;
 mod generic;

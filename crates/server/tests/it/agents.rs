@@ -131,6 +131,22 @@ fn connect_refusals_change_nothing() {
 
     let (code, body) = d.call("POST", "/api/agents/codex/connect", Some(&json!({})));
     assert_eq!((code, &body["error"]["kind"]), (404, &json!("not_found")));
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`taskkeeper connect codex`"),
+        "the window points at the command that does connect it: {body}"
+    );
+    let (code, body) = d.call("POST", "/api/agents/cursor/connect", Some(&json!({})));
+    assert_eq!((code, &body["error"]["kind"]), (404, &json!("not_found")));
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown agent \"cursor\""),
+        "{body}"
+    );
     let (code, _) = d.call(
         "POST",
         "/api/agents/claude-code/connect",

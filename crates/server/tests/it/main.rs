@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail loudly
 
 mod a2a;
+mod agent_hooks;
 mod agents;
 mod away;
 mod cards;

@@ -17,14 +17,14 @@ use taskkeeper_core::{AgentKind, Session, SessionId, Timestamp};
 use crate::support::{TOKEN, TestDaemon};
 
 /// An MCP client session on its own runtime, so tests stay plain `#[test]`s.
-struct Client {
+pub(crate) struct Client {
     rt: tokio::runtime::Runtime,
     service: RunningService<RoleClient, ClientConfig>,
 }
 
 impl Client {
     /// The legacy handshake Claude Code falls back to: `initialize` with 2025-11-25.
-    fn connect(d: &TestDaemon, token: &str) -> Self {
+    pub(crate) fn connect(d: &TestDaemon, token: &str) -> Self {
         Self::connect_with(d, token, ClientLifecycleMode::Initialize)
     }
 
@@ -92,7 +92,7 @@ impl Client {
     }
 
     /// A call that must succeed.
-    fn ok(&self, tool: &str, args: Value) -> (String, Value) {
+    pub(crate) fn ok(&self, tool: &str, args: Value) -> (String, Value) {
         let r = self.try_call(tool, args).unwrap();
         let text = text_of(&r);
         assert_eq!(r.is_error, Some(false), "{tool} failed: {text}");
@@ -100,7 +100,7 @@ impl Client {
     }
 
     /// A call that must be refused with a tool error (not a protocol error); its message.
-    fn refused(&self, tool: &str, args: Value) -> String {
+    pub(crate) fn refused(&self, tool: &str, args: Value) -> String {
         let r = self.try_call(tool, args).unwrap();
         let text = text_of(&r);
         assert_eq!(r.is_error, Some(true), "{tool} should have failed: {text}");
