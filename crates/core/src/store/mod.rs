@@ -9,14 +9,16 @@
 //! only after the commit that made its change durable.
 
 mod push;
+mod reads;
 mod recover;
 mod schema;
 pub mod wal;
 mod writer;
 
+pub use reads::Reads;
 pub use recover::{Recovery, aside_dir, recover};
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -241,6 +243,8 @@ struct Inner {
     readers: Mutex<Vec<Connection>>,
     /// Set by [`Store::close`]: reads are refused too.
     closed: std::sync::atomic::AtomicBool,
+    /// What the store has read, for tests that pin a cost by counting.
+    reads: Arc<reads::Totals>,
     /// Held for the store's life: the OS drops the lock if the process dies.
     _lock: File,
 }
@@ -306,6 +310,7 @@ impl Store {
         schema::migrations()
             .to_latest(&mut conn)
             .map_err(|e| open_err(format!("migration failed: {e}")))?;
+        reads::count_statements(&conn);
 
         let (tx, handle) = writer::spawn(conn)
             .map_err(|e| open_err(format!("cannot start the writer thread: {e}")))?;
@@ -317,6 +322,7 @@ impl Store {
                 writer_thread: Mutex::new(Some(handle)),
                 readers: Mutex::new(Vec::new()),
                 closed: std::sync::atomic::AtomicBool::new(false),
+                reads: Arc::default(),
                 _lock: lock,
             }),
         })
@@ -324,6 +330,12 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.inner.path
+    }
+
+    /// What this store has read since it was opened: statements run and tasks decoded.
+    /// Tests take it before and after a call to pin what the call costs.
+    pub fn reads(&self) -> Reads {
+        self.inner.reads.now()
     }
 
     /// Finish the queued writes, stop the writer and release the database for another
@@ -380,10 +392,11 @@ impl Store {
                         | OpenFlags::SQLITE_OPEN_URI,
                 )?;
                 configure(&c, self.inner.options.synchronous, true)?;
+                reads::count_statements(&c);
                 c
             }
         };
-        let result = f(&conn);
+        let result = self.inner.reads.counting(|| f(&conn));
         let mut pool = self
             .inner
             .readers
@@ -401,8 +414,9 @@ impl Store {
         f: impl FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
     ) -> Result<R, StoreError> {
         let (tx, rx) = mpsc::sync_channel::<Result<R, StoreError>>(1);
+        let totals = Arc::clone(&self.inner.reads);
         let job: writer::Job = Box::new(move |conn| {
-            let result = conn.and_then(f);
+            let result = totals.counting(|| conn.and_then(f));
             let keep = result.is_ok();
             let reply: writer::Reply = Box::new(move |commit| {
                 let _ = tx.send(commit.and(result));
@@ -558,8 +572,12 @@ impl Store {
             }
             insert_task(c, &task)?;
             let started = start_next(c, &task.desk, now)?;
-            let mut task =
-                load_task(c, &task.id)?.ok_or_else(|| StoreError::NoSuchTask(task.id.clone()))?;
+            // The task as written, or as it started: no read back, no second decode.
+            let mut task = started
+                .iter()
+                .find(|t| t.id == task.id)
+                .cloned()
+                .unwrap_or(task);
             fill_positions(c, std::slice::from_mut(&mut task))?;
             if let Some(config) = webhook {
                 push::insert_config(c, &task, config, now)?;
@@ -628,7 +646,8 @@ impl Store {
             }
             update_task(c, &before, &after)?;
             let others = start_next(c, &after.desk, now)?;
-            let mut task = load_task(c, &id)?.ok_or_else(|| StoreError::NoSuchTask(id.clone()))?;
+            // The task as written (or as it started): no read back, no second decode.
+            let mut task = others.iter().find(|t| t.id == id).cloned().unwrap_or(after);
             fill_positions(c, std::slice::from_mut(&mut task))?;
             // Queued with the change: an answered change is a queued push, across crashes.
             push::enqueue(c, Some(&before), &task, now)?;
@@ -1179,6 +1198,7 @@ fn load_desk(c: &Connection, name: &str) -> Result<Option<Desk>, StoreError> {
 }
 
 fn decode_task(body: &str) -> Result<Task, StoreError> {
+    reads::task_decoded();
     Ok(serde_json::from_str(body)?)
 }
 
@@ -1209,14 +1229,6 @@ fn open_task_count_of_asker(c: &Connection, asker: &str) -> Result<u64, StoreErr
     Ok(n.unsigned_abs())
 }
 
-fn open_tasks_of(c: &Connection, desk: &DeskName) -> Result<Vec<Task>, StoreError> {
-    let mut stmt = c.prepare_cached(
-        "SELECT body FROM tasks WHERE desk = ?1 AND ended_at IS NULL ORDER BY queue_seq",
-    )?;
-    let rows = stmt.query_map([desk.as_str()], |r| r.get::<_, String>(0))?;
-    decode_tasks(rows)
-}
-
 /// Task bodies as a query returns them, decoded.
 fn decode_tasks(
     rows: impl Iterator<Item = rusqlite::Result<String>>,
@@ -1234,8 +1246,8 @@ fn insert_task(c: &Connection, t: &Task) -> Result<(), StoreError> {
     let body = serde_json::to_string(t)?;
     c.prepare_cached(
         "INSERT INTO tasks (id, desk, asker, request_message_id, context_id, state, queue_seq, created_at, \
-         updated_at, ended_at, version, body, status_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+         updated_at, ended_at, version, body, status_at, holds_desk) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     )?
     .execute(params![
         t.id.as_str(),
@@ -1251,6 +1263,7 @@ fn insert_task(c: &Connection, t: &Task) -> Result<(), StoreError> {
         i64::try_from(t.version).unwrap_or(i64::MAX),
         body,
         t.status.timestamp.as_millis(),
+        queue::holds_desk(t),
     ])?;
     Ok(())
 }
@@ -1261,7 +1274,7 @@ fn update_task(c: &Connection, before: &Task, after: &Task) -> Result<(), StoreE
     let n = c
         .prepare_cached(
             "UPDATE tasks SET state = ?2, updated_at = ?3, ended_at = ?4, version = ?5, body = ?6, \
-             status_at = ?8 WHERE id = ?1 AND version = ?7",
+             status_at = ?8, holds_desk = ?9 WHERE id = ?1 AND version = ?7",
         )?
         .execute(params![
             after.id.as_str(),
@@ -1272,6 +1285,7 @@ fn update_task(c: &Connection, before: &Task, after: &Task) -> Result<(), StoreE
             body,
             i64::try_from(before.version).unwrap_or(i64::MAX),
             after.status.timestamp.as_millis(),
+            queue::holds_desk(after),
         ])?;
     if n == 1 {
         Ok(())
@@ -1281,9 +1295,30 @@ fn update_task(c: &Connection, before: &Task, after: &Task) -> Result<(), StoreE
 }
 
 /// Start the desk's next queued task if the desk is free. Returns the task that started.
+///
+/// [`queue::next_to_start`] decides, over the only tasks that can matter: one task that
+/// holds the desk (the `holds_desk` column, written from [`queue::holds_desk`] with every
+/// version) and the desk's first queued task. Both come from an index, so the cost does not
+/// grow with the queue.
 fn start_next(c: &Connection, desk: &DeskName, now: Timestamp) -> Result<Vec<Task>, StoreError> {
-    let open = open_tasks_of(c, desk)?;
-    let Some(next) = queue::next_to_start(&open) else {
+    let holder: Option<String> = c
+        .prepare_cached(
+            "SELECT body FROM tasks WHERE desk = ?1 AND holds_desk = 1 AND ended_at IS NULL LIMIT 1",
+        )?
+        .query_row([desk.as_str()], |r| r.get(0))
+        .optional()?;
+    let first_queued: Option<String> = match holder {
+        Some(_) => None,
+        None => c
+            .prepare_cached(
+                "SELECT body FROM tasks WHERE desk = ?1 AND state = 'submitted' \
+                 ORDER BY queue_seq LIMIT 1",
+            )?
+            .query_row([desk.as_str()], |r| r.get(0))
+            .optional()?,
+    };
+    let candidates = decode_tasks(holder.into_iter().chain(first_queued).map(Ok))?;
+    let Some(next) = queue::next_to_start(&candidates) else {
         return Ok(Vec::new());
     };
     let started = transition::apply(next, Event::Start, now)?;
@@ -1291,24 +1326,40 @@ fn start_next(c: &Connection, desk: &DeskName, now: Timestamp) -> Result<Vec<Tas
     Ok(vec![started])
 }
 
-/// Fill in queue positions for the queued tasks among `tasks`.
+/// Fill in queue positions for the queued tasks among `tasks`: a queued task's position is
+/// how many queued tasks of its desk come before it, plus one (the order of
+/// [`queue::positions`]), counted on the queued-tasks index without decoding any task.
+/// Several tasks of one desk share one read of the desk's queue order.
 fn fill_positions(c: &Connection, tasks: &mut [Task]) -> Result<(), StoreError> {
-    let desks: BTreeSet<DeskName> = tasks
-        .iter()
-        .filter(|t| t.state() == TaskState::Submitted)
-        .map(|t| t.desk.clone())
-        .collect();
-    let mut positions: BTreeMap<TaskId, u32> = BTreeMap::new();
-    for desk in desks {
-        let mut open = open_tasks_of(c, &desk)?;
-        queue::positions(&mut open);
-        positions.extend(
-            open.into_iter()
-                .filter_map(|t| t.queue_position.map(|p| (t.id, p))),
-        );
+    let mut by_desk: BTreeMap<DeskName, Vec<usize>> = BTreeMap::new();
+    for (i, t) in tasks.iter_mut().enumerate() {
+        t.queue_position = None;
+        if t.state() == TaskState::Submitted {
+            by_desk.entry(t.desk.clone()).or_default().push(i);
+        }
     }
-    for t in tasks.iter_mut() {
-        t.queue_position = positions.get(&t.id).copied();
+    for (desk, queued) in by_desk {
+        if let [i] = queued[..] {
+            let ahead: i64 = c
+                .prepare_cached(
+                    "SELECT COUNT(*) FROM tasks WHERE desk = ?1 AND state = 'submitted' \
+                     AND queue_seq < ?2",
+                )?
+                .query_row(params![desk.as_str(), tasks[i].queue_seq], |r| r.get(0))?;
+            tasks[i].queue_position = u32::try_from(ahead + 1).ok();
+            continue;
+        }
+        let order: Vec<i64> = c
+            .prepare_cached(
+                "SELECT queue_seq FROM tasks WHERE desk = ?1 AND state = 'submitted' \
+                 ORDER BY queue_seq",
+            )?
+            .query_map([desk.as_str()], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        for i in queued {
+            let ahead = order.partition_point(|seq| *seq < tasks[i].queue_seq);
+            tasks[i].queue_position = u32::try_from(ahead + 1).ok();
+        }
     }
     Ok(())
 }

@@ -665,3 +665,167 @@ fn recovery_is_refused_while_a_store_holds_the_database() {
         .unwrap_err();
     assert!(matches!(err, StoreError::Locked { .. }), "{err}");
 }
+
+// ---- queue work independent of its depth (issue 13) ----------------------------------
+
+/// A desk `web` with one working task and `queued` tasks behind it.
+fn desk_with_queue(queued: usize) -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    with_desk(&store, "web");
+    for i in 0..=queued {
+        store
+            .submit(new_task("web", "a", &format!("m{i}"), "do it"), T0)
+            .unwrap();
+    }
+    (dir, store)
+}
+
+/// What a submit, a change that lets the queue move on, a GetTask of a queued task and a
+/// page of a desk's tasks read, on a desk with `queued` tasks waiting.
+fn queue_costs(queued: usize) -> Vec<(&'static str, taskkeeper_core::store::Reads)> {
+    let (_dir, store) = desk_with_queue(queued);
+    let mut costs = Vec::new();
+    let before = store.reads();
+    let sent = store
+        .submit(new_task("web", "a", "new", "one more"), T0)
+        .unwrap()
+        .task;
+    costs.push(("submit", store.reads() - before));
+    assert_eq!(sent.queue_position, u32::try_from(queued + 1).ok());
+
+    let working = store
+        .tasks(&TaskFilter {
+            state: StateFilter::Open,
+            desk: Some("web".parse().unwrap()),
+            limit: Some(1),
+            ..Default::default()
+        })
+        .unwrap()
+        .remove(0);
+    assert_eq!(working.state(), TaskState::Working);
+    let before = store.reads();
+    let done = store
+        .apply(
+            &working.id,
+            Event::WorkerDone {
+                summary: "done".into(),
+            },
+            T0,
+        )
+        .unwrap();
+    costs.push(("complete", store.reads() - before));
+    assert_eq!(done.others.len(), 1, "the next queued task started");
+    assert_eq!(done.others[0].state(), TaskState::Working);
+
+    let before = store.reads();
+    let got = store.task(&sent.id).unwrap().unwrap();
+    costs.push(("get", store.reads() - before));
+    assert_eq!(
+        got.queue_position,
+        u32::try_from(queued).ok(),
+        "one moved up"
+    );
+
+    let before = store.reads();
+    let (page, _) = store
+        .task_page(&taskkeeper_core::store::PageQuery {
+            asker: None,
+            desk: Some("web".parse().unwrap()),
+            context_id: None,
+            state: None,
+            status_after: None,
+            after: None,
+            limit: 5,
+        })
+        .unwrap();
+    costs.push(("page of 5", store.reads() - before));
+    assert_eq!(page.len(), 5);
+    costs
+}
+
+#[test]
+fn submit_apply_get_and_list_read_the_same_at_any_queue_depth() {
+    let shallow = queue_costs(3);
+    let deep = queue_costs(90);
+    assert_eq!(
+        shallow, deep,
+        "what each call reads must not grow with the queue"
+    );
+    for (call, reads) in &shallow {
+        // The task itself, and at most the desk's holder and its first queued task (a page
+        // decodes its own tasks).
+        let most = if *call == "page of 5" { 5 } else { 3 };
+        assert!(
+            reads.tasks_decoded <= most,
+            "{call} decoded {} tasks",
+            reads.tasks_decoded
+        );
+    }
+}
+
+#[test]
+fn positions_come_from_the_queue_order_with_several_tasks_of_a_desk_in_one_list() {
+    let (_dir, store) = desk_with_queue(4);
+    let open = store
+        .tasks(&TaskFilter {
+            state: StateFilter::Open,
+            ..Default::default()
+        })
+        .unwrap();
+    let positions: Vec<Option<u32>> = open.iter().map(|t| t.queue_position).collect();
+    assert_eq!(positions, [None, Some(1), Some(2), Some(3), Some(4)]);
+    // A blocked task frees the desk; a stalled one too: each time the next starts.
+    let working = open[0].id.clone();
+    let changed = store.apply(&working, Event::Stall, T0).unwrap();
+    assert_eq!(changed.others.len(), 1, "a stalled task frees its desk");
+    assert_eq!(changed.others[0].id, open[1].id);
+    let third = store.task(&open[2].id).unwrap().unwrap();
+    assert_eq!(third.queue_position, Some(1));
+}
+
+#[test]
+fn a_database_from_before_the_holder_column_keeps_its_working_task_holding_the_desk() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tasks.db");
+    let (working, queued) = {
+        let store = open(&dir);
+        with_desk(&store, "web");
+        let w = store
+            .submit(new_task("web", "a", "m1", "x"), T0)
+            .unwrap()
+            .task;
+        let q = store
+            .submit(new_task("web", "a", "m2", "y"), T0)
+            .unwrap()
+            .task;
+        store.close();
+        (w, q)
+    };
+    // As version 3 left it: no holder column, the migration fills it from the bodies.
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch(
+            "DROP INDEX tasks_holding_desk; DROP INDEX tasks_queued_by_desk; DROP INDEX sessions_by_desk; \
+             ALTER TABLE tasks DROP COLUMN holds_desk; PRAGMA user_version = 3;",
+        )
+        .unwrap();
+    }
+    let store = Store::open(&path, StoreOptions::default()).unwrap();
+    let third = store.submit(new_task("web", "a", "m3", "z"), T0).unwrap();
+    assert!(
+        third.others.is_empty(),
+        "the working task still holds the desk"
+    );
+    assert_eq!(third.task.queue_position, Some(2));
+    let done = store
+        .apply(
+            &working.id,
+            Event::WorkerDone {
+                summary: "done".into(),
+            },
+            T0,
+        )
+        .unwrap();
+    assert_eq!(done.others[0].id, queued.id);
+}
