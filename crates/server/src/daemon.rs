@@ -59,6 +59,8 @@ pub struct Daemon {
     housekeeping: JoinHandle<()>,
     conformance: Option<JoinHandle<()>>,
     watchdog: JoinHandle<()>,
+    watchdog_passes: watch::Receiver<crate::watchdog::Pass>,
+    sessions: crate::sessions::Sessions,
     pusher: JoinHandle<()>,
     push_wake: crate::a2a::push::Waker,
 }
@@ -216,6 +218,7 @@ impl Daemon {
             notifier,
             owner.schedule_changed(),
         );
+        let watchdog_passes = watchdog.passes();
         let watchdog = tokio::spawn(watchdog.run(stopped.clone()));
         let pusher = tokio::spawn(pusher.run(stopped.clone()));
         let conformance = config
@@ -274,6 +277,8 @@ impl Daemon {
             housekeeping,
             conformance,
             watchdog,
+            watchdog_passes,
+            sessions,
             pusher,
             push_wake,
         })
@@ -281,6 +286,16 @@ impl Daemon {
 
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Follows the watchdog's passes: tests wait for one instead of sleeping.
+    pub fn watchdog_passes(&self) -> watch::Receiver<crate::watchdog::Pass> {
+        self.watchdog_passes.clone()
+    }
+
+    /// The sessions' service (tests count its waiters' wakes).
+    pub fn sessions(&self) -> &crate::sessions::Sessions {
+        &self.sessions
     }
 
     pub fn owner(&self) -> OwnerService {
