@@ -559,11 +559,11 @@ impl Store {
             limits::new_task(&new, open, &load_settings(c)?.limits)?;
             // Order matters only among open tasks, so the open-task index answers this
             // without walking the desk's history.
-            let seq: i64 = c.query_row(
-                "SELECT COALESCE(MAX(queue_seq), 0) + 1 FROM tasks WHERE desk = ?1 AND ended_at IS NULL",
-                [new.desk.as_str()],
-                |r| r.get(0),
-            )?;
+            let seq: i64 = c
+                .prepare_cached(
+                    "SELECT COALESCE(MAX(queue_seq), 0) + 1 FROM tasks WHERE desk = ?1 AND ended_at IS NULL",
+                )?
+                .query_row([new.desk.as_str()], |r| r.get(0))?;
             let mut task = Task::submit(TaskId::generate(), new, seq, now);
             if resend == Resend::NewTask {
                 // The resend key must still be unique per asker; the task id makes it so, and

@@ -752,14 +752,20 @@ fn submit_apply_get_and_list_read_the_same_at_any_queue_depth() {
         shallow, deep,
         "what each call reads must not grow with the queue"
     );
-    for (call, reads) in &shallow {
-        // The task itself, and at most the desk's holder and its first queued task (a page
-        // decodes its own tasks).
-        let most = if *call == "page of 5" { 5 } else { 3 };
+    // What each call may read at most, at any depth: statements run and tasks decoded. A
+    // submit and a change decode the task itself and at most the desk's holder and its first
+    // queued task; a page decodes its own tasks.
+    let most = [
+        ("submit", 8, 1),
+        ("complete", 7, 2),
+        ("get", 2, 1),
+        ("page of 5", 3, 5),
+    ];
+    for ((call, reads), (name, statements, decoded)) in shallow.iter().zip(most) {
+        assert_eq!(*call, name);
         assert!(
-            reads.tasks_decoded <= most,
-            "{call} decoded {} tasks",
-            reads.tasks_decoded
+            reads.statements <= statements && reads.tasks_decoded <= decoded,
+            "{call} read {reads:?}, at most {statements} statements and {decoded} tasks"
         );
     }
 }
