@@ -675,19 +675,14 @@ impl Store {
     /// Tasks matching `filter`: open ones oldest first, ended ones most recently ended first.
     pub fn tasks(&self, filter: &TaskFilter) -> Result<Vec<Task>, StoreError> {
         self.read(|c| {
-            let (cond, order) = match filter.state {
-                StateFilter::All => ("1", "created_at, rowid"),
-                StateFilter::Open => ("ended_at IS NULL", "created_at, rowid"),
-                StateFilter::Ended => ("ended_at IS NOT NULL", "ended_at DESC, rowid DESC"),
-            };
-            let sql = format!(
-                "SELECT body FROM tasks WHERE {cond} AND (?1 IS NULL OR desk = ?1) AND (?2 IS NULL OR asker = ?2) \
-                 ORDER BY {order} LIMIT ?3"
-            );
-            let mut stmt = c.prepare_cached(&sql)?;
+            let mut stmt = c.prepare_cached(&tasks_sql(filter))?;
             let limit = filter.limit.map_or(-1, i64::from);
             let rows = stmt.query_map(
-                params![filter.desk.as_ref().map(DeskName::as_str), filter.asker.as_deref(), limit],
+                params![
+                    filter.desk.as_ref().map(DeskName::as_str),
+                    filter.asker.as_deref(),
+                    limit
+                ],
                 |r| r.get::<_, String>(0),
             )?;
             let mut tasks = decode_tasks(rows)?;
@@ -701,9 +696,14 @@ impl Store {
     /// previous page.
     pub fn task_page(&self, q: &PageQuery) -> Result<(Vec<Task>, u64), StoreError> {
         self.read(|c| {
-            const FILTERS: &str = "(?1 IS NULL OR asker = ?1) AND (?2 IS NULL OR desk = ?2) \
-                 AND (?3 IS NULL OR context_id = ?3) AND (?4 IS NULL OR state = ?4) \
-                 AND (?5 IS NULL OR status_at >= ?5)";
+            let filters_sql = format!(
+                "{} AND {} AND {} AND {} AND (?5 IS NULL OR status_at >= ?5)",
+                filter_on("asker", 1, q.asker.is_some()),
+                filter_on("desk", 2, q.desk.is_some()),
+                filter_on("context_id", 3, q.context_id.is_some()),
+                filter_on("state", 4, q.state.is_some()),
+            );
+            let filters_sql = filters_sql.as_str();
             let filters = params![
                 q.asker.as_deref(),
                 q.desk.as_ref().map(DeskName::as_str),
@@ -712,10 +712,10 @@ impl Store {
                 q.status_after.map(Timestamp::as_millis),
             ];
             let total: i64 = c
-                .prepare_cached(&format!("SELECT COUNT(*) FROM tasks WHERE {FILTERS}"))?
+                .prepare_cached(&format!("SELECT COUNT(*) FROM tasks WHERE {filters_sql}"))?
                 .query_row(filters, |r| r.get(0))?;
             let sql = format!(
-                "SELECT body FROM tasks WHERE {FILTERS} \
+                "SELECT body FROM tasks WHERE {filters_sql} \
                  AND (?6 IS NULL OR status_at < ?6 OR (status_at = ?6 AND id < ?7)) \
                  ORDER BY status_at DESC, id DESC LIMIT ?8"
             );
@@ -899,9 +899,7 @@ impl Store {
     /// Sessions, most recently changed first; `desk` narrows to one desk.
     pub fn sessions(&self, desk: Option<&DeskName>) -> Result<Vec<Session>, StoreError> {
         self.read(|c| {
-            let mut stmt = c.prepare_cached(
-                "SELECT body FROM sessions WHERE (?1 IS NULL OR desk = ?1) ORDER BY updated_at DESC, id",
-            )?;
+            let mut stmt = c.prepare_cached(&sessions_sql(desk.is_some()))?;
             let rows = stmt.query_map([desk.map(DeskName::as_str)], |r| r.get::<_, String>(0))?;
             let mut out = Vec::new();
             for body in rows {
@@ -1134,6 +1132,40 @@ fn configure(c: &Connection, sync: Synchronous, read_only: bool) -> rusqlite::Re
     #[cfg(target_os = "macos")]
     c.execute_batch("PRAGMA fullfsync = ON; PRAGMA checkpoint_fullfsync = ON;")?;
     Ok(())
+}
+
+/// One optional equality filter of a query, on parameter `?n`: `column = ?n` when the caller
+/// gives a value, else a condition that holds (the parameter is bound to NULL). Written out
+/// rather than as `(?n IS NULL OR column = ?n)`, which SQLite cannot answer from an index, so
+/// a desk's or an asker's tasks are read from their index and not by walking the table.
+fn filter_on(column: &str, n: u8, given: bool) -> String {
+    if given {
+        format!("{column} = ?{n}")
+    } else {
+        format!("?{n} IS NULL")
+    }
+}
+
+/// [`Store::tasks`]'s query: `?1` the desk, `?2` the asker, `?3` the limit.
+fn tasks_sql(filter: &TaskFilter) -> String {
+    let (cond, order) = match filter.state {
+        StateFilter::All => ("1", "created_at, rowid"),
+        StateFilter::Open => ("ended_at IS NULL", "created_at, rowid"),
+        StateFilter::Ended => ("ended_at IS NOT NULL", "ended_at DESC, rowid DESC"),
+    };
+    format!(
+        "SELECT body FROM tasks WHERE {cond} AND {} AND {} ORDER BY {order} LIMIT ?3",
+        filter_on("desk", 1, filter.desk.is_some()),
+        filter_on("asker", 2, filter.asker.is_some()),
+    )
+}
+
+/// [`Store::sessions`]'s query: `?1` the desk.
+fn sessions_sql(desk_given: bool) -> String {
+    format!(
+        "SELECT body FROM sessions WHERE {} ORDER BY updated_at DESC, id",
+        filter_on("desk", 1, desk_given)
+    )
 }
 
 /// The columns [`desk_from_row`] reads, in its order.
@@ -1375,4 +1407,55 @@ fn load_settings(c: &Connection) -> Result<Settings, StoreError> {
         }
     }
     Ok(settings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A desk's open and ended tasks and its sessions are read from an index, never by
+    /// walking every task or session (the watchdog and the waiters read one desk per change).
+    #[test]
+    fn one_desks_tasks_and_sessions_come_from_an_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("t.db"), StoreOptions::default()).unwrap();
+        let desk = Some("web".parse::<DeskName>().unwrap());
+        let queries = [
+            tasks_sql(&TaskFilter {
+                state: StateFilter::Open,
+                desk: desk.clone(),
+                ..Default::default()
+            }),
+            tasks_sql(&TaskFilter {
+                state: StateFilter::Ended,
+                desk: desk.clone(),
+                ..Default::default()
+            }),
+            tasks_sql(&TaskFilter {
+                state: StateFilter::All,
+                asker: Some("a".into()),
+                ..Default::default()
+            }),
+            sessions_sql(true),
+        ];
+        for sql in queries {
+            let plan: Vec<String> = store
+                .read(|c| {
+                    let mut stmt = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+                    let values: [&dyn rusqlite::ToSql; 3] = [&"web", &"a", &-1];
+                    let n = stmt.parameter_count();
+                    let rows = stmt.query_map(&values[..n], |r| r.get::<_, String>(3))?;
+                    Ok(rows.collect::<Result<Vec<_>, _>>()?)
+                })
+                .unwrap();
+            assert!(
+                plan.iter()
+                    .any(|p| p.contains("USING INDEX") || p.contains("USING COVERING INDEX"))
+                    && !plan
+                        .iter()
+                        .any(|p| p.starts_with("SCAN tasks") || p.starts_with("SCAN sessions")),
+                "{sql}: {plan:?}"
+            );
+        }
+    }
 }

@@ -121,6 +121,7 @@ UPDATE tasks SET holds_desk = 1
 CREATE INDEX tasks_holding_desk ON tasks (desk) WHERE holds_desk = 1;
 CREATE INDEX tasks_queued_by_desk ON tasks (desk, queue_seq) WHERE state = 'submitted';
 CREATE INDEX sessions_by_desk ON sessions (desk, updated_at DESC);
+CREATE INDEX tasks_ended_by_desk ON tasks (desk, ended_at) WHERE ended_at IS NOT NULL;
 "#;
 
 #[cfg(test)]
