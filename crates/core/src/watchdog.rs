@@ -135,6 +135,12 @@ fn earliest(a: Option<Timestamp>, b: Timestamp) -> Option<Timestamp> {
 /// The watchdog's decision at `now`. `sessions` pairs each session that may hold tasks (the
 /// newest live session of each desk) with its desk's open tasks; `open` is every open task
 /// (for expiry).
+/// Tasks created at or before this have expired at `now`: with the earliest open task,
+/// all of a desk's queue that [`plan`] needs for expiry.
+pub fn expired_if_created_by(now: Timestamp, settings: &Settings) -> Timestamp {
+    now.minus(settings.expire_after)
+}
+
 pub fn plan(
     now: Timestamp,
     settings: &Settings,
@@ -143,9 +149,10 @@ pub fn plan(
     open: &[&Task],
 ) -> Plan {
     let mut out = Plan::default();
+    let created_by = expired_if_created_by(now, settings);
     for t in open {
         let expires = t.created_at.plus(settings.expire_after);
-        if expires <= now {
+        if t.created_at <= created_by {
             out.expire.push(t.id.clone());
         } else {
             out.next_due = earliest(out.next_due, expires);

@@ -468,15 +468,27 @@ impl Sessions {
             .await
     }
 
-    /// Apply `event` to each of the desk's open tasks `which` selects; refusals (a task that
-    /// changed meanwhile) are skipped.
+    /// The desk's open tasks that are not queued (working or blocked): what its session
+    /// holds or is to be told, read without the desk's queue.
+    pub async fn desk_unqueued_tasks(&self, desk: &DeskName) -> Result<Vec<Task>, StoreError> {
+        self.tasks
+            .list(TaskFilter {
+                state: StateFilter::Unqueued,
+                desk: Some(desk.clone()),
+                ..Default::default()
+            })
+            .await
+    }
+
+    /// Apply `event` to each of the desk's working or blocked tasks `which` selects;
+    /// refusals (a task that changed meanwhile) are skipped.
     pub async fn for_desk_tasks(
         &self,
         desk: &DeskName,
         which: impl Fn(&Task) -> bool,
         event: impl Fn() -> Event,
     ) {
-        let Ok(tasks) = self.desk_tasks(desk).await else {
+        let Ok(tasks) = self.desk_unqueued_tasks(desk).await else {
             return;
         };
         for t in tasks.iter().filter(|t| which(t)) {
@@ -523,7 +535,7 @@ impl Sessions {
     /// What the desk's session has still to be told, without claiming it.
     async fn undelivered(&self, desk: &DeskName) -> Result<Vec<Task>, StoreError> {
         let mut due: Vec<Task> = self
-            .desk_tasks(desk)
+            .desk_unqueued_tasks(desk)
             .await?
             .into_iter()
             .filter(Task::to_deliver)

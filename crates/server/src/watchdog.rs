@@ -78,7 +78,13 @@ fn holders(all: Vec<Session>) -> Vec<Session> {
 type DeskState = (DeskName, Vec<Session>, Vec<Task>);
 
 /// Read what `look` names: every desk, or the desks named and those of the sessions named.
-fn read_desks(s: &taskkeeper_core::Store, look: Look) -> Result<Vec<DeskState>, StoreError> {
+/// One desk is read without its queue: its working and blocked tasks, and of its queued
+/// tasks those that expire by `now` and the earliest, which is all the plan looks at.
+fn read_desks(
+    s: &taskkeeper_core::Store,
+    look: Look,
+    created_by: Timestamp,
+) -> Result<Vec<DeskState>, StoreError> {
     let open = |desk: Option<DeskName>| TaskFilter {
         state: StateFilter::Open,
         desk,
@@ -113,7 +119,16 @@ fn read_desks(s: &taskkeeper_core::Store, look: Look) -> Result<Vec<DeskState>, 
                 .into_iter()
                 .map(|desk| {
                     let sessions = s.sessions(Some(&desk))?;
-                    let tasks = s.tasks(&open(Some(desk.clone())))?;
+                    let mut tasks = s.tasks(&TaskFilter {
+                        state: StateFilter::Unqueued,
+                        desk: Some(desk.clone()),
+                        ..Default::default()
+                    })?;
+                    for t in s.expiring_tasks(&desk, created_by)? {
+                        if !tasks.iter().any(|held| held.id == t.id) {
+                            tasks.push(t);
+                        }
+                    }
                     Ok((desk, sessions, tasks))
                 })
                 .collect()
@@ -162,7 +177,12 @@ impl Watchdog {
         let full = matches!(look, Look::All);
         let (settings, desks) = self
             .tasks
-            .blocking(move |s, _| Ok((s.settings()?, read_desks(s, look)?)))
+            .blocking(move |s, _| {
+                let settings = s.settings()?;
+                let created_by = watchdog::expired_if_created_by(now, &settings);
+                let desks = read_desks(s, look, created_by)?;
+                Ok((settings, desks))
+            })
             .await?;
         if full {
             schedule.clear();

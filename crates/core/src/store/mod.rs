@@ -156,6 +156,9 @@ pub enum StateFilter {
     Open,
     /// Completed, failed or canceled.
     Ended,
+    /// Open and not queued (working or blocked): what a desk's session holds, read from an
+    /// index without the desk's queue.
+    Unqueued,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -691,6 +694,29 @@ impl Store {
         })
     }
 
+    /// The open tasks of `desk` that may expire by the time their creation is at or before
+    /// `created_by`, and the desk's earliest open task (whose expiry comes next), from the
+    /// index of open tasks by creation time: what the watchdog needs of a desk's queue
+    /// without reading all of it.
+    pub fn expiring_tasks(
+        &self,
+        desk: &DeskName,
+        created_by: Timestamp,
+    ) -> Result<Vec<Task>, StoreError> {
+        self.read(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT body FROM tasks WHERE desk = ?1 AND ended_at IS NULL \
+                 AND (created_at <= ?2 OR rowid = (SELECT rowid FROM tasks \
+                 WHERE desk = ?1 AND ended_at IS NULL ORDER BY created_at LIMIT 1)) \
+                 ORDER BY created_at",
+            )?;
+            let rows = stmt.query_map(params![desk.as_str(), created_by.as_millis()], |r| {
+                r.get::<_, String>(0)
+            })?;
+            decode_tasks(rows)
+        })
+    }
+
     /// One page of tasks, newest status first (ties broken by id, descending), and how many
     /// match the filters in all. The cursor is the (status time, id) of the last task of the
     /// previous page.
@@ -1152,6 +1178,10 @@ fn tasks_sql(filter: &TaskFilter) -> String {
         StateFilter::All => ("1", "created_at, rowid"),
         StateFilter::Open => ("ended_at IS NULL", "created_at, rowid"),
         StateFilter::Ended => ("ended_at IS NOT NULL", "ended_at DESC, rowid DESC"),
+        StateFilter::Unqueued => (
+            "ended_at IS NULL AND state != 'submitted'",
+            "created_at, rowid",
+        ),
     };
     format!(
         "SELECT body FROM tasks WHERE {cond} AND {} AND {} ORDER BY {order} LIMIT ?3",

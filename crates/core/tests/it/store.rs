@@ -741,6 +741,27 @@ fn queue_costs(queued: usize) -> Vec<(&'static str, taskkeeper_core::store::Read
         .unwrap();
     costs.push(("page of 5", store.reads() - before));
     assert_eq!(page.len(), 5);
+
+    // What the watchdog and a session's claim read of a desk: its working and blocked
+    // tasks, and of its queue only what expires by now and the earliest task.
+    let before = store.reads();
+    let desk: taskkeeper_core::DeskName = "web".parse().unwrap();
+    let held = store
+        .tasks(&TaskFilter {
+            state: StateFilter::Unqueued,
+            desk: Some(desk.clone()),
+            ..Default::default()
+        })
+        .unwrap();
+    let expiring = store
+        .expiring_tasks(&desk, T0.minus(Duration::from_secs(1)))
+        .unwrap();
+    costs.push(("a desk for the watchdog", store.reads() - before));
+    assert_eq!(held.len(), 1, "the started one");
+    assert_eq!(held[0].state(), TaskState::Working);
+    assert_eq!(expiring.len(), 1, "nothing expires; the earliest open task");
+    let everything = store.expiring_tasks(&desk, T0).unwrap();
+    assert_eq!(everything.len(), queued + 1, "all were created at T0");
     costs
 }
 
@@ -760,6 +781,7 @@ fn submit_apply_get_and_list_read_the_same_at_any_queue_depth() {
         ("complete", 7, 2),
         ("get", 2, 1),
         ("page of 5", 3, 5),
+        ("a desk for the watchdog", 2, 2),
     ];
     for ((call, reads), (name, statements, decoded)) in shallow.iter().zip(most) {
         assert_eq!(*call, name);
@@ -812,7 +834,7 @@ fn a_database_from_before_the_holder_column_keeps_its_working_task_holding_the_d
     {
         let c = rusqlite::Connection::open(&path).unwrap();
         c.execute_batch(
-            "DROP INDEX tasks_holding_desk; DROP INDEX tasks_queued_by_desk; DROP INDEX sessions_by_desk; DROP INDEX tasks_ended_by_desk; \
+            "DROP INDEX tasks_holding_desk; DROP INDEX tasks_queued_by_desk; DROP INDEX sessions_by_desk; DROP INDEX tasks_ended_by_desk; DROP INDEX tasks_unqueued_by_desk; DROP INDEX tasks_open_by_desk_created; \
              ALTER TABLE tasks DROP COLUMN holds_desk; PRAGMA user_version = 3;",
         )
         .unwrap();
