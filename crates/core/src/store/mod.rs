@@ -1467,6 +1467,8 @@ mod tests {
                 ..Default::default()
             }),
             sessions_sql(true),
+            // The per-asker limit's count, on every submit.
+            "SELECT COUNT(*) FROM tasks WHERE asker = ?1 AND ended_at IS NULL".to_owned(),
         ];
         for sql in queries {
             let plan: Vec<String> = store

@@ -124,6 +124,7 @@ CREATE INDEX sessions_by_desk ON sessions (desk, updated_at DESC);
 CREATE INDEX tasks_ended_by_desk ON tasks (desk, ended_at) WHERE ended_at IS NOT NULL;
 CREATE INDEX tasks_unqueued_by_desk ON tasks (desk) WHERE ended_at IS NULL AND state != 'submitted';
 CREATE INDEX tasks_open_by_desk_created ON tasks (desk, created_at) WHERE ended_at IS NULL;
+CREATE INDEX tasks_open_by_asker ON tasks (asker) WHERE ended_at IS NULL;
 "#;
 
 #[cfg(test)]

@@ -834,7 +834,7 @@ fn a_database_from_before_the_holder_column_keeps_its_working_task_holding_the_d
     {
         let c = rusqlite::Connection::open(&path).unwrap();
         c.execute_batch(
-            "DROP INDEX tasks_holding_desk; DROP INDEX tasks_queued_by_desk; DROP INDEX sessions_by_desk; DROP INDEX tasks_ended_by_desk; DROP INDEX tasks_unqueued_by_desk; DROP INDEX tasks_open_by_desk_created; \
+            "DROP INDEX tasks_holding_desk; DROP INDEX tasks_queued_by_desk; DROP INDEX sessions_by_desk; DROP INDEX tasks_ended_by_desk; DROP INDEX tasks_unqueued_by_desk; DROP INDEX tasks_open_by_desk_created; DROP INDEX tasks_open_by_asker; \
              ALTER TABLE tasks DROP COLUMN holds_desk; PRAGMA user_version = 3;",
         )
         .unwrap();
