@@ -156,6 +156,12 @@ fn earliest(a: Option<Timestamp>, b: Timestamp) -> Option<Timestamp> {
 /// The watchdog's decision at `now`. `sessions` pairs each session that may hold tasks (the
 /// newest live session of each desk) with its desk's open tasks; `open` is every open task
 /// (for expiry).
+/// Tasks created at or before this have expired at `now`: with the earliest open task,
+/// all of a desk's queue that [`plan`] needs for expiry.
+pub fn expired_if_created_by(now: Timestamp, settings: &Settings) -> Timestamp {
+    now.minus(settings.expire_after)
+}
+
 pub fn plan(
     now: Timestamp,
     settings: &Settings,
@@ -164,9 +170,10 @@ pub fn plan(
     open: &[&Task],
 ) -> Plan {
     let mut out = Plan::default();
+    let created_by = expired_if_created_by(now, settings);
     for t in open {
         let expires = t.created_at.plus(settings.expire_after);
-        if expires <= now {
+        if t.created_at <= created_by {
             out.expire.push(t.id.clone());
         } else {
             out.next_due = earliest(out.next_due, expires);
@@ -412,5 +419,69 @@ pub fn classify_wake(wall_elapsed_ms: i64, mono_elapsed: Duration, tolerance: Du
         Wake::Slept(Duration::from_millis(u64::try_from(gap).unwrap_or(0)))
     } else {
         Wake::Normal
+    }
+}
+
+/// How far apart due times may be and still be handled in one wake: the scheduler sleeps
+/// until the earliest due time plus this, and then handles everything due by then. A
+/// reminder is late by at most this (plus the work of the wake); a minute of ladders over
+/// many sessions costs a wake per window, not one per due time.
+pub const COALESCE: Duration = Duration::from_millis(300);
+
+/// How long the scheduler sleeps at `now` when `next_due` is the earliest due time: until
+/// it, plus [`COALESCE`], but never longer than `cap` (so a suspend or a clock step is
+/// noticed) and not at all when it has passed.
+pub fn sleep_for(next_due: Timestamp, now: Timestamp, cap: Duration) -> Duration {
+    next_due.plus(COALESCE).since(now).min(cap)
+}
+
+/// When each desk next needs the watchdog: the scheduler's only state between wakes. It is
+/// rebuilt from the store at the start (and when a setting changes) and changed afterwards
+/// only for the desks whose sessions or tasks changed; a wake takes just the desks that are
+/// due. The store stays the truth: a desk is read again before anything is done for it.
+#[derive(Debug, Clone, Default)]
+pub struct Schedule {
+    at: std::collections::HashMap<crate::desk::DeskName, Timestamp>,
+    order: std::collections::BTreeSet<(Timestamp, crate::desk::DeskName)>,
+}
+
+impl Schedule {
+    /// Desk `desk` is next due at `due` (`None`: not until something changes).
+    pub fn set(&mut self, desk: crate::desk::DeskName, due: Option<Timestamp>) {
+        if let Some(old) = self.at.remove(&desk) {
+            self.order.remove(&(old, desk.clone()));
+        }
+        if let Some(due) = due {
+            self.order.insert((due, desk.clone()));
+            self.at.insert(desk, due);
+        }
+    }
+
+    /// The desks due at `now`, earliest first.
+    pub fn due(&self, now: Timestamp) -> Vec<crate::desk::DeskName> {
+        self.order
+            .iter()
+            .take_while(|(at, _)| *at <= now)
+            .map(|(_, desk)| desk.clone())
+            .collect()
+    }
+
+    /// The earliest due time of any desk.
+    pub fn next(&self) -> Option<Timestamp> {
+        self.order.first().map(|(at, _)| *at)
+    }
+
+    /// How many desks have a due time.
+    pub fn len(&self) -> usize {
+        self.at.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.at.is_empty()
+    }
+
+    pub fn clear(&mut self) {
+        self.at.clear();
+        self.order.clear();
     }
 }

@@ -59,6 +59,8 @@ pub struct Daemon {
     housekeeping: JoinHandle<()>,
     conformance: Option<JoinHandle<()>>,
     watchdog: JoinHandle<()>,
+    watchdog_passes: watch::Receiver<crate::watchdog::Pass>,
+    sessions: crate::sessions::Sessions,
     pusher: JoinHandle<()>,
     push_wake: crate::a2a::push::Waker,
     digest_wake: Arc<tokio::sync::Notify>,
@@ -218,6 +220,7 @@ impl Daemon {
             notifier,
             owner.schedule_changed(),
         );
+        let watchdog_passes = watchdog.passes();
         let watchdog = tokio::spawn(watchdog.run(stopped.clone()));
         tokio::spawn(crate::autolaunch::run(owner.clone(), stopped.clone()));
         let digest_wake = Arc::new(tokio::sync::Notify::new());
@@ -284,6 +287,8 @@ impl Daemon {
             housekeeping,
             conformance,
             watchdog,
+            watchdog_passes,
+            sessions,
             pusher,
             push_wake,
             digest_wake,
@@ -292,6 +297,16 @@ impl Daemon {
 
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Follows the watchdog's passes: tests wait for one instead of sleeping.
+    pub fn watchdog_passes(&self) -> watch::Receiver<crate::watchdog::Pass> {
+        self.watchdog_passes.clone()
+    }
+
+    /// The sessions' service (tests count its waiters' wakes).
+    pub fn sessions(&self) -> &crate::sessions::Sessions {
+        &self.sessions
     }
 
     pub fn owner(&self) -> OwnerService {

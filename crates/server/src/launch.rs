@@ -384,7 +384,7 @@ impl Sessions {
         ));
         crate::sessions::lock(&self.launched().tasks).push(lifecycle);
         tracing::info!(session = %id, desk = %desk.name, pid, "launched a headless Claude Code session");
-        self.session_changed();
+        self.session_changed(&id);
         Ok(session)
     }
 
@@ -480,7 +480,7 @@ impl Sessions {
                 if withdrawn {
                     self.mark_owner_wait(&desk, false).await;
                 }
-                self.session_changed();
+                self.session_changed(&id);
                 continue;
             }
             let edges = stream.edges(&event, || self.take_expected(&id));
@@ -532,7 +532,7 @@ impl Sessions {
                 };
                 crate::sessions::lock(&self.launched().asked).insert(id.clone(), permission);
                 self.notifier().notice(notice);
-                self.session_changed();
+                self.session_changed(id);
             }
             None => {
                 let rid = event
@@ -586,7 +586,7 @@ impl Sessions {
         if let Some(session) = self.tasks().get_session(id).await? {
             self.mark_owner_wait(&session.desk, false).await;
         }
-        self.session_changed();
+        self.session_changed(id);
         Ok(())
     }
 

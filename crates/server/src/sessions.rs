@@ -27,7 +27,7 @@ use taskkeeper_core::delivery::{self, Means, Method};
 use taskkeeper_core::session::{Edge, Level, Reach, Session, SessionId};
 use taskkeeper_core::store::{NewDesk, StateFilter, TaskFilter};
 use taskkeeper_core::{AgentKind, Desk, DeskName, Event, StoreError, Task, TaskState};
-use tokio::sync::Notify;
+use tokio::sync::{broadcast, watch};
 
 use crate::launch::{LaunchConfig, Launched};
 use crate::tasks::Tasks;
@@ -44,14 +44,17 @@ pub struct Sessions {
     notifier: Arc<dyn crate::notify::Notifier>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Inner {
-    /// Woken on every session or task change; waiters re-check.
-    changed: Notify,
-    /// Counts the same changes, for loops that must not miss one made while they work.
-    generation: Generation,
+    /// Who follows which session or desk: a change wakes only those (issue 13).
+    interest: Interest,
+    /// Every change, by what changed, for the loops that follow all sessions and desks (the
+    /// delivery loop, the watchdog); each handles only what changed.
+    changes: broadcast::Sender<Change>,
     /// Counts changes of what the owner sees of sessions (activity, a permission request).
     shown: Generation,
+    /// How often a waiter woke and looked again (tests count it).
+    waiter_wakes: std::sync::atomic::AtomicU64,
     /// The newest waiter's generation per session: an older waiter is superseded.
     waiters: Mutex<HashMap<SessionId, u64>>,
     /// Turns started per session (in this process): a waiter leaves when a turn starts.
@@ -69,12 +72,90 @@ struct Inner {
     in_flight: Mutex<HashSet<String>>,
 }
 
+impl Default for Inner {
+    fn default() -> Self {
+        Self {
+            interest: Interest::default(),
+            changes: broadcast::channel(CHANGES_CHANNEL).0,
+            shown: Generation::default(),
+            waiter_wakes: std::sync::atomic::AtomicU64::new(0),
+            waiters: Mutex::default(),
+            turns: Mutex::default(),
+            expecting: Mutex::default(),
+            handovers: Mutex::default(),
+            waiting: Mutex::default(),
+            pushed: Mutex::default(),
+            in_flight: Mutex::default(),
+        }
+    }
+}
+
 #[derive(Debug)]
-struct Generation(tokio::sync::watch::Sender<u64>);
+struct Generation(watch::Sender<u64>);
 
 impl Default for Generation {
     fn default() -> Self {
-        Self(tokio::sync::watch::Sender::new(0))
+        Self(watch::Sender::new(0))
+    }
+}
+
+/// What changed, as the loops that follow every change hear it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// A session changed (its record, its turn, its waiter).
+    Session(SessionId),
+    /// A task of this desk changed, or the desk itself.
+    Desk(DeskName),
+    /// Anything may have changed (an owner action, a feed that fell behind): look at all.
+    All,
+}
+
+/// Changes buffered for the loops that follow every change; one that falls further behind
+/// hears [`Change::All`].
+const CHANGES_CHANNEL: usize = 4096;
+
+/// What one follower is interested in.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Interested {
+    Session(SessionId),
+    Desk(DeskName),
+}
+
+/// A watch channel per session and per desk that someone follows right now: a change wakes
+/// the followers of what changed and nobody else, so a change costs what its followers cost,
+/// not what every waiter costs. A channel nobody follows any more goes at the next change.
+#[derive(Debug, Default)]
+struct Interest {
+    channels: Mutex<HashMap<Interested, watch::Sender<u64>>>,
+}
+
+impl Interest {
+    fn follow(&self, what: Interested) -> watch::Receiver<u64> {
+        lock(&self.channels)
+            .entry(what)
+            .or_insert_with(|| watch::Sender::new(0))
+            .subscribe()
+    }
+
+    fn tell(&self, what: &Interested) {
+        let mut channels = lock(&self.channels);
+        if let Some(tx) = channels.get(what) {
+            if tx.receiver_count() == 0 {
+                channels.remove(what);
+            } else {
+                tx.send_modify(|g| *g = g.wrapping_add(1));
+            }
+        }
+    }
+
+    fn tell_all(&self) {
+        lock(&self.channels).retain(|_, tx| {
+            let followed = tx.receiver_count() > 0;
+            if followed {
+                tx.send_modify(|g| *g = g.wrapping_add(1));
+            }
+            followed
+        });
     }
 }
 
@@ -191,19 +272,28 @@ impl Sessions {
         &self.tasks
     }
 
-    /// Wake waiters after a change elsewhere (a task changed).
+    /// Anything may have changed (an owner action): every follower looks again.
     pub fn poke(&self) {
-        self.inner.changed.notify_waiters();
-        self.inner
-            .generation
-            .0
-            .send_modify(|g| *g = g.wrapping_add(1));
+        self.inner.interest.tell_all();
+        let _ = self.inner.changes.send(Change::All);
     }
 
-    /// A session changed in a way the owner sees: wake waiters too.
-    pub(crate) fn session_changed(&self) {
+    /// A task of `desk` (or the desk) changed: its session's waiter and the loops look.
+    pub fn desk_changed(&self, desk: &DeskName) {
+        self.inner.interest.tell(&Interested::Desk(desk.clone()));
+        let _ = self.inner.changes.send(Change::Desk(desk.clone()));
+    }
+
+    /// Session `id` changed, in a way the owner may see: its waiter and the loops look.
+    pub(crate) fn session_changed(&self, id: &SessionId) {
         self.inner.shown.0.send_modify(|g| *g = g.wrapping_add(1));
-        self.poke();
+        self.session_touched(id);
+    }
+
+    /// Session `id` changed in a way only its own followers care about (a waiter came).
+    fn session_touched(&self, id: &SessionId) {
+        self.inner.interest.tell(&Interested::Session(id.clone()));
+        let _ = self.inner.changes.send(Change::Session(id.clone()));
     }
 
     /// Changes when a session changed in a way the owner sees (its activity, what it asks);
@@ -212,15 +302,16 @@ impl Sessions {
         self.inner.shown.0.subscribe()
     }
 
-    /// Sees every change (or poke) after it subscribed, also those made while its holder
-    /// was busy elsewhere: `changed()` on it returns at once for a change not yet seen.
-    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.inner.generation.0.subscribe()
+    /// Every change after it subscribed, by what changed (the delivery loop, the watchdog).
+    pub fn changes(&self) -> broadcast::Receiver<Change> {
+        self.inner.changes.subscribe()
     }
 
-    /// Resolves at the next session change (or poke).
-    pub async fn changed(&self) {
-        self.inner.changed.notified().await;
+    /// How many times a waiter has woken to look again, since the start.
+    pub fn waiter_wakes(&self) -> u64 {
+        self.inner
+            .waiter_wakes
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Take the session's recorded watchdog message, if it has one not yet delivered.
@@ -252,15 +343,16 @@ impl Sessions {
             .await
     }
 
-    /// Relay every task change to the waiters until `stop`.
+    /// Relay every task change to the followers of its desk until `stop`.
     pub async fn follow_tasks(self, mut stop: tokio::sync::watch::Receiver<bool>) {
         let mut feed = self.tasks.feed();
         let mut pokes = self.tasks.pokes();
         loop {
             tokio::select! {
                 r = feed.recv() => match r {
-                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => self.poke(),
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                    Ok(task) => self.desk_changed(&task.desk),
+                    Err(broadcast::error::RecvError::Lagged(_)) => self.poke(),
+                    Err(broadcast::error::RecvError::Closed) => return,
                 },
                 _ = pokes.recv() => self.poke(),
                 _ = stop.wait_for(|s| *s) => return,
@@ -331,7 +423,7 @@ impl Sessions {
                     .ok_or_else(|| StoreError::NoSuchSession(id2.to_string()))
             })
             .await?;
-        self.session_changed();
+        self.session_changed(id);
         Ok(session)
     }
 
@@ -344,12 +436,18 @@ impl Sessions {
     /// hook that changed the session meanwhile is never overwritten.
     pub async fn reconcile(&self, id: &SessionId) -> Result<Option<Session>, StoreError> {
         let id2 = id.clone();
-        let session = self
+        let reconciled = self
             .tasks
-            .blocking(move |s, now| Ok(reconcile_stored(s, &id2, now)?.map(|(session, _)| session)))
+            .blocking(move |s, now| reconcile_stored(s, &id2, now))
             .await?;
-        self.session_changed();
-        Ok(session)
+        // Only a session whose activity moved is news to anyone.
+        if reconciled
+            .as_ref()
+            .is_some_and(|(session, before)| session.activity != *before)
+        {
+            self.session_changed(id);
+        }
+        Ok(reconciled.map(|(session, _)| session))
     }
 
     /// Who started the turn that is starting: Taskkeeper, if it was expecting one.
@@ -372,15 +470,27 @@ impl Sessions {
             .await
     }
 
-    /// Apply `event` to each of the desk's open tasks `which` selects; refusals (a task that
-    /// changed meanwhile) are skipped.
+    /// The desk's open tasks that are not queued (working or blocked): what its session
+    /// holds or is to be told, read without the desk's queue.
+    pub async fn desk_unqueued_tasks(&self, desk: &DeskName) -> Result<Vec<Task>, StoreError> {
+        self.tasks
+            .list(TaskFilter {
+                state: StateFilter::Unqueued,
+                desk: Some(desk.clone()),
+                ..Default::default()
+            })
+            .await
+    }
+
+    /// Apply `event` to each of the desk's working or blocked tasks `which` selects;
+    /// refusals (a task that changed meanwhile) are skipped.
     pub async fn for_desk_tasks(
         &self,
         desk: &DeskName,
         which: impl Fn(&Task) -> bool,
         event: impl Fn() -> Event,
     ) {
-        let Ok(tasks) = self.desk_tasks(desk).await else {
+        let Ok(tasks) = self.desk_unqueued_tasks(desk).await else {
             return;
         };
         for t in tasks.iter().filter(|t| which(t)) {
@@ -427,7 +537,7 @@ impl Sessions {
     /// What the desk's session has still to be told, without claiming it.
     async fn undelivered(&self, desk: &DeskName) -> Result<Vec<Task>, StoreError> {
         let mut due: Vec<Task> = self
-            .desk_tasks(desk)
+            .desk_unqueued_tasks(desk)
             .await?
             .into_iter()
             .filter(Task::to_deliver)
@@ -519,12 +629,25 @@ impl Sessions {
         let turn0 = *lock(&self.inner.turns).get(id).unwrap_or(&0);
         lock(&self.inner.waiting).insert(id.clone());
         let _registered = Waiting(&self.inner, id.clone());
-        // Let an older waiter see it was superseded.
-        self.poke();
+        // Let an older waiter see it was superseded (before following the session, so this
+        // waiter does not wake for its own arrival).
+        self.session_touched(id);
+        // Only its own session and its desk's tasks concern a waiter; the desk is followed
+        // from the first read of the session on.
+        let mut own = self.inner.interest.follow(Interested::Session(id.clone()));
+        let mut desk: Option<(DeskName, watch::Receiver<u64>)> = None;
+        let mut first = true;
         loop {
-            let notified = self.inner.changed.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
+            own.borrow_and_update();
+            if let Some((_, rx)) = desk.as_mut() {
+                rx.borrow_and_update();
+            }
+            if !first {
+                self.inner
+                    .waiter_wakes
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            first = false;
             if lock(&self.inner.waiters).get(id) != Some(&generation) {
                 return Ok(WaitOutcome::Leave("a newer waiter took over"));
             }
@@ -535,6 +658,14 @@ impl Sessions {
                 Some(s) if s.is_live() => s,
                 _ => return Ok(WaitOutcome::Leave("the session ended")),
             };
+            if desk.as_ref().is_none_or(|(d, _)| *d != session.desk) {
+                // Followed before the claim below reads the desk: nothing falls between.
+                let rx = self
+                    .inner
+                    .interest
+                    .follow(Interested::Desk(session.desk.clone()));
+                desk = Some((session.desk.clone(), rx));
+            }
             if session.reach.headless {
                 return Ok(WaitOutcome::Leave(
                     "Taskkeeper speaks to this session on its stdin",
@@ -552,11 +683,65 @@ impl Sessions {
             // The cap lets a level signal (a killed process) be noticed while nothing else
             // happens.
             let mut stop = self.stop.clone();
+            let changed = async {
+                match desk.as_mut() {
+                    Some((_, rx)) => tokio::select! {
+                        _ = own.changed() => {}
+                        _ = rx.changed() => {}
+                    },
+                    None => {
+                        let _ = own.changed().await;
+                    }
+                }
+            };
             tokio::select! {
-                _ = tokio::time::timeout(Duration::from_secs(30), notified) => {}
+                _ = tokio::time::timeout(Duration::from_secs(30), changed) => {}
                 _ = stop.wait_for(|s| *s) => return Ok(WaitOutcome::Leave("the daemon is stopping")),
             }
             self.reconcile(id).await?;
+        }
+    }
+}
+
+/// What a delivery pass looks at.
+#[derive(Debug)]
+pub(crate) enum Look {
+    All,
+    Some {
+        desks: HashSet<DeskName>,
+        sessions: HashSet<SessionId>,
+    },
+}
+
+impl Default for Look {
+    fn default() -> Self {
+        Look::Some {
+            desks: HashSet::new(),
+            sessions: HashSet::new(),
+        }
+    }
+}
+
+impl Look {
+    /// Nothing to look at.
+    pub(crate) fn is_empty(&self) -> bool {
+        matches!(self, Look::Some { desks, sessions } if desks.is_empty() && sessions.is_empty())
+    }
+
+    /// Take in one change as the changes feed answered.
+    pub(crate) fn add(&mut self, change: Result<Change, broadcast::error::RecvError>) {
+        let Look::Some { desks, sessions } = self else {
+            return;
+        };
+        match change {
+            Ok(Change::Desk(d)) => {
+                desks.insert(d);
+            }
+            Ok(Change::Session(id)) => {
+                sessions.insert(id);
+            }
+            // All, or fell behind: look at everything. (Closed: the daemon is going.)
+            Ok(Change::All) | Err(_) => *self = Look::All,
         }
     }
 }
@@ -634,39 +819,63 @@ impl Sessions {
     /// Pushes what idle sessions (and desks with a command and no live session) have to be
     /// told through the methods Taskkeeper drives, best first, falling back to the next
     /// method when one is not confirmed. Runs until `stop`.
+    ///
+    /// The first pass looks at every desk; after it, a pass looks only at the desks and
+    /// sessions that changed since the one before (a timer's recheck looks at all again).
     pub async fn deliver_loop(self) {
         let mut stop = self.stop.clone();
+        // Subscribed before the first pass: a change while a pass runs goes to the next one.
+        let mut changes = self.changes();
+        let mut look = Look::All;
         loop {
-            // Registered before the pass: a change while the pass runs wakes the next one.
-            let changed = self.inner.changed.notified();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
-            let recheck = match self.deliver_pass().await {
+            let recheck = match self.deliver_pass(std::mem::take(&mut look)).await {
                 Ok(r) => r,
                 Err(e) => {
                     tracing::warn!(error = %e, "delivery pass failed");
+                    look = Look::All;
                     Some(Duration::from_secs(30))
                 }
             };
             tokio::select! {
-                () = changed => {}
+                r = changes.recv() => look.add(r),
                 () = async {
                     match recheck {
                         Some(d) => tokio::time::sleep(d).await,
                         None => std::future::pending().await,
                     }
-                } => {}
+                } => look = Look::All,
                 _ = stop.wait_for(|s| *s) => return,
             }
+            // Everything that came meanwhile goes into the same pass.
+            crate::watchdog::drain(&mut changes, &mut look);
         }
     }
 
-    /// One pass; returns when to look again for a session that was too fresh to paste into.
-    async fn deliver_pass(&self) -> Result<Option<Duration>, StoreError> {
+    /// One pass over what `look` names; returns when to look again for a session that was
+    /// too fresh to paste into.
+    async fn deliver_pass(&self, look: Look) -> Result<Option<Duration>, StoreError> {
         let now = self.tasks.now();
         let (sessions, desks) = self
             .tasks
-            .blocking(|s, _| Ok((s.sessions(None)?, s.desks()?)))
+            .blocking(move |s, _| match look {
+                Look::All => Ok((s.sessions(None)?, s.desks()?)),
+                Look::Some { desks, sessions } => {
+                    let mut names = desks;
+                    for id in &sessions {
+                        if let Some(session) = s.session(id)? {
+                            names.insert(session.desk);
+                        }
+                    }
+                    let (mut all, mut found) = (Vec::new(), Vec::new());
+                    for name in names {
+                        if let Some(desk) = s.desk(name.as_str())? {
+                            all.extend(s.sessions(Some(&name))?);
+                            found.push(desk);
+                        }
+                    }
+                    Ok((all, found))
+                }
+            })
             .await?;
         let desks: HashMap<DeskName, Desk> =
             desks.into_iter().map(|d| (d.name.clone(), d)).collect();
@@ -743,11 +952,12 @@ impl Sessions {
             lock(&self.inner.pushed).insert(target_key.clone(), parcel_key.clone());
             let this = self.clone();
             tokio::spawn(async move {
+                let desk = target.desk.name.clone();
                 this.push(target, methods, parcel, target_key.clone(), parcel_key)
                     .await;
                 lock(&this.inner.in_flight).remove(&target_key);
                 // What arrived while this push was on its way goes next.
-                this.poke();
+                this.desk_changed(&desk);
             });
         }
         Ok(recheck)
@@ -794,6 +1004,7 @@ impl Sessions {
         if !may_have_landed {
             // Nothing landed: try the same text again later (unless it changed meanwhile).
             let this = self.clone();
+            let desk = target.desk.name.clone();
             tokio::spawn(async move {
                 tokio::time::sleep(RETRY).await;
                 let mut pushed = lock(&this.inner.pushed);
@@ -801,7 +1012,7 @@ impl Sessions {
                     pushed.remove(&target_key);
                 }
                 drop(pushed);
-                this.poke();
+                this.desk_changed(&desk);
             });
         }
     }
@@ -824,11 +1035,13 @@ impl Sessions {
     /// Has the session started a turn since `turn0` (within [`VERIFY`])?
     async fn turn_started(&self, id: &SessionId, turn0: u64) -> bool {
         let deadline = tokio::time::Instant::now() + VERIFY;
+        let mut own = self.inner.interest.follow(Interested::Session(id.clone()));
         while tokio::time::Instant::now() < deadline {
+            own.borrow_and_update();
             if *lock(&self.inner.turns).get(id).unwrap_or(&0) != turn0 {
                 return true;
             }
-            let _ = tokio::time::timeout(Duration::from_millis(200), self.changed()).await;
+            let _ = tokio::time::timeout(Duration::from_millis(200), own.changed()).await;
         }
         false
     }

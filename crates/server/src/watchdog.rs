@@ -1,7 +1,12 @@
 //! The scheduler that runs the watchdog's policy (`taskkeeper_core::watchdog`): event-driven,
-//! not a poll. After any change it plans, carries out what is due, and sleeps until the next
-//! due time — capped at [`CAP`] so a suspend or a wall-clock jump is noticed — or until the
-//! next change. With nothing due it sleeps until a change, doing no periodic work.
+//! not a poll, and incremental. It keeps one thing between wakes, when each desk is next due
+//! ([`Schedule`]): built from the store at the start (and after a setting or the wall clock
+//! changed), then changed only for the desks whose sessions or tasks changed, read from the
+//! change feed ([`Sessions::changes`]). A wake reads from the store and plans just the desks
+//! that changed or are due, so its cost follows the work, not how many sessions there are.
+//! It sleeps until the earliest due time plus [`watchdog::COALESCE`] (due times that close
+//! share a wake), capped at [`CAP`] so a suspend or a wall-clock jump is noticed, or until
+//! the next change; with nothing due it sleeps until a change, doing no periodic work.
 //!
 //! On each wake it compares wall-clock and monotonic time: a forward gap means the machine
 //! slept, and every quiet session's clock moves later by the gap (the sessions slept too),
@@ -9,17 +14,17 @@
 //! Every reminder, stall and expiry is recorded in the store before it is delivered, with
 //! the session's message number, so a restart resumes exactly and never repeats a message.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use taskkeeper_core::store::{StateFilter, TaskFilter};
-use taskkeeper_core::watchdog::{self, Wake};
+use taskkeeper_core::watchdog::{self, Plan, Schedule, Wake};
 use taskkeeper_core::{DeskName, Event, Session, StoreError, Task, TaskId, Timestamp, delivery};
-use tokio::sync::{Notify, watch};
+use tokio::sync::{Notify, broadcast, watch};
 
 use crate::notify::Notifier;
-use crate::sessions::Sessions;
+use crate::sessions::{Change, Look, Sessions};
 use crate::tasks::Tasks;
 
 /// The longest sleep while something is due.
@@ -35,6 +40,30 @@ pub struct Watchdog {
     /// Poked when something the plan depends on changed outside tasks and sessions (a
     /// setting, an owner action).
     wake: Arc<Notify>,
+    passes: Arc<watch::Sender<Pass>>,
+}
+
+/// What the scheduler's passes did, published after each one: tests wait on it instead of
+/// sleeping ("the watchdog has looked at this moment and did nothing"), benches count it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pass {
+    /// Passes so far.
+    pub number: u64,
+    /// The time the last pass planned at.
+    pub at: Option<Timestamp>,
+    /// Desks the last pass read and planned.
+    pub desks: usize,
+    /// Whether the last pass read everything (the start, a setting, a suspend).
+    pub full: bool,
+    /// Whether the last wake found the wall clock stepped back, and so planned nothing.
+    pub clock_back: bool,
+    /// The number and time of the last pass that read everything or found the clock stepped
+    /// back: a test that waits for it knows the watchdog has looked at every desk then.
+    pub looked_at_all: Option<(u64, Timestamp)>,
+    /// Wakes of the scheduler so far (a change, a due time or the cap).
+    pub wakes: u64,
+    /// Desks with a due time after the last pass (the scheduler's state).
+    pub scheduled: usize,
 }
 
 /// The sessions that may hold tasks: the newest live session of each desk.
@@ -43,6 +72,68 @@ pub(crate) fn holders(all: Vec<Session>) -> Vec<Session> {
     all.into_iter()
         .filter(|s| s.is_live() && seen.insert(s.desk.clone()))
         .collect()
+}
+
+/// One desk as a pass reads it from the store: its sessions (newest first) and open tasks.
+type DeskState = (DeskName, Vec<Session>, Vec<Task>);
+
+/// Read what `look` names: every desk, or the desks named and those of the sessions named.
+/// One desk is read without its queue: its working and blocked tasks, and of its queued
+/// tasks those that expire by `now` and the earliest, which is all the plan looks at.
+fn read_desks(
+    s: &taskkeeper_core::Store,
+    look: Look,
+    created_by: Timestamp,
+) -> Result<Vec<DeskState>, StoreError> {
+    let open = |desk: Option<DeskName>| TaskFilter {
+        state: StateFilter::Open,
+        desk,
+        ..Default::default()
+    };
+    match look {
+        Look::All => {
+            let mut by_desk: HashMap<DeskName, (Vec<Session>, Vec<Task>)> = HashMap::new();
+            for session in s.sessions(None)? {
+                by_desk
+                    .entry(session.desk.clone())
+                    .or_default()
+                    .0
+                    .push(session);
+            }
+            for t in s.tasks(&open(None))? {
+                by_desk.entry(t.desk.clone()).or_default().1.push(t);
+            }
+            Ok(by_desk
+                .into_iter()
+                .map(|(desk, (sessions, tasks))| (desk, sessions, tasks))
+                .collect())
+        }
+        Look::Some { desks, sessions } => {
+            let mut names = desks;
+            for id in &sessions {
+                if let Some(session) = s.session(id)? {
+                    names.insert(session.desk);
+                }
+            }
+            names
+                .into_iter()
+                .map(|desk| {
+                    let sessions = s.sessions(Some(&desk))?;
+                    let mut tasks = s.tasks(&TaskFilter {
+                        state: StateFilter::Unqueued,
+                        desk: Some(desk.clone()),
+                        ..Default::default()
+                    })?;
+                    for t in s.expiring_tasks(&desk, created_by)? {
+                        if !tasks.iter().any(|held| held.id == t.id) {
+                            tasks.push(t);
+                        }
+                    }
+                    Ok((desk, sessions, tasks))
+                })
+                .collect()
+        }
+    }
 }
 
 impl Watchdog {
@@ -57,37 +148,73 @@ impl Watchdog {
             sessions,
             notifier,
             wake,
+            passes: Arc::new(watch::Sender::new(Pass::default())),
         }
     }
 
-    /// Plan at `now` and carry it out. Returns the next due time and whether anything was
-    /// done (then the caller plans again at once: the quiet clocks moved).
+    /// Follows the scheduler's passes (see [`Pass`]).
+    pub fn passes(&self) -> watch::Receiver<Pass> {
+        self.passes.subscribe()
+    }
+
+    /// One full pass at `now` over a fresh schedule: read everything, plan, carry it out.
+    /// Returns the next due time and whether anything was done.
     pub async fn tick(&self, now: Timestamp) -> Result<(Option<Timestamp>, bool), StoreError> {
-        let (settings, sessions, open) = self
+        let mut schedule = Schedule::default();
+        let (_, acted) = self.pass(now, Look::All, &mut schedule).await?;
+        Ok((schedule.next(), acted))
+    }
+
+    /// Read and plan the desks `look` names at `now`, carry out what is due, and set their
+    /// due times in `schedule` (all of it, for [`Look::All`]). Returns how many desks it
+    /// planned and whether it did anything.
+    async fn pass(
+        &self,
+        now: Timestamp,
+        look: Look,
+        schedule: &mut Schedule,
+    ) -> Result<(usize, bool), StoreError> {
+        let full = matches!(look, Look::All);
+        let (settings, desks) = self
             .tasks
-            .blocking(|s, _| {
-                let open = s.tasks(&TaskFilter {
-                    state: StateFilter::Open,
-                    ..Default::default()
-                })?;
-                Ok((s.settings()?, holders(s.sessions(None)?), open))
+            .blocking(move |s, _| {
+                let settings = s.settings()?;
+                let created_by = watchdog::expired_if_created_by(now, &settings);
+                let desks = read_desks(s, look, created_by)?;
+                Ok((settings, desks))
             })
             .await?;
-        // Group once by desk: pairing each session with a scan of every open task is
-        // quadratic (measured: 490 ms at 10k sessions, against 3 ms grouped).
-        let mut by_desk: std::collections::HashMap<&DeskName, Vec<&Task>> =
-            std::collections::HashMap::new();
-        for t in &open {
-            by_desk.entry(&t.desk).or_default().push(t);
+        if full {
+            schedule.clear();
         }
-        let pairs: Vec<(&Session, Vec<&Task>)> = sessions
-            .iter()
-            .map(|s| (s, by_desk.get(&s.desk).cloned().unwrap_or_default()))
-            .collect();
-        let all: Vec<&Task> = open.iter().collect();
-        let plan = watchdog::plan(now, &settings, settings.reminders_paused, &pairs, &all);
-        let acted = !plan.expire.is_empty() || !plan.messages.is_empty();
+        let planned = desks.len();
+        let mut acted = false;
+        for (desk, sessions, open) in desks {
+            let holders = holders(sessions);
+            let open_refs: Vec<&Task> = open.iter().collect();
+            let pairs: Vec<(&Session, Vec<&Task>)> =
+                holders.iter().map(|s| (s, open_refs.clone())).collect();
+            let plan = watchdog::plan(
+                now,
+                &settings,
+                settings.reminders_paused,
+                &pairs,
+                &open_refs,
+            );
+            schedule.set(desk, plan.next_due);
+            acted |= self.carry_out(now, &plan, &holders).await?;
+        }
+        Ok((planned, acted))
+    }
 
+    /// Do what `plan` says; whether anything was done. What it changes comes back through
+    /// the change feed, so the desks it touched are planned again at once.
+    async fn carry_out(
+        &self,
+        now: Timestamp,
+        plan: &Plan,
+        sessions: &[Session],
+    ) -> Result<bool, StoreError> {
         for id in &plan.expire {
             match self.tasks.apply(id, Event::Expire).await {
                 Ok(_) => tracing::info!(task = %id, "expired"),
@@ -114,16 +241,15 @@ impl Watchdog {
             if m.speak && (!reminded.is_empty() || !stalled.is_empty()) {
                 self.record_message(session, now, &reminded, &stalled)
                     .await?;
+                // Its waiter (or the delivery loop) takes the message to the session.
+                self.sessions.session_changed(&session.id);
             }
             for t in &stalled {
                 tracing::warn!(task = %t.id, desk = %t.desk, "task stalled");
                 self.notifier.stalled(t);
             }
         }
-        if acted {
-            self.sessions.poke();
-        }
-        Ok((plan.next_due, acted))
+        Ok(!plan.expire.is_empty() || !plan.messages.is_empty())
     }
 
     async fn apply_quietly(&self, id: &TaskId, event: Event) -> Result<Option<Task>, StoreError> {
@@ -196,30 +322,35 @@ impl Watchdog {
 
     /// The scheduler loop, until `stop`.
     pub async fn run(self, mut stop: watch::Receiver<bool>) {
-        let mut feed = self.tasks.feed();
-        let mut session_changes = self.sessions.subscribe();
+        // Subscribed before the first pass reads: no change falls between.
+        let mut changes = self.sessions.changes();
+        let mut schedule = Schedule::default();
+        let mut look = Look::All;
         let mut last = (self.tasks.now(), self.tasks.monotonic());
-        let mut next: Option<Timestamp> = None;
+        let mut pass = Pass::default();
+        let mut retry: Option<Timestamp> = None;
         let mut first = true;
         loop {
             if !first {
-                let sleep = next.map(|due| due.since(self.tasks.now()).min(CAP));
-                let woke = async {
-                    match sleep {
-                        Some(d) => {
-                            let _ = tokio::time::timeout(
-                                d,
-                                self.changes(&mut feed, &mut session_changes),
-                            )
-                            .await;
-                        }
-                        None => self.changes(&mut feed, &mut session_changes).await,
+                let now = self.tasks.now();
+                let next = match (schedule.next(), retry) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                let sleep = async {
+                    match next {
+                        Some(due) => tokio::time::sleep(watchdog::sleep_for(due, now, CAP)).await,
+                        None => std::future::pending().await,
                     }
                 };
                 tokio::select! {
-                    () = woke => {}
+                    r = changes.recv() => look.add(r),
+                    () = self.wake.notified() => look = Look::All,
+                    () = sleep => {}
                     _ = stop.wait_for(|s| *s) => return,
                 }
+                drain(&mut changes, &mut look);
+                pass.wakes += 1;
             }
             first = false;
             let (now, mono) = (self.tasks.now(), self.tasks.monotonic());
@@ -233,7 +364,12 @@ impl Watchdog {
                         by_ms = -wall_elapsed,
                         "the wall clock stepped back; no message this wake"
                     );
-                    next = Some(now.plus(CAP));
+                    // The due times were reckoned on the old clock: all are reckoned again.
+                    look = Look::All;
+                    retry = Some(now.plus(CAP));
+                    pass.clock_back = true;
+                    self.publish(&mut pass, now, 0, false, &schedule);
+                    pass.clock_back = false;
                     continue;
                 }
                 Wake::Slept(gap) => {
@@ -244,40 +380,64 @@ impl Watchdog {
                     if let Err(e) = self.slept(gap).await {
                         tracing::warn!(error = %e, "could not shift the quiet clocks");
                     }
+                    look = Look::All;
                 }
                 Wake::Normal => {}
             }
-            // Plan until nothing more happens at this instant (each message moves a quiet
-            // clock; the policy sends at most one per session per plan).
-            next = None;
-            for _ in 0..4 {
-                match self.tick(now).await {
-                    Ok((due, true)) => next = due,
-                    Ok((due, false)) => {
-                        next = due;
-                        break;
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "the watchdog could not plan; trying again soon");
-                        next = Some(now.plus(CAP));
-                        break;
-                    }
+            for desk in schedule.due(now) {
+                look.add(Ok(Change::Desk(desk)));
+            }
+            if look.is_empty() {
+                self.publish(&mut pass, now, 0, false, &schedule);
+                continue;
+            }
+            let full = matches!(look, Look::All);
+            let planning = std::mem::take(&mut look);
+            match self.pass(now, planning, &mut schedule).await {
+                Ok((desks, _)) => {
+                    retry = None;
+                    self.publish(&mut pass, now, desks, full, &schedule);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "the watchdog could not plan; trying again soon");
+                    look = Look::All;
+                    retry = Some(now.plus(CAP));
                 }
             }
         }
     }
 
-    /// Wait for the next change that can move a due time.
-    async fn changes(
+    fn publish(
         &self,
-        feed: &mut tokio::sync::broadcast::Receiver<Arc<Task>>,
-        session_changes: &mut watch::Receiver<u64>,
+        pass: &mut Pass,
+        at: Timestamp,
+        desks: usize,
+        full: bool,
+        schedule: &Schedule,
     ) {
-        tokio::select! {
-            _ = feed.recv() => {}
-            // A session that changed while the plan was being made counts too.
-            _ = session_changes.changed() => {}
-            () = self.wake.notified() => {}
+        pass.number += 1;
+        pass.at = Some(at);
+        pass.desks = desks;
+        pass.full = full;
+        pass.scheduled = schedule.len();
+        if full || pass.clock_back {
+            pass.looked_at_all = Some((pass.number, at));
+        }
+        self.passes.send_replace(*pass);
+    }
+}
+
+/// Take in every change already queued, so one pass handles them all.
+pub(crate) fn drain(changes: &mut broadcast::Receiver<Change>, look: &mut Look) {
+    loop {
+        match changes.try_recv() {
+            Ok(change) => look.add(Ok(change)),
+            Err(broadcast::error::TryRecvError::Empty | broadcast::error::TryRecvError::Closed) => {
+                return;
+            }
+            Err(broadcast::error::TryRecvError::Lagged(n)) => {
+                look.add(Err(broadcast::error::RecvError::Lagged(n)));
+            }
         }
     }
 }

@@ -9,14 +9,16 @@
 //! only after the commit that made its change durable.
 
 mod push;
+mod reads;
 mod recover;
 mod schema;
 pub mod wal;
 mod writer;
 
+pub use reads::Reads;
 pub use recover::{Recovery, aside_dir, recover};
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -154,6 +156,9 @@ pub enum StateFilter {
     Open,
     /// Completed, failed or canceled.
     Ended,
+    /// Open and not queued (working or blocked): what a desk's session holds, read from an
+    /// index without the desk's queue.
+    Unqueued,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -241,6 +246,8 @@ struct Inner {
     readers: Mutex<Vec<Connection>>,
     /// Set by [`Store::close`]: reads are refused too.
     closed: std::sync::atomic::AtomicBool,
+    /// What the store has read, for tests that pin a cost by counting.
+    reads: Arc<reads::Totals>,
     /// Held for the store's life: the OS drops the lock if the process dies.
     _lock: File,
 }
@@ -306,6 +313,7 @@ impl Store {
         schema::migrations()
             .to_latest(&mut conn)
             .map_err(|e| open_err(format!("migration failed: {e}")))?;
+        reads::count_statements(&conn);
 
         let (tx, handle) = writer::spawn(conn)
             .map_err(|e| open_err(format!("cannot start the writer thread: {e}")))?;
@@ -317,6 +325,7 @@ impl Store {
                 writer_thread: Mutex::new(Some(handle)),
                 readers: Mutex::new(Vec::new()),
                 closed: std::sync::atomic::AtomicBool::new(false),
+                reads: Arc::default(),
                 _lock: lock,
             }),
         })
@@ -324,6 +333,12 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.inner.path
+    }
+
+    /// What this store has read since it was opened: statements run and tasks decoded.
+    /// Tests take it before and after a call to pin what the call costs.
+    pub fn reads(&self) -> Reads {
+        self.inner.reads.now()
     }
 
     /// Finish the queued writes, stop the writer and release the database for another
@@ -380,10 +395,11 @@ impl Store {
                         | OpenFlags::SQLITE_OPEN_URI,
                 )?;
                 configure(&c, self.inner.options.synchronous, true)?;
+                reads::count_statements(&c);
                 c
             }
         };
-        let result = f(&conn);
+        let result = self.inner.reads.counting(|| f(&conn));
         let mut pool = self
             .inner
             .readers
@@ -401,8 +417,9 @@ impl Store {
         f: impl FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
     ) -> Result<R, StoreError> {
         let (tx, rx) = mpsc::sync_channel::<Result<R, StoreError>>(1);
+        let totals = Arc::clone(&self.inner.reads);
         let job: writer::Job = Box::new(move |conn| {
-            let result = conn.and_then(f);
+            let result = totals.counting(|| conn.and_then(f));
             let keep = result.is_ok();
             let reply: writer::Reply = Box::new(move |commit| {
                 let _ = tx.send(commit.and(result));
@@ -588,11 +605,11 @@ impl Store {
             limits::new_task(&new, open, &load_settings(c)?.limits)?;
             // Order matters only among open tasks, so the open-task index answers this
             // without walking the desk's history.
-            let seq: i64 = c.query_row(
-                "SELECT COALESCE(MAX(queue_seq), 0) + 1 FROM tasks WHERE desk = ?1 AND ended_at IS NULL",
-                [new.desk.as_str()],
-                |r| r.get(0),
-            )?;
+            let seq: i64 = c
+                .prepare_cached(
+                    "SELECT COALESCE(MAX(queue_seq), 0) + 1 FROM tasks WHERE desk = ?1 AND ended_at IS NULL",
+                )?
+                .query_row([new.desk.as_str()], |r| r.get(0))?;
             let mut task = Task::submit(TaskId::generate(), new, seq, now);
             if resend == Resend::NewTask {
                 // The resend key must still be unique per asker; the task id makes it so, and
@@ -601,8 +618,12 @@ impl Store {
             }
             insert_task(c, &task)?;
             let started = start_next(c, &task.desk, now)?;
-            let mut task =
-                load_task(c, &task.id)?.ok_or_else(|| StoreError::NoSuchTask(task.id.clone()))?;
+            // The task as written, or as it started: no read back, no second decode.
+            let mut task = started
+                .iter()
+                .find(|t| t.id == task.id)
+                .cloned()
+                .unwrap_or(task);
             fill_positions(c, std::slice::from_mut(&mut task))?;
             if let Some(config) = webhook {
                 push::insert_config(c, &task, config, now)?;
@@ -671,7 +692,8 @@ impl Store {
             }
             update_task(c, &before, &after)?;
             let others = start_next(c, &after.desk, now)?;
-            let mut task = load_task(c, &id)?.ok_or_else(|| StoreError::NoSuchTask(id.clone()))?;
+            // The task as written (or as it started): no read back, no second decode.
+            let mut task = others.iter().find(|t| t.id == id).cloned().unwrap_or(after);
             fill_positions(c, std::slice::from_mut(&mut task))?;
             // Queued with the change: an answered change is a queued push, across crashes.
             push::enqueue(c, Some(&before), &task, now)?;
@@ -699,19 +721,14 @@ impl Store {
     /// Tasks matching `filter`: open ones oldest first, ended ones most recently ended first.
     pub fn tasks(&self, filter: &TaskFilter) -> Result<Vec<Task>, StoreError> {
         self.read(|c| {
-            let (cond, order) = match filter.state {
-                StateFilter::All => ("1", "created_at, rowid"),
-                StateFilter::Open => ("ended_at IS NULL", "created_at, rowid"),
-                StateFilter::Ended => ("ended_at IS NOT NULL", "ended_at DESC, rowid DESC"),
-            };
-            let sql = format!(
-                "SELECT body FROM tasks WHERE {cond} AND (?1 IS NULL OR desk = ?1) AND (?2 IS NULL OR asker = ?2) \
-                 ORDER BY {order} LIMIT ?3"
-            );
-            let mut stmt = c.prepare_cached(&sql)?;
+            let mut stmt = c.prepare_cached(&tasks_sql(filter))?;
             let limit = filter.limit.map_or(-1, i64::from);
             let rows = stmt.query_map(
-                params![filter.desk.as_ref().map(DeskName::as_str), filter.asker.as_deref(), limit],
+                params![
+                    filter.desk.as_ref().map(DeskName::as_str),
+                    filter.asker.as_deref(),
+                    limit
+                ],
                 |r| r.get::<_, String>(0),
             )?;
             let mut tasks = decode_tasks(rows)?;
@@ -720,14 +737,42 @@ impl Store {
         })
     }
 
+    /// The open tasks of `desk` that may expire by the time their creation is at or before
+    /// `created_by`, and the desk's earliest open task (whose expiry comes next), from the
+    /// index of open tasks by creation time: what the watchdog needs of a desk's queue
+    /// without reading all of it.
+    pub fn expiring_tasks(
+        &self,
+        desk: &DeskName,
+        created_by: Timestamp,
+    ) -> Result<Vec<Task>, StoreError> {
+        self.read(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT body FROM tasks WHERE desk = ?1 AND ended_at IS NULL \
+                 AND (created_at <= ?2 OR rowid = (SELECT rowid FROM tasks \
+                 WHERE desk = ?1 AND ended_at IS NULL ORDER BY created_at LIMIT 1)) \
+                 ORDER BY created_at",
+            )?;
+            let rows = stmt.query_map(params![desk.as_str(), created_by.as_millis()], |r| {
+                r.get::<_, String>(0)
+            })?;
+            decode_tasks(rows)
+        })
+    }
+
     /// One page of tasks, newest status first (ties broken by id, descending), and how many
     /// match the filters in all. The cursor is the (status time, id) of the last task of the
     /// previous page.
     pub fn task_page(&self, q: &PageQuery) -> Result<(Vec<Task>, u64), StoreError> {
         self.read(|c| {
-            const FILTERS: &str = "(?1 IS NULL OR asker = ?1) AND (?2 IS NULL OR desk = ?2) \
-                 AND (?3 IS NULL OR context_id = ?3) AND (?4 IS NULL OR state = ?4) \
-                 AND (?5 IS NULL OR status_at >= ?5)";
+            let filters_sql = format!(
+                "{} AND {} AND {} AND {} AND (?5 IS NULL OR status_at >= ?5)",
+                filter_on("asker", 1, q.asker.is_some()),
+                filter_on("desk", 2, q.desk.is_some()),
+                filter_on("context_id", 3, q.context_id.is_some()),
+                filter_on("state", 4, q.state.is_some()),
+            );
+            let filters_sql = filters_sql.as_str();
             let filters = params![
                 q.asker.as_deref(),
                 q.desk.as_ref().map(DeskName::as_str),
@@ -736,10 +781,10 @@ impl Store {
                 q.status_after.map(Timestamp::as_millis),
             ];
             let total: i64 = c
-                .prepare_cached(&format!("SELECT COUNT(*) FROM tasks WHERE {FILTERS}"))?
+                .prepare_cached(&format!("SELECT COUNT(*) FROM tasks WHERE {filters_sql}"))?
                 .query_row(filters, |r| r.get(0))?;
             let sql = format!(
-                "SELECT body FROM tasks WHERE {FILTERS} \
+                "SELECT body FROM tasks WHERE {filters_sql} \
                  AND (?6 IS NULL OR status_at < ?6 OR (status_at = ?6 AND id < ?7)) \
                  ORDER BY status_at DESC, id DESC LIMIT ?8"
             );
@@ -923,9 +968,7 @@ impl Store {
     /// Sessions, most recently changed first; `desk` narrows to one desk.
     pub fn sessions(&self, desk: Option<&DeskName>) -> Result<Vec<Session>, StoreError> {
         self.read(|c| {
-            let mut stmt = c.prepare_cached(
-                "SELECT body FROM sessions WHERE (?1 IS NULL OR desk = ?1) ORDER BY updated_at DESC, id",
-            )?;
+            let mut stmt = c.prepare_cached(&sessions_sql(desk.is_some()))?;
             let rows = stmt.query_map([desk.map(DeskName::as_str)], |r| r.get::<_, String>(0))?;
             let mut out = Vec::new();
             for body in rows {
@@ -1160,6 +1203,44 @@ fn configure(c: &Connection, sync: Synchronous, read_only: bool) -> rusqlite::Re
     Ok(())
 }
 
+/// One optional equality filter of a query, on parameter `?n`: `column = ?n` when the caller
+/// gives a value, else a condition that holds (the parameter is bound to NULL). Written out
+/// rather than as `(?n IS NULL OR column = ?n)`, which SQLite cannot answer from an index, so
+/// a desk's or an asker's tasks are read from their index and not by walking the table.
+fn filter_on(column: &str, n: u8, given: bool) -> String {
+    if given {
+        format!("{column} = ?{n}")
+    } else {
+        format!("?{n} IS NULL")
+    }
+}
+
+/// [`Store::tasks`]'s query: `?1` the desk, `?2` the asker, `?3` the limit.
+fn tasks_sql(filter: &TaskFilter) -> String {
+    let (cond, order) = match filter.state {
+        StateFilter::All => ("1", "created_at, rowid"),
+        StateFilter::Open => ("ended_at IS NULL", "created_at, rowid"),
+        StateFilter::Ended => ("ended_at IS NOT NULL", "ended_at DESC, rowid DESC"),
+        StateFilter::Unqueued => (
+            "ended_at IS NULL AND state != 'submitted'",
+            "created_at, rowid",
+        ),
+    };
+    format!(
+        "SELECT body FROM tasks WHERE {cond} AND {} AND {} ORDER BY {order} LIMIT ?3",
+        filter_on("desk", 1, filter.desk.is_some()),
+        filter_on("asker", 2, filter.asker.is_some()),
+    )
+}
+
+/// [`Store::sessions`]'s query: `?1` the desk.
+fn sessions_sql(desk_given: bool) -> String {
+    format!(
+        "SELECT body FROM sessions WHERE {} ORDER BY updated_at DESC, id",
+        filter_on("desk", 1, desk_given)
+    )
+}
+
 /// The columns [`desk_from_row`] reads, in its order.
 const DESK_COLUMNS: &str = "name, agent, dir, created_at, deliver_command, auto_launch";
 
@@ -1225,6 +1306,7 @@ fn load_desk(c: &Connection, name: &str) -> Result<Option<Desk>, StoreError> {
 }
 
 fn decode_task(body: &str) -> Result<Task, StoreError> {
+    reads::task_decoded();
     Ok(serde_json::from_str(body)?)
 }
 
@@ -1255,14 +1337,6 @@ fn open_task_count_of_asker(c: &Connection, asker: &str) -> Result<u64, StoreErr
     Ok(n.unsigned_abs())
 }
 
-fn open_tasks_of(c: &Connection, desk: &DeskName) -> Result<Vec<Task>, StoreError> {
-    let mut stmt = c.prepare_cached(
-        "SELECT body FROM tasks WHERE desk = ?1 AND ended_at IS NULL ORDER BY queue_seq",
-    )?;
-    let rows = stmt.query_map([desk.as_str()], |r| r.get::<_, String>(0))?;
-    decode_tasks(rows)
-}
-
 /// Task bodies as a query returns them, decoded.
 fn decode_tasks(
     rows: impl Iterator<Item = rusqlite::Result<String>>,
@@ -1280,8 +1354,8 @@ fn insert_task(c: &Connection, t: &Task) -> Result<(), StoreError> {
     let body = serde_json::to_string(t)?;
     c.prepare_cached(
         "INSERT INTO tasks (id, desk, asker, request_message_id, context_id, state, queue_seq, created_at, \
-         updated_at, ended_at, version, body, status_at) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+         updated_at, ended_at, version, body, status_at, holds_desk) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     )?
     .execute(params![
         t.id.as_str(),
@@ -1297,6 +1371,7 @@ fn insert_task(c: &Connection, t: &Task) -> Result<(), StoreError> {
         i64::try_from(t.version).unwrap_or(i64::MAX),
         body,
         t.status.timestamp.as_millis(),
+        queue::holds_desk(t),
     ])?;
     Ok(())
 }
@@ -1307,7 +1382,7 @@ fn update_task(c: &Connection, before: &Task, after: &Task) -> Result<(), StoreE
     let n = c
         .prepare_cached(
             "UPDATE tasks SET state = ?2, updated_at = ?3, ended_at = ?4, version = ?5, body = ?6, \
-             status_at = ?8 WHERE id = ?1 AND version = ?7",
+             status_at = ?8, holds_desk = ?9 WHERE id = ?1 AND version = ?7",
         )?
         .execute(params![
             after.id.as_str(),
@@ -1318,6 +1393,7 @@ fn update_task(c: &Connection, before: &Task, after: &Task) -> Result<(), StoreE
             body,
             i64::try_from(before.version).unwrap_or(i64::MAX),
             after.status.timestamp.as_millis(),
+            queue::holds_desk(after),
         ])?;
     if n == 1 {
         Ok(())
@@ -1327,9 +1403,30 @@ fn update_task(c: &Connection, before: &Task, after: &Task) -> Result<(), StoreE
 }
 
 /// Start the desk's next queued task if the desk is free. Returns the task that started.
+///
+/// [`queue::next_to_start`] decides, over the only tasks that can matter: one task that
+/// holds the desk (the `holds_desk` column, written from [`queue::holds_desk`] with every
+/// version) and the desk's first queued task. Both come from an index, so the cost does not
+/// grow with the queue.
 fn start_next(c: &Connection, desk: &DeskName, now: Timestamp) -> Result<Vec<Task>, StoreError> {
-    let open = open_tasks_of(c, desk)?;
-    let Some(next) = queue::next_to_start(&open) else {
+    let holder: Option<String> = c
+        .prepare_cached(
+            "SELECT body FROM tasks WHERE desk = ?1 AND holds_desk = 1 AND ended_at IS NULL LIMIT 1",
+        )?
+        .query_row([desk.as_str()], |r| r.get(0))
+        .optional()?;
+    let first_queued: Option<String> = match holder {
+        Some(_) => None,
+        None => c
+            .prepare_cached(
+                "SELECT body FROM tasks WHERE desk = ?1 AND state = 'submitted' \
+                 ORDER BY queue_seq LIMIT 1",
+            )?
+            .query_row([desk.as_str()], |r| r.get(0))
+            .optional()?,
+    };
+    let candidates = decode_tasks(holder.into_iter().chain(first_queued).map(Ok))?;
+    let Some(next) = queue::next_to_start(&candidates) else {
         return Ok(Vec::new());
     };
     let started = transition::apply(next, Event::Start, now)?;
@@ -1337,24 +1434,40 @@ fn start_next(c: &Connection, desk: &DeskName, now: Timestamp) -> Result<Vec<Tas
     Ok(vec![started])
 }
 
-/// Fill in queue positions for the queued tasks among `tasks`.
+/// Fill in queue positions for the queued tasks among `tasks`: a queued task's position is
+/// how many queued tasks of its desk come before it, plus one (the order of
+/// [`queue::positions`]), counted on the queued-tasks index without decoding any task.
+/// Several tasks of one desk share one read of the desk's queue order.
 fn fill_positions(c: &Connection, tasks: &mut [Task]) -> Result<(), StoreError> {
-    let desks: BTreeSet<DeskName> = tasks
-        .iter()
-        .filter(|t| t.state() == TaskState::Submitted)
-        .map(|t| t.desk.clone())
-        .collect();
-    let mut positions: BTreeMap<TaskId, u32> = BTreeMap::new();
-    for desk in desks {
-        let mut open = open_tasks_of(c, &desk)?;
-        queue::positions(&mut open);
-        positions.extend(
-            open.into_iter()
-                .filter_map(|t| t.queue_position.map(|p| (t.id, p))),
-        );
+    let mut by_desk: BTreeMap<DeskName, Vec<usize>> = BTreeMap::new();
+    for (i, t) in tasks.iter_mut().enumerate() {
+        t.queue_position = None;
+        if t.state() == TaskState::Submitted {
+            by_desk.entry(t.desk.clone()).or_default().push(i);
+        }
     }
-    for t in tasks.iter_mut() {
-        t.queue_position = positions.get(&t.id).copied();
+    for (desk, queued) in by_desk {
+        if let [i] = queued[..] {
+            let ahead: i64 = c
+                .prepare_cached(
+                    "SELECT COUNT(*) FROM tasks WHERE desk = ?1 AND state = 'submitted' \
+                     AND queue_seq < ?2",
+                )?
+                .query_row(params![desk.as_str(), tasks[i].queue_seq], |r| r.get(0))?;
+            tasks[i].queue_position = u32::try_from(ahead + 1).ok();
+            continue;
+        }
+        let order: Vec<i64> = c
+            .prepare_cached(
+                "SELECT queue_seq FROM tasks WHERE desk = ?1 AND state = 'submitted' \
+                 ORDER BY queue_seq",
+            )?
+            .query_map([desk.as_str()], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        for i in queued {
+            let ahead = order.partition_point(|seq| *seq < tasks[i].queue_seq);
+            tasks[i].queue_position = u32::try_from(ahead + 1).ok();
+        }
     }
     Ok(())
 }
@@ -1370,4 +1483,57 @@ fn load_settings(c: &Connection) -> Result<Settings, StoreError> {
         }
     }
     Ok(settings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A desk's open and ended tasks and its sessions are read from an index, never by
+    /// walking every task or session (the watchdog and the waiters read one desk per change).
+    #[test]
+    fn one_desks_tasks_and_sessions_come_from_an_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("t.db"), StoreOptions::default()).unwrap();
+        let desk = Some("web".parse::<DeskName>().unwrap());
+        let queries = [
+            tasks_sql(&TaskFilter {
+                state: StateFilter::Open,
+                desk: desk.clone(),
+                ..Default::default()
+            }),
+            tasks_sql(&TaskFilter {
+                state: StateFilter::Ended,
+                desk: desk.clone(),
+                ..Default::default()
+            }),
+            tasks_sql(&TaskFilter {
+                state: StateFilter::All,
+                asker: Some("a".into()),
+                ..Default::default()
+            }),
+            sessions_sql(true),
+            // The per-asker limit's count, on every submit.
+            "SELECT COUNT(*) FROM tasks WHERE asker = ?1 AND ended_at IS NULL".to_owned(),
+        ];
+        for sql in queries {
+            let plan: Vec<String> = store
+                .read(|c| {
+                    let mut stmt = c.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))?;
+                    let values: [&dyn rusqlite::ToSql; 3] = [&"web", &"a", &-1];
+                    let n = stmt.parameter_count();
+                    let rows = stmt.query_map(&values[..n], |r| r.get::<_, String>(3))?;
+                    Ok(rows.collect::<Result<Vec<_>, _>>()?)
+                })
+                .unwrap();
+            assert!(
+                plan.iter()
+                    .any(|p| p.contains("USING INDEX") || p.contains("USING COVERING INDEX"))
+                    && !plan
+                        .iter()
+                        .any(|p| p.starts_with("SCAN tasks") || p.starts_with("SCAN sessions")),
+                "{sql}: {plan:?}"
+            );
+        }
+    }
 }

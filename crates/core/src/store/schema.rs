@@ -4,12 +4,12 @@
 use rusqlite_migration::{M, Migrations};
 
 pub(crate) fn migrations() -> Migrations<'static> {
-    Migrations::new(vec![M::up(V1), M::up(V2), M::up(V3), M::up(V4)])
+    Migrations::new(vec![M::up(V1), M::up(V2), M::up(V3), M::up(V4), M::up(V5)])
 }
 
 /// How many migrations this build knows; a database with a higher `user_version` was written
 /// by a newer Taskkeeper and is refused.
-pub(crate) const LATEST: i64 = 4;
+pub(crate) const LATEST: i64 = 5;
 
 const V1: &str = r#"
 CREATE TABLE desks (
@@ -120,11 +120,28 @@ CREATE TABLE marks (
 ) STRICT;
 "#;
 
+/// Queue work that does not grow with the queue (issue 13): whether a task holds its desk
+/// is a column (written from `queue::holds_desk` with every version; filled here once from
+/// the stored bodies by the same rule: working and not stalled), and the queued tasks, the
+/// holders and a desk's sessions each have an index.
+const V5: &str = r#"
+ALTER TABLE tasks ADD COLUMN holds_desk INTEGER NOT NULL DEFAULT 0;
+UPDATE tasks SET holds_desk = 1
+    WHERE ended_at IS NULL AND state = 'working' AND json_extract(body, '$.stalledAt') IS NULL;
+CREATE INDEX tasks_holding_desk ON tasks (desk) WHERE holds_desk = 1;
+CREATE INDEX tasks_queued_by_desk ON tasks (desk, queue_seq) WHERE state = 'submitted';
+CREATE INDEX sessions_by_desk ON sessions (desk, updated_at DESC);
+CREATE INDEX tasks_ended_by_desk ON tasks (desk, ended_at) WHERE ended_at IS NOT NULL;
+CREATE INDEX tasks_unqueued_by_desk ON tasks (desk) WHERE ended_at IS NULL AND state != 'submitted';
+CREATE INDEX tasks_open_by_desk_created ON tasks (desk, created_at) WHERE ended_at IS NULL;
+CREATE INDEX tasks_open_by_asker ON tasks (asker) WHERE ended_at IS NULL;
+"#;
+
 #[cfg(test)]
 mod tests {
     #[test]
     fn migrations_are_valid() {
         super::migrations().validate().unwrap();
-        assert_eq!(super::LATEST, 4);
+        assert_eq!(super::LATEST, 5);
     }
 }

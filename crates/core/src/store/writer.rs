@@ -43,8 +43,14 @@ fn run(conn: Connection, rx: mpsc::Receiver<Job>) {
     }
 }
 
+/// Run one statement of the commit protocol from the connection's statement cache: these run
+/// for every write, so each is parsed once for the writer's life.
+fn run_cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(drop)
+}
+
 fn commit_group(conn: &Connection, group: Vec<Job>) {
-    if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+    if let Err(e) = run_cached(conn, "BEGIN IMMEDIATE") {
         let err = StoreError::from(e);
         for job in group {
             let (_, reply) = job(Err(err.clone()));
@@ -60,7 +66,7 @@ fn commit_group(conn: &Connection, group: Vec<Job>) {
             replies.push(reply);
             continue;
         }
-        if let Err(e) = conn.execute_batch("SAVEPOINT job") {
+        if let Err(e) = run_cached(conn, "SAVEPOINT job") {
             broken = Some(e.into());
             let (_, reply) = job(Err(broken.clone().unwrap_or(StoreError::Closed)));
             replies.push(reply);
@@ -68,18 +74,18 @@ fn commit_group(conn: &Connection, group: Vec<Job>) {
         }
         let (keep, reply) = job(Ok(conn));
         let end = if keep {
-            "RELEASE job"
+            run_cached(conn, "RELEASE job")
         } else {
-            "ROLLBACK TO job; RELEASE job"
+            run_cached(conn, "ROLLBACK TO job").and_then(|()| run_cached(conn, "RELEASE job"))
         };
-        if let Err(e) = conn.execute_batch(end) {
+        if let Err(e) = end {
             broken = Some(e.into());
         }
         replies.push(reply);
     }
     let outcome = match broken {
         Some(err) => Err(err),
-        None => conn.execute_batch("COMMIT").map_err(StoreError::from),
+        None => run_cached(conn, "COMMIT").map_err(StoreError::from),
     };
     if outcome.is_err() {
         // Nothing of this group is durable; make sure the transaction is gone.

@@ -701,3 +701,195 @@ fn auto_launch_and_the_marks_are_kept() {
     );
     assert_eq!(store.mark(taskkeeper_core::digest::OFFERED).unwrap(), None);
 }
+
+// ---- queue work independent of its depth (issue 13) ----------------------------------
+
+/// A desk `web` with one working task and `queued` tasks behind it.
+fn desk_with_queue(queued: usize) -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    with_desk(&store, "web");
+    for i in 0..=queued {
+        store
+            .submit(new_task("web", "a", &format!("m{i}"), "do it"), T0)
+            .unwrap();
+    }
+    (dir, store)
+}
+
+/// What a submit, a change that lets the queue move on, a GetTask of a queued task and a
+/// page of a desk's tasks read, on a desk with `queued` tasks waiting.
+fn queue_costs(queued: usize) -> Vec<(&'static str, taskkeeper_core::store::Reads)> {
+    let (_dir, store) = desk_with_queue(queued);
+    let mut costs = Vec::new();
+    let before = store.reads();
+    let sent = store
+        .submit(new_task("web", "a", "new", "one more"), T0)
+        .unwrap()
+        .task;
+    costs.push(("submit", store.reads() - before));
+    assert_eq!(sent.queue_position, u32::try_from(queued + 1).ok());
+
+    let working = store
+        .tasks(&TaskFilter {
+            state: StateFilter::Open,
+            desk: Some("web".parse().unwrap()),
+            limit: Some(1),
+            ..Default::default()
+        })
+        .unwrap()
+        .remove(0);
+    assert_eq!(working.state(), TaskState::Working);
+    let before = store.reads();
+    let done = store
+        .apply(
+            &working.id,
+            Event::WorkerDone {
+                summary: "done".into(),
+            },
+            T0,
+        )
+        .unwrap();
+    costs.push(("complete", store.reads() - before));
+    assert_eq!(done.others.len(), 1, "the next queued task started");
+    assert_eq!(done.others[0].state(), TaskState::Working);
+
+    let before = store.reads();
+    let got = store.task(&sent.id).unwrap().unwrap();
+    costs.push(("get", store.reads() - before));
+    assert_eq!(
+        got.queue_position,
+        u32::try_from(queued).ok(),
+        "one moved up"
+    );
+
+    let before = store.reads();
+    let (page, _) = store
+        .task_page(&taskkeeper_core::store::PageQuery {
+            asker: None,
+            desk: Some("web".parse().unwrap()),
+            context_id: None,
+            state: None,
+            status_after: None,
+            after: None,
+            limit: 5,
+        })
+        .unwrap();
+    costs.push(("page of 5", store.reads() - before));
+    assert_eq!(page.len(), 5);
+
+    // What the watchdog and a session's claim read of a desk: its working and blocked
+    // tasks, and of its queue only what expires by now and the earliest task.
+    let before = store.reads();
+    let desk: taskkeeper_core::DeskName = "web".parse().unwrap();
+    let held = store
+        .tasks(&TaskFilter {
+            state: StateFilter::Unqueued,
+            desk: Some(desk.clone()),
+            ..Default::default()
+        })
+        .unwrap();
+    let expiring = store
+        .expiring_tasks(&desk, T0.minus(Duration::from_secs(1)))
+        .unwrap();
+    costs.push(("a desk for the watchdog", store.reads() - before));
+    assert_eq!(held.len(), 1, "the started one");
+    assert_eq!(held[0].state(), TaskState::Working);
+    assert_eq!(expiring.len(), 1, "nothing expires; the earliest open task");
+    let everything = store.expiring_tasks(&desk, T0).unwrap();
+    assert_eq!(everything.len(), queued + 1, "all were created at T0");
+    costs
+}
+
+#[test]
+fn submit_apply_get_and_list_read_the_same_at_any_queue_depth() {
+    let shallow = queue_costs(3);
+    let deep = queue_costs(90);
+    assert_eq!(
+        shallow, deep,
+        "what each call reads must not grow with the queue"
+    );
+    // What each call may read at most, at any depth: statements run and tasks decoded. A
+    // submit and a change decode the task itself and at most the desk's holder and its first
+    // queued task; a page decodes its own tasks.
+    let most = [
+        ("submit", 8, 1),
+        ("complete", 7, 2),
+        ("get", 2, 1),
+        ("page of 5", 3, 5),
+        ("a desk for the watchdog", 2, 2),
+    ];
+    for ((call, reads), (name, statements, decoded)) in shallow.iter().zip(most) {
+        assert_eq!(*call, name);
+        assert!(
+            reads.statements <= statements && reads.tasks_decoded <= decoded,
+            "{call} read {reads:?}, at most {statements} statements and {decoded} tasks"
+        );
+    }
+}
+
+#[test]
+fn positions_come_from_the_queue_order_with_several_tasks_of_a_desk_in_one_list() {
+    let (_dir, store) = desk_with_queue(4);
+    let open = store
+        .tasks(&TaskFilter {
+            state: StateFilter::Open,
+            ..Default::default()
+        })
+        .unwrap();
+    let positions: Vec<Option<u32>> = open.iter().map(|t| t.queue_position).collect();
+    assert_eq!(positions, [None, Some(1), Some(2), Some(3), Some(4)]);
+    // A blocked task frees the desk; a stalled one too: each time the next starts.
+    let working = open[0].id.clone();
+    let changed = store.apply(&working, Event::Stall, T0).unwrap();
+    assert_eq!(changed.others.len(), 1, "a stalled task frees its desk");
+    assert_eq!(changed.others[0].id, open[1].id);
+    let third = store.task(&open[2].id).unwrap().unwrap();
+    assert_eq!(third.queue_position, Some(1));
+}
+
+#[test]
+fn a_database_from_before_the_holder_column_keeps_its_working_task_holding_the_desk() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tasks.db");
+    let (working, queued) = {
+        let store = open(&dir);
+        with_desk(&store, "web");
+        let w = store
+            .submit(new_task("web", "a", "m1", "x"), T0)
+            .unwrap()
+            .task;
+        let q = store
+            .submit(new_task("web", "a", "m2", "y"), T0)
+            .unwrap()
+            .task;
+        store.close();
+        (w, q)
+    };
+    // As version 4 left it: no holder column, the migration fills it from the bodies.
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch(
+            "DROP INDEX tasks_holding_desk; DROP INDEX tasks_queued_by_desk; DROP INDEX sessions_by_desk; DROP INDEX tasks_ended_by_desk; DROP INDEX tasks_unqueued_by_desk; DROP INDEX tasks_open_by_desk_created; DROP INDEX tasks_open_by_asker; \
+             ALTER TABLE tasks DROP COLUMN holds_desk; PRAGMA user_version = 4;",
+        )
+        .unwrap();
+    }
+    let store = Store::open(&path, StoreOptions::default()).unwrap();
+    let third = store.submit(new_task("web", "a", "m3", "z"), T0).unwrap();
+    assert!(
+        third.others.is_empty(),
+        "the working task still holds the desk"
+    );
+    assert_eq!(third.task.queue_position, Some(2));
+    let done = store
+        .apply(
+            &working.id,
+            Event::WorkerDone {
+                summary: "done".into(),
+            },
+            T0,
+        )
+        .unwrap();
+    assert_eq!(done.others[0].id, queued.id);
+}

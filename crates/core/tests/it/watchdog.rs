@@ -622,3 +622,37 @@ fn the_timeline_shows_turns_and_says_why_the_ladder_waits() {
     assert_eq!(q.hold, Some(Hold::Queued));
     assert_eq!(q.expires_at, Some(T0.plus(min(24.0 * 60.0))));
 }
+
+#[test]
+fn the_schedule_keeps_one_due_time_per_desk_and_hands_out_only_what_is_due() {
+    use taskkeeper_core::watchdog::{COALESCE, Schedule, sleep_for};
+    let t0 = crate::support::T0;
+    let desk = |n: &str| n.parse::<taskkeeper_core::DeskName>().unwrap();
+    let mut s = Schedule::default();
+    s.set(desk("a"), Some(t0.plus(Duration::from_millis(100))));
+    s.set(desk("b"), Some(t0.plus(Duration::from_millis(250))));
+    s.set(desk("c"), Some(t0.plus(Duration::from_secs(60))));
+    // Moved later: the old due time goes.
+    s.set(desk("a"), Some(t0.plus(Duration::from_millis(200))));
+    assert_eq!(s.len(), 3);
+    assert_eq!(s.next(), Some(t0.plus(Duration::from_millis(200))));
+    // The wake comes COALESCE after the first due time and takes both due by then.
+    let sleep = sleep_for(s.next().unwrap(), t0, Duration::from_secs(30));
+    assert_eq!(sleep, Duration::from_millis(200) + COALESCE);
+    let woke = t0.plus(sleep);
+    assert_eq!(s.due(woke), [desk("a"), desk("b")]);
+    // The 30 s cap holds, and a due time passed sleeps not at all.
+    assert_eq!(
+        sleep_for(
+            t0.plus(Duration::from_secs(600)),
+            t0,
+            Duration::from_secs(30)
+        ),
+        Duration::from_secs(30)
+    );
+    assert_eq!(sleep_for(t0, woke, Duration::from_secs(30)), Duration::ZERO);
+    s.set(desk("a"), None);
+    s.set(desk("b"), None);
+    assert_eq!(s.due(woke), Vec::<taskkeeper_core::DeskName>::new());
+    assert_eq!(s.len(), 1);
+}

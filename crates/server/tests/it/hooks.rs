@@ -664,3 +664,36 @@ fn an_asker_token_opens_no_hook_route_and_changes_nothing() {
     );
     assert!(out.contains("Bob's private request"), "{out}");
 }
+
+/// A waiter wakes for its own session and desk only: twenty tasks given to another desk
+/// wake it not once; the task given to its own desk wakes it, and it delivers.
+#[test]
+fn a_waiter_wakes_only_for_its_own_desk() {
+    let d = TestDaemon::start();
+    let h = Hooks::new(&d);
+    h.ok("s-1", "SessionStart", json!({"source": "startup"}));
+    d.with_desk("other");
+    let waiter = h.waiter();
+    let sessions = d.daemon().sessions();
+    crate::support::until("the waiter", || {
+        sessions
+            .has_waiter(&taskkeeper_core::SessionId::from("s-1"))
+            .then_some(())
+    });
+    let before = sessions.waiter_wakes();
+    for i in 0..20 {
+        h.new_task("other", &format!("Elsewhere {i}"));
+    }
+    let mine = h.new_task("work", "Mine");
+    let answer = waiter.join().unwrap();
+    assert!(answer.contains(r#""action":"deliver""#), "{answer}");
+    assert!(
+        answer.contains(&format!("Task {mine} from owner")),
+        "{answer}"
+    );
+    let wakes = sessions.waiter_wakes() - before;
+    assert!(
+        wakes <= 1,
+        "the waiter woke {wakes} times for one change of its desk"
+    );
+}

@@ -155,9 +155,40 @@ fn a_quiet_session_is_reminded_then_the_task_stalls_and_the_owner_hears() {
     );
 }
 
+/// Wait until the watchdog has read everything and planned at `now` or later (or found the
+/// wall clock stepped back and planned nothing): from then on, what it did at `now` is all
+/// it does (an observable signal, not a sleep).
+pub(crate) fn watchdog_looked(d: &TestDaemon, before: u64, now: taskkeeper_core::Timestamp) {
+    let passes = d.daemon().watchdog_passes();
+    crate::support::until("a watchdog pass", || {
+        let looked = passes.borrow().looked_at_all;
+        looked
+            .is_some_and(|(number, at)| number > before && at >= now)
+            .then_some(())
+    });
+}
+
+/// Wake the watchdog (a settings write makes it read everything) and wait until it has
+/// planned at the clock's `now`.
+fn wake_watchdog(d: &TestDaemon, now: taskkeeper_core::Timestamp) {
+    let before = d.daemon().watchdog_passes().borrow().number;
+    assert_eq!(
+        d.call(
+            "PUT",
+            "/api/settings",
+            Some(&json!({"reminders.hourly_cap": "6"}))
+        )
+        .0,
+        200
+    );
+    watchdog_looked(d, before, now);
+}
+
 #[test]
 fn paused_reminders_stay_silent_and_remind_now_speaks() {
-    let d = TestDaemon::start();
+    use taskkeeper_core::{Clock as _, ManualClock, SystemClock};
+    let clock = ManualClock::new(SystemClock.now());
+    let d = TestDaemon::start_with_clock(std::sync::Arc::new(clock.clone()));
     d.call(
         "PUT",
         "/api/settings",
@@ -167,7 +198,8 @@ fn paused_reminders_stay_silent_and_remind_now_speaks() {
     assert_eq!(status, 200);
     hook(&d, "SessionStart", json!({"source": "startup"}));
     let id = handed_over_then_quiet(&d, "x", "…");
-    std::thread::sleep(Duration::from_millis(1500));
+    clock.advance(Duration::from_secs(5));
+    wake_watchdog(&d, clock.now());
     let (_, task) = d.call("GET", &format!("/api/tasks/{id}"), None);
     assert_eq!(task["remindersSent"], 0, "paused: nothing sent");
     let (status, _) = d.call("POST", &format!("/api/tasks/{id}/remind"), Some(&json!({})));
@@ -235,19 +267,8 @@ fn a_suspend_moves_the_ladder_and_a_clock_stepped_back_sends_nothing() {
             .as_u64()
             .unwrap()
     };
-    // A settings write wakes the scheduler at once; then give it a moment to plan.
-    let wake = || {
-        assert_eq!(
-            d.call(
-                "PUT",
-                "/api/settings",
-                Some(&json!({"reminders.hourly_cap": "6"}))
-            )
-            .0,
-            200
-        );
-        std::thread::sleep(Duration::from_millis(300));
-    };
+    // A settings write wakes the scheduler at once; it has planned when it says so.
+    let wake = || wake_watchdog(&d, clock.now());
 
     clock.advance(Duration::from_secs(30));
     wake();
@@ -373,5 +394,55 @@ fn a_session_change_is_an_event_on_the_owners_stream() {
     assert_eq!(
         list["sessions"][0]["activity"], "waiting-on-owner",
         "{list}"
+    );
+}
+
+/// The scheduler keeps due times between wakes: a change to one session reads and plans its
+/// desk, not every desk (the old scheduler read every session and open task on every change).
+#[test]
+fn a_change_to_one_session_plans_only_its_desk() {
+    let d = TestDaemon::start();
+    for i in 0..6 {
+        d.with_desk(&format!("d{i}"));
+        let (status, _) = d.call(
+            "POST",
+            "/api/tasks",
+            Some(&json!({"desk": format!("d{i}"), "text": "elsewhere"})),
+        );
+        assert_eq!(status, 201);
+    }
+    hook(&d, "SessionStart", json!({"source": "startup"}));
+    let passes = d.daemon().watchdog_passes();
+    // Everything so far is planned (a settings write makes the scheduler read all).
+    let before = passes.borrow().number;
+    assert_eq!(
+        d.call(
+            "PUT",
+            "/api/settings",
+            Some(&json!({"reminders.hourly_cap": "6"}))
+        )
+        .0,
+        200
+    );
+    let full = crate::support::until("a full pass", || {
+        let p = *passes.borrow();
+        p.looked_at_all
+            .is_some_and(|(n, _)| n > before)
+            .then_some(p)
+    });
+    assert_eq!(
+        full.scheduled, 6,
+        "each desk with an open task has its expiry: {full:?}"
+    );
+    let before = passes.borrow().number;
+    hook(&d, "UserPromptSubmit", json!({"prompt": "hello"}));
+    let p = crate::support::until("the pass for the change", || {
+        let p = *passes.borrow();
+        (p.number > before).then_some(p)
+    });
+    assert!(!p.full && p.desks <= 2, "one session changed: {p:?}");
+    assert_eq!(
+        p.scheduled, 6,
+        "the other desks keep their due times: {p:?}"
     );
 }
