@@ -278,8 +278,9 @@ pub fn set_autostart(
 /// end-to-end test sees the real window's DOM without a WebDriver; it is also useful when a
 /// user reports an empty window.
 #[tauri::command]
-pub fn ui_rendered(count: u32) {
+pub fn ui_rendered<R: Runtime>(app: tauri::AppHandle<R>, count: u32) {
     tracing::info!(count, "ui rendered {count} open tasks");
+    crate::window::page_rendered(&app);
 }
 
 /// The invoke handler for every command above, for any runtime (the real one and the mock).

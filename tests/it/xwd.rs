@@ -68,13 +68,14 @@ impl Screen {
         Ok(Screen { width, height, rgb })
     }
 
-    /// The part of the screen from (0, 0) to (width, height), where a window sits when no
-    /// window manager places it.
+    /// The top right corner of the screen, `width` × `height`: where the app puts its window
+    /// on Linux, near the panels' indicators (there is no window manager to move it).
     pub fn crop(&self, width: usize, height: usize) -> Screen {
         let (width, height) = (width.min(self.width), height.min(self.height));
+        let left = self.width - width;
         let mut rgb = Vec::with_capacity(width * height * 3);
         for y in 0..height {
-            let start = y * self.width * 3;
+            let start = (y * self.width + left) * 3;
             rgb.extend_from_slice(&self.rgb[start..start + width * 3]);
         }
         Screen { width, height, rgb }

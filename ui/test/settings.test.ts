@@ -35,6 +35,12 @@ describe('settings checks', () => {
         'push.retry_max',
         'push.give_up_after',
         'push.configs_per_task',
+        'notifications.stalled',
+        'notifications.permission',
+        'notifications.blocked',
+        'notifications.session_ended',
+        'notifications.finished',
+        'app.shortcut',
       ].sort(),
     );
   });
