@@ -642,3 +642,113 @@ fn bench_the_hidden_weight_and_the_open_from_the_tray_menu() {
     let _ = std::fs::read_to_string("/proc/loadavg").map(|l| println!("\nload: {l}"));
     app.stop();
 }
+
+/// Presses `keys` (X keysyms, in order) and lets them go again (in reverse), through XTEST on
+/// the display: to the X server this is the keyboard.
+fn press(display: &str, keys: &[u32]) {
+    use x11rb::connection::Connection as _;
+    use x11rb::protocol::xproto::ConnectionExt as _;
+    use x11rb::protocol::xtest::ConnectionExt as _;
+    use x11rb::wrapper::ConnectionExt as _;
+    let (conn, screen) = x11rb::connect(Some(display)).expect("the test's X display");
+    let root = conn.setup().roots[screen].root;
+    let (min, max) = (conn.setup().min_keycode, conn.setup().max_keycode);
+    let map = conn
+        .get_keyboard_mapping(min, max - min + 1)
+        .unwrap()
+        .reply()
+        .unwrap();
+    let per = usize::from(map.keysyms_per_keycode);
+    let code = |sym: u32| {
+        let at = map
+            .keysyms
+            .chunks(per)
+            .position(|syms| syms.first() == Some(&sym))
+            .unwrap_or_else(|| panic!("no key for keysym {sym:#x}"));
+        min + u8::try_from(at).unwrap()
+    };
+    let codes: Vec<u8> = keys.iter().map(|k| code(*k)).collect();
+    for c in &codes {
+        conn.xtest_fake_input(
+            x11rb::protocol::xproto::KEY_PRESS_EVENT,
+            *c,
+            0,
+            root,
+            0,
+            0,
+            0,
+        )
+        .unwrap();
+    }
+    for c in codes.iter().rev() {
+        conn.xtest_fake_input(
+            x11rb::protocol::xproto::KEY_RELEASE_EVENT,
+            *c,
+            0,
+            root,
+            0,
+            0,
+            0,
+        )
+        .unwrap();
+    }
+    conn.sync().unwrap();
+}
+
+const CONTROL_L: u32 = 0xffe3;
+const ALT_L: u32 = 0xffe9;
+const SHIFT_L: u32 = 0xffe1;
+const KEY_K: u32 = 0x006b;
+const F12: u32 = 0xffc9;
+
+#[test]
+fn the_global_shortcut_shows_and_hides_the_window_and_follows_its_setting() {
+    let tmp = tempfile::tempdir().unwrap();
+    let desktop = Desktop::start(tmp.path());
+    let env = AppEnv::new(tmp.path());
+    let mut app = RunningApp::start(&desktop, &env, tmp.path(), &[]);
+    let owner = Owner::new(env.port, &env.token);
+    let log = app.log_path.clone();
+    app.wait_for_log(
+        "global shortcut CmdOrCtrl+Alt+K registered",
+        Duration::from_secs(60),
+    );
+
+    press(&desktop.display, &[CONTROL_L, ALT_L, KEY_K]);
+    app.wait_for_log("window shown", Duration::from_secs(30));
+    press(&desktop.display, &[CONTROL_L, ALT_L, KEY_K]);
+    app.wait_for_log("window hidden", Duration::from_secs(10));
+
+    // A new shortcut counts at once, and the old one is let go.
+    let (status, body) = owner.put("/api/settings", json!({"app.shortcut": "Ctrl+Shift+F12"}));
+    assert_eq!(status, 200, "{body}");
+    app.wait_for_log(
+        "global shortcut Ctrl+Shift+F12 registered",
+        Duration::from_secs(10),
+    );
+    press(&desktop.display, &[CONTROL_L, ALT_L, KEY_K]);
+    press(&desktop.display, &[CONTROL_L, SHIFT_L, F12]);
+    app.wait(
+        "the window shown by the new shortcut",
+        Duration::from_secs(30),
+        || log_count(&log, "window shown") == 2,
+    );
+    assert_eq!(
+        log_count(&log, "global shortcut pressed"),
+        3,
+        "the old shortcut was still held:\n{}",
+        app.diagnostics()
+    );
+
+    // A shortcut the setting refuses changes nothing.
+    let (status, body) = owner.put("/api/settings", json!({"app.shortcut": "K"}));
+    assert_eq!(status, 400, "{body}");
+    assert!(body.to_string().contains("app.shortcut"), "{body}");
+
+    let status = app.stop();
+    assert!(
+        status.success(),
+        "the app exited with {status}:\n{}",
+        app.diagnostics()
+    );
+}
