@@ -11,7 +11,8 @@
 //! on the right button. Where no host runs, the stock tray (libayatana-appindicator, which
 //! reports no clicks) is kept, menu first: its first item opens the window and carries the
 //! counts. Tauri's tray can't be both (its `tray-icon` crate picks one backend at build time,
-//! and its `ksni` backend has no fallback), hence the two.
+//! and its `ksni` backend has no fallback), hence the two. Which one is decided at start; a
+//! host that goes away later (a panel restarting) gets the item again when it comes back.
 
 use taskkeeper_server::{OwnerService, TaskQuery};
 use tauri::image::Image;
