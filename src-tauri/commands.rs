@@ -26,7 +26,7 @@
 //! | `disconnect_agent` | `agent` | `AgentChange` | `POST /api/agents/{agent}/disconnect` |
 //! | `get_autostart` | | `bool` | (the app only) |
 //! | `set_autostart` | `enabled` | `bool` | (the app only) |
-//! | `ui_rendered` | `count` | | (the app's end-to-end test) |
+//! | `ui_rendered` | `count` | | (the app's end-to-end test; the first one from a new page lets a held navigation go) |
 //!
 //! Commands live in this module rather than at the crate root because `#[tauri::command]` on a
 //! `pub fn` in `lib.rs` collides with the macro's own glue (E0255, docs/tauri.md §11).

@@ -81,6 +81,22 @@ impl Screen {
         Screen { width, height, rgb }
     }
 
+    /// Whether more than `n` colours show, stopping at the first one past `n` (cheap enough
+    /// to poll a screen with).
+    pub fn more_colours_than(&self, n: usize) -> bool {
+        let mut seen: Vec<[u8; 3]> = Vec::with_capacity(n + 1);
+        for c in self.rgb.chunks_exact(3) {
+            let c = [c[0], c[1], c[2]];
+            if !seen.contains(&c) {
+                seen.push(c);
+                if seen.len() > n {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
     pub fn distinct_colours(&self) -> usize {
         let mut seen: Vec<[u8; 3]> = self
             .rgb
