@@ -228,6 +228,7 @@ fn on_menu_event<R: Runtime>(app: &AppHandle<R>, event: MenuEvent) {
 
 /// A menu item chosen, by id: the same for both trays.
 fn choose<R: Runtime>(app: &AppHandle<R>, id: &str) {
+    tracing::info!(id, "tray menu");
     match id {
         MENU_OPEN => window::show(app),
         MENU_REMINDERS => {
