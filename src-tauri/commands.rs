@@ -28,7 +28,7 @@
 //! | `disconnect_agent` | `agent` | `AgentChange` | `POST /api/agents/{agent}/disconnect` |
 //! | `get_autostart` | | `bool` | (the app only) |
 //! | `set_autostart` | `enabled` | `bool` | (the app only) |
-//! | `ui_rendered` | `count` | | (the app's end-to-end test) |
+//! | `ui_rendered` | `count` | | (the app's end-to-end test; the first one from a new page lets a held navigation go) |
 //!
 //! Commands live in this module rather than at the crate root because `#[tauri::command]` on a
 //! `pub fn` in `lib.rs` collides with the macro's own glue (E0255, docs/tauri.md §11).
@@ -302,8 +302,9 @@ pub fn set_autostart(
 /// end-to-end test sees the real window's DOM without a WebDriver; it is also useful when a
 /// user reports an empty window.
 #[tauri::command]
-pub fn ui_rendered(count: u32) {
+pub fn ui_rendered<R: Runtime>(app: tauri::AppHandle<R>, count: u32) {
     tracing::info!(count, "ui rendered {count} open tasks");
+    crate::window::page_rendered(&app);
 }
 
 /// The invoke handler for every command above, for any runtime (the real one and the mock).

@@ -4,8 +4,8 @@
 //! | event | payload | when |
 //! |---|---|---|
 //! | [`TASK`] `taskkeeper://task` | the task as the owner API shows it (`TaskView`) | every committed task change |
-//! | [`NOTICE`] `taskkeeper://notice` | the notice (`{"kind": "stalled", "task": …}` or `{"kind": "session-ended", …}`) | a stall, a session that ended with tasks open |
-//! | [`NAVIGATE`] `taskkeeper://navigate` | `"settings"`, `"desks"` or `{"task": id}` | the tray's Settings item, a click on a notification |
+//! | [`NOTICE`] `taskkeeper://notice` | the notice (`{"kind": "stalled", "task": …}`, `"session-ended"`, `"permission-asked"`, `"blocked"`, `"finished"`) | a stall, a session that ended with tasks open, a permission request, a task blocked on its asker or finished (every kind, whatever the notification settings) |
+//! | [`NAVIGATE`] `taskkeeper://navigate` | `"settings"`, `"desks"` or `{"task": id}` | the tray's Settings item, a click on a notification (held until a page just made has drawn once, `window::navigate`) |
 //! | [`SETTINGS`] `taskkeeper://settings` | every setting, `{key: "value as text", …}` (the owner API's `settings`) | every settings change (the window, a browser, the CLI) |
 //! | [`SESSIONS`] `taskkeeper://sessions` | `{}` (a hint: re-read the sessions) | a session changed in a way the session list shows (activity, a headless session's permission request, launch, end); at most one per [`SESSIONS_GAP`] |
 //!

@@ -6,8 +6,11 @@
 //! * [`commands`] — the window's commands, one per owner action.
 //! * [`events`] — every event the window hears (`taskkeeper://task`, `…/notice`, `…/navigate`, `…/settings`).
 //! * [`tray`] — the icon's three states, the menu, and the loop that keeps them current.
-//! * [`window`] — showing the window near the tray, hiding it on close.
-//! * [`notifications`] — the daemon's notifier: one thread, never blocking the watchdog.
+//! * [`window`] — showing the window near the tray, hiding it on close, its webview made on
+//!   show and dropped a little after hide.
+//! * [`notifications`] — the daemon's notifier: one thread, never blocking the watchdog; the
+//!   notifications' actions.
+//! * [`shortcut`] — the global shortcut (`app.shortcut`) that shows and hides the window.
 //!
 //! Start-up order matters: the single-instance plugin runs first (inside `Builder::build`), so
 //! a second launch hands over before it opens the database or the port; then the daemon starts;
@@ -19,6 +22,7 @@
 pub mod commands;
 pub mod events;
 pub mod notifications;
+pub mod shortcut;
 pub mod tray;
 pub mod window;
 
@@ -173,6 +177,8 @@ fn run(mut config: DaemonConfig, flags: Flags, launched: Instant) -> anyhow::Res
         }))
         .plugin(tauri_plugin_autostart::Builder::new().build())
         .plugin(tauri_plugin_positioner::init())
+        .plugin(shortcut::plugin())
+        .manage(window::Lifecycle::default())
         .invoke_handler(commands::handler())
         .on_window_event(hide_on_close)
         .setup(move |app| {
@@ -190,10 +196,9 @@ fn run(mut config: DaemonConfig, flags: Flags, launched: Instant) -> anyhow::Res
             tauri::async_runtime::spawn(events::forward_notices(handle.clone(), notices));
             #[cfg(unix)]
             tauri::async_runtime::spawn(exit_on_signal(handle.clone()));
-            if flags.show
-                && let Some(window) = app.get_webview_window(window::MAIN)
-            {
-                window.show()?;
+            // The window exists only while it is wanted (window.rs).
+            if flags.show {
+                window::show(&handle);
             }
             Ok(())
         });
@@ -226,10 +231,19 @@ fn run(mut config: DaemonConfig, flags: Flags, launched: Instant) -> anyhow::Res
         app.handle().clone(),
     ))));
     let handle = app.handle().clone();
-    notifier.attach(owner, move |click| open_from_notification(&handle, click));
+    notifier.attach(owner.clone(), move |click| {
+        open_from_notification(&handle, click)
+    });
+    tauri::async_runtime::spawn(shortcut::follow(app.handle().clone(), owner));
 
     let code = app.run_return(|_app, event| {
-        if let RunEvent::ExitRequested { code, .. } = event {
+        if let RunEvent::ExitRequested { code, api, .. } = event {
+            // No code: the last window went (a hidden window's webview is dropped); the app
+            // lives in the tray. Quit and signals exit with a code.
+            if code.is_none() {
+                api.prevent_exit();
+                return;
+            }
             tracing::info!(?code, "exit requested");
         }
     });
@@ -250,9 +264,7 @@ fn hide_on_close<R: Runtime>(window: &Window<R>, event: &WindowEvent) {
         && window.label() == window::MAIN
     {
         api.prevent_close();
-        if let Err(error) = window.hide() {
-            tracing::warn!(%error, "could not hide the main window");
-        }
+        window::hide(window.app_handle());
     }
 }
 
@@ -260,9 +272,9 @@ fn hide_on_close<R: Runtime>(window: &Window<R>, event: &WindowEvent) {
 fn open_from_notification<R: Runtime>(app: &AppHandle<R>, click: &Click) {
     window::show(app);
     match click {
-        Click::Task(id) => events::navigate(app, &Navigate::task(id.clone())),
-        Click::Desks => events::navigate(app, &Navigate::DESKS),
-        Click::Digest => events::navigate(app, &Navigate::DIGEST),
+        Click::Task(id) => window::navigate(app, Navigate::task(id.clone())),
+        Click::Desks => window::navigate(app, Navigate::DESKS),
+        Click::Digest => window::navigate(app, Navigate::DIGEST),
         Click::Window => {}
     }
 }

@@ -1,7 +1,15 @@
-//! Desktop notifications: a stall ("Task stalled at web", the request's first line), a
-//! session that ended with tasks open, and a headless session that asks to use a tool ("A
-//! session at web asks to use Bash", what the call does; answered in the window's Desks view). [`DesktopNotifier`] is the daemon's
+//! Desktop notifications by kind, each kind a setting (`notifications.<kind>`, under
+//! `notifications.enabled`): a stall ("Task stalled at web", the request's first line), a
+//! headless session that asks to use a tool ("A session at web asks to use Bash", what the
+//! call does), a session that ended with tasks open, and (off by default) a task blocked on
+//! its asker and a finished task. [`DesktopNotifier`] is the daemon's
 //! [`Notifier`](taskkeeper_server::notify::Notifier) in the app (`DaemonConfig::notifier`).
+//!
+//! A notification about one thing carries actions ([`Act`], [`render`] says which): a stall
+//! has Open, Remind now and Snooze 1 h; a permission request Allow, Deny and Open; an ended
+//! session Launch a session and Open. Clicking the body opens the window on the task. Every
+//! action but Open goes through the owner service ([`OwnerService`]), as the window's own
+//! buttons do; its outcome is logged, and a refusal opens the window instead.
 //!
 //! Showing a notification can block for a long time: a notification service that is registered
 //! but hung, or activatable but never starting, holds a D-Bus call 25 s, or 120 s with Debian's
@@ -16,11 +24,11 @@
 //!   or can be activated (which never starts a service), and gives up after [`SEND_TIMEOUT`]
 //!   (`TASKKEEPER_NOTIFY_TIMEOUT_MS` shortens it for the end-to-end test of a hung service);
 //!   no service is a logged warning, never a hang or a crash; the tray icon stays the signal;
-//! * the `notifications.enabled` setting is read when a notice arrives;
-//! * where the service supports actions, a click on the notification (action `default`) opens
-//!   the window on the task: a short-lived thread per notification waits for the click with
-//!   notify-rust's `wait_for_action`, keeping the notification's connection alive meanwhile
-//!   (GNOME drops a notification whose sender has gone).
+//! * the settings are read when a notice arrives, so a change counts at once;
+//! * where the service supports actions, a short-lived thread per notification waits for the
+//!   owner's choice (`ActionInvoked`) with notify-rust's `wait_for_action`, keeping the
+//!   notification's connection alive meanwhile (GNOME drops a notification whose sender has
+//!   gone); the chosen action runs on the async runtime, never on the notifier thread.
 //!
 //! Every notice also goes to the window as `taskkeeper://notice` ([`DesktopNotifier::subscribe`]).
 
@@ -28,6 +36,7 @@ use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use taskkeeper_core::settings::NoticeKind;
 use taskkeeper_server::OwnerService;
 use taskkeeper_server::notify::{Notice, Notifier};
 use tokio::sync::broadcast;
@@ -38,6 +47,8 @@ pub const SEND_TIMEOUT: Duration = Duration::from_secs(20);
 const QUEUE: usize = 64;
 /// The setting that turns desktop notifications off.
 pub const ENABLED_KEY: &str = "notifications.enabled";
+/// How long "Snooze 1 h" waits before the stall is told again.
+pub const SNOOZE: Duration = Duration::from_secs(3600);
 
 /// What a click on a notification opens.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,12 +63,63 @@ pub enum Click {
     Window,
 }
 
+/// What the owner can do from a notification.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Act {
+    /// Open the window (on a task, on the Desks view).
+    Open(Click),
+    /// Remind the session holding this task now (`remind_now`).
+    Remind(String),
+    /// Tell the owner of this stalled task again in [`SNOOZE`] (`snooze_task`).
+    Snooze(String),
+    /// Answer a session's permission request (`answer_permission`).
+    Answer {
+        session: String,
+        allow: bool,
+        request_id: Option<String>,
+    },
+    /// Launch a headless session at this desk (`launch_session`).
+    Launch(String),
+}
+
+/// A button on a notification: its action key (sent back in `ActionInvoked`), its label.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Button {
+    pub key: &'static str,
+    pub label: &'static str,
+    pub act: Act,
+}
+
 /// One notification as the owner reads it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Note {
     pub summary: String,
     pub body: String,
+    /// What a click on the body opens (action `default`).
     pub click: Click,
+    /// The buttons, in order; a notification about several things has only Open.
+    pub buttons: Vec<Button>,
+}
+
+impl Note {
+    /// What the action key `key` does: `default` is the body's click.
+    pub fn act(&self, key: &str) -> Option<Act> {
+        if key == "default" {
+            return Some(Act::Open(self.click.clone()));
+        }
+        self.buttons
+            .iter()
+            .find(|b| b.key == key)
+            .map(|b| b.act.clone())
+    }
+}
+
+fn open_button(click: &Click) -> Button {
+    Button {
+        key: "open",
+        label: "Open",
+        act: Act::Open(click.clone()),
+    }
 }
 
 /// Why a notification was not shown.
@@ -69,13 +131,64 @@ pub enum Undelivered {
     Failed(String),
 }
 
-/// Reports clicks on notifications to the app, once it is attached.
+/// Carries out what the owner chose on a notification, once the app is attached.
 #[derive(Clone)]
 pub struct Clicks(Arc<Link>);
 
 impl Clicks {
     pub fn clicked(&self, target: &Click) {
-        tracing::info!(?target, "notification clicked");
+        self.invoked(&Act::Open(target.clone()));
+    }
+
+    /// Runs `act`: Open at once (it only shows the window), the rest on the async runtime
+    /// through the owner service. Never blocks the caller on the store.
+    pub fn invoked(&self, act: &Act) {
+        tracing::info!(?act, "notification action");
+        if let Act::Open(target) = act {
+            tracing::info!(?target, "notification clicked");
+            return self.open(target);
+        }
+        let Some(owner) = self.0.owner.get().cloned() else {
+            tracing::debug!("a notification action came before the app was ready");
+            return;
+        };
+        let (act, clicks) = (act.clone(), self.clone());
+        tauri::async_runtime::spawn(async move {
+            let (done, on_refusal) = match &act {
+                Act::Remind(id) => (
+                    owner.remind_now(id).await.map(drop),
+                    Click::Task(id.clone()),
+                ),
+                Act::Snooze(id) => (
+                    owner.snooze_task(id, SNOOZE).await.map(drop),
+                    Click::Task(id.clone()),
+                ),
+                Act::Answer {
+                    session,
+                    allow,
+                    request_id,
+                } => (
+                    owner
+                        .answer_permission(session, *allow, None, request_id.clone())
+                        .await
+                        .map(drop),
+                    Click::Desks,
+                ),
+                Act::Launch(desk) => (owner.launch_session(desk).await.map(drop), Click::Desks),
+                Act::Open(_) => return,
+            };
+            match done {
+                Ok(()) => tracing::info!(?act, "notification action done"),
+                // The window says why and offers the way on.
+                Err(error) => {
+                    tracing::warn!(?act, %error, "notification action refused");
+                    clicks.open(&on_refusal);
+                }
+            }
+        });
+    }
+
+    fn open(&self, target: &Click) {
         match self.0.on_click.get() {
             Some(on_click) => on_click(target),
             None => tracing::debug!("a notification was clicked before the app was ready"),
@@ -183,8 +296,18 @@ fn run(notices: Receiver<Notice>, mut desktop: impl Desktop, clicks: &Clicks, li
                 "coalescing notices into one notification"
             );
         }
-        if !enabled(link) {
+        let shown = Shown::read(link);
+        if !shown.enabled {
             tracing::info!("desktop notifications are off (notifications.enabled); not shown");
+            continue;
+        }
+        let before = batch.len();
+        batch.retain(|n| n.kind().is_none_or(|k| shown.kinds.contains(&k)));
+        if batch.is_empty() {
+            tracing::info!(
+                notices = before,
+                "these kinds of notification are off; not shown"
+            );
             continue;
         }
         let note = render(&batch);
@@ -202,78 +325,71 @@ fn run(notices: Receiver<Notice>, mut desktop: impl Desktop, clicks: &Clicks, li
     tracing::debug!("notifier thread stopped");
 }
 
-/// Reads `notifications.enabled` now, so a change takes effect at once. Unreadable settings
-/// (or no daemon yet) count as enabled: a notification too many beats a stall missed.
-fn enabled(link: &Link) -> bool {
-    let Some(owner) = link.owner.get() else {
-        return true;
-    };
-    match tauri::async_runtime::block_on(owner.settings()) {
-        Ok(settings) => settings.get(ENABLED_KEY).and_then(|v| v.as_str()) != Some("false"),
-        Err(error) => {
-            tracing::warn!(%error, "could not read whether notifications are enabled");
-            true
+/// Which notifications the settings let through.
+struct Shown {
+    enabled: bool,
+    kinds: Vec<NoticeKind>,
+}
+
+impl Shown {
+    /// Reads the settings now, so a change takes effect at once. Unreadable settings (or no
+    /// daemon yet) count as the defaults: a notification too many beats a stall missed.
+    fn read(link: &Link) -> Shown {
+        let defaults = taskkeeper_core::settings::Desktop::default();
+        let mut shown = Shown {
+            enabled: true,
+            kinds: defaults.shown.clone(),
+        };
+        let Some(owner) = link.owner.get() else {
+            return shown;
+        };
+        match tauri::async_runtime::block_on(owner.settings()) {
+            Ok(settings) => {
+                let text = |key: &str| {
+                    settings
+                        .get(key)
+                        .and_then(|v| v.as_str())
+                        .map(str::to_owned)
+                };
+                shown.enabled = text(ENABLED_KEY).as_deref() != Some("false");
+                shown.kinds = NoticeKind::ALL
+                    .into_iter()
+                    .filter(|k| match text(k.key()).as_deref() {
+                        Some(value) => value == "true",
+                        None => defaults.shows(*k),
+                    })
+                    .collect();
+            }
+            Err(error) => {
+                tracing::warn!(%error, "could not read which notifications are on");
+            }
         }
+        shown
     }
 }
 
-/// What to say about some notices (one, or several coalesced).
+/// What to say about some notices (one, or several coalesced), and the buttons it gets.
 pub fn render(batch: &[Notice]) -> Note {
     if let [one] = batch {
-        return match one {
-            Notice::Stalled { task } => Note {
-                summary: format!("Task stalled at {}", task.desk),
-                body: first_line(&task.request),
-                click: Click::Task(task.id.clone()),
-            },
-            Notice::SessionEnded {
-                desk, open_tasks, ..
-            } => Note {
-                summary: format!("Session ended at {desk}"),
-                body: format!(
-                    "It ended with {} still open.",
-                    plural(*open_tasks, "task", "tasks")
-                ),
-                click: Click::Window,
-            },
-            Notice::PermissionAsked {
-                desk,
-                tool,
-                description,
-                ..
-            } => Note {
-                summary: format!("A session at {desk} asks to use {tool}"),
-                body: description
-                    .as_deref()
-                    .map(first_line)
-                    .unwrap_or_else(|| "It waits until you allow or deny it.".to_owned()),
-                click: Click::Desks,
-            },
-            Notice::Digest { counts } => Note {
-                summary: "Digest".to_owned(),
-                body: digest_line(counts),
-                click: Click::Digest,
-            },
-        };
+        return render_one(one);
     }
-    let stalled: Vec<_> = batch
+    let count = |kind: NoticeKind| batch.iter().filter(|n| n.kind() == Some(kind)).count();
+    let stalled: Vec<&str> = batch
         .iter()
         .filter_map(|n| match n {
-            Notice::Stalled { task } => Some(task),
-            Notice::SessionEnded { .. }
-            | Notice::PermissionAsked { .. }
-            | Notice::Digest { .. } => None,
+            Notice::Stalled { task } => Some(task.id.as_str()),
+            _ => None,
         })
         .collect();
+    let (ended, asks) = (
+        count(NoticeKind::SessionEnded),
+        count(NoticeKind::Permission),
+    );
+    let (blocked, finished) = (count(NoticeKind::Blocked), count(NoticeKind::Finished));
     let digests = batch
         .iter()
         .filter(|n| matches!(n, Notice::Digest { .. }))
         .count();
-    let asks = batch
-        .iter()
-        .filter(|n| matches!(n, Notice::PermissionAsked { .. }))
-        .count();
-    let ended = batch.len() - stalled.len() - asks - digests;
     let mut parts = Vec::new();
     if !stalled.is_empty() {
         parts.push(format!(
@@ -293,6 +409,18 @@ pub fn render(batch: &[Notice]) -> Note {
             plural(asks, "session", "sessions")
         ));
     }
+    if blocked > 0 {
+        parts.push(format!(
+            "{} waiting on the asker",
+            plural(blocked, "task", "tasks")
+        ));
+    }
+    if finished > 0 {
+        parts.push(format!("{} finished", plural(finished, "task", "tasks")));
+    }
+    if digests > 0 {
+        parts.push("the digest".to_owned());
+    }
     const SHOWN: usize = 4;
     let mut lines: Vec<String> = batch
         .iter()
@@ -307,21 +435,131 @@ pub fn render(batch: &[Notice]) -> Note {
             ),
             Notice::PermissionAsked { desk, tool, .. } => format!("{desk}: asks to use {tool}"),
             Notice::Digest { counts } => format!("Digest: {}", digest_line(counts)),
+            Notice::Blocked { task } => format!("{}: waits on its asker", task.desk),
+            Notice::Finished { task } => {
+                format!("{}: finished {}", task.desk, first_line(&task.request))
+            }
         })
         .collect();
     if batch.len() > SHOWN {
         lines.push(format!("and {} more", batch.len() - SHOWN));
     }
-    let mut ids: Vec<&str> = stalled.iter().map(|t| t.id.as_str()).collect();
+    let mut ids = stalled;
     ids.dedup();
+    let others = batch.len() - ids.len() - asks;
+    let click = match (ids.as_slice(), others, asks) {
+        ([id], 0, 0) => Click::Task((*id).to_owned()),
+        // Only requests: they are answered in the Desks view.
+        ([], 0, _) => Click::Desks,
+        _ => Click::Window,
+    };
     Note {
         summary: parts.join(" · "),
         body: lines.join("\n"),
-        click: match (ids.as_slice(), ended, asks) {
-            ([id], 0, 0) => Click::Task((*id).to_owned()),
-            // Only requests: they are answered in the Desks view.
-            ([], 0, _) => Click::Desks,
-            _ => Click::Window,
+        buttons: vec![open_button(&click)],
+        click,
+    }
+}
+
+/// One notice: the notification with its kind's buttons.
+fn render_one(notice: &Notice) -> Note {
+    match notice {
+        Notice::Stalled { task } => {
+            let click = Click::Task(task.id.clone());
+            Note {
+                summary: format!("Task stalled at {}", task.desk),
+                body: first_line(&task.request),
+                buttons: vec![
+                    open_button(&click),
+                    Button {
+                        key: "remind",
+                        label: "Remind now",
+                        act: Act::Remind(task.id.clone()),
+                    },
+                    Button {
+                        key: "snooze",
+                        label: "Snooze 1 h",
+                        act: Act::Snooze(task.id.clone()),
+                    },
+                ],
+                click,
+            }
+        }
+        Notice::SessionEnded {
+            desk, open_tasks, ..
+        } => Note {
+            summary: format!("Session ended at {desk}"),
+            body: format!(
+                "It ended with {} still open.",
+                plural(*open_tasks, "task", "tasks")
+            ),
+            click: Click::Window,
+            buttons: vec![
+                Button {
+                    key: "launch",
+                    label: "Launch a session",
+                    act: Act::Launch(desk.clone()),
+                },
+                open_button(&Click::Window),
+            ],
+        },
+        Notice::PermissionAsked {
+            session,
+            desk,
+            tool,
+            description,
+            request_id,
+        } => {
+            let answer = |allow| Act::Answer {
+                session: session.clone(),
+                allow,
+                request_id: request_id.clone(),
+            };
+            Note {
+                summary: format!("A session at {desk} asks to use {tool}"),
+                body: description
+                    .as_deref()
+                    .map(first_line)
+                    .unwrap_or_else(|| "It waits until you allow or deny it.".to_owned()),
+                click: Click::Desks,
+                buttons: vec![
+                    Button {
+                        key: "allow",
+                        label: "Allow",
+                        act: answer(true),
+                    },
+                    Button {
+                        key: "deny",
+                        label: "Deny",
+                        act: answer(false),
+                    },
+                    open_button(&Click::Desks),
+                ],
+            }
+        }
+        Notice::Blocked { task } => {
+            let click = Click::Task(task.id.clone());
+            Note {
+                summary: format!("Task at {} waits on its asker", task.desk),
+                body: first_line(task.status_text.as_deref().unwrap_or(&task.request)),
+                buttons: vec![open_button(&click)],
+                click,
+            }
+        }
+        Notice::Finished { task } => {
+            let click = Click::Task(task.id.clone());
+            Note {
+                summary: format!("Task finished at {}", task.desk),
+                body: first_line(&task.request),
+                buttons: vec![open_button(&click)],
+                click,
+            }
+        }
+        Notice::Digest { counts } => Note {
+            summary: "Digest".to_owned(),
+            body: digest_line(counts),
+            buttons: vec![open_button(&Click::Digest)],
+            click: Click::Digest,
         },
     }
 }
@@ -414,6 +652,9 @@ mod xdg {
                 .body(&escape(&note.body))
                 .action("default", "Open")
                 .timeout(notify_rust::Timeout::Default);
+            for button in &note.buttons {
+                notification.action(button.key, button.label);
+            }
             let send = async {
                 service_present().await?;
                 notification
@@ -435,8 +676,7 @@ mod xdg {
                 tracing::debug!("too many notifications await a click; this one gets none");
                 return Ok(());
             }
-            let (clicks, target, waiting) =
-                (clicks.clone(), note.click.clone(), self.waiting.clone());
+            let (clicks, note, waiting) = (clicks.clone(), note.clone(), self.waiting.clone());
             waiting.fetch_add(1, Ordering::Relaxed);
             let spawned = std::thread::Builder::new()
                 .name("notification-click".into())
@@ -444,10 +684,10 @@ mod xdg {
                     let waiting = waiting.clone();
                     move || {
                         // Returns on a click, or when the notification is closed or expires.
-                        handle.wait_for_action(|action| {
-                            if action == "default" {
-                                clicks.clicked(&target);
-                            }
+                        handle.wait_for_action(|key| match note.act(key) {
+                            Some(act) => clicks.invoked(&act),
+                            // "__closed" and the like: the notification went away.
+                            None => tracing::debug!(key, "notification closed"),
                         });
                         waiting.fetch_sub(1, Ordering::Relaxed);
                     }

@@ -2,9 +2,17 @@
 //! rebuilding a tray moves it around on some desktops).
 //!
 //! The icon has three designed states ([`TrayState`]: nothing open, tasks open, something
-//! stalled), drawn by `icons/make_icons.py`. The menu is the way in on Linux, whose stock tray
-//! reports no clicks: its first item opens the window and carries the counts. On macOS and
-//! Windows a left click toggles the window near the icon, and the tooltip carries the counts.
+//! stalled), drawn by `icons/make_icons.py`. On macOS and Windows a left click toggles the
+//! window near the icon, and the tooltip carries the counts.
+//!
+//! On Linux the tray is a StatusNotifierItem of our own ([`sni`], the `ksni` crate) when a
+//! StatusNotifierItem host runs (KDE, GNOME's AppIndicator extension, most panels): a left
+//! click (`Activate`) toggles the window, the tooltip carries the counts, and the same menu is
+//! on the right button. Where no host runs, the stock tray (libayatana-appindicator, which
+//! reports no clicks) is kept, menu first: its first item opens the window and carries the
+//! counts. Tauri's tray can't be both (its `tray-icon` crate picks one backend at build time,
+//! and its `ksni` backend has no fallback), hence the two. Which one is decided at start; a
+//! host that goes away later (a panel restarting) gets the item again when it comes back.
 
 use taskkeeper_server::{OwnerService, TaskQuery};
 use tauri::image::Image;
@@ -13,7 +21,7 @@ use tauri::tray::{MouseButton, MouseButtonState, TrayIcon, TrayIconBuilder, Tray
 use tauri::{AppHandle, Manager as _, Runtime};
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::events::{self, Navigate};
+use crate::events::Navigate;
 use crate::window;
 
 const TRAY_ID: &str = "main";
@@ -111,15 +119,36 @@ pub struct TrayView {
 }
 
 /// The parts of the tray that change after start.
-pub struct Tray<R: Runtime> {
-    icon: TrayIcon<R>,
-    open_item: MenuItem<R>,
-    reminders_item: MenuItem<R>,
+pub enum Tray<R: Runtime> {
+    /// Tauri's tray: macOS, Windows, and Linux without a StatusNotifierItem host.
+    Stock {
+        icon: TrayIcon<R>,
+        open_item: MenuItem<R>,
+        reminders_item: MenuItem<R>,
+    },
+    /// Our StatusNotifierItem (Linux with a host).
+    #[cfg(all(unix, not(target_os = "macos")))]
+    Sni(ksni::Handle<sni::Item<R>>),
 }
 
 impl<R: Runtime> Tray<R> {
-    /// Creates the tray with its menu. Before the first count the item just says "Open".
+    /// Creates the tray: on Linux a StatusNotifierItem where a host runs, else the stock tray.
     pub fn build(app: &AppHandle<R>) -> tauri::Result<Self> {
+        #[cfg(all(unix, not(target_os = "macos")))]
+        match tauri::async_runtime::block_on(sni::spawn(app.clone())) {
+            Ok(handle) => {
+                tracing::info!("tray: a StatusNotifierItem (a left click opens the window)");
+                return Ok(Tray::Sni(handle));
+            }
+            Err(why) => tracing::info!(
+                "tray: no StatusNotifierItem host ({why}); the stock tray, whose menu opens the window"
+            ),
+        }
+        Self::build_stock(app)
+    }
+
+    /// Tauri's tray with its menu. Before the first count the item just says "Open".
+    fn build_stock(app: &AppHandle<R>) -> tauri::Result<Self> {
         let open_item = MenuItemBuilder::with_id(MENU_OPEN, "Open").build(app)?;
         let reminders_item =
             MenuItemBuilder::with_id(MENU_REMINDERS, reminders_text(false)).build(app)?;
@@ -153,30 +182,54 @@ impl<R: Runtime> Tray<R> {
                 }
             })
             .build(app)?;
-        Ok(Self {
+        Ok(Tray::Stock {
             icon,
             open_item,
             reminders_item,
         })
     }
 
-    /// Shows a new view: icon, menu texts, tooltip (macOS, Windows) and the stalled count
-    /// beside the icon (Linux, macOS).
-    pub fn show(&self, view: TrayView) -> tauri::Result<()> {
-        let counts = view.counts;
-        self.icon.set_icon(Some(counts.state().icon()))?;
-        self.open_item.set_text(counts.menu_text())?;
-        self.reminders_item
-            .set_text(reminders_text(view.reminders_paused))?;
-        self.icon.set_tooltip(Some(counts.tooltip()))?;
-        let title = (counts.stalled > 0).then(|| counts.stalled.to_string());
-        self.icon.set_title(title)?;
+    /// Shows a new view: icon, menu texts, tooltip and the stalled count beside the icon
+    /// (Linux, macOS).
+    pub async fn show(&self, view: TrayView) -> tauri::Result<()> {
+        match self {
+            Tray::Stock {
+                icon,
+                open_item,
+                reminders_item,
+            } => {
+                let counts = view.counts;
+                icon.set_icon(Some(counts.state().icon()))?;
+                open_item.set_text(counts.menu_text())?;
+                reminders_item.set_text(reminders_text(view.reminders_paused))?;
+                icon.set_tooltip(Some(counts.tooltip()))?;
+                let title = (counts.stalled > 0).then(|| counts.stalled.to_string());
+                icon.set_title(title)?;
+            }
+            #[cfg(all(unix, not(target_os = "macos")))]
+            Tray::Sni(handle) => {
+                // None: the item's service is gone (the bus went away); nothing to show on.
+                if handle
+                    .update(move |item| item.view = Some(view))
+                    .await
+                    .is_none()
+                {
+                    tracing::debug!("the StatusNotifierItem is gone");
+                }
+            }
+        }
         Ok(())
     }
 }
 
 fn on_menu_event<R: Runtime>(app: &AppHandle<R>, event: MenuEvent) {
-    match event.id().as_ref() {
+    choose(app, event.id().as_ref());
+}
+
+/// A menu item chosen, by id: the same for both trays.
+fn choose<R: Runtime>(app: &AppHandle<R>, id: &str) {
+    tracing::info!(id, "tray menu");
+    match id {
         MENU_OPEN => window::show(app),
         MENU_REMINDERS => {
             let app = app.clone();
@@ -184,13 +237,126 @@ fn on_menu_event<R: Runtime>(app: &AppHandle<R>, event: MenuEvent) {
         }
         MENU_SETTINGS => {
             window::show(app);
-            events::navigate(app, &Navigate::SETTINGS);
+            window::navigate(app, Navigate::SETTINGS);
         }
         MENU_QUIT => {
             tracing::info!("quit chosen from the tray menu");
             app.exit(0);
         }
         _ => {}
+    }
+}
+
+/// The StatusNotifierItem (the freedesktop tray protocol over D-Bus), through `ksni`.
+#[cfg(all(unix, not(target_os = "macos")))]
+pub mod sni {
+    use ksni::TrayMethods as _;
+    use ksni::menu::{MenuItem, StandardItem};
+    use tauri::{AppHandle, Runtime};
+
+    use super::{
+        Counts, MENU_OPEN, MENU_QUIT, MENU_REMINDERS, MENU_SETTINGS, TrayState, TrayView,
+        reminders_text,
+    };
+    use crate::window;
+
+    /// What the item shows; `view` is `None` until the first count.
+    pub struct Item<R: Runtime> {
+        pub app: AppHandle<R>,
+        pub view: Option<TrayView>,
+    }
+
+    /// Registers the item with the host's watcher. Fails, quickly, where no watcher runs or no
+    /// host has registered with it (nothing would show the item), so the caller falls back.
+    pub async fn spawn<R: Runtime>(app: AppHandle<R>) -> Result<ksni::Handle<Item<R>>, String> {
+        let item = Item { app, view: None };
+        let spawned = tokio::time::timeout(std::time::Duration::from_secs(5), item.spawn()).await;
+        match spawned {
+            Ok(Ok(handle)) => Ok(handle),
+            Ok(Err(error)) => Err(error.to_string()),
+            Err(_) => Err("the StatusNotifierWatcher did not answer within 5s".to_owned()),
+        }
+    }
+
+    /// The icon as the protocol wants it: ARGB32, big-endian.
+    fn pixmap(state: TrayState) -> ksni::Icon {
+        let image = state.icon();
+        let data = image
+            .rgba()
+            .chunks_exact(4)
+            .flat_map(|p| [p[3], p[0], p[1], p[2]])
+            .collect();
+        ksni::Icon {
+            width: i32::try_from(image.width()).unwrap_or(0),
+            height: i32::try_from(image.height()).unwrap_or(0),
+            data,
+        }
+    }
+
+    impl<R: Runtime> Item<R> {
+        fn counts(&self) -> Counts {
+            self.view.map(|v| v.counts).unwrap_or_default()
+        }
+
+        fn item(&self, id: &'static str, label: String) -> MenuItem<Self> {
+            StandardItem {
+                label,
+                activate: Box::new(move |item: &mut Self| super::choose(&item.app, id)),
+                ..Default::default()
+            }
+            .into()
+        }
+    }
+
+    impl<R: Runtime> ksni::Tray for Item<R> {
+        fn id(&self) -> String {
+            "taskkeeper".into()
+        }
+
+        fn title(&self) -> String {
+            "Taskkeeper".into()
+        }
+
+        /// A left click.
+        fn activate(&mut self, _x: i32, _y: i32) {
+            tracing::info!("tray activated");
+            window::toggle(&self.app);
+        }
+
+        fn status(&self) -> ksni::Status {
+            match self.counts().state() {
+                TrayState::Stalled => ksni::Status::NeedsAttention,
+                TrayState::Idle | TrayState::Open => ksni::Status::Active,
+            }
+        }
+
+        fn icon_pixmap(&self) -> Vec<ksni::Icon> {
+            vec![pixmap(self.counts().state())]
+        }
+
+        fn tool_tip(&self) -> ksni::ToolTip {
+            ksni::ToolTip {
+                title: "Taskkeeper".into(),
+                description: self.counts().summary(),
+                ..Default::default()
+            }
+        }
+
+        fn menu(&self) -> Vec<MenuItem<Self>> {
+            let open = match self.view {
+                Some(view) => view.counts.menu_text(),
+                None => "Open".to_owned(),
+            };
+            let paused = self.view.is_some_and(|v| v.reminders_paused);
+            vec![
+                self.item(MENU_OPEN, open),
+                MenuItem::Separator,
+                self.item(MENU_REMINDERS, reminders_text(paused).to_owned()),
+                self.item(MENU_SETTINGS, "Settings…".to_owned()),
+                MenuItem::Separator,
+                self.item(MENU_QUIT, "Quit Taskkeeper".to_owned()),
+            ]
+        }
     }
 }
 
@@ -262,7 +428,7 @@ pub async fn follow<R: Runtime>(tray: Tray<R>, owner: OwnerService) {
         if shown == Some(view) {
             continue;
         }
-        match tray.show(view) {
+        match tray.show(view).await {
             Ok(()) => {
                 let state = view.counts.state();
                 if shown.is_none_or(|s| s.counts.state() != state) {

@@ -1,31 +1,149 @@
-//! The one window: shown near the tray, hidden instead of closed.
+//! The one window: shown near the tray, hidden instead of closed, and its webview kept only
+//! while it is wanted.
 //!
 //! Where "near the tray" is depends on the platform (docs/tauri.md §5): macOS and Windows
 //! report the icon's place with each tray event, so the window opens centred on it
 //! (`tauri-plugin-positioner`'s `TrayCenter`); Linux's stock tray reports nothing, so the
 //! window opens at the top right of the screen, where most panels keep their indicators.
+//!
+//! A hidden WebKit webview still costs its web process (well over 100 MB, issue 13), so the
+//! window is not created at start (`"create": false` in `tauri.conf.json`): [`show`] creates it
+//! from its configuration, and [`hide`] destroys it [`KEEP_HIDDEN`] after it was hidden (a
+//! quick hide and show again finds it still there). What the app tells a page that is still
+//! loading (a notification's "open on this task") waits in [`Lifecycle`] until the page reports
+//! its first render (`ui_rendered`).
 
-use tauri::{AppHandle, Manager as _, Runtime, WebviewWindow};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use tauri::{AppHandle, Manager as _, Runtime, WebviewWindow, WebviewWindowBuilder};
 use tauri_plugin_positioner::{Position, WindowExt as _};
+
+use crate::events::{self, Navigate};
 
 /// The label of the one window, as in `tauri.conf.json` and the `main` capability.
 pub const MAIN: &str = "main";
 
-fn main_window<R: Runtime>(app: &AppHandle<R>) -> Option<WebviewWindow<R>> {
-    let window = app.get_webview_window(MAIN);
-    if window.is_none() {
-        tracing::warn!("the main window is gone; nothing to show");
-    }
-    window
+/// How long a hidden window keeps its webview; `TASKKEEPER_WINDOW_KEEP_MS` changes it (the
+/// end-to-end test and the benchmark).
+pub const KEEP_HIDDEN: Duration = Duration::from_secs(30);
+
+/// The window's life, as managed state.
+#[derive(Debug)]
+pub struct Lifecycle {
+    /// Grows at every show and hide, so a destroy planned at a hide is dropped by a later show.
+    generation: AtomicU64,
+    /// The page in the window has drawn once (so it hears events).
+    page_ready: AtomicBool,
+    /// Where the page should go once it is ready.
+    pending: Mutex<Option<Navigate>>,
+    keep_hidden: Duration,
 }
 
-/// Shows the window near the tray and gives it focus. A window already on screen stays where
-/// the owner put it.
+impl Default for Lifecycle {
+    fn default() -> Self {
+        let keep_hidden = std::env::var("TASKKEEPER_WINDOW_KEEP_MS")
+            .ok()
+            .and_then(|ms| ms.trim().parse().ok())
+            .map_or(KEEP_HIDDEN, Duration::from_millis);
+        Self {
+            generation: AtomicU64::new(0),
+            page_ready: AtomicBool::new(false),
+            pending: Mutex::new(None),
+            keep_hidden,
+        }
+    }
+}
+
+impl Lifecycle {
+    fn pending(&self) -> std::sync::MutexGuard<'_, Option<Navigate>> {
+        self.pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Sends the window to a view now, or once its page is ready when it is still loading.
+pub fn navigate<R: Runtime>(app: &AppHandle<R>, to: Navigate) {
+    if let Some(life) = app.try_state::<Lifecycle>()
+        && !life.page_ready.load(Ordering::SeqCst)
+    {
+        tracing::info!(?to, "navigate once the page is ready");
+        *life.pending() = Some(to);
+        return;
+    }
+    events::navigate(app, &to);
+}
+
+/// The page drew: it listens now, so a waiting navigation goes out.
+pub fn page_rendered<R: Runtime>(app: &AppHandle<R>) {
+    let Some(life) = app.try_state::<Lifecycle>() else {
+        return;
+    };
+    if !life.page_ready.swap(true, Ordering::SeqCst)
+        && let Some(to) = life.pending().take()
+    {
+        events::navigate(app, &to);
+    }
+}
+
+/// The window, created from its configuration when it doesn't exist.
+fn main_window<R: Runtime>(app: &AppHandle<R>) -> Option<WebviewWindow<R>> {
+    if let Some(window) = app.get_webview_window(MAIN) {
+        return Some(window);
+    }
+    let started = Instant::now();
+    let Some(config) = app.config().app.windows.iter().find(|w| w.label == MAIN) else {
+        tracing::warn!("no window {MAIN:?} in the configuration; nothing to show");
+        return None;
+    };
+    if let Some(life) = app.try_state::<Lifecycle>() {
+        life.page_ready.store(false, Ordering::SeqCst);
+    }
+    let built = WebviewWindowBuilder::from_config(app, config).and_then(|builder| {
+        // Linux: the top right of the screen, where most panels keep their indicators.
+        #[cfg(not(any(target_os = "macos", target_os = "windows")))]
+        let builder = match app.primary_monitor() {
+            Ok(Some(monitor)) => {
+                let scale = monitor.scale_factor();
+                let size = monitor.size().to_logical::<f64>(scale);
+                let origin = monitor.position().to_logical::<f64>(scale);
+                builder.position(origin.x + size.width - config.width, origin.y)
+            }
+            _ => builder,
+        };
+        builder.build()
+    });
+    match built {
+        Ok(window) => {
+            tracing::info!(
+                ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                "webview created"
+            );
+            Some(window)
+        }
+        Err(error) => {
+            tracing::warn!(%error, "could not create the window");
+            None
+        }
+    }
+}
+
+/// Shows the window near the tray and gives it focus, creating it if needed. A window already
+/// on screen stays where the owner put it.
 pub fn show<R: Runtime>(app: &AppHandle<R>) {
+    if let Some(life) = app.try_state::<Lifecycle>() {
+        life.generation.fetch_add(1, Ordering::SeqCst);
+    }
+    let existed = app.get_webview_window(MAIN).is_some();
     let Some(window) = main_window(app) else {
         return;
     };
-    if !window.is_visible().unwrap_or(false) {
+    // Linux: a window made just now is made in its place (GTK knows its size only once it
+    // is mapped, which a move from here can't wait for).
+    let placed = !existed && cfg!(not(any(target_os = "macos", target_os = "windows")));
+    if !placed && !window.is_visible().unwrap_or(false) {
         place_near_tray(&window);
     }
     let shown = window
@@ -33,21 +151,56 @@ pub fn show<R: Runtime>(app: &AppHandle<R>) {
         .and_then(|()| window.unminimize())
         .and_then(|()| window.set_focus());
     match shown {
-        Ok(()) => tracing::info!("window shown"),
+        Ok(()) => tracing::info!(
+            position = ?window.outer_position().ok(),
+            size = ?window.outer_size().ok(),
+            "window shown"
+        ),
         Err(error) => tracing::warn!(%error, "could not show the main window"),
     }
 }
 
-/// Hides the window; the app goes on in the tray.
+/// Hides the window; the app goes on in the tray. The webview goes a little later.
 pub fn hide<R: Runtime>(app: &AppHandle<R>) {
-    if let Some(window) = main_window(app)
-        && let Err(error) = window.hide()
-    {
-        tracing::warn!(%error, "could not hide the main window");
+    if let Some(window) = app.get_webview_window(MAIN) {
+        match window.hide() {
+            Ok(()) => tracing::info!("window hidden"),
+            Err(error) => tracing::warn!(%error, "could not hide the main window"),
+        }
     }
+    forget_later(app);
 }
 
-/// A tray click: shows a hidden window, hides a shown one.
+/// Destroys the hidden window's webview after [`Lifecycle::keep_hidden`], unless it was shown
+/// again meanwhile.
+pub fn forget_later<R: Runtime>(app: &AppHandle<R>) {
+    let Some(life) = app.try_state::<Lifecycle>() else {
+        return;
+    };
+    let generation = life.generation.fetch_add(1, Ordering::SeqCst) + 1;
+    let keep = life.keep_hidden;
+    let app = app.clone();
+    tauri::async_runtime::spawn(async move {
+        tokio::time::sleep(keep).await;
+        let Some(life) = app.try_state::<Lifecycle>() else {
+            return;
+        };
+        if life.generation.load(Ordering::SeqCst) != generation {
+            return;
+        }
+        if let Some(window) = app.get_webview_window(MAIN)
+            && !window.is_visible().unwrap_or(true)
+        {
+            life.page_ready.store(false, Ordering::SeqCst);
+            match window.destroy() {
+                Ok(()) => tracing::info!("webview destroyed (the window was hidden)"),
+                Err(error) => tracing::warn!(%error, "could not destroy the hidden window"),
+            }
+        }
+    });
+}
+
+/// A tray click or the shortcut: shows a hidden window, hides a shown one.
 pub fn toggle<R: Runtime>(app: &AppHandle<R>) {
     let visible = app
         .get_webview_window(MAIN)

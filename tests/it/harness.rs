@@ -222,6 +222,11 @@ impl RunningApp {
         }
     }
 
+    /// The app's process group: it and everything it started (WebKit's processes).
+    pub fn pgid(&self) -> i32 {
+        self.group.pgid
+    }
+
     /// What to print when something goes wrong: the app's stderr and its log.
     pub fn diagnostics(&self) -> String {
         let stderr = fs::read_to_string(&self.stderr_path).unwrap_or_default();
@@ -291,7 +296,7 @@ pub fn signal(args: &[&str]) {
 }
 
 /// Pids whose process group is `group`, from /proc.
-fn processes_in_group(group: i32) -> Vec<i32> {
+pub fn processes_in_group(group: i32) -> Vec<i32> {
     let Ok(entries) = fs::read_dir("/proc") else {
         return Vec::new();
     };

@@ -18,6 +18,7 @@ mod commands;
 mod harness;
 mod notification_server;
 mod notifier;
+mod sni_host;
 mod support;
 mod webdriver;
 mod window;

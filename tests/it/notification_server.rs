@@ -1,8 +1,8 @@
 //! A recording notification server: `org.freedesktop.Notifications` at
 //! `/org/freedesktop/Notifications` on a test's private bus, answering `Notify`,
 //! `GetCapabilities`, `GetServerInformation` and `CloseNotification` the way a desktop's
-//! daemon does, keeping every `Notify` call, and playing the owner's click with
-//! `ActionInvoked(id, "default")`.
+//! daemon does, keeping every `Notify` call, and playing the owner's choice with
+//! `ActionInvoked(id, key)` (a click on the body is the key `default`).
 //!
 //! [`Recorder::start_hung`] plays a registered but hung service instead: it records each
 //! `Notify` and never answers it.
@@ -95,7 +95,7 @@ impl Server {
 }
 
 enum Command {
-    Click(u32, std::sync::mpsc::Sender<zbus::Result<()>>),
+    Invoke(u32, String, std::sync::mpsc::Sender<zbus::Result<()>>),
 }
 
 /// The running server; stops when dropped.
@@ -150,10 +150,10 @@ impl Recorder {
                     };
                     while let Some(command) = inbox.recv().await {
                         match command {
-                            Command::Click(id, done) => {
+                            Command::Invoke(id, key, done) => {
                                 let emitted = async {
                                     let emitter = SignalEmitter::new(&connection, PATH)?;
-                                    Server::action_invoked(&emitter, id, "default").await
+                                    Server::action_invoked(&emitter, id, &key).await
                                 }
                                 .await;
                                 let _ = done.send(emitted);
@@ -180,11 +180,17 @@ impl Recorder {
 
     /// The owner clicks the notification `id` (its body: action `default`).
     pub fn click(&self, id: u32) {
+        self.invoke(id, "default");
+    }
+
+    /// The owner chooses the action `key` on the notification `id`: the server's
+    /// `ActionInvoked` signal, as a desktop sends it.
+    pub fn invoke(&self, id: u32, key: &str) {
         let (done, result) = std::sync::mpsc::channel();
         self.commands
             .as_ref()
             .unwrap()
-            .send(Command::Click(id, done))
+            .send(Command::Invoke(id, key.to_owned(), done))
             .unwrap();
         result
             .recv_timeout(Duration::from_secs(10))

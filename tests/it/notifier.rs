@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use taskkeeper_app_lib::notifications::{
-    Click, Clicks, Desktop, DesktopNotifier, Note, Undelivered, render,
+    Act, Click, Clicks, Desktop, DesktopNotifier, Note, Undelivered, render,
 };
 use taskkeeper_server::api::TaskView;
 use taskkeeper_server::notify::{Notice, Notifier as _};
@@ -45,12 +45,12 @@ fn a_stall_names_the_desk_and_the_requests_first_line() {
         "\n  Add a --json flag  \nand a test for it",
     )]);
     assert_eq!(
-        note,
-        Note {
-            summary: "Task stalled at web".into(),
-            body: "Add a --json flag".into(),
-            click: Click::Task("t-1".into()),
-        }
+        (note.summary.as_str(), note.body.as_str(), &note.click),
+        (
+            "Task stalled at web",
+            "Add a --json flag",
+            &Click::Task("t-1".into())
+        )
     );
     let long = render(&[stalled("t-1", "web", &"word ".repeat(100))]);
     assert!(
@@ -61,13 +61,14 @@ fn a_stall_names_the_desk_and_the_requests_first_line() {
 
 #[test]
 fn a_session_that_ended_with_tasks_open_says_so() {
+    let note = render(&[ended("api", 2)]);
     assert_eq!(
-        render(&[ended("api", 2)]),
-        Note {
-            summary: "Session ended at api".into(),
-            body: "It ended with 2 tasks still open.".into(),
-            click: Click::Window,
-        }
+        (note.summary.as_str(), note.body.as_str(), &note.click),
+        (
+            "Session ended at api",
+            "It ended with 2 tasks still open.",
+            &Click::Window
+        )
     );
     assert_eq!(
         render(&[ended("api", 1)]).body,
@@ -81,18 +82,20 @@ fn asked(desk: &str, tool: &str, description: Option<&str>) -> Notice {
         desk: desk.into(),
         tool: tool.into(),
         description: description.map(Into::into),
+        request_id: Some("r-1".into()),
     }
 }
 
 #[test]
 fn a_permission_request_names_the_desk_and_the_tool_and_says_what_the_call_does() {
+    let note = render(&[asked("web", "Bash", Some("touch x"))]);
     assert_eq!(
-        render(&[asked("web", "Bash", Some("touch x"))]),
-        Note {
-            summary: "A session at web asks to use Bash".into(),
-            body: "touch x".into(),
-            click: Click::Desks,
-        }
+        (note.summary.as_str(), note.body.as_str(), &note.click),
+        (
+            "A session at web asks to use Bash",
+            "touch x",
+            &Click::Desks
+        )
     );
     // Without a description the body says what the session waits for.
     assert_eq!(
@@ -109,6 +112,103 @@ fn a_permission_request_names_the_desk_and_the_tool_and_says_what_the_call_does(
         long.body.chars().count() <= 120 && long.body.ends_with('…') && !long.body.contains('\n'),
         "{long:?}"
     );
+}
+
+fn buttons(note: &Note) -> Vec<(&str, &str)> {
+    note.buttons.iter().map(|b| (b.key, b.label)).collect()
+}
+
+fn task_notice(kind: &str, id: &str, state: &str, status: Option<&str>) -> Notice {
+    let task: TaskView = serde_json::from_value(json!({
+        "id": id, "contextId": "c", "desk": "web", "asker": "bot", "state": state,
+        "request": "Port the parser", "createdAt": "2026-11-30T10:00:00Z",
+        "updatedAt": "2026-11-30T10:00:00Z", "queuePosition": null, "remindersSent": 0,
+        "lastReminderAt": null, "stalledAt": null, "expiredAt": null, "acknowledgedAt": null,
+        "lastWords": null, "waitingOnOwner": false, "deliveredAt": null, "statusText": status,
+        "version": 4
+    }))
+    .unwrap();
+    let task = Box::new(task);
+    match kind {
+        "blocked" => Notice::Blocked { task },
+        _ => Notice::Finished { task },
+    }
+}
+
+#[test]
+fn each_kind_of_notification_carries_its_actions() {
+    let note = render(&[stalled("t-1", "web", "Add a flag")]);
+    assert_eq!(
+        buttons(&note),
+        [
+            ("open", "Open"),
+            ("remind", "Remind now"),
+            ("snooze", "Snooze 1 h")
+        ]
+    );
+    assert_eq!(note.act("remind"), Some(Act::Remind("t-1".into())));
+    assert_eq!(note.act("snooze"), Some(Act::Snooze("t-1".into())));
+    assert_eq!(
+        note.act("default"),
+        Some(Act::Open(Click::Task("t-1".into())))
+    );
+    assert_eq!(note.act("open"), note.act("default"));
+    assert_eq!(note.act("allow"), None, "a key this notification has not");
+
+    let note = render(&[asked("web", "Bash", None)]);
+    assert_eq!(
+        buttons(&note),
+        [("allow", "Allow"), ("deny", "Deny"), ("open", "Open")]
+    );
+    assert_eq!(
+        note.act("deny"),
+        Some(Act::Answer {
+            session: "s-2".into(),
+            allow: false,
+            request_id: Some("r-1".into())
+        }),
+        "the answer names the request it answers"
+    );
+
+    let note = render(&[ended("api", 1)]);
+    assert_eq!(
+        buttons(&note),
+        [("launch", "Launch a session"), ("open", "Open")]
+    );
+    assert_eq!(note.act("launch"), Some(Act::Launch("api".into())));
+
+    let note = render(&[task_notice(
+        "blocked",
+        "t-3",
+        "input-required",
+        Some("Which branch?\nmain or dev"),
+    )]);
+    assert_eq!(
+        (note.summary.as_str(), note.body.as_str(), buttons(&note)),
+        (
+            "Task at web waits on its asker",
+            "Which branch?",
+            vec![("open", "Open")]
+        )
+    );
+    let note = render(&[task_notice("finished", "t-4", "completed", None)]);
+    assert_eq!(
+        (note.summary.as_str(), note.body.as_str(), &note.click),
+        (
+            "Task finished at web",
+            "Port the parser",
+            &Click::Task("t-4".into())
+        )
+    );
+
+    // Several things at once: only Open, on what they share.
+    let note = render(&[
+        stalled("t-1", "web", "x"),
+        task_notice("finished", "t-4", "completed", None),
+    ]);
+    assert_eq!(note.summary, "1 task stalled · 1 task finished");
+    assert_eq!(buttons(&note), [("open", "Open")]);
+    assert_eq!(note.click, Click::Window);
 }
 
 #[test]
@@ -286,6 +386,52 @@ fn notifications_follow_the_setting_at_once() {
     notifier.notice(stalled("t-2", "web", "Loud"));
     let note = shown.recv_timeout(Duration::from_secs(5)).unwrap();
     assert_eq!(note.body, "Loud");
+    assert!(shown.recv_timeout(Duration::from_millis(300)).is_err());
+    block_on(daemon.shutdown());
+}
+
+#[test]
+fn each_kind_follows_its_own_setting_and_blocked_and_finished_start_off() {
+    let (tx, shown) = mpsc::channel();
+    let notifier = DesktopNotifier::with_desktop(CountingDesktop(tx)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = block_on(Daemon::start(DaemonConfig::new(0, dir.path().to_owned()))).unwrap();
+    let owner = daemon.owner();
+    notifier.attach(owner.clone(), |_| {});
+    let set = |key: &str, value: &str| {
+        block_on(owner.set_settings(vec![(key.into(), value.into())])).unwrap();
+    };
+    // The notifier works in order: a notice shown after others were sent means those others
+    // were looked at first (and dropped, when nothing else came).
+    let marker = |body: &str| {
+        notifier.notice(stalled("t-m", "web", body));
+        shown.recv_timeout(Duration::from_secs(5)).unwrap()
+    };
+
+    notifier.notice(task_notice("finished", "t-4", "completed", None));
+    notifier.notice(task_notice("blocked", "t-3", "input-required", None));
+    assert_eq!(
+        marker("first").body,
+        "first",
+        "off by default: only the marker"
+    );
+
+    set("notifications.finished", "true");
+    notifier.notice(task_notice("finished", "t-4", "completed", None));
+    assert_eq!(
+        shown.recv_timeout(Duration::from_secs(5)).unwrap().summary,
+        "Task finished at web"
+    );
+
+    set("notifications.stalled", "false");
+    set("notifications.blocked", "true");
+    notifier.notice(stalled("t-1", "web", "quiet now"));
+    notifier.notice(task_notice("blocked", "t-3", "input-required", None));
+    let note = shown.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!(
+        note.summary, "Task at web waits on its asker",
+        "the stall was left out: {note:?}"
+    );
     assert!(shown.recv_timeout(Duration::from_millis(300)).is_err());
     block_on(daemon.shutdown());
 }

@@ -92,6 +92,31 @@ impl Owner {
         self.send("POST", path, &self.token, &[], Some(body))
     }
 
+    /// GETs with the owner token and returns (status, body).
+    pub fn get(&self, path: &str) -> (u16, Value) {
+        self.send("GET", path, &self.token, &[], None)
+    }
+
+    /// The session's waiter (`/hooks/claude-code/wait`): the text it is woken with, or `None`
+    /// when nothing came within `timeout`.
+    pub fn hook_wait(&self, session: &str, cwd: &Path, timeout: Duration) -> Option<String> {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(timeout))
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let body = serde_json::json!({
+            "session_id": session, "hook_event_name": "Stop", "cwd": cwd.to_string_lossy(),
+        });
+        let mut res = agent
+            .post(format!("{}/hooks/claude-code/wait", self.base))
+            .header("Authorization", format!("Bearer {}", self.token))
+            .send_json(&body)
+            .ok()?;
+        let out: Value = res.body_mut().read_json().ok()?;
+        (out["action"] == "deliver").then(|| out["text"].as_str().unwrap_or("").to_owned())
+    }
+
     /// PUTs JSON with the owner token and returns (status, body).
     pub fn put(&self, path: &str, body: Value) -> (u16, Value) {
         self.send("PUT", path, &self.token, &[], Some(body))

@@ -68,16 +68,33 @@ impl Screen {
         Ok(Screen { width, height, rgb })
     }
 
-    /// The part of the screen from (0, 0) to (width, height), where a window sits when no
-    /// window manager places it.
+    /// The top right corner of the screen, `width` × `height`: where the app puts its window
+    /// on Linux, near the panels' indicators (there is no window manager to move it).
     pub fn crop(&self, width: usize, height: usize) -> Screen {
         let (width, height) = (width.min(self.width), height.min(self.height));
+        let left = self.width - width;
         let mut rgb = Vec::with_capacity(width * height * 3);
         for y in 0..height {
-            let start = y * self.width * 3;
+            let start = (y * self.width + left) * 3;
             rgb.extend_from_slice(&self.rgb[start..start + width * 3]);
         }
         Screen { width, height, rgb }
+    }
+
+    /// Whether more than `n` colours show, stopping at the first one past `n` (cheap enough
+    /// to poll a screen with).
+    pub fn more_colours_than(&self, n: usize) -> bool {
+        let mut seen: Vec<[u8; 3]> = Vec::with_capacity(n + 1);
+        for c in self.rgb.chunks_exact(3) {
+            let c = [c[0], c[1], c[2]];
+            if !seen.contains(&c) {
+                seen.push(c);
+                if seen.len() > n {
+                    return true;
+                }
+            }
+        }
+        false
     }
 
     pub fn distinct_colours(&self) -> usize {

@@ -93,8 +93,51 @@ export const SETTING_FIELDS: readonly SettingField[] = [
   {
     key: 'notifications.enabled',
     label: 'Desktop notifications',
-    help: 'Tell me when a task stalls or a session ends with tasks open.',
+    help: 'Desktop notifications at all (each kind below has its own switch).',
     kind: 'bool',
+    group: 'App',
+  },
+  // One switch per kind of desktop notification (crates/core settings.rs `NoticeKind`).
+  {
+    key: 'notifications.stalled',
+    label: 'When a task stalls',
+    help: 'Notify me when a task stops after its last reminder (Open, Remind now, Snooze 1 h).',
+    kind: 'bool',
+    group: 'App',
+  },
+  {
+    key: 'notifications.permission',
+    label: 'When a session asks me',
+    help: 'Notify me when a session waits for me to allow a tool (Allow, Deny, Open).',
+    kind: 'bool',
+    group: 'App',
+  },
+  {
+    key: 'notifications.session_ended',
+    label: 'When a session ends holding tasks',
+    help: 'Notify me when a session ends with tasks still open (Launch a session, Open).',
+    kind: 'bool',
+    group: 'App',
+  },
+  {
+    key: 'notifications.blocked',
+    label: 'When a task waits on its asker',
+    help: 'Notify me when a worker says it needs something from the asker.',
+    kind: 'bool',
+    group: 'App',
+  },
+  {
+    key: 'notifications.finished',
+    label: 'When a task is finished',
+    help: 'Notify me when a worker finishes a task.',
+    kind: 'bool',
+    group: 'App',
+  },
+  {
+    key: 'app.shortcut',
+    label: 'Shortcut to show the window',
+    help: 'A global shortcut that shows and hides the window, such as CmdOrCtrl+Alt+K; off for none.',
+    kind: 'text',
     group: 'App',
   },
   {

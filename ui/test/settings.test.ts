@@ -37,6 +37,12 @@ describe('settings checks', () => {
         'push.give_up_after',
         'push.configs_per_task',
         'digest.at',
+        'notifications.stalled',
+        'notifications.permission',
+        'notifications.blocked',
+        'notifications.session_ended',
+        'notifications.finished',
+        'app.shortcut',
       ].sort(),
     );
   });

@@ -13,8 +13,8 @@
 //! - [`settings`] parses and validates every tunable number;
 //! - [`limits`] bounds what one caller can make Taskkeeper keep.
 
-pub mod autolaunch;
 pub mod agent_hooks;
+pub mod autolaunch;
 pub mod clock;
 pub mod delivery;
 pub mod desk;

@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::desk::AgentKind;
 
 /// The keys, in the order the settings panel shows them.
-pub const KEYS: [&str; 26] = [
+pub const KEYS: [&str; 32] = [
     "reminders.first_after.claude-code",
     "reminders.first_after.default",
     "reminders.ladder",
@@ -41,6 +41,13 @@ pub const KEYS: [&str; 26] = [
     "push.configs_per_task",
     // The digest (see [`crate::digest`]).
     "digest.at",
+    // The desktop app (see [`Desktop`]).
+    "notifications.stalled",
+    "notifications.permission",
+    "notifications.blocked",
+    "notifications.session_ended",
+    "notifications.finished",
+    "app.shortcut",
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,6 +82,8 @@ pub struct Settings {
     pub push: Push,
     /// When the daemon offers a digest by itself.
     pub digest_at: crate::digest::OfferAt,
+    /// Which desktop notifications the owner gets, and the app's shortcut.
+    pub desktop: Desktop,
 }
 
 impl Default for Settings {
@@ -96,6 +105,7 @@ impl Default for Settings {
             limits: Limits::default(),
             push: Push::default(),
             digest_at: crate::digest::OfferAt::Login,
+            desktop: Desktop::default(),
         }
     }
 }
@@ -173,6 +183,7 @@ impl Settings {
             "reminders.paused" => self.reminders_paused.to_string(),
             "digest.at" => self.digest_at.to_string(),
             k if k.starts_with("push.") => return self.push.get(key),
+            k if Desktop::owns(k) => return self.desktop.get(key),
             _ => return self.limits.get(key),
         })
     }
@@ -226,6 +237,7 @@ impl Settings {
                     .map_err(|_| invalid(crate::digest::OFFER_HELP))?
             }
             k if k.starts_with("push.") => return self.push.set(key, value),
+            k if Desktop::owns(k) => return self.desktop.set(key, value),
             _ => return self.limits.set(key, value),
         }
         Ok(())
@@ -486,6 +498,149 @@ impl Push {
 }
 // ---- end push notifications ----
 
+// ---- the desktop app ----------------------------------------------------------------------
+
+/// The kinds of desktop notification, each one a setting (`notifications.<kind>`), on top of
+/// `notifications.enabled`, which silences them all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NoticeKind {
+    /// A task's ladder ran out.
+    Stalled,
+    /// A session waits for the owner to allow a tool.
+    Permission,
+    /// The worker said what it needs from the asker (INPUT_REQUIRED): the asker is waited on.
+    Blocked,
+    /// A session ended with tasks still open.
+    SessionEnded,
+    /// The worker finished a task.
+    Finished,
+}
+
+impl NoticeKind {
+    pub const ALL: [NoticeKind; 5] = [
+        NoticeKind::Stalled,
+        NoticeKind::Permission,
+        NoticeKind::Blocked,
+        NoticeKind::SessionEnded,
+        NoticeKind::Finished,
+    ];
+
+    /// Its setting's key.
+    pub fn key(self) -> &'static str {
+        match self {
+            NoticeKind::Stalled => "notifications.stalled",
+            NoticeKind::Permission => "notifications.permission",
+            NoticeKind::Blocked => "notifications.blocked",
+            NoticeKind::SessionEnded => "notifications.session_ended",
+            NoticeKind::Finished => "notifications.finished",
+        }
+    }
+
+    fn from_key(key: &str) -> Option<NoticeKind> {
+        NoticeKind::ALL.into_iter().find(|k| k.key() == key)
+    }
+}
+
+/// What the desktop app does for the owner: which notifications it shows, and the shortcut
+/// that shows and hides its window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Desktop {
+    /// The kinds shown (when `notifications.enabled`). Stalls, permission requests and ended
+    /// sessions need the owner; a blocked task waits on its asker and a finished one needs
+    /// nobody, so those two are off unless asked for.
+    pub shown: Vec<NoticeKind>,
+    /// The global shortcut, in the form `CmdOrCtrl+Alt+K` (modifiers, then one key); `None`
+    /// for none (written `off`).
+    pub shortcut: Option<String>,
+}
+
+impl Default for Desktop {
+    fn default() -> Self {
+        Self {
+            shown: vec![
+                NoticeKind::Stalled,
+                NoticeKind::Permission,
+                NoticeKind::SessionEnded,
+            ],
+            shortcut: Some(SHORTCUT_DEFAULT.to_owned()),
+        }
+    }
+}
+
+/// K for keeper; Ctrl+Alt+T and Super+… are the desktops' own.
+pub const SHORTCUT_DEFAULT: &str = "CmdOrCtrl+Alt+K";
+const SHORTCUT_HELP: &str = "modifiers and one key joined by +, such as CmdOrCtrl+Alt+K or Ctrl+Shift+F12 \
+     (modifiers: Ctrl, Alt, Shift, Super, Cmd, CmdOrCtrl), or off for none";
+const SHORTCUT_MODIFIERS: [&str; 12] = [
+    "ctrl",
+    "control",
+    "alt",
+    "option",
+    "shift",
+    "super",
+    "cmd",
+    "command",
+    "cmdorctrl",
+    "commandorcontrol",
+    "meta",
+    "altgr",
+];
+
+impl Desktop {
+    fn owns(key: &str) -> bool {
+        key == "app.shortcut" || NoticeKind::from_key(key).is_some()
+    }
+
+    /// Whether notifications of this kind are shown (`notifications.enabled` aside).
+    pub fn shows(&self, kind: NoticeKind) -> bool {
+        self.shown.contains(&kind)
+    }
+
+    fn get(&self, key: &str) -> Result<String, SettingError> {
+        if key == "app.shortcut" {
+            return Ok(self.shortcut.clone().unwrap_or_else(|| "off".to_owned()));
+        }
+        let kind = NoticeKind::from_key(key).ok_or_else(|| SettingError::unknown(key))?;
+        Ok(self.shows(kind).to_string())
+    }
+
+    fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
+        let invalid = |expected| SettingError::invalid(key, value, expected);
+        if key == "app.shortcut" {
+            self.shortcut = parse_shortcut(value).ok_or_else(|| invalid(SHORTCUT_HELP))?;
+            return Ok(());
+        }
+        let kind = NoticeKind::from_key(key).ok_or_else(|| SettingError::unknown(key))?;
+        let on = parse_bool(value).ok_or_else(|| invalid(BOOL_HELP))?;
+        self.shown.retain(|k| *k != kind);
+        if on {
+            self.shown.push(kind);
+        }
+        Ok(())
+    }
+}
+
+/// `CmdOrCtrl+Alt+K` → itself (spaces around `+` removed); `off` or blank → no shortcut
+/// (`Some(None)`); anything without a modifier and exactly one key after them → `None`. The
+/// key's name is checked by the app when it registers the shortcut (it logs one it can't).
+fn parse_shortcut(text: &str) -> Option<Option<String>> {
+    let text = text.trim();
+    if text.is_empty() || text.eq_ignore_ascii_case("off") {
+        return Some(None);
+    }
+    let parts: Vec<&str> = text.split('+').map(str::trim).collect();
+    let (key, modifiers) = parts.split_last()?;
+    let is_modifier = |p: &str| SHORTCUT_MODIFIERS.contains(&p.to_ascii_lowercase().as_str());
+    let key_ok = !key.is_empty()
+        && !is_modifier(key)
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || ".,;/-=[]'`\\".contains(c));
+    (key_ok && !modifiers.is_empty() && modifiers.iter().all(|m| is_modifier(m)))
+        .then(|| Some(parts.join("+")))
+}
+// ---- end the desktop app ----
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -520,6 +675,12 @@ mod tests {
             "push.retry_max = 5m",
             "push.give_up_after = 1d",
             "push.configs_per_task = 10",
+            "notifications.stalled = true",
+            "notifications.permission = true",
+            "notifications.blocked = false",
+            "notifications.session_ended = true",
+            "notifications.finished = false",
+            "app.shortcut = CmdOrCtrl+Alt+K",
         ] {
             assert!(text.contains(line), "missing {line} in\n{text}");
         }
@@ -559,6 +720,11 @@ mod tests {
             ("push.retry_first", "0s"),
             ("push.give_up_after", "soon"),
             ("push.configs_per_task", "101"),
+            ("notifications.finished", "sometimes"),
+            ("app.shortcut", "K"),
+            ("app.shortcut", "Ctrl+Alt"),
+            ("app.shortcut", "Ctrl++K"),
+            ("app.shortcut", "Hyper+K"),
         ] {
             let err = s.set(k, v).unwrap_err();
             assert!(err.to_string().contains(k), "{err}");
@@ -570,6 +736,31 @@ mod tests {
                 .contains("unknown setting")
         );
         assert_eq!(s, before);
+    }
+
+    #[test]
+    fn notification_kinds_and_the_shortcut_round_trip() {
+        let mut s = Settings::default();
+        assert!(s.desktop.shows(NoticeKind::Stalled) && !s.desktop.shows(NoticeKind::Finished));
+        s.set("notifications.finished", "true").unwrap();
+        s.set("notifications.stalled", "false").unwrap();
+        assert!(s.desktop.shows(NoticeKind::Finished) && !s.desktop.shows(NoticeKind::Stalled));
+        assert_eq!(s.get("notifications.finished").unwrap(), "true");
+        s.set("app.shortcut", " Ctrl + Shift + F12 ").unwrap();
+        assert_eq!(s.get("app.shortcut").unwrap(), "Ctrl+Shift+F12");
+        s.set("app.shortcut", "off").unwrap();
+        assert_eq!(
+            (
+                s.desktop.shortcut.as_deref(),
+                s.get("app.shortcut").unwrap().as_str()
+            ),
+            (None, "off")
+        );
+        let err = s.set("app.shortcut", "K").unwrap_err().to_string();
+        assert!(
+            err.contains("app.shortcut") && err.contains("CmdOrCtrl+Alt+K"),
+            "{err}"
+        );
     }
 
     #[test]

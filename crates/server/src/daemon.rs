@@ -211,6 +211,7 @@ impl Daemon {
             guard,
         );
 
+        tokio::spawn(crate::notify::follow_tasks(tasks.feed(), notifier.clone()));
         // Waiters re-check whenever a task changes.
         tokio::spawn(sessions.clone().follow_tasks(stopped.clone()));
         tokio::spawn(sessions.clone().deliver_loop());

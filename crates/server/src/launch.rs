@@ -529,6 +529,7 @@ impl Sessions {
                     desk: desk.to_string(),
                     tool: permission.tool.clone(),
                     description: permission.description.clone(),
+                    request_id: Some(permission.request_id.clone()),
                 };
                 crate::sessions::lock(&self.launched().asked).insert(id.clone(), permission);
                 self.notifier().notice(notice);

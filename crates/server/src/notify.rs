@@ -1,9 +1,14 @@
 //! Telling the owner: the [`Notifier`] is called when a task stalls, when a session ends
-//! with tasks open, and when a headless session asks the owner to allow a tool. The headless daemon logs it and publishes it on the owner's event stream
-//! (`/api/events`); the tray app adds a desktop notification.
+//! with tasks open, when a headless session asks the owner to allow a tool, and (from the
+//! task feed, [`follow_tasks`]) when a worker says a task is blocked on its asker or finished.
+//! The headless daemon logs it and publishes it on the owner's event stream (`/api/events`);
+//! the tray app adds a desktop notification, by kind ([`Notice::kind`], one setting each).
+
+use std::sync::Arc;
 
 use serde::Serialize;
-use taskkeeper_core::Task;
+use taskkeeper_core::settings::NoticeKind;
+use taskkeeper_core::{Task, TaskState};
 use tokio::sync::broadcast;
 
 use crate::api::TaskView;
@@ -30,11 +35,73 @@ pub enum Notice {
         desk: String,
         tool: String,
         description: Option<String>,
+        /// The session's id for the request, so an answer from a notification answers this
+        /// one and no later request.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        request_id: Option<String>,
     },
     /// The digest is offered (at login or its time of day): its counts; the view shows it.
     Digest {
         counts: crate::api::DigestCounts,
     },
+    /// The worker said what it needs from the asker: the task is INPUT_REQUIRED.
+    Blocked {
+        task: Box<TaskView>,
+    },
+    /// The worker finished the task: COMPLETED.
+    Finished {
+        task: Box<TaskView>,
+    },
+}
+
+impl Notice {
+    /// Its kind, which the owner turns on and off (`notifications.<kind>`); none for the
+    /// digest.
+    pub fn kind(&self) -> Option<NoticeKind> {
+        match self {
+            Notice::Stalled { .. } => Some(NoticeKind::Stalled),
+            Notice::SessionEnded { .. } => Some(NoticeKind::SessionEnded),
+            Notice::PermissionAsked { .. } => Some(NoticeKind::Permission),
+            Notice::Blocked { .. } => Some(NoticeKind::Blocked),
+            Notice::Finished { .. } => Some(NoticeKind::Finished),
+            // The digest is offered by `digest.at` (which can be `off`), not by a kind.
+            Notice::Digest { .. } => None,
+        }
+    }
+
+    /// The notice a published task change makes, if any: the change that made the task
+    /// INPUT_REQUIRED (blocked on its asker) or COMPLETED. Only the change of status itself
+    /// counts (its status time is the task's update time), so later bookkeeping on the same
+    /// task (an acknowledgement, a delivery) says nothing again.
+    pub fn from_change(task: &Task) -> Option<Notice> {
+        if task.status.timestamp != task.updated_at {
+            return None;
+        }
+        let view = || Box::new(TaskView::from(task));
+        match task.state() {
+            TaskState::InputRequired => Some(Notice::Blocked { task: view() }),
+            TaskState::Completed => Some(Notice::Finished { task: view() }),
+            _ => None,
+        }
+    }
+}
+
+/// Tells `notifier` of every blocked and finished task on the task feed until it closes.
+/// A lagging feed loses notices, never blocks a writer (the feed is a broadcast).
+pub async fn follow_tasks(mut feed: broadcast::Receiver<Arc<Task>>, notifier: Arc<dyn Notifier>) {
+    loop {
+        match feed.recv().await {
+            Ok(task) => {
+                if let Some(notice) = Notice::from_change(&task) {
+                    notifier.notice(notice);
+                }
+            }
+            Err(broadcast::error::RecvError::Lagged(missed)) => {
+                tracing::debug!(missed, "the notices' task feed lagged");
+            }
+            Err(broadcast::error::RecvError::Closed) => return,
+        }
+    }
 }
 
 pub trait Notifier: Send + Sync + std::fmt::Debug {
@@ -91,6 +158,12 @@ impl Notifier for EventNotifier {
             }
             Notice::Digest { counts } => {
                 tracing::info!(?counts, "the digest is offered");
+            }
+            Notice::Blocked { task } => {
+                tracing::info!(task = %task.id, desk = %task.desk, "blocked: the task waits on its asker");
+            }
+            Notice::Finished { task } => {
+                tracing::info!(task = %task.id, desk = %task.desk, "finished");
             }
         }
         if let Some(also) = &self.also {

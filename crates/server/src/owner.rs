@@ -461,6 +461,50 @@ impl OwnerService {
         Ok(TaskView::from(&changed.task))
     }
 
+    /// Tell the owner about a stalled task again after `after` (a notification's "Snooze 1 h"),
+    /// if it is still stalled then. The task itself is not changed, and a snooze does not
+    /// outlive the daemon: after a restart the stall shows in the tray and the list as ever.
+    pub async fn snooze_task(
+        &self,
+        id: &str,
+        after: std::time::Duration,
+    ) -> Result<TaskView, OwnerError> {
+        let id = TaskId::from(id);
+        let task = self
+            .tasks
+            .get(&id)
+            .await?
+            .ok_or_else(|| StoreError::NoSuchTask(id.clone()))?;
+        if task.stalled_at.is_none() || !task.is_open() {
+            return Err(OwnerError::invalid(format!(
+                "task {id} is not stalled ({}); only a stalled task can be snoozed",
+                task.state()
+            )));
+        }
+        tracing::info!(task = %id, after_s = after.as_secs(), "stall snoozed");
+        let (tasks, notifier, mut stop) = (
+            self.tasks.clone(),
+            self.sessions.notifier().clone(),
+            self.stop.clone(),
+        );
+        tokio::spawn(async move {
+            tokio::select! {
+                () = tokio::time::sleep(after) => {}
+                _ = stop.wait_for(|stopping| *stopping) => return,
+            }
+            match tasks.get(&id).await {
+                Ok(Some(task)) if task.is_open() && task.stalled_at.is_some() => {
+                    notifier.stalled(&task);
+                }
+                Ok(_) => tracing::debug!(task = %id, "a snoozed stall ended meanwhile"),
+                Err(error) => {
+                    tracing::warn!(%error, task = %id, "could not re-read a snoozed task")
+                }
+            }
+        });
+        Ok(TaskView::from(&task))
+    }
+
     /// Pause or resume one session's reminders.
     pub async fn pause_session(&self, id: &str, paused: bool) -> Result<SessionView, OwnerError> {
         let id = taskkeeper_core::SessionId::from(id);

@@ -381,7 +381,7 @@ fn a_permission_request_is_a_notice_and_the_answer_reaches_the_session() {
     assert_eq!(
         notice,
         json!({"kind": "permission-asked", "session": id, "desk": "web", "tool": "Bash",
-               "description": "touch x"})
+               "description": "touch x", "requestId": "r-1"})
     );
     let (_, list) = d.call("GET", "/api/sessions", None);
     let s = &list["sessions"][0];

@@ -446,3 +446,75 @@ fn a_change_to_one_session_plans_only_its_desk() {
         "the other desks keep their due times: {p:?}"
     );
 }
+
+/// The worker's word that a task is blocked on its asker, or done, is a notice for the owner
+/// (the app shows them when those kinds are on); a stall the owner snoozed is told again.
+#[test]
+fn blocked_and_finished_tasks_are_notices_and_a_snoozed_stall_is_told_again() {
+    let d = TestDaemon::start();
+    d.call(
+        "PUT",
+        "/api/settings",
+        Some(&json!({"reminders.first_after.claude-code": "1s", "reminders.ladder": "1s", "reminders.stall_after": "1s"})),
+    );
+    let notices = owner_events(&d, "notice");
+    hook(&d, "SessionStart", json!({"source": "startup"}));
+    let id = handed_over_then_quiet(&d, "Port the parser", "…");
+    let (status, out) = d.call(
+        "POST",
+        &format!("/api/tasks/{id}/update"),
+        Some(&json!({"status": "blocked", "text": "Which branch?"})),
+    );
+    assert_eq!(status, 200, "{out}");
+    let notice = notices.recv_timeout(Duration::from_secs(20)).unwrap();
+    assert_eq!(
+        (
+            notice["kind"].as_str(),
+            notice["task"]["id"].as_str(),
+            notice["task"]["statusText"].as_str()
+        ),
+        (Some("blocked"), Some(id.as_str()), Some("Which branch?")),
+        "{notice}"
+    );
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let owner = d.daemon().owner();
+    // Only a stalled task can be snoozed; the refusal says so.
+    let refused = runtime
+        .block_on(owner.snooze_task(&id, Duration::from_millis(1)))
+        .unwrap_err();
+    assert!(
+        refused.message.contains("not stalled") && refused.message.contains(&id),
+        "{refused:?}"
+    );
+
+    let next = handed_over_then_quiet(&d, "Add a --json flag", "…");
+    let stalled = notices.recv_timeout(Duration::from_secs(30)).unwrap();
+    assert_eq!(
+        (stalled["kind"].as_str(), stalled["task"]["id"].as_str()),
+        (Some("stalled"), Some(next.as_str())),
+        "{stalled}"
+    );
+    runtime
+        .block_on(owner.snooze_task(&next, Duration::from_millis(200)))
+        .unwrap();
+    let again = notices.recv_timeout(Duration::from_secs(20)).unwrap();
+    assert_eq!(
+        (again["kind"].as_str(), again["task"]["id"].as_str()),
+        (Some("stalled"), Some(next.as_str())),
+        "told again after the snooze: {again}"
+    );
+
+    let (status, out) = d.call(
+        "POST",
+        &format!("/api/tasks/{next}/update"),
+        Some(&json!({"status": "done", "text": "Added"})),
+    );
+    assert_eq!(status, 200, "{out}");
+    let finished = notices.recv_timeout(Duration::from_secs(20)).unwrap();
+    assert_eq!(
+        (finished["kind"].as_str(), finished["task"]["id"].as_str()),
+        (Some("finished"), Some(next.as_str())),
+        "{finished}"
+    );
+}
