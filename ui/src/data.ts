@@ -465,7 +465,15 @@ function deliverTask(payload: unknown, listener: LiveListener): void {
 
 function deliverNotice(payload: unknown, listener: LiveListener): void {
   if (isNotice(payload)) listener.onNotice(payload);
-  else console.warn('ignoring a notice in an unknown shape');
+  else if (!isDesktopOnlyNotice(payload)) console.warn('ignoring a notice in an unknown shape');
+}
+
+/**
+ * A notice only the desktop shows (`blocked`, `finished`: the app's notifications, each kind a
+ * setting); the window's lists already show the task's change, so it lists none of them.
+ */
+export function isDesktopOnlyNotice(value: unknown): boolean {
+  return isRecord(value) && (value.kind === 'blocked' || value.kind === 'finished') && isTaskView(value.task);
 }
 
 /** A notice of a kind this UI shows, in the shape the daemon sends (`notify.rs`). */

@@ -4,6 +4,7 @@ import {
   DataError,
   expectSettings,
   isNotice,
+  isDesktopOnlyNotice,
   type Env,
   type LiveListener,
   type LiveStatus,
@@ -715,6 +716,15 @@ describe('notices', () => {
     expect(isNotice({ kind: 'digest', counts })).toBe(true);
     expect(isNotice({ kind: 'digest', counts: { ...counts, reminders: '4' } })).toBe(false);
     expect(isNotice({ kind: 'digest' })).toBe(false);
+  });
+
+  it('knows the kinds only the desktop shows, and lists none of them', () => {
+    for (const kind of ['blocked', 'finished']) {
+      expect(isDesktopOnlyNotice({ kind, task: task({ id: 'a' }) })).toBe(true);
+      expect(isNotice({ kind, task: task({ id: 'a' }) })).toBe(false);
+      expect(isDesktopOnlyNotice({ kind, task: { id: 'a' } })).toBe(false);
+    }
+    expect(isDesktopOnlyNotice({ kind: 'stalled', task: task({ id: 'a' }) })).toBe(false);
   });
 
   it('refuses a notice missing what it is shown with, or of an unknown kind', () => {
