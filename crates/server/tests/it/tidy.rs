@@ -200,6 +200,14 @@ fn broken_references(text: &str, docs: &dyn Fn(&str) -> Option<String>) -> Vec<S
     let section = Regex::new(r"§([0-9]+(?:\.[0-9]+)*)").unwrap();
     for c in reference.captures_iter(text) {
         let name = &c[1];
+        let whole = c.get(0).map_or("", |m| m.as_str());
+        // A file name in code or a command (`"report.md"`, `out/report.md`) is not a note.
+        let before = text[..c.get(0).map_or(0, |m| m.start())]
+            .chars()
+            .next_back();
+        if !whole.starts_with("docs/") && matches!(before, Some('"' | '\'' | '/')) {
+            continue;
+        }
         let Some(note) = docs(name) else {
             broken.push(format!("{name}.md does not exist"));
             continue;
@@ -227,7 +235,10 @@ fn the_reference_check_finds_what_does_not_resolve() {
         broken_references("see docs/reliability.md §3 and reliability.md §8.2", &docs).is_empty()
     );
     assert_eq!(
-        broken_references("docs/reliability.md §3, §4; nowhere.md; ../shared/x", &docs),
+        broken_references(
+            "docs/reliability.md §3, §4; nowhere.md; \"a-file.md\", out/b.md; ../shared/x",
+            &docs
+        ),
         [
             "\"../shared\": the design notes live in docs/ (docs/design.md for the product)",
             "reliability.md has no section 4",
