@@ -47,8 +47,9 @@ impl fmt::Display for TaskId {
     }
 }
 
-/// The A2A task states. Taskkeeper never produces `Rejected` or `AuthRequired` for a real
-/// desk, but a task read back from elsewhere may carry them.
+/// The A2A task states. A worker's `task_update rejected` produces `Rejected`; Taskkeeper
+/// never produces `AuthRequired` for a real desk, but a task read back from elsewhere may
+/// carry it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum TaskState {
     #[serde(rename = "TASK_STATE_SUBMITTED")]

@@ -22,6 +22,10 @@ pub enum Event {
     WorkerBlocked { need: String },
     /// The worker says it cannot be done (`task_update failed`).
     WorkerFailed { why: String },
+    /// The worker declines the task (`task_update rejected`): it will not do it, and says
+    /// why. Like a failure it ends the task, but the asker learns the work was never taken on
+    /// (A2A's REJECTED) rather than tried and lost.
+    WorkerRejected { reason: String },
     /// The worker attaches artifacts (files, data) to an open task, before or as it ends
     /// it; the state does not change. An artifact replaces the task's artifact of the same
     /// id, so a repeat changes nothing.
@@ -63,6 +67,7 @@ impl Event {
             Event::WorkerDone { .. } => "done",
             Event::WorkerBlocked { .. } => "blocked",
             Event::WorkerFailed { .. } => "failed",
+            Event::WorkerRejected { .. } => "rejected",
             Event::AddArtifacts { .. } => "add-artifacts",
             Event::FollowUp { .. } => "follow-up",
             Event::Cancel { .. } => "cancel",
@@ -147,6 +152,13 @@ pub fn apply(task: &Task, event: Event, now: Timestamp) -> Result<Task, Transiti
             }
             let msg = next.agent_message(&why);
             next.set_status(TaskState::Failed, Some(msg), now);
+        }
+        Event::WorkerRejected { reason } => {
+            if state.is_terminal() {
+                return Err(ended());
+            }
+            let msg = next.agent_message(&reason);
+            next.set_status(TaskState::Rejected, Some(msg), now);
         }
         Event::AddArtifacts { artifacts } => {
             if state.is_terminal() {

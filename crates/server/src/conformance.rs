@@ -14,8 +14,9 @@
 //! kit tests the real transitions, queue, store and streams: its file, file-URL and data
 //! artifacts are attached as a worker's are (`Event::AddArtifacts`, then the ending). The
 //! "answer with a Message" scenario is answered by the endpoint itself, before any task
-//! exists ([`direct_answer`]). Scenarios that need what no Taskkeeper desk can do (reject a
-//! task, stream chunked artifacts) end the task FAILED with a message that says so.
+//! exists ([`direct_answer`]); the reject scenario is declined as a worker declines a task
+//! (`Event::WorkerRejected`, REJECTED). Scenarios that need what no Taskkeeper desk can do
+//! (stream chunked artifacts) end the task FAILED with a message that says so.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -46,6 +47,8 @@ enum Script {
     /// before the ending, an artifact.
     Done(Duration, &'static str, Option<Attached>),
     Blocked(&'static str),
+    /// Declined at once, with the reason, as a worker's `task_update rejected`.
+    Rejected(&'static str),
     Unsupported(&'static str),
     /// Unscripted: ask for input after a pause (releases blocking waiters, stays open).
     AskLater(Duration),
@@ -129,7 +132,7 @@ fn script_for(message_id: &str, streaming_timeout: Duration) -> Script {
             Script::Done(streaming_timeout * 2, text, None)
         }
         m if m.starts_with("tck-reject-task") => {
-            Script::Unsupported("a Taskkeeper desk never rejects a task")
+            Script::Rejected("The TCK scenario asks for this task to be rejected.")
         }
         _ => Script::AskLater(Duration::from_secs(3)),
     }
@@ -271,6 +274,9 @@ pub(crate) async fn run(tasks: Tasks, mut stop: watch::Receiver<bool>) {
                     }
                 }
                 Script::Blocked(text) => Event::WorkerBlocked { need: text.into() },
+                Script::Rejected(reason) => Event::WorkerRejected {
+                    reason: reason.into(),
+                },
                 Script::Unsupported(why) => Event::WorkerFailed {
                     why: format!("Not supported by Taskkeeper: {why}."),
                 },
@@ -340,7 +346,7 @@ mod tests {
         ));
         assert!(matches!(
             script_for("tck-reject-task-x", t),
-            Script::Unsupported(_)
+            Script::Rejected(_)
         ));
         assert!(matches!(
             script_for("anything-else", t),

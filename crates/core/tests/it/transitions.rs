@@ -49,6 +49,9 @@ fn events() -> Vec<Event> {
         Event::WorkerFailed {
             why: "no disk".into(),
         },
+        Event::WorkerRejected {
+            reason: "not this desk's work".into(),
+        },
         Event::FollowUp {
             message: Message::user_text("m-2", "the --json one"),
         },
@@ -128,19 +131,19 @@ fn every_state_and_event() {
         }
         table.push('\n');
     }
-    // Columns: start done blocked failed follow-up cancel expire remind stall resume ack
+    // Columns: start done blocked failed rejected follow-up cancel expire remind stall resume ack
     //          delivered cancel-told worker-said owner-wait add-artifacts
     let expected = [
-        "submitted       | working completed input-required failed submitted canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen !NothingToDeliver !NothingToDeliver submitted+said submitted+waiting submitted+attached",
-        "working         | !NotQueued completed input-required failed working canceled canceled+expired working+reminded working+stalled !NotStalled !StillOpen working+delivered !NothingToDeliver working+said working+waiting working+attached",
-        "working+stalled | !NotQueued completed+stalled input-required failed+stalled working canceled+stalled canceled+stalled+expired !NotWorking !NotWorking working !StillOpen working+stalled+delivered !NothingToDeliver working+stalled+said working+stalled+waiting working+stalled+attached",
-        "input-required  | !NotQueued completed input-required failed working canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen !NothingToDeliver !NothingToDeliver input-required+said input-required+waiting input-required+attached",
-        "auth-required   | !NotQueued completed input-required failed working canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen !NothingToDeliver !NothingToDeliver auth-required+said auth-required+waiting auth-required+attached",
-        "completed       | !NotQueued !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled completed+acked !NothingToDeliver !NothingToDeliver !Ended !Ended !Ended",
-        "completed+acked | !NotQueued !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled same !NothingToDeliver !NothingToDeliver !Ended !Ended !Ended",
-        "failed          | !NotQueued !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled failed+acked !NothingToDeliver !NothingToDeliver !Ended !Ended !Ended",
-        "canceled        | !NotQueued !Ended !Ended !Ended !Ended same !Ended !NotWorking !NotWorking !NotStalled canceled+acked !NothingToDeliver !NothingToDeliver !Ended !Ended !Ended",
-        "rejected        | !NotQueued !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled rejected+acked !NothingToDeliver !NothingToDeliver !Ended !Ended !Ended",
+        "submitted       | working completed input-required failed rejected submitted canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen !NothingToDeliver !NothingToDeliver submitted+said submitted+waiting submitted+attached",
+        "working         | !NotQueued completed input-required failed rejected working canceled canceled+expired working+reminded working+stalled !NotStalled !StillOpen working+delivered !NothingToDeliver working+said working+waiting working+attached",
+        "working+stalled | !NotQueued completed+stalled input-required failed+stalled rejected+stalled working canceled+stalled canceled+stalled+expired !NotWorking !NotWorking working !StillOpen working+stalled+delivered !NothingToDeliver working+stalled+said working+stalled+waiting working+stalled+attached",
+        "input-required  | !NotQueued completed input-required failed rejected working canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen !NothingToDeliver !NothingToDeliver input-required+said input-required+waiting input-required+attached",
+        "auth-required   | !NotQueued completed input-required failed rejected working canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen !NothingToDeliver !NothingToDeliver auth-required+said auth-required+waiting auth-required+attached",
+        "completed       | !NotQueued !Ended !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled completed+acked !NothingToDeliver !NothingToDeliver !Ended !Ended !Ended",
+        "completed+acked | !NotQueued !Ended !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled same !NothingToDeliver !NothingToDeliver !Ended !Ended !Ended",
+        "failed          | !NotQueued !Ended !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled failed+acked !NothingToDeliver !NothingToDeliver !Ended !Ended !Ended",
+        "canceled        | !NotQueued !Ended !Ended !Ended !Ended !Ended same !Ended !NotWorking !NotWorking !NotStalled canceled+acked !NothingToDeliver !NothingToDeliver !Ended !Ended !Ended",
+        "rejected        | !NotQueued !Ended !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled rejected+acked !NothingToDeliver !NothingToDeliver !Ended !Ended !Ended",
     ]
     .join("\n")
         + "\n";
@@ -202,6 +205,27 @@ fn worker_endings_carry_their_text() {
         Some("t-1")
     );
 
+    let rejected = apply(
+        &working,
+        Event::WorkerRejected {
+            reason: "Not this desk's work: ask the web desk.".into(),
+        },
+        now,
+    )
+    .unwrap();
+    assert_eq!(rejected.state(), TaskState::Rejected);
+    assert_eq!(
+        rejected
+            .status
+            .message
+            .as_ref()
+            .map(Message::text)
+            .as_deref(),
+        Some("Not this desk's work: ask the web desk.")
+    );
+    assert_eq!(rejected.history.last(), rejected.status.message.as_ref());
+    assert!(rejected.artifacts.is_empty(), "a rejection has no result");
+
     let expired = apply(&working, Event::Expire, now).unwrap();
     assert_eq!(expired.state(), TaskState::Canceled);
     assert_eq!(expired.expired_at, Some(now));
@@ -258,6 +282,9 @@ fn arb_event() -> impl Strategy<Value = Event> {
         }),
         any::<u8>().prop_map(|n| Event::WorkerFailed {
             why: format!("why {n}")
+        }),
+        any::<u8>().prop_map(|n| Event::WorkerRejected {
+            reason: format!("reason {n}")
         }),
         any::<u8>().prop_map(|n| Event::FollowUp {
             message: Message::user_text(format!("m-{n}"), "more")

@@ -222,6 +222,32 @@ fn the_kit_runs_its_scenarios_without_credentials() {
     );
     assert_eq!(task_of(&v)["contextId"], context.as_str(), "{v}");
 
+    // The reject scenario: the task ends REJECTED with the worker's reason, and stays so.
+    let v = send(&d, path, user("reject-task"));
+    let rejected = task_of(&v);
+    assert_eq!(state(rejected), "TASK_STATE_REJECTED", "{v}");
+    assert!(
+        rejected["status"]["message"]["parts"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("rejected")),
+        "{v}"
+    );
+    let id = rejected["id"].as_str().unwrap().to_owned();
+    let v = rpc(&d, path, "CancelTask", json!({ "id": id }));
+    assert_eq!(
+        v["error"]["code"], -32002,
+        "a rejected task cannot be canceled: {v}"
+    );
+    let v = rpc(&d, path, "GetTask", json!({ "id": id }));
+    assert_eq!(state(&v["result"]), "TASK_STATE_REJECTED", "{v}");
+    // The v0.3 line reads it as "rejected".
+    let headers = vec![("Content-Type".to_owned(), "application/json".to_owned())];
+    let body = json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/get", "params": {"id": id}});
+    let (status, text) = d.raw("POST", path, &d.host(), &headers, &body.to_string());
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["result"]["status"]["state"], "rejected", "{v}");
+
     // CORE-SEND-003: a media type the desk does not take, written as the kit writes it.
     let before = d.task_count();
     let v = send(
