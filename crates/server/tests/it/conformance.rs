@@ -330,6 +330,58 @@ fn the_kit_streams_end_where_the_task_settles() {
     );
 }
 
+/// The chunked-artifact scenario: a stream sees the artifact in two chunks, in order, the
+/// first new and not last, the second appended and last; GetTask shows it whole.
+#[test]
+fn the_kit_streams_a_chunked_artifact() {
+    let d = kit_daemon();
+    let body = json!({"jsonrpc": "2.0", "id": "tck-c", "method": "SendStreamingMessage",
+                      "params": {"message": user("stream-artifact-chunked")}});
+    let events = drain(&d.sse_as("/a2a/tck/", None, Some("1.0"), &body));
+    let id = events[0]["result"]["task"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let chunks: Vec<(Value, Value, Value)> = events
+        .iter()
+        .filter_map(|e| e["result"].get("artifactUpdate"))
+        .filter(|u| u["artifact"]["artifactId"] == "output-chunked")
+        .map(|u| {
+            (
+                u["artifact"]["parts"].clone(),
+                u["append"].clone(),
+                u["lastChunk"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        chunks,
+        [
+            (json!([{"text": "chunk-1 "}]), json!(false), json!(false)),
+            (json!([{"text": "chunk-2"}]), json!(true), json!(true)),
+        ],
+        "{events:#?}"
+    );
+    assert_eq!(
+        event_state(events.last().unwrap()),
+        "TASK_STATE_COMPLETED",
+        "{events:#?}"
+    );
+
+    let v = rpc(&d, "/a2a/tck/", "GetTask", json!({ "id": id }));
+    let whole = v["result"]["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["artifactId"] == "output-chunked")
+        .cloned();
+    assert_eq!(
+        whole.map(|a| a["parts"].clone()),
+        Some(json!([{"text": "chunk-1 "}, {"text": "chunk-2"}])),
+        "{v}"
+    );
+}
+
 #[test]
 fn without_a_token_only_the_conformance_desk_answers() {
     let d = kit_daemon();
