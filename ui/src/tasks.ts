@@ -88,6 +88,8 @@ export function stateLabel(task: TaskView): string {
       return 'failed';
     case 'canceled':
       return task.expiredAt !== null ? 'expired' : 'canceled';
+    case 'rejected':
+      return 'rejected';
   }
 }
 

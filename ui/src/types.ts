@@ -9,7 +9,8 @@ export type TaskState =
   | 'input-required'
   | 'completed'
   | 'failed'
-  | 'canceled';
+  | 'canceled'
+  | 'rejected';
 
 /** One task as the owner sees it. Times are ISO 8601 strings in UTC with milliseconds. */
 export interface TaskView {

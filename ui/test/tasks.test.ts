@@ -50,6 +50,7 @@ describe('wording', () => {
     expect(stateLabel(task({ state: 'submitted', queuePosition: 1 }))).toBe('queued');
     expect(stateLabel(task({ state: 'input-required' }))).toBe('blocked');
     expect(stateLabel(task({ state: 'canceled', expiredAt: '2026-11-30T10:00:00.000Z' }))).toBe('expired');
+    expect(stateLabel(task({ state: 'rejected' }))).toBe('rejected');
   });
 });
 

@@ -395,8 +395,9 @@ enum TaskCommand {
         #[arg(long)]
         json: bool,
     },
-    /// The worker's ending: done, blocked or failed, with a summary, a need or a reason; or
-    /// working, to attach files or data and keep the task open.
+    /// The worker's ending: done, blocked, failed or rejected (declined, not taken on), with
+    /// a summary, a need or a reason; or working, to attach files or data and keep the task
+    /// open.
     Update {
         id: String,
         status: String,

@@ -34,5 +34,7 @@ pub use clock::{Clock, ManualClock, SystemClock, Timestamp};
 pub use desk::{AgentKind, Desk, DeskName};
 pub use session::{Activity, Session, SessionId};
 pub use store::{Store, StoreError, StoreOptions};
-pub use task::{Artifact, Message, NewTask, Part, Role, Task, TaskId, TaskState, TaskStatus};
+pub use task::{
+    Artifact, ArtifactChange, Message, NewTask, Part, Role, Task, TaskId, TaskState, TaskStatus,
+};
 pub use transition::{Event, TransitionError};

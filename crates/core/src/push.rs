@@ -58,6 +58,9 @@ pub enum PushItem {
     Task,
     StatusUpdate,
     ArtifactUpdate,
+    /// An artifact update with the parts a chunk added (`append: true`); its own name in the
+    /// queue, since the delivery's task holds only those parts.
+    ArtifactAppend,
 }
 
 impl PushItem {
@@ -66,6 +69,7 @@ impl PushItem {
             PushItem::Task => "task",
             PushItem::StatusUpdate => "statusUpdate",
             PushItem::ArtifactUpdate => "artifactUpdate",
+            PushItem::ArtifactAppend => "artifactAppend",
         }
     }
 
@@ -74,6 +78,7 @@ impl PushItem {
             "task" => Some(PushItem::Task),
             "statusUpdate" => Some(PushItem::StatusUpdate),
             "artifactUpdate" => Some(PushItem::ArtifactUpdate),
+            "artifactAppend" => Some(PushItem::ArtifactAppend),
             _ => None,
         }
     }
@@ -125,12 +130,15 @@ pub fn items_for(before: Option<&Task>, after: &Task) -> Vec<(PushItem, Task)> {
         t
     };
     let mut items = Vec::new();
-    for a in &after.artifacts {
-        if !before.artifacts.contains(a) {
-            let mut t = bare();
-            t.artifacts.push(a.clone());
-            items.push((PushItem::ArtifactUpdate, t));
-        }
+    for change in crate::task::artifact_changes(before, after) {
+        let mut t = bare();
+        t.artifacts.push(change.artifact);
+        let item = if change.append {
+            PushItem::ArtifactAppend
+        } else {
+            PushItem::ArtifactUpdate
+        };
+        items.push((item, t));
     }
     items.push((PushItem::StatusUpdate, bare()));
     items

@@ -47,8 +47,9 @@ impl fmt::Display for TaskId {
     }
 }
 
-/// The A2A task states. Taskkeeper never produces `Rejected` or `AuthRequired` for a real
-/// desk, but a task read back from elsewhere may carry them.
+/// The A2A task states. A worker's `task_update rejected` produces `Rejected`; Taskkeeper
+/// never produces `AuthRequired` for a real desk, but a task read back from elsewhere may
+/// carry it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum TaskState {
     #[serde(rename = "TASK_STATE_SUBMITTED")]
@@ -323,6 +324,10 @@ pub struct Task {
     /// stays WORKING: INPUT_REQUIRED is for the asker, never for the owner's prompts.
     #[serde(default)]
     pub waiting_on_owner: bool,
+    /// The ids of artifacts still arriving in chunks ([`crate::Event::AppendArtifact`]
+    /// without its last chunk yet): what a stream needs to say `lastChunk`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub artifacts_in_progress: Vec<String>,
     /// Grows by one with every change; the store writes only over the version it read.
     pub version: u64,
 }
@@ -367,6 +372,7 @@ impl Task {
             delivered_to: None,
             cancel_told_at: None,
             waiting_on_owner: false,
+            artifacts_in_progress: Vec::new(),
             version: 1,
         }
     }
@@ -439,4 +445,52 @@ mod tests {
         }
         assert_eq!(TaskState::parse("done"), None);
     }
+}
+
+/// One change of a task's artifacts as a stream or a push tells it (A2A's
+/// TaskArtifactUpdateEvent): a new or replaced artifact, whole (`append: false`), or the parts
+/// a chunk added to it (`append: true`); `last_chunk` unless more chunks are to come.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArtifactChange {
+    pub artifact: Artifact,
+    pub append: bool,
+    pub last_chunk: bool,
+}
+
+/// The artifact changes from `before` to `after`, in `after`'s order. The one rule for
+/// streams and pushes: an artifact that was arriving in chunks and only gained parts is an
+/// append of those parts; any other new or different artifact is sent whole. Whoever skipped
+/// versions in between (a stream reads the newest task) still gets every part once.
+pub fn artifact_changes(before: &Task, after: &Task) -> Vec<ArtifactChange> {
+    let mut changes = Vec::new();
+    for a in &after.artifacts {
+        let last_chunk = !after.artifacts_in_progress.contains(&a.artifact_id);
+        let old = before
+            .artifacts
+            .iter()
+            .find(|o| o.artifact_id == a.artifact_id);
+        match old {
+            Some(o) if o == a => {}
+            Some(o)
+                if before.artifacts_in_progress.contains(&a.artifact_id)
+                    && a.parts.starts_with(&o.parts)
+                    && (&a.name, &a.description, &a.metadata, &a.extensions)
+                        == (&o.name, &o.description, &o.metadata, &o.extensions) =>
+            {
+                let mut chunk = a.clone();
+                chunk.parts.drain(..o.parts.len());
+                changes.push(ArtifactChange {
+                    artifact: chunk,
+                    append: true,
+                    last_chunk,
+                });
+            }
+            _ => changes.push(ArtifactChange {
+                artifact: a.clone(),
+                append: false,
+                last_chunk,
+            }),
+        }
+    }
+    changes
 }

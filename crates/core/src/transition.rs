@@ -22,10 +22,22 @@ pub enum Event {
     WorkerBlocked { need: String },
     /// The worker says it cannot be done (`task_update failed`).
     WorkerFailed { why: String },
+    /// The worker declines the task (`task_update rejected`): it will not do it, and says
+    /// why. Like a failure it ends the task, but the asker learns the work was never taken on
+    /// (A2A's REJECTED) rather than tried and lost.
+    WorkerRejected { reason: String },
     /// The worker attaches artifacts (files, data) to an open task, before or as it ends
     /// it; the state does not change. An artifact replaces the task's artifact of the same
     /// id, so a repeat changes nothing.
     AddArtifacts { artifacts: Vec<Artifact> },
+    /// The worker sends an artifact in chunks: a chunk with an id that is not arriving in
+    /// chunks starts the artifact (replacing one of that id); a later chunk's parts are
+    /// appended to it. `last_chunk` ends it. Chunks carry no ids, so a resent chunk is
+    /// appended again: a sender that may resend uses `AddArtifacts`.
+    AppendArtifact {
+        artifact: Artifact,
+        last_chunk: bool,
+    },
     /// The asker writes again with this task's id. An answer to INPUT_REQUIRED makes the task
     /// WORKING again and restarts its ladder; on a queued or working task it is added to the
     /// history for delivery.
@@ -63,7 +75,9 @@ impl Event {
             Event::WorkerDone { .. } => "done",
             Event::WorkerBlocked { .. } => "blocked",
             Event::WorkerFailed { .. } => "failed",
+            Event::WorkerRejected { .. } => "rejected",
             Event::AddArtifacts { .. } => "add-artifacts",
+            Event::AppendArtifact { .. } => "append-artifact",
             Event::FollowUp { .. } => "follow-up",
             Event::Cancel { .. } => "cancel",
             Event::Expire => "expire",
@@ -148,6 +162,13 @@ pub fn apply(task: &Task, event: Event, now: Timestamp) -> Result<Task, Transiti
             let msg = next.agent_message(&why);
             next.set_status(TaskState::Failed, Some(msg), now);
         }
+        Event::WorkerRejected { reason } => {
+            if state.is_terminal() {
+                return Err(ended());
+            }
+            let msg = next.agent_message(&reason);
+            next.set_status(TaskState::Rejected, Some(msg), now);
+        }
         Event::AddArtifacts { artifacts } => {
             if state.is_terminal() {
                 return Err(ended());
@@ -156,6 +177,8 @@ pub fn apply(task: &Task, event: Event, now: Timestamp) -> Result<Task, Transiti
                 return Ok(next);
             }
             for a in artifacts {
+                // A whole artifact ends any chunks that were arriving for its id.
+                next.artifacts_in_progress.retain(|id| *id != a.artifact_id);
                 match next
                     .artifacts
                     .iter_mut()
@@ -164,6 +187,32 @@ pub fn apply(task: &Task, event: Event, now: Timestamp) -> Result<Task, Transiti
                     Some(kept) => *kept = a,
                     None => next.artifacts.push(a),
                 }
+            }
+        }
+        Event::AppendArtifact {
+            artifact,
+            last_chunk,
+        } => {
+            if state.is_terminal() {
+                return Err(ended());
+            }
+            let id = artifact.artifact_id.clone();
+            let arriving = task.artifacts_in_progress.contains(&id);
+            if arriving && artifact.parts.is_empty() && !last_chunk {
+                return Ok(next);
+            }
+            match next
+                .artifacts
+                .iter_mut()
+                .find(|kept| kept.artifact_id == id)
+            {
+                Some(kept) if arriving => kept.parts.extend(artifact.parts),
+                Some(kept) => *kept = artifact,
+                None => next.artifacts.push(artifact),
+            }
+            next.artifacts_in_progress.retain(|kept| *kept != id);
+            if !last_chunk {
+                next.artifacts_in_progress.push(id);
             }
         }
         Event::FollowUp { mut message } => {

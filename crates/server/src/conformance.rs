@@ -14,8 +14,10 @@
 //! kit tests the real transitions, queue, store and streams: its file, file-URL and data
 //! artifacts are attached as a worker's are (`Event::AddArtifacts`, then the ending). The
 //! "answer with a Message" scenario is answered by the endpoint itself, before any task
-//! exists ([`direct_answer`]). Scenarios that need what no Taskkeeper desk can do (reject a
-//! task, stream chunked artifacts) end the task FAILED with a message that says so.
+//! exists ([`direct_answer`]); the reject scenario is declined as a worker declines a task
+//! (`Event::WorkerRejected`, REJECTED), and the chunked-artifact scenario sends its artifact
+//! in two chunks (`Event::AppendArtifact`), which streams show as an artifact update and an
+//! append with `lastChunk`.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -27,6 +29,9 @@ use taskkeeper_core::{AgentKind, Artifact, Event, Message, Part, Role, StoreErro
 use tokio::sync::{broadcast, watch};
 
 use crate::tasks::Tasks;
+
+/// The artifact of the chunked-artifact scenario.
+const CHUNKED_ARTIFACT: &str = "output-chunked";
 
 /// The conformance desk's name.
 pub const DESK: &str = "tck";
@@ -45,8 +50,11 @@ enum Script {
     /// Done after `pause` (so a stream shows WORKING first), with the summary and, attached
     /// before the ending, an artifact.
     Done(Duration, &'static str, Option<Attached>),
+    /// Done after `pause`, with an artifact sent first in these chunks, one change each.
+    Chunked(Duration, &'static str, &'static [&'static str]),
     Blocked(&'static str),
-    Unsupported(&'static str),
+    /// Declined at once, with the reason, as a worker's `task_update rejected`.
+    Rejected(&'static str),
     /// Unscripted: ask for input after a pause (releases blocking waiters, stays open).
     AskLater(Duration),
 }
@@ -122,14 +130,14 @@ fn script_for(message_id: &str, streaming_timeout: Duration) -> Script {
             Script::Done(brief, text, Some(Attached::File))
         }
         m if m.starts_with("tck-stream-artifact-chunked") => {
-            Script::Unsupported("a Taskkeeper desk sends each artifact whole, not in chunks")
+            Script::Chunked(brief, text, &["chunk-1 ", "chunk-2"])
         }
         m if m.starts_with("tck-stream-") => Script::Done(brief, text, None),
         m if m.starts_with("test-resubscribe-message-id") => {
             Script::Done(streaming_timeout * 2, text, None)
         }
         m if m.starts_with("tck-reject-task") => {
-            Script::Unsupported("a Taskkeeper desk never rejects a task")
+            Script::Rejected("The TCK scenario asks for this task to be rejected.")
         }
         _ => Script::AskLater(Duration::from_secs(3)),
     }
@@ -270,9 +278,31 @@ pub(crate) async fn run(tasks: Tasks, mut stop: watch::Receiver<bool>) {
                         summary: text.into(),
                     }
                 }
+                Script::Chunked(pause, text, chunks) => {
+                    tokio::time::sleep(pause).await;
+                    for (n, chunk) in chunks.iter().enumerate() {
+                        let event = Event::AppendArtifact {
+                            artifact: Artifact {
+                                artifact_id: CHUNKED_ARTIFACT.into(),
+                                name: Some(CHUNKED_ARTIFACT.into()),
+                                description: None,
+                                parts: vec![Part::text(*chunk)],
+                                metadata: None,
+                                extensions: Vec::new(),
+                            },
+                            last_chunk: n + 1 == chunks.len(),
+                        };
+                        if let Err(e) = tasks.apply(&id, event).await {
+                            tracing::warn!(task = %id, error = %e, "conformance worker could not append");
+                        }
+                    }
+                    Event::WorkerDone {
+                        summary: text.into(),
+                    }
+                }
                 Script::Blocked(text) => Event::WorkerBlocked { need: text.into() },
-                Script::Unsupported(why) => Event::WorkerFailed {
-                    why: format!("Not supported by Taskkeeper: {why}."),
+                Script::Rejected(reason) => Event::WorkerRejected {
+                    reason: reason.into(),
                 },
                 Script::AskLater(pause) => {
                     tokio::time::sleep(pause).await;
@@ -336,11 +366,11 @@ mod tests {
         ));
         assert!(matches!(
             script_for("tck-stream-artifact-chunked-x", t),
-            Script::Unsupported(_)
+            Script::Chunked(_, _, [_, _])
         ));
         assert!(matches!(
             script_for("tck-reject-task-x", t),
-            Script::Unsupported(_)
+            Script::Rejected(_)
         ));
         assert!(matches!(
             script_for("anything-else", t),

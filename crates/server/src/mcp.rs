@@ -4,7 +4,7 @@
 //! token (what `taskkeeper connect` configures in Claude Code) and the owner's reach it, and
 //! the [`Caller`] is in the request's extensions. Askers use A2A.
 //!
-//! Tools: `task_update` (the ending: done, blocked or failed, with its text), `task_list`
+//! Tools: `task_update` (the ending: done, blocked, failed or rejected, with its text), `task_list`
 //! (this desk's open tasks) and `task_get` (one with its request); for asking other desks,
 //! `desks_list`, `task_send`, `task_status`, `task_ack`.
 //!
@@ -79,7 +79,7 @@ const INSTRUCTIONS: &str = "Taskkeeper keeps the tasks that other agents (askers
 desk open until you say how they ended. Each task reaches the session with a header naming its \
 id and its asker. When you have finished one, call task_update with status `done` and a short \
 summary; if you need something from the asker, `blocked` and what you need; if it cannot be \
-done, `failed` and why. The ending comes only from task_update: your reply text is never read \
+done, `failed` and why; to decline a task you will not take on, `rejected` and why. The ending comes only from task_update: your reply text is never read \
 as one. task_list shows this desk's open tasks, task_get one of them with its request. To ask \
 another desk for something, use desks_list, task_send, then task_status (and task_ack once you \
 have read the ending). The session_id and session_proof arguments are filled in by \
@@ -131,13 +131,14 @@ pub struct TaskUpdateArgs {
     /// The task's id, as the task's header named it.
     pub task_id: String,
     /// How the task ended: `done` (finished; `text` is the summary the asker reads),
-    /// `blocked` (you need something from the asker; `text` says what) or `failed` (it cannot
-    /// be done; `text` says why). Or `working`: attach `files`/`data` now and keep the task
-    /// open (the asker sees them at once).
-    #[schemars(extend("enum" = ["done", "blocked", "failed", "working"]))]
+    /// `blocked` (you need something from the asker; `text` says what), `failed` (you tried
+    /// and it cannot be done; `text` says why) or `rejected` (you decline it without taking
+    /// it on, e.g. it is not this desk's work; `text` says why). Or `working`: attach
+    /// `files`/`data` now and keep the task open (the asker sees them at once).
+    #[schemars(extend("enum" = ["done", "blocked", "failed", "rejected", "working"]))]
     pub status: String,
-    /// The summary, what you need, or why it failed. The asker reads exactly this. Not needed
-    /// with `working`.
+    /// The summary, what you need, why it failed or why you reject it. The asker reads
+    /// exactly this. Not needed with `working`.
     #[serde(default)]
     pub text: String,
     /// Files to give the asker as artifacts: paths inside this desk's directory (relative
@@ -442,8 +443,9 @@ impl McpServer {
 impl McpServer {
     #[tool(
         description = "End a task of this desk: status `done` with a summary of what you did, \
-        `blocked` with what you need from the asker (its answer comes back to this session), or \
-        `failed` with why it cannot be done. The asker reads `text` exactly. Call it once per \
+        `blocked` with what you need from the asker (its answer comes back to this session), \
+        `failed` with why it cannot be done, or `rejected` with why you decline it (not this \
+        desk's work, not something you will do). The asker reads `text` exactly. Call it once per \
         task, when the work is really finished or stuck; an ended task cannot be updated again. \
         `files` (paths inside this desk's directory) and `data` (JSON values) go to the asker as \
         artifacts; status `working` attaches them and keeps the task open.",

@@ -137,6 +137,8 @@ pub enum WorkerEnding {
     Done,
     Blocked,
     Failed,
+    /// The worker declines the task: it will not take it on (A2A's REJECTED).
+    Rejected,
 }
 
 impl FromStr for WorkerEnding {
@@ -146,8 +148,9 @@ impl FromStr for WorkerEnding {
             "done" => Ok(Self::Done),
             "blocked" => Ok(Self::Blocked),
             "failed" => Ok(Self::Failed),
+            "rejected" => Ok(Self::Rejected),
             other => Err(OwnerError::invalid(format!(
-                "unknown status {other:?}: use done, blocked or failed"
+                "unknown status {other:?}: use done, blocked, failed or rejected"
             ))),
         }
     }
@@ -159,6 +162,7 @@ impl WorkerEnding {
             Self::Done => Event::WorkerDone { summary: text },
             Self::Blocked => Event::WorkerBlocked { need: text },
             Self::Failed => Event::WorkerFailed { why: text },
+            Self::Rejected => Event::WorkerRejected { reason: text },
         }
     }
 }
@@ -178,7 +182,8 @@ impl FromStr for WorkerStatus {
             "working" => Ok(Self::Working),
             other => WorkerEnding::from_str(other).map(Self::Ended).map_err(|_| {
                 OwnerError::invalid(format!(
-                    "unknown status {other:?}: use done, blocked or failed to end the task, or \
+                    "unknown status {other:?}: use done, blocked, failed or rejected to end the \
+                     task, or \
                      working to attach files or data and keep it open"
                 ))
             }),
@@ -219,14 +224,15 @@ pub(crate) async fn worker_update(
     match status {
         WorkerStatus::Ended(_) if text.trim().is_empty() => {
             return Err(UpdateRefused::Invalid(
-                "text must not be empty: give the summary, what you need, or why it failed; nothing changed"
+                "text must not be empty: give the summary, what you need, why it failed or why you \
+                 reject it; nothing changed"
                     .into(),
             ));
         }
         WorkerStatus::Working if files.is_empty() && data.is_empty() => {
             return Err(UpdateRefused::Invalid(
                 "status working changes nothing by itself: give files or data to attach, or \
-                 end the task with done, blocked or failed; nothing changed"
+                 end the task with done, blocked, failed or rejected; nothing changed"
                     .into(),
             ));
         }

@@ -59,6 +59,27 @@ fn desks_and_tasks_from_the_command_line() {
         "{detail}"
     );
 
+    // A worker declines a task: it ends rejected with the reason; once ended, it stays so.
+    let third = stdout(&d.cli(&["task", "add", "web", "Design a logo"]))
+        .trim()
+        .to_owned();
+    let out = d.cli(&[
+        "task",
+        "update",
+        &third,
+        "rejected",
+        "Not this desk's work.",
+    ]);
+    assert!(stdout(&out).contains("rejected"), "{}", stderr(&out));
+    let out = d.cli(&["task", "update", &third, "done", "Did it anyway."]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("already ended"), "{}", stderr(&out));
+    let detail = stdout(&d.cli(&["task", "get", &third]));
+    assert!(
+        detail.contains("rejected") && detail.contains("Not this desk's work."),
+        "{detail}"
+    );
+
     let out = d.cli(&["task", "cancel", &id]);
     assert!(stdout(&out).contains("canceled"), "{}", stderr(&out));
     let out = d.cli(&["task", "cancel", &second]);

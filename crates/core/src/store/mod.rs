@@ -154,7 +154,7 @@ pub enum StateFilter {
     All,
     /// Not yet ended: queued, working or blocked.
     Open,
-    /// Completed, failed or canceled.
+    /// Completed, failed, canceled or rejected.
     Ended,
     /// Open and not queued (working or blocked): what a desk's session holds, read from an
     /// index without the desk's queue.

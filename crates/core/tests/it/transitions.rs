@@ -49,6 +49,9 @@ fn events() -> Vec<Event> {
         Event::WorkerFailed {
             why: "no disk".into(),
         },
+        Event::WorkerRejected {
+            reason: "not this desk's work".into(),
+        },
         Event::FollowUp {
             message: Message::user_text("m-2", "the --json one"),
         },
@@ -76,7 +79,22 @@ fn events() -> Vec<Event> {
                 extensions: Vec::new(),
             }],
         },
+        Event::AppendArtifact {
+            artifact: chunk("log", "line 1"),
+            last_chunk: false,
+        },
     ]
+}
+
+fn chunk(id: &str, text: &str) -> taskkeeper_core::Artifact {
+    taskkeeper_core::Artifact {
+        artifact_id: id.into(),
+        name: Some(id.into()),
+        description: None,
+        parts: vec![taskkeeper_core::Part::text(text)],
+        metadata: None,
+        extensions: Vec::new(),
+    }
 }
 
 /// One outcome in a few words: the new state and marks, `same` for an idempotent repeat, or
@@ -98,6 +116,7 @@ fn outcome(before: &Task, result: &Result<Task, TransitionError>) -> String {
                     "attached",
                     t.artifacts.iter().any(|a| a.artifact_id != "result"),
                 ),
+                ("chunking", !t.artifacts_in_progress.is_empty()),
             ] {
                 if on {
                     s.push('+');
@@ -128,19 +147,19 @@ fn every_state_and_event() {
         }
         table.push('\n');
     }
-    // Columns: start done blocked failed follow-up cancel expire remind stall resume ack
-    //          delivered cancel-told worker-said owner-wait add-artifacts
+    // Columns: start done blocked failed rejected follow-up cancel expire remind stall resume ack
+    //          delivered cancel-told worker-said owner-wait add-artifacts append-artifact
     let expected = [
-        "submitted       | working completed input-required failed submitted canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen !NothingToDeliver !NothingToDeliver submitted+said submitted+waiting submitted+attached",
-        "working         | !NotQueued completed input-required failed working canceled canceled+expired working+reminded working+stalled !NotStalled !StillOpen working+delivered !NothingToDeliver working+said working+waiting working+attached",
-        "working+stalled | !NotQueued completed+stalled input-required failed+stalled working canceled+stalled canceled+stalled+expired !NotWorking !NotWorking working !StillOpen working+stalled+delivered !NothingToDeliver working+stalled+said working+stalled+waiting working+stalled+attached",
-        "input-required  | !NotQueued completed input-required failed working canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen !NothingToDeliver !NothingToDeliver input-required+said input-required+waiting input-required+attached",
-        "auth-required   | !NotQueued completed input-required failed working canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen !NothingToDeliver !NothingToDeliver auth-required+said auth-required+waiting auth-required+attached",
-        "completed       | !NotQueued !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled completed+acked !NothingToDeliver !NothingToDeliver !Ended !Ended !Ended",
-        "completed+acked | !NotQueued !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled same !NothingToDeliver !NothingToDeliver !Ended !Ended !Ended",
-        "failed          | !NotQueued !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled failed+acked !NothingToDeliver !NothingToDeliver !Ended !Ended !Ended",
-        "canceled        | !NotQueued !Ended !Ended !Ended !Ended same !Ended !NotWorking !NotWorking !NotStalled canceled+acked !NothingToDeliver !NothingToDeliver !Ended !Ended !Ended",
-        "rejected        | !NotQueued !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled rejected+acked !NothingToDeliver !NothingToDeliver !Ended !Ended !Ended",
+        "submitted       | working completed input-required failed rejected submitted canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen !NothingToDeliver !NothingToDeliver submitted+said submitted+waiting submitted+attached submitted+attached+chunking",
+        "working         | !NotQueued completed input-required failed rejected working canceled canceled+expired working+reminded working+stalled !NotStalled !StillOpen working+delivered !NothingToDeliver working+said working+waiting working+attached working+attached+chunking",
+        "working+stalled | !NotQueued completed+stalled input-required failed+stalled rejected+stalled working canceled+stalled canceled+stalled+expired !NotWorking !NotWorking working !StillOpen working+stalled+delivered !NothingToDeliver working+stalled+said working+stalled+waiting working+stalled+attached working+stalled+attached+chunking",
+        "input-required  | !NotQueued completed input-required failed rejected working canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen !NothingToDeliver !NothingToDeliver input-required+said input-required+waiting input-required+attached input-required+attached+chunking",
+        "auth-required   | !NotQueued completed input-required failed rejected working canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen !NothingToDeliver !NothingToDeliver auth-required+said auth-required+waiting auth-required+attached auth-required+attached+chunking",
+        "completed       | !NotQueued !Ended !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled completed+acked !NothingToDeliver !NothingToDeliver !Ended !Ended !Ended !Ended",
+        "completed+acked | !NotQueued !Ended !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled same !NothingToDeliver !NothingToDeliver !Ended !Ended !Ended !Ended",
+        "failed          | !NotQueued !Ended !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled failed+acked !NothingToDeliver !NothingToDeliver !Ended !Ended !Ended !Ended",
+        "canceled        | !NotQueued !Ended !Ended !Ended !Ended !Ended same !Ended !NotWorking !NotWorking !NotStalled canceled+acked !NothingToDeliver !NothingToDeliver !Ended !Ended !Ended !Ended",
+        "rejected        | !NotQueued !Ended !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled rejected+acked !NothingToDeliver !NothingToDeliver !Ended !Ended !Ended !Ended",
     ]
     .join("\n")
         + "\n";
@@ -202,6 +221,27 @@ fn worker_endings_carry_their_text() {
         Some("t-1")
     );
 
+    let rejected = apply(
+        &working,
+        Event::WorkerRejected {
+            reason: "Not this desk's work: ask the web desk.".into(),
+        },
+        now,
+    )
+    .unwrap();
+    assert_eq!(rejected.state(), TaskState::Rejected);
+    assert_eq!(
+        rejected
+            .status
+            .message
+            .as_ref()
+            .map(Message::text)
+            .as_deref(),
+        Some("Not this desk's work: ask the web desk.")
+    );
+    assert_eq!(rejected.history.last(), rejected.status.message.as_ref());
+    assert!(rejected.artifacts.is_empty(), "a rejection has no result");
+
     let expired = apply(&working, Event::Expire, now).unwrap();
     assert_eq!(expired.state(), TaskState::Canceled);
     assert_eq!(expired.expired_at, Some(now));
@@ -258,6 +298,13 @@ fn arb_event() -> impl Strategy<Value = Event> {
         }),
         any::<u8>().prop_map(|n| Event::WorkerFailed {
             why: format!("why {n}")
+        }),
+        any::<u8>().prop_map(|n| Event::WorkerRejected {
+            reason: format!("reason {n}")
+        }),
+        (any::<u8>(), any::<bool>()).prop_map(|(n, last_chunk)| Event::AppendArtifact {
+            artifact: chunk("log", &format!("line {n}")),
+            last_chunk
         }),
         any::<u8>().prop_map(|n| Event::FollowUp {
             message: Message::user_text(format!("m-{n}"), "more")
@@ -339,4 +386,108 @@ fn reminder_times_are_kept_per_ladder_and_bounded() {
     assert_eq!(t.reminder_times.len(), REMINDER_TIMES_KEPT);
     assert_eq!(t.reminder_times.last(), Some(&at(109)));
     assert_eq!(t.ladder_reminders().len(), REMINDER_TIMES_KEPT);
+}
+
+/// A chunked artifact: the first chunk starts it, later ones append their parts, the last
+/// one ends it; streams and pushes see each chunk with its flags, and the task the whole.
+#[test]
+fn chunks_append_to_one_artifact_and_each_is_told_once() {
+    use taskkeeper_core::push::{PushItem, items_for};
+    use taskkeeper_core::task::artifact_changes;
+    let now = T0.plus(Duration::from_secs(5));
+    let working = apply(&submitted("t-1", 1), Event::Start, now).unwrap();
+    let one = apply(
+        &working,
+        Event::AppendArtifact {
+            artifact: chunk("log", "chunk-1 "),
+            last_chunk: false,
+        },
+        now,
+    )
+    .unwrap();
+    let two = apply(
+        &one,
+        Event::AppendArtifact {
+            artifact: chunk("log", "chunk-2"),
+            last_chunk: true,
+        },
+        now,
+    )
+    .unwrap();
+    assert_eq!(two.artifacts.len(), 1);
+    let texts: Vec<String> = two.artifacts[0]
+        .parts
+        .iter()
+        .map(|p| format!("{:?}", p.content))
+        .collect();
+    assert_eq!(texts.len(), 2, "{texts:?}");
+    assert!(
+        texts[0].contains("chunk-1 ") && texts[1].contains("chunk-2"),
+        "{texts:?}"
+    );
+    assert!(two.artifacts_in_progress.is_empty());
+
+    let first = artifact_changes(&working, &one);
+    assert_eq!(first.len(), 1);
+    assert_eq!((first[0].append, first[0].last_chunk), (false, false));
+    assert_eq!(first[0].artifact, chunk("log", "chunk-1 "));
+    let second = artifact_changes(&one, &two);
+    assert_eq!(second.len(), 1);
+    assert_eq!((second[0].append, second[0].last_chunk), (true, true));
+    assert_eq!(
+        second[0].artifact,
+        chunk("log", "chunk-2"),
+        "only the new part"
+    );
+    // One who missed the first chunk gets the artifact whole.
+    let whole = artifact_changes(&working, &two);
+    assert_eq!((whole[0].append, whole[0].last_chunk), (false, true));
+    assert_eq!(whole[0].artifact, two.artifacts[0]);
+
+    let items = items_for(Some(&one), &two);
+    assert_eq!(items[0].0, PushItem::ArtifactAppend);
+    assert_eq!(items[0].1.artifacts, [chunk("log", "chunk-2")]);
+    assert_eq!(items[1].0, PushItem::StatusUpdate);
+
+    // A chunk after the last starts the artifact anew; a whole artifact ends the chunks.
+    let again = apply(
+        &two,
+        Event::AppendArtifact {
+            artifact: chunk("log", "fresh"),
+            last_chunk: false,
+        },
+        now,
+    )
+    .unwrap();
+    assert_eq!(again.artifacts, [chunk("log", "fresh")]);
+    let replaced = apply(
+        &again,
+        Event::AddArtifacts {
+            artifacts: vec![chunk("log", "all of it")],
+        },
+        now,
+    )
+    .unwrap();
+    assert!(replaced.artifacts_in_progress.is_empty());
+    // An ended task takes no chunk, and stays as it was.
+    let done = apply(
+        &two,
+        Event::WorkerDone {
+            summary: "ok".into(),
+        },
+        now,
+    )
+    .unwrap();
+    let refused = apply(
+        &done,
+        Event::AppendArtifact {
+            artifact: chunk("log", "late"),
+            last_chunk: true,
+        },
+        now,
+    );
+    assert!(
+        matches!(refused, Err(TransitionError::Ended { .. })),
+        "{refused:?}"
+    );
 }

@@ -372,8 +372,15 @@ pub fn body(d: &Delivery) -> Value {
     let t = &d.task;
     let (item, v1) = match (d.item, t.artifacts.first()) {
         (PushItem::Task, _) => ("task", wire::task_v1(t, Shape::FULL)),
-        (PushItem::ArtifactUpdate, Some(a)) => ("artifactUpdate", wire::artifact_update_v1(t, a)),
-        (PushItem::StatusUpdate | PushItem::ArtifactUpdate, _) => {
+        (item @ (PushItem::ArtifactUpdate | PushItem::ArtifactAppend), Some(a)) => {
+            let change = taskkeeper_core::ArtifactChange {
+                artifact: a.clone(),
+                append: item == PushItem::ArtifactAppend,
+                last_chunk: !t.artifacts_in_progress.contains(&a.artifact_id),
+            };
+            ("artifactUpdate", wire::artifact_update_v1(t, &change))
+        }
+        (PushItem::StatusUpdate | PushItem::ArtifactUpdate | PushItem::ArtifactAppend, _) => {
             ("statusUpdate", wire::status_update_v1(t))
         }
     };

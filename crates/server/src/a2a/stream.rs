@@ -96,11 +96,14 @@ impl Relay {
 
     /// Events for the step from `last` to `next`: changed artifacts, then the status.
     async fn send_change(&self, last: &Task, next: &Task) -> bool {
-        for a in &next.artifacts {
-            if !last.artifacts.contains(a)
-                && !self
-                    .send("artifactUpdate", wire::artifact_update_v1(next, a), false)
-                    .await
+        for change in taskkeeper_core::task::artifact_changes(last, next) {
+            if !self
+                .send(
+                    "artifactUpdate",
+                    wire::artifact_update_v1(next, &change),
+                    false,
+                )
+                .await
             {
                 return false;
             }

@@ -5,7 +5,7 @@
 //! Taskkeeper's own marks travel in `metadata[EXT]`, keyed by the extension's URI (A2A §4.6.2).
 
 use serde_json::{Map, Value, json};
-use taskkeeper_core::{Artifact, Task, TaskState};
+use taskkeeper_core::{ArtifactChange, Task, TaskState};
 
 /// The extension's URI: stable, versioned; a breaking change gets a new one.
 pub const EXTENSION_URI: &str = "https://taskkeeper.dev/a2a/extensions/open-until-done/v1";
@@ -99,9 +99,11 @@ pub fn status_update_v1(t: &Task) -> Value {
     json!({"taskId": t.id, "contextId": t.context_id, "status": t.status, "metadata": metadata(t)})
 }
 
-/// A v1.0 TaskArtifactUpdateEvent carrying a whole artifact.
-pub fn artifact_update_v1(t: &Task, a: &Artifact) -> Value {
-    json!({"taskId": t.id, "contextId": t.context_id, "artifact": a, "append": false, "lastChunk": true})
+/// A v1.0 TaskArtifactUpdateEvent: a whole artifact, or a chunk of one
+/// ([`taskkeeper_core::task::artifact_changes`]).
+pub fn artifact_update_v1(t: &Task, change: &ArtifactChange) -> Value {
+    json!({"taskId": t.id, "contextId": t.context_id, "artifact": change.artifact,
+           "append": change.append, "lastChunk": change.last_chunk})
 }
 
 /// A stream item or result in the request's dialect. `item` is a v1.0 StreamResponse member

@@ -1021,7 +1021,7 @@ fn conformance_mode_scripts_the_tck_desk_and_leaves_with_the_flag() {
     let waiting = v["result"]["task"]["id"].as_str().unwrap().to_owned();
     let v = post(port, &send_v1("tck-reject-task-0a1b2c3d", "hi", false));
     assert_eq!(
-        v["result"]["task"]["status"]["state"], "TASK_STATE_FAILED",
+        v["result"]["task"]["status"]["state"], "TASK_STATE_REJECTED",
         "{v}"
     );
     rt.block_on(daemon.shutdown());

@@ -222,6 +222,32 @@ fn the_kit_runs_its_scenarios_without_credentials() {
     );
     assert_eq!(task_of(&v)["contextId"], context.as_str(), "{v}");
 
+    // The reject scenario: the task ends REJECTED with the worker's reason, and stays so.
+    let v = send(&d, path, user("reject-task"));
+    let rejected = task_of(&v);
+    assert_eq!(state(rejected), "TASK_STATE_REJECTED", "{v}");
+    assert!(
+        rejected["status"]["message"]["parts"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("rejected")),
+        "{v}"
+    );
+    let id = rejected["id"].as_str().unwrap().to_owned();
+    let v = rpc(&d, path, "CancelTask", json!({ "id": id }));
+    assert_eq!(
+        v["error"]["code"], -32002,
+        "a rejected task cannot be canceled: {v}"
+    );
+    let v = rpc(&d, path, "GetTask", json!({ "id": id }));
+    assert_eq!(state(&v["result"]), "TASK_STATE_REJECTED", "{v}");
+    // The v0.3 line reads it as "rejected".
+    let headers = vec![("Content-Type".to_owned(), "application/json".to_owned())];
+    let body = json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/get", "params": {"id": id}});
+    let (status, text) = d.raw("POST", path, &d.host(), &headers, &body.to_string());
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["result"]["status"]["state"], "rejected", "{v}");
+
     // CORE-SEND-003: a media type the desk does not take, written as the kit writes it.
     let before = d.task_count();
     let v = send(
@@ -301,6 +327,58 @@ fn the_kit_streams_end_where_the_task_settles() {
         event_state(rest.last().unwrap()),
         "TASK_STATE_COMPLETED",
         "{rest:#?}"
+    );
+}
+
+/// The chunked-artifact scenario: a stream sees the artifact in two chunks, in order, the
+/// first new and not last, the second appended and last; GetTask shows it whole.
+#[test]
+fn the_kit_streams_a_chunked_artifact() {
+    let d = kit_daemon();
+    let body = json!({"jsonrpc": "2.0", "id": "tck-c", "method": "SendStreamingMessage",
+                      "params": {"message": user("stream-artifact-chunked")}});
+    let events = drain(&d.sse_as("/a2a/tck/", None, Some("1.0"), &body));
+    let id = events[0]["result"]["task"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let chunks: Vec<(Value, Value, Value)> = events
+        .iter()
+        .filter_map(|e| e["result"].get("artifactUpdate"))
+        .filter(|u| u["artifact"]["artifactId"] == "output-chunked")
+        .map(|u| {
+            (
+                u["artifact"]["parts"].clone(),
+                u["append"].clone(),
+                u["lastChunk"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        chunks,
+        [
+            (json!([{"text": "chunk-1 "}]), json!(false), json!(false)),
+            (json!([{"text": "chunk-2"}]), json!(true), json!(true)),
+        ],
+        "{events:#?}"
+    );
+    assert_eq!(
+        event_state(events.last().unwrap()),
+        "TASK_STATE_COMPLETED",
+        "{events:#?}"
+    );
+
+    let v = rpc(&d, "/a2a/tck/", "GetTask", json!({ "id": id }));
+    let whole = v["result"]["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["artifactId"] == "output-chunked")
+        .cloned();
+    assert_eq!(
+        whole.map(|a| a["parts"].clone()),
+        Some(json!([{"text": "chunk-1 "}, {"text": "chunk-2"}])),
+        "{v}"
     );
 }
 

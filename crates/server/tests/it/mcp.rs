@@ -228,7 +228,7 @@ fn initialize_lists_the_seven_tools_with_their_schemas() {
     assert_eq!(required(&update), ["status", "task_id"]);
     assert_eq!(
         update["properties"]["status"]["enum"],
-        json!(["done", "blocked", "failed", "working"])
+        json!(["done", "blocked", "failed", "rejected", "working"])
     );
     for field in ["files", "data"] {
         assert_eq!(update["properties"][field]["type"], "array", "{update}");
@@ -376,6 +376,73 @@ fn task_update_done_blocked_failed_reach_the_task() {
     assert_eq!(stored.state(), taskkeeper_core::TaskState::Completed);
 }
 
+/// A worker declines a task with `rejected`: the task ends REJECTED with the reason, the
+/// desk moves on; the rule of who may end it holds, and a reject of an ended task (or one
+/// without a reason) is refused and changes nothing.
+#[test]
+fn task_update_rejected_declines_the_task() {
+    let d = two_desks();
+    let c = Client::connect(&d, &worker(&d));
+    let declined = d.add_task("api", "Redesign the company logo");
+    let next = d.add_task("api", "Add a --json flag");
+    let web_task = d.add_task("web", "Fix the footer");
+    deliver(&d, &declined, "s-api");
+    let reject = |id: &str| json!({"task_id": id, "status": "rejected", "text": "Not this desk's work: ask a designer."});
+
+    // Another desk's session may not reject it (the same rule as any ending).
+    let m = c.refused("task_update", as_session(&d, "s-web", reject(&declined)));
+    assert!(m.contains("held by desk api"), "{m}");
+    // A reject needs its reason.
+    let m = c.refused(
+        "task_update",
+        as_session(
+            &d,
+            "s-api",
+            json!({"task_id": declined, "status": "rejected", "text": " "}),
+        ),
+    );
+    assert!(
+        m.contains("text must not be empty") && m.contains("reject"),
+        "{m}"
+    );
+    assert_eq!(d.task(&declined)["state"], "working");
+
+    let (text, structured) = c.ok("task_update", as_session(&d, "s-api", reject(&declined)));
+    assert!(text.contains("rejected"), "{text}");
+    assert_eq!(structured["state"], "rejected");
+    let t = d.task(&declined);
+    assert_eq!(t["state"], "rejected");
+    assert_eq!(t["statusText"], "Not this desk's work: ask a designer.");
+    assert_eq!(
+        t["artifacts"],
+        json!([]),
+        "a rejected task has no result: {t}"
+    );
+    // The desk is free again: the next task is handed on.
+    assert_eq!(d.task(&next)["state"], "working");
+
+    // A reject of an ended task is refused, and the task keeps its ending.
+    let ended = d.task(&declined);
+    let m = c.refused("task_update", as_session(&d, "s-api", reject(&declined)));
+    assert!(
+        m.contains(&format!("task {declined} has already ended (rejected)")),
+        "{m}"
+    );
+    assert_eq!(d.task(&declined), ended, "nothing changed");
+    let stored = d
+        .daemon()
+        .store()
+        .task(&taskkeeper_core::TaskId::from(declined.as_str()))
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.state(), taskkeeper_core::TaskState::Rejected);
+
+    // The owner's token rejects any task, as `taskkeeper task update` does.
+    let owner = Client::connect(&d, TOKEN);
+    owner.ok("task_update", reject(&web_task));
+    assert_eq!(d.task(&web_task)["state"], "rejected");
+}
+
 /// `task_update` attaches files (inside the desk's directory only) and data; `working` keeps
 /// the task open; an ending still needs its text.
 #[test]
@@ -496,7 +563,8 @@ fn task_update_refusals_are_tool_errors_and_change_nothing() {
         api(json!({"task_id": open, "status": "finished", "text": "x"})),
     );
     assert!(
-        m.contains("unknown status \"finished\"") && m.contains("done, blocked or failed"),
+        m.contains("unknown status \"finished\"")
+            && m.contains("done, blocked, failed or rejected"),
         "{m}"
     );
 

@@ -113,7 +113,7 @@ fn refusals_are_clear_and_change_nothing() {
             format!("/api/tasks/{id}/update"),
             Some(json!({"status": "finished", "text": "y"})),
             400,
-            "done, blocked or failed",
+            "done, blocked, failed or rejected",
         ),
         (
             "POST",
