@@ -277,7 +277,7 @@ pub fn watchdog_text(seq: u64, remind: &[&Task], stalled: &[&Task]) -> String {
                 ));
             }
             item.push_str(&format!(
-                "\n  End it: task_update(task_id \"{}\", status done|blocked|failed, text).",
+                "\n  End it: task_update(task_id \"{}\", status done|blocked|failed|rejected, text).",
                 t.id
             ));
             parts.push(item);

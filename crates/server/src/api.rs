@@ -408,7 +408,7 @@ pub struct NewTaskRequest {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdateRequest {
-    /// `done`, `blocked` or `failed` (an ending), or `working` (attach, keep it open).
+    /// `done`, `blocked`, `failed` or `rejected` (an ending), or `working` (attach, keep it open).
     pub status: String,
     /// The summary, the need or the reason; not needed with `working`.
     #[serde(default)]

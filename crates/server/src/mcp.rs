@@ -506,7 +506,7 @@ impl McpServer {
     #[tool(
         description = "Ask another desk to do something: creates a task on that desk and returns \
         its id at once (it is queued while the desk is busy). Follow it with task_status; the \
-        desk's session ends it with done, blocked or failed.",
+        desk's session ends it with done, blocked, failed or rejected.",
         annotations(
             title = "Ask a desk",
             destructive_hint = false,

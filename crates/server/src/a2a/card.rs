@@ -66,7 +66,7 @@ pub fn extension(settings: &Settings) -> Value {
     json!({
         "uri": EXTENSION_URI,
         "required": false,
-        "description": "Tasks stay open until the worker ends them with done, blocked or failed; a busy desk queues tasks; a quiet worker is reminded on a ladder and the owner is told when a task stalls; open tasks expire; AckTask acknowledges an ended task.",
+        "description": "Tasks stay open until the worker ends them with done, blocked, failed or rejected; a busy desk queues tasks; a quiet worker is reminded on a ladder and the owner is told when a task stalls; open tasks expire; AckTask acknowledges an ended task.",
         "params": {
             "expiresAfterSeconds": secs(settings.expire_after),
             "maxBlockingWaitSeconds": secs(settings.blocking_wait_max),
@@ -164,7 +164,7 @@ fn skill(desk: &Desk, detail: Detail) -> Value {
     json!({
         "id": desk.name.as_str(),
         "name": desk.name.as_str(),
-        "description": format!("A {} session{}; the task stays open until it says done, blocked or failed.", desk.agent, place(desk, detail)),
+        "description": format!("A {} session{}; the task stays open until it says done, blocked, failed or rejected.", desk.agent, place(desk, detail)),
         "tags": [desk.agent.as_str(), "coding"],
         "examples": ["Add a --json flag to the list command, with tests."],
     })
