@@ -709,6 +709,8 @@ test("a desk's delivery command is set, kept and cleared from the Desks view; a 
   await web.getByRole('button', { name: 'Edit…' }).click();
   await web.getByRole('button', { name: 'Remove' }).click();
   await web.getByText('This desk has no delivery command now.').waitFor();
+  // The line shows the desk as the daemon has it, after the re-read that follows the change.
+  await web.locator('.deliver-line .note', { hasText: 'none' }).waitFor();
   assert.match(await line.innerText(), /Delivery command:\s*none/);
   assert.equal((await deskOf('web')).deliverCommand, null);
   assert.equal(patches.length, 1);
