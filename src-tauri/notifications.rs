@@ -588,6 +588,14 @@ fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// A body as XDG notification services read it (they may render markup): task text, which an
+/// asker wrote, is escaped so it shows as text and never as a link or an image.
+pub fn body_markup(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
 /// The first non-blank line of a request, cut to what a notification shows.
 fn first_line(text: &str) -> String {
     const MAX: usize = 120;
@@ -649,7 +657,7 @@ mod xdg {
                 .appname("Taskkeeper")
                 .icon("taskkeeper-app")
                 .summary(&note.summary)
-                .body(&escape(&note.body))
+                .body(&super::body_markup(&note.body))
                 .action("default", "Open")
                 .timeout(notify_rust::Timeout::Default);
             for button in &note.buttons {
@@ -727,13 +735,6 @@ mod xdg {
         Err(Undelivered::NoService(format!(
             "{SERVICE} is neither running nor activatable on the session bus"
         )))
-    }
-
-    /// XDG notification bodies may be read as markup; task text is plain.
-    fn escape(text: &str) -> String {
-        text.replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;")
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use taskkeeper_app_lib::notifications::{
-    Act, Click, Clicks, Desktop, DesktopNotifier, Note, Undelivered, render,
+    Act, Click, Clicks, Desktop, DesktopNotifier, Note, Undelivered, body_markup, render,
 };
 use taskkeeper_server::api::TaskView;
 use taskkeeper_server::notify::{Notice, Notifier as _};
@@ -434,4 +434,14 @@ fn each_kind_follows_its_own_setting_and_blocked_and_finished_start_off() {
     );
     assert!(shown.recv_timeout(Duration::from_millis(300)).is_err());
     block_on(daemon.shutdown());
+}
+
+/// An asker's request reaches a notification's body as text: markup a notification service
+/// would render (a link, an image fetched from anywhere) arrives escaped.
+#[test]
+fn an_askers_markup_reaches_the_body_as_text() {
+    assert_eq!(
+        body_markup("<a href=\"https://x\">go</a> & <img src=\"https://x/p.png\">"),
+        "&lt;a href=\"https://x\"&gt;go&lt;/a&gt; &amp; &lt;img src=\"https://x/p.png\"&gt;"
+    );
 }
