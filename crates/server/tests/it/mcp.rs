@@ -2,8 +2,6 @@
 //! (reqwest, plain HTTP) — over real HTTP against a real daemon; plus raw HTTP for the exact
 //! handshake Claude Code 2.1.33x makes and for the guard's refusals.
 
-use std::io::{Read as _, Write as _};
-use std::net::TcpStream;
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig, ProtocolVersion};
@@ -921,38 +919,18 @@ fn askers_cannot_reach_mcp_and_the_owner_asks_as_owner() {
 
 // ---- raw HTTP ---------------------------------------------------------------------------
 
-/// One HTTP/1.1 exchange: status, lower-cased headers, body.
+/// One HTTP/1.1 exchange with `/mcp`: status, lower-cased headers, body.
 fn exchange(
     d: &TestDaemon,
     method: &str,
     headers: &[(&str, String)],
     body: &str,
 ) -> (u16, Vec<(String, String)>, String) {
-    let mut stream = TcpStream::connect(d.addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    let mut request = format!("{method} /mcp HTTP/1.1\r\nConnection: close\r\n");
-    for (k, v) in headers {
-        request.push_str(&format!("{k}: {v}\r\n"));
-    }
-    request.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut response = Vec::new();
-    let _ = stream.read_to_end(&mut response);
-    let text = String::from_utf8_lossy(&response).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split(' ').nth(1))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+    let headers: Vec<(String, String)> = headers
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
         .collect();
-    (status, headers, body.to_owned())
+    d.http_exchange(method, "/mcp", None, &headers, body)
 }
 
 fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {

@@ -5,7 +5,7 @@
 //! StreamResponses that end where the task settles, and the conformance desk driven the way
 //! the kit drives this binding: no credentials, the interface from the public card.
 
-use std::io::{BufRead as _, Read as _, Write as _};
+use std::io::{BufRead as _, Write as _};
 use std::net::TcpStream;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Duration;
@@ -47,35 +47,15 @@ impl Answer {
 
 /// A request with exactly `headers` (plus Host, Content-Length and Connection: close).
 fn raw(d: &TestDaemon, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Answer {
-    let mut s = TcpStream::connect(d.addr).unwrap();
-    let mut request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n",
-        d.host()
-    );
-    for (k, v) in headers {
-        request.push_str(&format!("{k}: {v}\r\n"));
-    }
-    request.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
-    s.write_all(request.as_bytes()).unwrap();
-    let _ = s.write_all(body.as_bytes());
-    let mut response = Vec::new();
-    let _ = s.read_to_end(&mut response);
-    let text = String::from_utf8_lossy(&response).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split(' ').nth(1))
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+    let headers: Vec<(String, String)> = headers
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect();
+    let (status, headers, body) = d.http_exchange(method, path, Some(&d.host()), &headers, body);
     Answer {
         status,
         headers,
-        body: serde_json::from_str(body).unwrap_or(Value::String(body.to_owned())),
+        body: serde_json::from_str(&body).unwrap_or(Value::String(body)),
     }
 }
 

@@ -173,29 +173,50 @@ impl TestDaemon {
         headers: &[(String, String)],
         body: &str,
     ) -> (u16, String) {
+        let (status, _, body) = self.http_exchange(method, path, Some(host), headers, body);
+        (status, body)
+    }
+
+    /// One HTTP/1.1 exchange with exactly `headers` (plus Content-Length, Connection: close,
+    /// and Host when given): the status, the headers (names lower-cased), the body as text.
+    pub fn http_exchange(
+        &self,
+        method: &str,
+        path: &str,
+        host: Option<&str>,
+        headers: &[(String, String)],
+        body: &str,
+    ) -> (u16, Vec<(String, String)>, String) {
         let mut stream = TcpStream::connect(self.addr).unwrap();
-        let mut request =
-            format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+            .unwrap();
+        let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+        if let Some(host) = host {
+            request.push_str(&format!("Host: {host}\r\n"));
+        }
         for (k, v) in headers {
             request.push_str(&format!("{k}: {v}\r\n"));
         }
         request.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
         stream.write_all(request.as_bytes()).unwrap();
-        stream.write_all(body.as_bytes()).unwrap();
-        let mut response = Vec::new();
         // The server may close early on an oversize body; what was read is enough.
+        let _ = stream.write_all(body.as_bytes());
+        let mut response = Vec::new();
         let _ = stream.read_to_end(&mut response);
         let text = String::from_utf8_lossy(&response).into_owned();
-        let status = text
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
+        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+        let mut lines = head.lines();
+        let status = lines
+            .next()
+            .and_then(|l| l.split(' ').nth(1))
+            .and_then(|c| c.parse().ok())
             .unwrap_or(0);
-        let body = text
-            .split_once("\r\n\r\n")
-            .map(|(_, b)| b.to_owned())
-            .unwrap_or_default();
-        (status, body)
+        let headers = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+            .collect();
+        (status, headers, body.to_owned())
     }
 
     /// The number of tasks of every state, straight from the API.
