@@ -34,7 +34,7 @@
 //! `pub fn` in `lib.rs` collides with the macro's own glue (E0255, docs/tauri.md §11).
 
 use serde_json::{Map, Value};
-use taskkeeper_server::api::{
+use taskkeeper_server::owner::api::{
     AgentChange, AgentView, DeskView, DigestView, SessionView, TaskDetail, TaskView,
 };
 use taskkeeper_server::{OwnerError, OwnerErrorKind, OwnerService, TaskQuery};

@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 use taskkeeper_server::OwnerService;
-use taskkeeper_server::api::TaskView;
 use taskkeeper_server::notify::Notice;
+use taskkeeper_server::owner::api::TaskView;
 use tauri::{AppHandle, Emitter as _, Runtime};
 use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::time::Instant;

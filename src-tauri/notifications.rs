@@ -565,7 +565,7 @@ fn render_one(notice: &Notice) -> Note {
 }
 
 /// The digest's counts in one line, only those that are not zero.
-fn digest_line(c: &taskkeeper_server::api::DigestCounts) -> String {
+fn digest_line(c: &taskkeeper_server::owner::api::DigestCounts) -> String {
     let parts: Vec<String> = [
         (c.stalled, "stalled"),
         (c.finished, "finished"),

@@ -9,8 +9,8 @@ use serde_json::json;
 use taskkeeper_app_lib::notifications::{
     Act, Click, Clicks, Desktop, DesktopNotifier, Note, Undelivered, body_markup, render,
 };
-use taskkeeper_server::api::TaskView;
 use taskkeeper_server::notify::{Notice, Notifier as _};
+use taskkeeper_server::owner::api::TaskView;
 use taskkeeper_server::{Daemon, DaemonConfig};
 use tauri::async_runtime::block_on;
 

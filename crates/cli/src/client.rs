@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context as _, anyhow};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use taskkeeper_server::api::ErrorBody;
+use taskkeeper_server::owner::api::ErrorBody;
 
 /// The daemon's address: `TASKKEEPER_URL`, default `http://127.0.0.1:7717`.
 pub fn base_url() -> String {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use serde_json::json;
 use taskkeeper_core::Timestamp;
-use taskkeeper_server::api::{
+use taskkeeper_server::owner::api::{
     AskerList, DeskList, DeskView, NewAsker, SessionList, TaskDetail, TaskList, TaskView,
 };
 use taskkeeper_server::{Daemon, DaemonConfig};
@@ -33,7 +33,7 @@ pub fn serve(
     }
     if let Some(dir) = ui {
         let exe = std::env::current_exe().ok();
-        config.ui_dir = Some(taskkeeper_server::ui::locate(
+        config.ui_dir = Some(taskkeeper_server::http::ui::locate(
             dir.as_deref(),
             exe.as_deref(),
         )?);
@@ -533,7 +533,7 @@ fn desk_state(d: &DeskView) -> String {
 /// `taskkeeper digest`: the digest, taken (or only shown with --peek).
 pub fn digest(peek: bool, json: bool) -> anyhow::Result<()> {
     let client = Client::from_env()?;
-    let d: taskkeeper_server::api::DigestView = if peek {
+    let d: taskkeeper_server::owner::api::DigestView = if peek {
         client.get("/api/digest")?
     } else {
         client.post("/api/digest", &json!({}))?
@@ -545,11 +545,11 @@ pub fn digest(peek: bool, json: bool) -> anyhow::Result<()> {
         Some(since) => say!("Digest since {since}"),
         None => say!("Digest (the first: everything Taskkeeper keeps)"),
     }
-    let line = |t: &taskkeeper_server::api::TaskView| {
+    let line = |t: &taskkeeper_server::owner::api::TaskView| {
         let request = t.request.lines().next().unwrap_or("");
         format!("  {}  {}  {}  {request}", t.id, t.desk, t.state)
     };
-    let sections: [(&str, &Vec<taskkeeper_server::api::TaskView>); 4] = [
+    let sections: [(&str, &Vec<taskkeeper_server::owner::api::TaskView>); 4] = [
         ("Stalled", &d.stalled),
         ("Finished", &d.finished),
         ("Waiting on you", &d.waiting_on_owner),
@@ -609,7 +609,7 @@ pub fn session(cmd: SessionCommand) -> anyhow::Result<()> {
         SessionCommand::Pause { id } => (id, "pause"),
         SessionCommand::Resume { id } => (id, "resume"),
         SessionCommand::Launch { desk } => {
-            let session: taskkeeper_server::api::SessionView =
+            let session: taskkeeper_server::owner::api::SessionView =
                 client.post(&format!("/api/desks/{}/launch", encode(desk)), &json!({}))?;
             say!("{}", session.id);
             eprintln!(
@@ -627,7 +627,7 @@ pub fn session(cmd: SessionCommand) -> anyhow::Result<()> {
                 SessionCommand::Deny { message, .. } => (false, message.clone()),
                 _ => (true, None),
             };
-            let _: taskkeeper_server::api::SessionView = client.post(
+            let _: taskkeeper_server::owner::api::SessionView = client.post(
                 &format!("/api/sessions/{}/permission", encode(id)),
                 &json!({"allow": allow, "message": message}),
             )?;

@@ -1,5 +1,5 @@
 //! `taskkeeper connect claude-code` / `codex` / `gemini`: the CLI's face of
-//! [`taskkeeper_server::connect`], the code the window's Connect button runs too. This file
+//! [`taskkeeper_server::agents::connect`], the code the window's Connect button runs too. This file
 //! only picks the scope, the command to name (this binary, refused from a build directory
 //! without `--force`), the daemon's address (`TASKKEEPER_URL`) and, for the agents that keep
 //! it in their configuration, the worker token; for `--check` it asks the daemon over HTTP
@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
-use taskkeeper_server::connect::{self, Scope};
+use taskkeeper_server::agents::connect::{self, Scope};
 
 use crate::out::say;
 

@@ -168,7 +168,7 @@ pub fn wait() -> ExitCode {
 /// What `taskkeeper report` sends.
 #[derive(Debug, clap::Args)]
 pub struct Report {
-    #[arg(value_parser = clap::builder::PossibleValuesParser::new(taskkeeper_server::report::EVENTS))]
+    #[arg(value_parser = clap::builder::PossibleValuesParser::new(taskkeeper_server::agents::generic::EVENTS))]
     event: String,
     /// The agent's id for the session (default: TASKKEEPER_SESSION).
     #[arg(long, env = "TASKKEEPER_SESSION")]

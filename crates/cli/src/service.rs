@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context as _, bail};
-use taskkeeper_server::connect;
+use taskkeeper_server::agents::connect;
 
 use crate::out::say;
 

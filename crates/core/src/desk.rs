@@ -118,7 +118,7 @@ pub struct Desk {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deliver_command: Option<String>,
     /// Launch a headless session by itself when the desk has work and no live session
-    /// ([`crate::autolaunch`]). Off unless the owner turns it on.
+    /// (the server's `owner::autolaunch`). Off unless the owner turns it on.
     #[serde(default)]
     pub auto_launch: bool,
     pub created_at: Timestamp,

@@ -31,16 +31,16 @@ pub struct DaemonConfig {
     /// desktop notifications).
     pub notifier: Option<Arc<dyn crate::notify::Notifier>>,
     /// Serve this built web UI (`ui/dist`) at `/ui/` (`taskkeeper serve --ui`); see
-    /// [`crate::ui::locate`] for where it is looked for.
+    /// [`crate::http::ui::locate`] for where it is looked for.
     pub ui_dir: Option<PathBuf>,
     /// The `claude` executable for the headless sessions the daemon launches
     /// (`TASKKEEPER_CLAUDE`, else `claude` on the PATH).
     pub claude: PathBuf,
     /// The home whose agents' settings Connect changes (`None`: the user's, see
-    /// [`crate::connect::home`]).
+    /// [`crate::agents::connect::home`]).
     pub home: Option<PathBuf>,
     /// The `taskkeeper` binary connected agents run (`None`: see
-    /// [`crate::connect::cli_binary`]).
+    /// [`crate::agents::connect::cli_binary`]).
     pub taskkeeper_bin: Option<PathBuf>,
     /// The local time's offset from UTC in seconds, for the digest's time of day (`None`:
     /// the machine's, read at each offer).
@@ -58,7 +58,7 @@ impl DaemonConfig {
             conformance: false,
             notifier: None,
             ui_dir: None,
-            claude: crate::launch::LaunchConfig::program_from_env(),
+            claude: crate::agents::claude_code::headless::LaunchConfig::program_from_env(),
             home: None,
             taskkeeper_bin: None,
             utc_offset_s: None,

@@ -4,7 +4,7 @@
 //! and never touches another desk; without the flag the desk is removed at start-up.
 //!
 //! The kit sends no credentials, so in this mode the desk's endpoint (`PATH`, a room of
-//! its own, [`crate::routes::Access::Conformance`]) lets callers without a token in, as one
+//! its own, [`crate::http::routes::Access::Conformance`]) lets callers without a token in, as one
 //! anonymous asker confined to this desk; every other desk and route still needs its token.
 //! Because the kit reuses one `messageId` per scenario for a whole run, that asker's sends are
 //! not matched against earlier ones: each is a task of its own (`Store::submit_each`), so a

@@ -10,8 +10,8 @@ use taskkeeper_core::{Store, StoreError, StoreOptions};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::auth::Credentials;
-use crate::guard::Guard;
+use crate::http::auth::Credentials;
+use crate::http::guard::Guard;
 use crate::owner::OwnerService;
 use crate::tasks::Tasks;
 use crate::token::{OWNER_FILE, Token, WORKER_FILE};
@@ -38,7 +38,7 @@ pub enum DaemonError {
     #[error("cannot listen on 127.0.0.1:{port}: {source}")]
     Listen { port: u16, source: std::io::Error },
     #[error(transparent)]
-    Ui(#[from] crate::ui::UiError),
+    Ui(#[from] crate::http::ui::UiError),
     #[error("cannot set up the client that sends push notifications: {0}")]
     Push(String),
 }
@@ -51,7 +51,7 @@ pub struct Daemon {
     token: Token,
     worker_token: Token,
     credentials: Credentials,
-    routes: Vec<crate::routes::RouteDoc>,
+    routes: Vec<crate::http::routes::RouteDoc>,
     store: Store,
     tasks: Tasks,
     stop: watch::Sender<bool>,
@@ -166,7 +166,7 @@ impl Daemon {
         );
         let notices = Arc::new(crate::notify::EventNotifier::new(config.notifier.clone()));
         let notifier: Arc<dyn crate::notify::Notifier> = notices.clone();
-        let launch = crate::launch::LaunchConfig {
+        let launch = crate::agents::claude_code::headless::LaunchConfig {
             program: config.claude.clone(),
             port: addr.port(),
             credentials: credentials.clone(),
@@ -191,12 +191,12 @@ impl Daemon {
                 port: addr.port(),
             },
         );
-        let ui = crate::ui::UiState {
+        let ui = crate::http::ui::UiState {
             files: match &config.ui_dir {
-                Some(dir) => Some(Arc::new(crate::ui::UiFiles::load(dir)?)),
+                Some(dir) => Some(Arc::new(crate::http::ui::UiFiles::load(dir)?)),
                 None => None,
             },
-            codes: crate::ui_codes::UiCodes::new(token.clone(), config.clock.clone()),
+            codes: crate::http::ui_codes::UiCodes::new(token.clone(), config.clock.clone()),
         };
         let (app, routes) = http::router(
             http::Areas {
@@ -223,9 +223,12 @@ impl Daemon {
         );
         let watchdog_passes = watchdog.passes();
         let watchdog = tokio::spawn(watchdog.run(stopped.clone()));
-        tokio::spawn(crate::autolaunch::run(owner.clone(), stopped.clone()));
+        tokio::spawn(crate::owner::autolaunch::run(
+            owner.clone(),
+            stopped.clone(),
+        ));
         let digest_wake = Arc::new(tokio::sync::Notify::new());
-        tokio::spawn(crate::digest::run(
+        tokio::spawn(crate::owner::digest::run(
             owner.clone(),
             notices.clone(),
             digest_wake.clone(),
@@ -331,7 +334,7 @@ impl Daemon {
     }
 
     /// Every route with who may call it: the table in ARCHITECTURE.md.
-    pub fn routes(&self) -> &[crate::routes::RouteDoc] {
+    pub fn routes(&self) -> &[crate::http::routes::RouteDoc] {
         &self.routes
     }
 

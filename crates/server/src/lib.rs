@@ -8,39 +8,26 @@
 //! `taskkeeper_core::Store`, which applies the core's transition table.
 
 pub mod a2a;
-mod agent_hooks;
-mod agents;
-pub mod api;
-mod auth;
-mod autolaunch;
+pub mod agents;
 mod child_env;
 mod config;
 pub mod conformance;
-pub mod connect;
 mod daemon;
-mod digest;
 pub mod files;
-mod guard;
-mod hooks;
-mod http;
-pub mod launch;
+pub mod http;
 pub mod logging;
-mod mcp;
+pub mod mcp;
 pub mod notify;
-mod owner;
+pub mod owner;
 mod private;
-pub mod report;
-pub mod routes;
 pub mod sessions;
 mod tasks;
 mod token;
-pub mod ui;
-pub mod ui_codes;
 pub mod watchdog;
 
-pub use auth::{Caller, CallerKind};
 pub use config::{DaemonConfig, default_data_dir};
 pub use daemon::{Daemon, DaemonError};
+pub use http::auth::{Caller, CallerKind};
 pub use owner::{OwnerError, OwnerErrorKind, OwnerService, TaskQuery, WorkerEnding, WorkerStatus};
 pub use tasks::Tasks;
 pub use token::{OWNER_FILE as OWNER_TOKEN_FILE, Token, WORKER_FILE as WORKER_TOKEN_FILE};

@@ -11,7 +11,7 @@ use taskkeeper_core::settings::NoticeKind;
 use taskkeeper_core::{Task, TaskState};
 use tokio::sync::broadcast;
 
-use crate::api::TaskView;
+use crate::owner::api::TaskView;
 
 /// Something the owner should hear about.
 #[derive(Debug, Clone, Serialize)]
@@ -42,7 +42,7 @@ pub enum Notice {
     },
     /// The digest is offered (at login or its time of day): its counts; the view shows it.
     Digest {
-        counts: crate::api::DigestCounts,
+        counts: crate::owner::api::DigestCounts,
     },
     /// The worker said what it needs from the asker: the task is INPUT_REQUIRED.
     Blocked {

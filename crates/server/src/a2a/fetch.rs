@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use taskkeeper_core::TaskId;
 
 use super::{A2a, not_found_json};
-use crate::auth::Caller;
+use crate::http::auth::Caller;
 
 /// Where an asker fetches a file artifact's bytes (the URL its part names).
 /// The task's segment is named `{id}` like the HTTP+JSON binding's `/tasks/{id}` routes,

@@ -26,7 +26,7 @@ pub mod wire;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::routes::{Access, Room};
+use crate::http::routes::{Access, Room};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -41,7 +41,7 @@ use taskkeeper_core::{
     DeskName, Event, Message, NewTask, Role, Task, TaskId, TaskState, Timestamp,
 };
 
-use crate::auth::Caller;
+use crate::http::auth::Caller;
 use crate::tasks::Tasks;
 use card::{CardOptions, Detail};
 use rpc::RpcError;
@@ -106,7 +106,7 @@ pub(crate) fn rooms(a2a: A2a) -> Vec<Room> {
 
 fn card_response(headers: &HeaderMap, card: &Value) -> Response {
     let body = card.to_string();
-    let etag = format!("\"{}\"", &crate::auth::token_hash(&body)[..32]);
+    let etag = format!("\"{}\"", &crate::http::auth::token_hash(&body)[..32]);
     let matches = headers
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
@@ -649,7 +649,7 @@ async fn send(ctx: &Ctx, params: Value, streaming: bool) -> Result<Reply, RpcErr
             request: message,
             metadata: params.metadata.unwrap_or_default(),
         };
-        let submitted = if ctx.caller.asker_name() == crate::auth::ANONYMOUS_ASKER {
+        let submitted = if ctx.caller.asker_name() == crate::http::auth::ANONYMOUS_ASKER {
             // The kit reuses each scenario's messageId for a whole run; each send must
             // get its scenario, not the task an earlier test ended (`Store::submit_each`).
             tasks.submit_each(new, webhook).await
@@ -849,7 +849,7 @@ async fn subscribe(ctx: &Ctx, params: Value) -> Result<Reply, RpcError> {
 /// public card plus what only a caller with a token may read (the desks' directories). On a
 /// desk's endpoint it is that desk's card, on `/a2a` the machine's.
 async fn extended_card(ctx: &Ctx) -> Result<Value, RpcError> {
-    if ctx.caller.asker_name() == crate::auth::ANONYMOUS_ASKER {
+    if ctx.caller.asker_name() == crate::http::auth::ANONYMOUS_ASKER {
         // Its card declares no scheme and no extended card (`extendedAgentCard: false`).
         return Err(RpcError::unsupported(
             "the extended card is for callers with a token; the conformance desk's callers \

@@ -37,8 +37,8 @@ use serde_json::{Map, Value, json};
 use super::rpc::{RpcError, error_info};
 use super::wire::Dialect;
 use super::{A2A_JSON, A2a, Ctx, Envelope, Reply};
-use crate::auth::Caller;
-use crate::routes::{Access, Room};
+use crate::http::auth::Caller;
+use crate::http::routes::{Access, Room};
 
 /// Every HTTP+JSON route under `$prefix`, each with and without a trailing slash.
 macro_rules! routes {

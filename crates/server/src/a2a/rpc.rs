@@ -17,8 +17,8 @@ use taskkeeper_core::{StoreError, TransitionError};
 
 use super::wire::Dialect;
 use super::{A2a, Ctx, Envelope, Reply};
-use crate::auth::Caller;
-use crate::routes::{Access, Room};
+use crate::http::auth::Caller;
+use crate::http::routes::{Access, Room};
 
 /// JSON-RPC's rooms: the machine endpoint and each desk's (askers and the owner), and the
 /// conformance desk's (`serve --conformance` only), each with and without a trailing slash.

@@ -9,7 +9,7 @@ use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 
 use serde_json::json;
-use taskkeeper_server::routes::Access;
+use taskkeeper_server::http::routes::Access;
 
 use crate::support::{TOKEN, TestDaemon};
 

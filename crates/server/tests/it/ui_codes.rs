@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use taskkeeper_core::{Clock as _, ManualClock, SystemClock, Timestamp};
-use taskkeeper_server::ui_codes::{CODE_LIFETIME, MAX_OUTSTANDING};
+use taskkeeper_server::http::ui_codes::{CODE_LIFETIME, MAX_OUTSTANDING};
 
 use crate::support::{TOKEN, TestDaemon};
 

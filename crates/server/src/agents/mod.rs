@@ -1,13 +1,18 @@
 //! The owner's agent actions — list the agents, Connect, Disconnect — for the settings
 //! panel (through the owner API and the tray app's commands alike). They run the same
-//! functions as `taskkeeper connect` ([`crate::connect`]), for the user's settings, naming
+//! functions as `taskkeeper connect` ([`crate::agents::connect`]), for the user's settings, naming
 //! this daemon's address, and check the result the way `connect --check` does, except that
 //! "does the daemon answer" is answered by comparing the address with this daemon's own.
 
+pub mod claude_code;
+pub(crate) mod cli_hooks;
+pub mod connect;
+pub mod generic;
+
 use std::path::PathBuf;
 
-use crate::api::{AgentChange, AgentView};
-use crate::connect::{self, CLAUDE_CODE, ConnectError, Scope};
+use crate::agents::connect::{CLAUDE_CODE, ConnectError, Scope};
+use crate::owner::api::{AgentChange, AgentView};
 use crate::owner::{OwnerError, OwnerErrorKind, OwnerService};
 
 /// What Connect needs to know about the machine the daemon runs on.

@@ -46,7 +46,7 @@ use crate::sessions::Sessions;
 
 /// The header naming the calling session on MCP requests of a launched session.
 pub const SESSION_HEADER: &str = "x-taskkeeper-session";
-/// The header carrying that session's proof (see [`crate::auth`]).
+/// The header carrying that session's proof (see [`crate::http::auth`]).
 pub const SESSION_PROOF_HEADER: &str = "x-taskkeeper-session-proof";
 
 /// How long a stopped session has to finish after its stdin closed before it is killed.
@@ -73,7 +73,7 @@ pub struct LaunchConfig {
     /// The daemon's port, for the MCP server's address.
     pub port: u16,
     /// The worker token and the session proofs, for the MCP server's headers.
-    pub(crate) credentials: crate::auth::Credentials,
+    pub(crate) credentials: crate::http::auth::Credentials,
     pub(crate) worker_token: crate::token::Token,
     /// Where the per-session MCP configuration files go (private to the owner).
     pub dir: PathBuf,
@@ -856,7 +856,7 @@ mod tests {
 
     /// A session's stream as Claude Code 2.1.332 wrote it (trimmed to the fields that
     /// matter): a turn, a turn that starts a background command, the turn its end wakes.
-    const RECORDED: &str = include_str!("../tests/fixtures/stream-json.jsonl");
+    const RECORDED: &str = include_str!("../../../../tests/fixtures/stream-json.jsonl");
 
     /// The recorded stream's edges, with the events `keep` keeps.
     fn recorded_edges(keep: impl Fn(&Value) -> bool) -> Vec<Edge> {

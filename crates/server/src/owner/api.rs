@@ -540,8 +540,8 @@ pub struct PermissionView {
     pub input: String,
 }
 
-impl From<&crate::launch::Permission> for PermissionView {
-    fn from(p: &crate::launch::Permission) -> Self {
+impl From<&crate::agents::claude_code::headless::Permission> for PermissionView {
+    fn from(p: &crate::agents::claude_code::headless::Permission) -> Self {
         Self {
             request_id: p.request_id.clone(),
             tool: p.tool.clone(),

@@ -5,7 +5,7 @@
 //! ARCHITECTURE.md ("Who may call which route"); a test calls every route with every kind
 //! of credential and with none and checks it against that table.
 //!
-//! The guard in front of everything ([`crate::guard`]) checks `Host` and `Origin` and finds
+//! The guard in front of everything ([`crate::http::guard`]) checks `Host` and `Origin` and finds
 //! out who presented which token; the room's layer only decides.
 
 use axum::Router;
@@ -15,7 +15,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use axum::routing::MethodRouter;
 
-use crate::auth::{Caller, CallerKind, Presented};
+use crate::http::auth::{Caller, CallerKind, Presented};
 
 /// Which callers may enter a room.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -30,7 +30,7 @@ pub enum Access {
     Owner,
     /// The conformance desk of `serve --conformance` (its routes exist only then): the owner,
     /// the askers, and callers without a token, who enter as one anonymous asker
-    /// ([`crate::auth::ANONYMOUS_ASKER`]) confined to that desk, since the kit sends no
+    /// ([`crate::http::auth::ANONYMOUS_ASKER`]) confined to that desk, since the kit sends no
     /// credentials. A wrong token is still refused, and a worker token too.
     Conformance,
 }
@@ -210,11 +210,11 @@ async fn admit(State(access): State<Access>, mut request: Request, next: Next) -
             } else {
                 tracing::warn!(caller = kind.as_str(), %path, "refused: the wrong kind of caller");
             }
-            crate::guard::refuse(StatusCode::FORBIDDEN, access.refusal(kind))
+            crate::http::guard::refuse(StatusCode::FORBIDDEN, access.refusal(kind))
         }
         Presented::Unknown => {
             tracing::warn!(%path, "refused: wrong token");
-            crate::guard::refuse(
+            crate::http::guard::refuse(
                 StatusCode::UNAUTHORIZED,
                 "wrong bearer token; the owner's token is in the data directory's `token` file, \
                  the sessions' in `worker-token`, and askers get theirs from `taskkeeper asker add`",
@@ -223,10 +223,10 @@ async fn admit(State(access): State<Access>, mut request: Request, next: Next) -
         Presented::Nothing if access.admits_no_token() => {
             request
                 .extensions_mut()
-                .insert(Caller::Asker(crate::auth::ANONYMOUS_ASKER.to_owned()));
+                .insert(Caller::Asker(crate::http::auth::ANONYMOUS_ASKER.to_owned()));
             next.run(request).await
         }
-        Presented::Nothing => crate::guard::refuse(
+        Presented::Nothing => crate::http::guard::refuse(
             StatusCode::UNAUTHORIZED,
             format!(
                 "missing `Authorization: Bearer <token>`; {}",

@@ -8,7 +8,7 @@
 //!   the worker token (`<data-dir>/worker-token`); they reach `/hooks/*` and `/mcp`, nothing
 //!   of `/api`.
 //!
-//! The guard resolves the caller once per request; each router's layer ([`crate::routes`])
+//! The guard resolves the caller once per request; each router's layer ([`crate::http::routes`])
 //! decides whether that kind of caller may pass.
 //!
 //! A worker token says "some session of this machine", not which one. A session proves
@@ -38,7 +38,7 @@ pub enum Caller {
 }
 
 /// The asker name of a caller without a token on the conformance desk (`serve --conformance`,
-/// [`crate::routes::Access::Conformance`]): one anonymous asker, a name no registered asker can
+/// [`crate::http::routes::Access::Conformance`]): one anonymous asker, a name no registered asker can
 /// have (asker names cannot contain ':'), so its tasks are nobody else's.
 pub const ANONYMOUS_ASKER: &str = "anonymous:tck";
 

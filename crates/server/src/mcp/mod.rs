@@ -1,6 +1,6 @@
 //! The MCP server at `/mcp` (design.md §7): how the agent sessions working at the desks end
 //! their tasks, and how a session asks another desk for something. Streamable HTTP through
-//! rmcp, the official Rust SDK, in the workers' room ([`crate::routes`]): only the worker
+//! rmcp, the official Rust SDK, in the workers' room ([`crate::http::routes`]): only the worker
 //! token (what `taskkeeper connect` configures in Claude Code) and the owner's reach it, and
 //! the [`Caller`] is in the request's extensions. Askers use A2A.
 //!
@@ -67,9 +67,9 @@ use taskkeeper_core::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::{Caller, Credentials};
+use crate::http::auth::{Caller, Credentials};
+use crate::http::routes::{Access, Room};
 use crate::owner::{UpdateRefused, WorkerStatus};
-use crate::routes::{Access, Room};
 use crate::tasks::Tasks;
 
 /// The prefix of the asker name a session's `task_send` carries.
@@ -333,7 +333,7 @@ impl McpServer {
                 .filter(|v| !v.is_empty())
                 .map(str::to_owned)
         };
-        let launched = header(crate::launch::SESSION_HEADER);
+        let launched = header(crate::agents::claude_code::headless::SESSION_HEADER);
         tracing::debug!(
             argument = claim.session_id.as_deref(),
             header = launched.as_deref(),
@@ -350,7 +350,8 @@ impl McpServer {
             })?;
         }
         let session_id = if let Some(launched) = launched {
-            let proof = header(crate::launch::SESSION_PROOF_HEADER).unwrap_or_default();
+            let proof = header(crate::agents::claude_code::headless::SESSION_PROOF_HEADER)
+                .unwrap_or_default();
             if !self.credentials.proves(&launched, &proof) {
                 return Err(ToolError::forbidden(format!(
                     "the X-Taskkeeper-Session header names {launched:?} without its proof; only \

@@ -135,7 +135,7 @@ pub(crate) async fn run(owner: OwnerService, mut stop: watch::Receiver<bool>) {
 
 /// Give a view of a desk what the guard knows.
 pub(crate) fn describe(
-    view: &mut crate::api::DeskView,
+    view: &mut crate::owner::api::DeskView,
     desk: &DeskName,
     launches: &Arc<AutoLaunches>,
     now: Timestamp,

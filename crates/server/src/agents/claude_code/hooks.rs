@@ -18,15 +18,19 @@ use serde_json::{Value, json};
 use taskkeeper_core::session::{Edge, Reach, SessionId, TurnOrigin, check_dir};
 use taskkeeper_core::{AgentKind, StoreError, Timestamp, delivery};
 
-use crate::auth::Credentials;
+use crate::http::auth::Credentials;
+use crate::http::routes::{Access, Room};
 use crate::owner::{OwnerError, OwnerErrorKind};
-use crate::routes::{Access, Room};
 use crate::sessions::{Sessions, WaitOutcome};
 
 /// The hook intake: the agent sessions of this machine (the worker token) and the owner.
 pub(crate) fn room(sessions: Sessions, credentials: Credentials) -> Room {
     Room::new(Access::Workers)
-        .route("POST", "/hooks/generic", post(crate::report::report))
+        .route(
+            "POST",
+            "/hooks/generic",
+            post(crate::agents::generic::report),
+        )
         .route(
             "POST",
             "/hooks/claude-code",
@@ -36,12 +40,12 @@ pub(crate) fn room(sessions: Sessions, credentials: Credentials) -> Room {
         .route(
             "POST",
             "/hooks/codex",
-            post(crate::agent_hooks::codex).layer(axum::Extension(credentials.clone())),
+            post(crate::agents::cli_hooks::codex).layer(axum::Extension(credentials.clone())),
         )
         .route(
             "POST",
             "/hooks/gemini",
-            post(crate::agent_hooks::gemini).layer(axum::Extension(credentials.clone())),
+            post(crate::agents::cli_hooks::gemini).layer(axum::Extension(credentials.clone())),
         )
         .with_state(sessions)
 }

@@ -2,6 +2,12 @@
 //! the owner API under `/api`, as thin wrappers around the [`OwnerService`]. Bodies are JSON (`Content-Type: application/json`), at most 1 MiB;
 //! every error is `{"error": {"kind", "message"}}` with a fitting status.
 
+pub(crate) mod auth;
+pub(crate) mod guard;
+pub mod routes;
+pub mod ui;
+pub mod ui_codes;
+
 use std::sync::Arc;
 
 use axum::Router;
@@ -12,13 +18,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Serialize;
 
-use crate::api::{
+use crate::http::guard::{Guard, guard};
+use crate::http::routes::{Access, House, Room, RouteDoc};
+use crate::owner::api::{
     AgentList, AskerList, CancelRequest, ConnectRequest, DeskList, ErrorBody, NewAskerRequest,
     NewDeskRequest, NewTaskRequest, SessionList, TaskList, UpdateRequest,
 };
-use crate::guard::{Guard, guard};
 use crate::owner::{OwnerError, OwnerErrorKind, OwnerService, TaskQuery};
-use crate::routes::{Access, House, Room, RouteDoc};
 
 /// The largest request body accepted.
 pub const MAX_BODY: usize = 1024 * 1024;
@@ -29,12 +35,12 @@ pub(crate) struct Areas {
     pub a2a: crate::a2a::A2a,
     pub mcp: Room,
     pub sessions: crate::sessions::Sessions,
-    pub credentials: crate::auth::Credentials,
+    pub credentials: crate::http::auth::Credentials,
     pub notices: Arc<crate::notify::EventNotifier>,
-    pub ui: crate::ui::UiState,
+    pub ui: crate::http::ui::UiState,
 }
 
-/// Every route of the daemon, room by room ([`crate::routes`]), behind the guard and the
+/// Every route of the daemon, room by room ([`crate::http::routes`]), behind the guard and the
 /// body limit; with the route table the rooms declare.
 pub(crate) fn router(areas: Areas, guard_state: Arc<Guard>) -> (Router, Vec<RouteDoc>) {
     let Areas {
@@ -55,9 +61,12 @@ pub(crate) fn router(areas: Areas, guard_state: Arc<Guard>) -> (Router, Vec<Rout
         .room(owner_room(owner))
         .room(events)
         .rooms(crate::a2a::rooms(a2a))
-        .room(crate::hooks::room(sessions, credentials))
+        .room(crate::agents::claude_code::hooks::room(
+            sessions,
+            credentials,
+        ))
         .room(mcp)
-        .rooms(crate::ui::rooms(ui))
+        .rooms(crate::http::ui::rooms(ui))
         .into_parts();
     let router = router
         .fallback(|| async {
@@ -244,7 +253,7 @@ async fn add_desk(State(owner): State<OwnerService>, Body(req): Body<NewDeskRequ
 async fn change_desk(
     State(owner): State<OwnerService>,
     Path(name): Path<String>,
-    Body(change): Body<crate::api::DeskChange>,
+    Body(change): Body<crate::owner::api::DeskChange>,
 ) -> Response {
     if change.deliver_command.is_none() && change.auto_launch.is_none() {
         return crate::owner::OwnerError::invalid(
@@ -294,7 +303,7 @@ async fn launch_session(State(owner): State<OwnerService>, Path(name): Path<Stri
 async fn answer_permission(
     State(owner): State<OwnerService>,
     Path(id): Path<String>,
-    Body(answer): Body<crate::api::PermissionAnswer>,
+    Body(answer): Body<crate::owner::api::PermissionAnswer>,
 ) -> Response {
     reply(
         StatusCode::OK,
@@ -550,7 +559,7 @@ async fn events(
                     Err(_) => return,
                 },
                 r = changes.recv() => match r {
-                    Ok(t) => Event::default().event("task").json_data(crate::api::TaskView::from(&*t)),
+                    Ok(t) => Event::default().event("task").json_data(crate::owner::api::TaskView::from(&*t)),
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => Ok(Event::default().event("resync").data("{}")),
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
                 },

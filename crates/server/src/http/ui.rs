@@ -7,7 +7,7 @@
 //! `Origin` checks still apply); every `/api` call the page then makes needs the owner token.
 //!
 //! How the page gets the token: `taskkeeper open` mints a one-time code (`POST /api/ui/codes`,
-//! see [`crate::ui_codes`]) and opens `/ui/#code=...`; the page trades the code for the token
+//! see [`crate::http::ui_codes`]) and opens `/ui/#code=...`; the page trades the code for the token
 //! at `POST /ui/session`, the one other route open without a token (a page has none yet). The
 //! browser's command line, which every local user can read, so only ever holds a code that
 //! is spent within a second and dead within a minute.
@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::routes::{Access, Room};
+use crate::http::routes::{Access, Room};
 use axum::body::{Body, Bytes};
 use axum::extract::{Path as UrlPath, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -29,9 +29,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use sha2::{Digest as _, Sha256};
 
-use crate::api::{UiCodeView, UiSessionRequest, UiSessionView};
+use crate::http::ui_codes::UiCodes;
+use crate::owner::api::{UiCodeView, UiSessionRequest, UiSessionView};
 use crate::owner::{OwnerError, OwnerErrorKind};
-use crate::ui_codes::UiCodes;
 
 /// The page's Content Security Policy: its own scripts, styles and API only, never framed.
 pub const CSP: &str = "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'";

@@ -23,7 +23,7 @@ use std::time::Duration;
 use rand::RngCore as _;
 use taskkeeper_core::{Clock, Timestamp};
 
-use crate::auth::token_hash;
+use crate::http::auth::token_hash;
 use crate::owner::{OwnerError, OwnerErrorKind};
 use crate::token::Token;
 

@@ -3,7 +3,7 @@
 //! cross-site requests; `null` is refused), and the bearer token, compared in constant time
 //! and resolved to the kind of caller it belongs to. The guard refuses nothing for the
 //! token: whether that caller may call the route is the route's room's decision
-//! ([`crate::routes`]), so open routes (`/healthz`, the web UI's files) need none.
+//! ([`crate::http::routes`]), so open routes (`/healthz`, the web UI's files) need none.
 
 use std::sync::Arc;
 
@@ -13,7 +13,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 
 use crate::OwnerError;
-use crate::auth::{Credentials, Presented};
+use crate::http::auth::{Credentials, Presented};
 use crate::owner::OwnerErrorKind;
 
 #[derive(Debug)]

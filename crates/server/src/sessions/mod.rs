@@ -29,7 +29,7 @@ use taskkeeper_core::store::{NewDesk, StateFilter, TaskFilter};
 use taskkeeper_core::{AgentKind, Desk, DeskName, Event, StoreError, Task, TaskState};
 use tokio::sync::{broadcast, watch};
 
-use crate::launch::{LaunchConfig, Launched};
+use crate::agents::claude_code::headless::{LaunchConfig, Launched};
 use crate::tasks::Tasks;
 
 #[derive(Clone, Debug)]

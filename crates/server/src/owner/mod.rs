@@ -3,6 +3,10 @@
 //!
 //! Task changes go through [`Tasks`], so they are published like every other change.
 
+pub mod api;
+pub(crate) mod autolaunch;
+pub(crate) mod digest;
+
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
@@ -12,8 +16,8 @@ use taskkeeper_core::{
     TransitionError,
 };
 
-use crate::api::{AskerView, DeskView, NewAsker, SessionView, TaskDetail, TaskView};
-use crate::auth::{Credentials, token_hash};
+use crate::http::auth::{Credentials, token_hash};
+use crate::owner::api::{AskerView, DeskView, NewAsker, SessionView, TaskDetail, TaskView};
 use crate::tasks::Tasks;
 use crate::token::Token;
 
@@ -31,7 +35,7 @@ pub struct OwnerService {
     /// Where Connect finds agents' settings and what it names (`agents.rs`).
     machine: std::sync::Arc<crate::agents::Machine>,
     /// The desks that launch a session by themselves: their guard (`autolaunch.rs`).
-    auto_launches: std::sync::Arc<crate::autolaunch::AutoLaunches>,
+    auto_launches: std::sync::Arc<crate::owner::autolaunch::AutoLaunches>,
 }
 
 /// What kind of error, for programs: the UI and the CLI branch on this, never on the text.
@@ -299,9 +303,9 @@ fn checked_command(command: Option<String>) -> Result<Option<String>, OwnerError
     Ok(Some(command))
 }
 
-impl From<crate::launch::LaunchError> for OwnerError {
-    fn from(e: crate::launch::LaunchError) -> Self {
-        use crate::launch::LaunchError as L;
+impl From<crate::agents::claude_code::headless::LaunchError> for OwnerError {
+    fn from(e: crate::agents::claude_code::headless::LaunchError) -> Self {
+        use crate::agents::claude_code::headless::LaunchError as L;
         let kind = match &e {
             L::Store(s) => return OwnerError::from(s.clone()),
             L::NotClaudeCode { .. } | L::NoDirectory { .. } => OwnerErrorKind::Invalid,
@@ -348,7 +352,7 @@ impl OwnerService {
         &self.tasks
     }
 
-    pub(crate) fn auto_launches(&self) -> std::sync::Arc<crate::autolaunch::AutoLaunches> {
+    pub(crate) fn auto_launches(&self) -> std::sync::Arc<crate::owner::autolaunch::AutoLaunches> {
         self.auto_launches.clone()
     }
 
@@ -562,7 +566,7 @@ impl OwnerService {
                 );
                 view.needs_session = !view.live_session
                     && taskkeeper_core::autolaunch::has_work(desk_tasks.iter().copied());
-                crate::autolaunch::describe(&mut view, &d.name, &self.auto_launches, now);
+                crate::owner::autolaunch::describe(&mut view, &d.name, &self.auto_launches, now);
                 view
             })
             .collect())
@@ -599,12 +603,13 @@ impl OwnerService {
 
     /// The digest since the owner last took one; `take` records this one as taken, so the
     /// next starts from now.
-    pub async fn digest(&self, take: bool) -> Result<crate::api::DigestView, OwnerError> {
+    pub async fn digest(&self, take: bool) -> Result<crate::owner::api::DigestView, OwnerError> {
         self.blocking(move |s, now| {
             let since = s.mark(taskkeeper_core::digest::TAKEN)?;
             let tasks = s.tasks(&TaskFilter::default())?;
-            let view =
-                crate::api::DigestView::from(&taskkeeper_core::digest::digest(&tasks, since, now));
+            let view = crate::owner::api::DigestView::from(&taskkeeper_core::digest::digest(
+                &tasks, since, now,
+            ));
             if take {
                 s.set_mark(taskkeeper_core::digest::TAKEN, now)?;
             }
@@ -614,7 +619,7 @@ impl OwnerService {
     }
 
     /// The digest's counts, without taking it.
-    pub async fn digest_counts(&self) -> Result<crate::api::DigestCounts, OwnerError> {
+    pub async fn digest_counts(&self) -> Result<crate::owner::api::DigestCounts, OwnerError> {
         Ok(self.digest(false).await?.counts)
     }
 
@@ -643,7 +648,7 @@ impl OwnerService {
                     settings.reminders_paused,
                     now,
                 );
-                view.timeline = Some(crate::api::TimelineView::from(&timeline));
+                view.timeline = Some(crate::owner::api::TimelineView::from(&timeline));
                 view
             })
             .collect())
@@ -734,7 +739,7 @@ impl OwnerService {
             .sessions
             .launched()
             .asked(&session.id)
-            .map(|p| crate::api::PermissionView::from(&p));
+            .map(|p| crate::owner::api::PermissionView::from(&p));
         view
     }
 
