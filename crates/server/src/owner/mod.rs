@@ -6,6 +6,11 @@
 pub mod api;
 pub(crate) mod autolaunch;
 pub(crate) mod digest;
+mod events;
+mod routes;
+
+pub(crate) use events::events;
+pub(crate) use routes::room;
 
 use std::str::FromStr;
 
