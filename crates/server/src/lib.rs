@@ -13,6 +13,7 @@ mod child_env;
 mod config;
 pub mod conformance;
 mod daemon;
+pub mod delivery;
 pub mod files;
 pub mod http;
 pub mod logging;

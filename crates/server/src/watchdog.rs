@@ -23,8 +23,9 @@ use taskkeeper_core::watchdog::{self, Plan, Schedule, Wake};
 use taskkeeper_core::{DeskName, Event, Session, StoreError, Task, TaskId, Timestamp, delivery};
 use tokio::sync::{Notify, broadcast, watch};
 
+use crate::delivery::Look;
 use crate::notify::Notifier;
-use crate::sessions::{Change, Look, Sessions};
+use crate::sessions::{Change, Sessions};
 use crate::tasks::Tasks;
 
 /// The longest sleep while something is due.

@@ -18,10 +18,11 @@ use serde_json::{Value, json};
 use taskkeeper_core::session::{Edge, Reach, SessionId, TurnOrigin, check_dir};
 use taskkeeper_core::{AgentKind, StoreError, Timestamp, delivery};
 
+use crate::delivery::WaitOutcome;
 use crate::http::auth::Credentials;
 use crate::http::routes::{Access, Room};
 use crate::owner::{OwnerError, OwnerErrorKind};
-use crate::sessions::{Sessions, WaitOutcome};
+use crate::sessions::Sessions;
 
 /// The hook intake: the agent sessions of this machine (the worker token) and the owner.
 pub(crate) fn room(sessions: Sessions, credentials: Credentials) -> Room {

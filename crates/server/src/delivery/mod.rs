@@ -1,0 +1,167 @@
+//! Getting a task's text into a session, and the one rule every way in obeys: an item (a task,
+//! or a cancel notice) is marked delivered by a transition in the store, at the version that
+//! was told, which succeeds once (`Sessions::record_told`); whoever wins that claim (the Stop
+//! hook's handover, the waiter, the push loop) delivers the text and nobody else does. Which
+//! means is tried first, and which next, is [`taskkeeper_core::delivery::ranked`]'s decision.
+//!
+//! What they write comes from askers, foreign agents: every pushed text goes through
+//! [`taskkeeper_core::delivery::terminal_safe`] at the write, so no escape sequence reaches a
+//! terminal or a stdin.
+
+mod command;
+mod push;
+mod stdin;
+mod tmux;
+mod waiter;
+
+use taskkeeper_core::delivery::{self};
+use taskkeeper_core::session::{Session, SessionId};
+use taskkeeper_core::store::{StateFilter, TaskFilter};
+use taskkeeper_core::{DeskName, Event, StoreError, Task, TaskState};
+
+use crate::sessions::{Sessions, lock};
+
+pub(crate) use push::Look;
+pub use waiter::WaitOutcome;
+
+/// Claude Code ends a turn anyway after eight Stop-hook blocks in a row.
+pub(crate) const MAX_HANDOVERS_IN_A_ROW: u32 = 7;
+
+/// How an item is told: its text, and the transition that records it was told (to `to`,
+/// the session that takes it, if a session does). The asker's file parts are saved (if a
+/// crash came between the commit and the save) before the text names them.
+pub(crate) fn telling(
+    t: &Task,
+    to: Option<&SessionId>,
+    files: &crate::files::Files,
+) -> (Event, String) {
+    if t.cancel_to_tell() {
+        (Event::CancelTold, delivery::cancel_text(t))
+    } else {
+        if let Err(e) = files.save_inbound(t) {
+            tracing::warn!(task = %t.id, error = %e, "the asker's files could not be saved");
+        }
+        (
+            Event::Delivered { to: to.cloned() },
+            delivery::task_text(t, files.root()),
+        )
+    }
+}
+
+/// Several texts for a session, as one message.
+pub(crate) fn joined(texts: impl IntoIterator<Item = String>) -> String {
+    texts.into_iter().collect::<Vec<_>>().join("\n\n---\n\n")
+}
+
+impl Sessions {
+    /// Take the session's recorded watchdog message, if it has one not yet delivered.
+    /// With `seq`, only the message of that number (the one that was sent): a newer one
+    /// stays to be delivered.
+    pub async fn claim_note(
+        &self,
+        id: &SessionId,
+        seq: Option<u64>,
+    ) -> Result<Option<String>, StoreError> {
+        let id = id.clone();
+        self.tasks
+            .blocking(move |s, _| {
+                let taken = s.update_session(&id, move |session| {
+                    let ours = session
+                        .watch
+                        .pending
+                        .as_ref()
+                        .is_some_and(|(n, _)| seq.is_none_or(|seq| *n == seq));
+                    let note = if ours {
+                        session.watch.pending.take().map(|(_, text)| text)
+                    } else {
+                        None
+                    };
+                    (note.is_some(), note)
+                })?;
+                Ok(taken.and_then(|(_, note)| note))
+            })
+            .await
+    }
+
+    /// Who started the turn that is starting: Taskkeeper, if it was expecting one.
+    pub fn take_expected(&self, id: &SessionId) -> bool {
+        lock(&self.inner.expecting).remove(id)
+    }
+
+    pub(crate) fn expect_turn(&self, id: &SessionId) {
+        lock(&self.inner.expecting).insert(id.clone());
+    }
+
+    /// What the desk's session has still to be told, without claiming it.
+    pub(crate) async fn undelivered(&self, desk: &DeskName) -> Result<Vec<Task>, StoreError> {
+        let mut due: Vec<Task> = self
+            .desk_unqueued_tasks(desk)
+            .await?
+            .into_iter()
+            .filter(Task::to_deliver)
+            .collect();
+        let ended = self
+            .tasks
+            .list(TaskFilter {
+                state: StateFilter::Ended,
+                desk: Some(desk.clone()),
+                limit: Some(50),
+                ..Default::default()
+            })
+            .await?;
+        due.extend(ended.into_iter().filter(Task::cancel_to_tell));
+        // Cancel notices first (stop doing that), then tasks oldest first.
+        due.sort_by_key(|t| (t.state() != TaskState::Canceled, t.created_at));
+        Ok(due)
+    }
+
+    /// Claim everything `session`'s desk has to tell it and return its text; `None` when
+    /// there is nothing (or someone else claimed it first).
+    pub async fn claim(&self, session: &Session) -> Result<Option<String>, StoreError> {
+        let items = self.undelivered(&session.desk).await?;
+        let texts = self.record_told(&items, Some(&session.id)).await?;
+        Ok((!texts.is_empty()).then(|| joined(texts)))
+    }
+
+    /// Record that `items` were told, each as it was read: the one rule of delivery, a
+    /// transition that succeeds once, and only at the version that was told. Returns the
+    /// texts of the items recorded now; one that someone else recorded first, or that changed
+    /// meanwhile (a follow-up), is left to be told (again, as it is now).
+    pub(crate) async fn record_told(
+        &self,
+        items: &[Task],
+        to: Option<&SessionId>,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut texts = Vec::new();
+        for t in items {
+            let (event, text) = telling(t, to, self.tasks.files());
+            match self.tasks.apply_at(&t.id, t.version, event).await {
+                Ok(c) if c.changed => texts.push(text),
+                Ok(_) | Err(StoreError::Transition(_) | StoreError::Conflict(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(texts)
+    }
+
+    /// The Stop hook's handover: claim what is waiting, to continue the turn with it, unless
+    /// Claude Code would override this block anyway. Called while the session is still busy
+    /// (before its turn-end edge is stored), so the waiter this same Stop starts cannot
+    /// claim it first.
+    pub async fn handover(&self, session: &Session) -> Result<Option<String>, StoreError> {
+        let in_a_row = *lock(&self.inner.handovers).get(&session.id).unwrap_or(&0);
+        if in_a_row >= MAX_HANDOVERS_IN_A_ROW {
+            lock(&self.inner.handovers).remove(&session.id);
+            return Ok(None);
+        }
+        let text = self.claim(session).await?;
+        if text.is_some() {
+            *lock(&self.inner.handovers)
+                .entry(session.id.clone())
+                .or_insert(0) += 1;
+        } else {
+            lock(&self.inner.handovers).remove(&session.id);
+        }
+        Ok(text)
+    }
+}

@@ -1,0 +1,368 @@
+//! The push loop: the means Taskkeeper drives itself (a headless session's stdin, the tmux
+//! paste, the desk's command), tried in the order [`taskkeeper_core::delivery::ranked`]
+//! gives. These cannot be taken back, so they send first and claim exactly what they sent
+//! once a started turn (or the command's success) confirms it.
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use taskkeeper_core::delivery::{self, Means, Method};
+use taskkeeper_core::session::{Session, SessionId};
+use taskkeeper_core::{Desk, DeskName, StoreError, Task};
+use tokio::sync::broadcast;
+
+use super::{joined, telling};
+use crate::sessions::{Change, Interested, Sessions, lock};
+
+/// A session this young may not have painted its prompt box yet; keys sent now get lost.
+pub(crate) const SETTLE: Duration = Duration::from_secs(2);
+/// How long a pasted prompt (or a stdin message) has to start a turn before it counts as not
+/// delivered (the paste gets one more Enter first).
+pub(crate) const VERIFY: Duration = Duration::from_secs(5);
+/// How long a failed push waits before the same text is tried again (when trying again
+/// cannot double it: a command that failed, a stdin that was gone).
+pub(crate) const RETRY: Duration = Duration::from_secs(60);
+
+/// What a delivery pass looks at.
+#[derive(Debug)]
+pub(crate) enum Look {
+    All,
+    Some {
+        desks: HashSet<DeskName>,
+        sessions: HashSet<SessionId>,
+    },
+}
+
+impl Default for Look {
+    fn default() -> Self {
+        Look::Some {
+            desks: HashSet::new(),
+            sessions: HashSet::new(),
+        }
+    }
+}
+
+impl Look {
+    /// Nothing to look at.
+    pub(crate) fn is_empty(&self) -> bool {
+        matches!(self, Look::Some { desks, sessions } if desks.is_empty() && sessions.is_empty())
+    }
+
+    /// Take in one change as the changes feed answered.
+    pub(crate) fn add(&mut self, change: Result<Change, broadcast::error::RecvError>) {
+        let Look::Some { desks, sessions } = self else {
+            return;
+        };
+        match change {
+            Ok(Change::Desk(d)) => {
+                desks.insert(d);
+            }
+            Ok(Change::Session(id)) => {
+                sessions.insert(id);
+            }
+            // All, or fell behind: look at everything. (Closed: the daemon is going.)
+            Ok(Change::All) | Err(_) => *self = Look::All,
+        }
+    }
+}
+
+/// Whom a push goes to: a live session, or a desk with a command and no live session.
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    session: Option<Session>,
+    desk: Desk,
+}
+
+impl Target {
+    /// The key of what is being pushed to it.
+    fn key(&self) -> String {
+        match &self.session {
+            Some(s) => format!("session:{}", s.id),
+            None => format!("desk:{}", self.desk.name),
+        }
+    }
+}
+
+/// What one push carries: the session's recorded watchdog message and the desk's items.
+#[derive(Debug, Clone)]
+pub(crate) struct Parcel {
+    pub(crate) note: Option<(u64, String)>,
+    pub(crate) items: Vec<Task>,
+}
+
+impl Parcel {
+    fn text(&self, files: &crate::files::Files) -> String {
+        let texts: Vec<String> = self
+            .note
+            .iter()
+            .map(|(_, text)| text.clone())
+            .chain(self.items.iter().map(|t| telling(t, None, files).1))
+            .collect();
+        joined(texts)
+    }
+
+    /// Identifies the content, so the same parcel is never pushed twice.
+    fn key(&self) -> Vec<String> {
+        self.items
+            .iter()
+            .map(|t| format!("{}@{}", t.id, t.version))
+            .chain(self.note.iter().map(|(seq, _)| format!("note#{seq}")))
+            .collect()
+    }
+}
+
+/// How a push ended.
+pub(crate) enum Pushed {
+    /// Confirmed: the parcel is claimed.
+    Delivered,
+    /// Not confirmed, and the text may have landed (a paste): never send it again.
+    Unconfirmed(String),
+    /// Not delivered: it may be tried again later.
+    Failed(String),
+}
+
+impl Sessions {
+    /// The methods that can reach `session` right now, best first ([`delivery::ranked`]).
+    fn methods(&self, session: &Session, desk: &Desk) -> Vec<Method> {
+        delivery::ranked(Means {
+            at_stop: false,
+            waiter: lock(&self.inner.waiting).contains(&session.id),
+            stdin: self.launched.holds(&session.id),
+            // Without a pid the pane's owner cannot be checked: it is never pasted into.
+            tmux_pane: session.reach.tmux_pane.is_some()
+                && session.reach.tmux_socket.is_some()
+                && session.reach.pid.is_some(),
+            command: desk.deliver_command.is_some(),
+        })
+    }
+
+    /// Pushes what idle sessions (and desks with a command and no live session) have to be
+    /// told through the methods Taskkeeper drives, best first, falling back to the next
+    /// method when one is not confirmed. Runs until `stop`.
+    ///
+    /// The first pass looks at every desk; after it, a pass looks only at the desks and
+    /// sessions that changed since the one before (a timer's recheck looks at all again).
+    pub async fn deliver_loop(self) {
+        let mut stop = self.stop.clone();
+        // Subscribed before the first pass: a change while a pass runs goes to the next one.
+        let mut changes = self.changes();
+        let mut look = Look::All;
+        loop {
+            let recheck = match self.deliver_pass(std::mem::take(&mut look)).await {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::warn!(error = %e, "delivery pass failed");
+                    look = Look::All;
+                    Some(Duration::from_secs(30))
+                }
+            };
+            tokio::select! {
+                r = changes.recv() => look.add(r),
+                () = async {
+                    match recheck {
+                        Some(d) => tokio::time::sleep(d).await,
+                        None => std::future::pending().await,
+                    }
+                } => look = Look::All,
+                _ = stop.wait_for(|s| *s) => return,
+            }
+            // Everything that came meanwhile goes into the same pass.
+            crate::watchdog::drain(&mut changes, &mut look);
+        }
+    }
+
+    /// One pass over what `look` names; returns when to look again for a session that was
+    /// too fresh to paste into.
+    async fn deliver_pass(&self, look: Look) -> Result<Option<Duration>, StoreError> {
+        let now = self.tasks.now();
+        let (sessions, desks) = self
+            .tasks
+            .blocking(move |s, _| match look {
+                Look::All => Ok((s.sessions(None)?, s.desks()?)),
+                Look::Some { desks, sessions } => {
+                    let mut names = desks;
+                    for id in &sessions {
+                        if let Some(session) = s.session(id)? {
+                            names.insert(session.desk);
+                        }
+                    }
+                    let (mut all, mut found) = (Vec::new(), Vec::new());
+                    for name in names {
+                        if let Some(desk) = s.desk(name.as_str())? {
+                            all.extend(s.sessions(Some(&name))?);
+                            found.push(desk);
+                        }
+                    }
+                    Ok((all, found))
+                }
+            })
+            .await?;
+        let desks: HashMap<DeskName, Desk> =
+            desks.into_iter().map(|d| (d.name.clone(), d)).collect();
+        let mut recheck: Option<Duration> = None;
+        let mut seen_desks = HashSet::new();
+        let mut targets = Vec::new();
+        for session in sessions {
+            // The newest live session of a desk is the one that works there.
+            if !session.is_live() || !seen_desks.insert(session.desk.clone()) {
+                continue;
+            }
+            let Some(desk) = desks.get(&session.desk) else {
+                continue;
+            };
+            if session.activity != taskkeeper_core::Activity::Idle {
+                continue;
+            }
+            let methods = self.methods(&session, desk);
+            match methods.first() {
+                // A waiter (or nothing) answers for this session.
+                None | Some(Method::Handover | Method::Waiter) => continue,
+                Some(Method::Paste) => {
+                    let young = now.since(session.since);
+                    if young < SETTLE {
+                        recheck = Some(recheck.map_or(SETTLE - young, |r| r.min(SETTLE - young)));
+                        continue;
+                    }
+                }
+                Some(Method::Stdin | Method::Command) => {}
+            }
+            targets.push((
+                Target {
+                    session: Some(session),
+                    desk: desk.clone(),
+                },
+                methods,
+            ));
+        }
+        // A desk whose agent Taskkeeper reaches only through its command needs no session.
+        for desk in desks.values() {
+            if desk.deliver_command.is_some() && !seen_desks.contains(&desk.name) {
+                targets.push((
+                    Target {
+                        session: None,
+                        desk: desk.clone(),
+                    },
+                    vec![Method::Command],
+                ));
+            }
+        }
+        for (target, methods) in targets {
+            let parcel = Parcel {
+                note: target
+                    .session
+                    .as_ref()
+                    .and_then(|s| s.watch.pending.clone()),
+                items: self.undelivered(&target.desk.name).await?,
+            };
+            if parcel.items.is_empty() && parcel.note.is_none() {
+                continue;
+            }
+            let (target_key, mut parcel_key) = (target.key(), parcel.key());
+            // A changed command is a new way in: what failed through the old one is tried.
+            if methods.contains(&Method::Command)
+                && let Some(c) = &target.desk.deliver_command
+            {
+                parcel_key.push(format!("command:{c}"));
+            }
+            if lock(&self.inner.pushed).get(&target_key) == Some(&parcel_key)
+                || !lock(&self.inner.in_flight).insert(target_key.clone())
+            {
+                continue;
+            }
+            lock(&self.inner.pushed).insert(target_key.clone(), parcel_key.clone());
+            let this = self.clone();
+            tokio::spawn(async move {
+                let desk = target.desk.name.clone();
+                this.push(target, methods, parcel, target_key.clone(), parcel_key)
+                    .await;
+                lock(&this.inner.in_flight).remove(&target_key);
+                // What arrived while this push was on its way goes next.
+                this.desk_changed(&desk);
+            });
+        }
+        Ok(recheck)
+    }
+
+    /// Try each method in turn until one is confirmed.
+    async fn push(
+        &self,
+        target: Target,
+        methods: Vec<Method>,
+        parcel: Parcel,
+        target_key: String,
+        parcel_key: Vec<String>,
+    ) {
+        let text = parcel.text(self.tasks.files());
+        let mut may_have_landed = false;
+        for method in methods.into_iter().filter(|m| m.is_push()) {
+            let outcome = match (method, &target.session) {
+                (Method::Stdin, Some(session)) => self.send_stdin(session, &text).await,
+                (Method::Paste, Some(session)) => self.paste(session, &text).await,
+                (Method::Command, session) => {
+                    self.run_command(&target.desk, session.as_ref(), &parcel, &text)
+                        .await
+                }
+                _ => continue,
+            };
+            match outcome {
+                Pushed::Delivered => {
+                    if let Err(e) = self.claim_parcel(target.session.as_ref(), &parcel).await {
+                        tracing::warn!(target = %target_key, error = %e, "claiming a delivered parcel failed");
+                    }
+                    tracing::info!(target = %target_key, method = method.as_str(), "delivered");
+                    return;
+                }
+                Pushed::Unconfirmed(why) => {
+                    may_have_landed = true;
+                    tracing::warn!(target = %target_key, method = method.as_str(), %why, "delivery not confirmed; trying the next method");
+                }
+                Pushed::Failed(why) => {
+                    tracing::warn!(target = %target_key, method = method.as_str(), %why, "delivery failed; trying the next method");
+                }
+            }
+        }
+        if !may_have_landed {
+            // Nothing landed: try the same text again later (unless it changed meanwhile).
+            let this = self.clone();
+            let desk = target.desk.name.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(RETRY).await;
+                let mut pushed = lock(&this.inner.pushed);
+                if pushed.get(&target_key) == Some(&parcel_key) {
+                    pushed.remove(&target_key);
+                }
+                drop(pushed);
+                this.desk_changed(&desk);
+            });
+        }
+    }
+
+    /// Claim exactly what was delivered: the watchdog message of that number, and each item
+    /// at the version that was sent (a task changed meanwhile is told again).
+    async fn claim_parcel(
+        &self,
+        session: Option<&Session>,
+        parcel: &Parcel,
+    ) -> Result<(), StoreError> {
+        if let (Some(session), Some((seq, _))) = (session, &parcel.note) {
+            self.claim_note(&session.id, Some(*seq)).await?;
+        }
+        self.record_told(&parcel.items, session.map(|s| &s.id))
+            .await?;
+        Ok(())
+    }
+
+    /// Has the session started a turn since `turn0` (within [`VERIFY`])?
+    pub(crate) async fn turn_started(&self, id: &SessionId, turn0: u64) -> bool {
+        let deadline = tokio::time::Instant::now() + VERIFY;
+        let mut own = self.inner.interest.follow(Interested::Session(id.clone()));
+        while tokio::time::Instant::now() < deadline {
+            own.borrow_and_update();
+            if *lock(&self.inner.turns).get(id).unwrap_or(&0) != turn0 {
+                return true;
+            }
+            let _ = tokio::time::timeout(Duration::from_millis(200), own.changed()).await;
+        }
+        false
+    }
+}

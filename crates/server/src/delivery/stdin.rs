@@ -1,0 +1,27 @@
+//! Writing to a headless session's stdin: the strongest means, since Taskkeeper owns that
+//! process's input.
+
+use taskkeeper_core::delivery::{self};
+use taskkeeper_core::session::Session;
+
+use super::push::Pushed;
+use crate::sessions::{Sessions, lock};
+
+impl Sessions {
+    /// A user message on the stdin of a session Taskkeeper launched. Written is delivered:
+    /// the session reads its stdin in order, however long it takes to start (a session still
+    /// starting up begins its turn late, not never); the turn it starts is only logged.
+    pub(crate) async fn send_stdin(&self, session: &Session, text: &str) -> Pushed {
+        let text = &delivery::terminal_safe(text);
+        let turn0 = *lock(&self.inner.turns).get(&session.id).unwrap_or(&0);
+        self.expect_turn(&session.id);
+        if !self.launched.send(&session.id, text) {
+            lock(&self.inner.expecting).remove(&session.id);
+            return Pushed::Failed("the session's stdin is closed".into());
+        }
+        if !self.turn_started(&session.id, turn0).await {
+            tracing::info!(session = %session.id, "written to the session's stdin; no turn has started yet");
+        }
+        Pushed::Delivered
+    }
+}
