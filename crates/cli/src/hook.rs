@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use serde_json::Value;
+use taskkeeper_server::agents::headers;
 
 use crate::out::say;
 
@@ -72,15 +73,15 @@ fn request_with(
         .header("Authorization", format!("Bearer {token}"))
         .header("Content-Type", "application/json");
     for (header, value) in [
-        ("X-Taskkeeper-Desk", env("TASKKEEPER_DESK")),
-        ("X-Taskkeeper-Tmux-Pane", env("TMUX_PANE")),
-        ("X-Taskkeeper-Tmux", env("TMUX")),
-        ("X-Taskkeeper-Pid", pid),
+        (headers::DESK, env("TASKKEEPER_DESK")),
+        (headers::TMUX_PANE, env("TMUX_PANE")),
+        (headers::TMUX, env("TMUX")),
+        (headers::PID, pid),
         (
-            "X-Taskkeeper-Messaging-Socket",
+            headers::MESSAGING_SOCKET,
             env("CLAUDE_CODE_MESSAGING_SOCKET").filter(|_| claude),
         ),
-        ("X-Taskkeeper-Status-File", status_file().filter(|_| claude)),
+        (headers::STATUS_FILE, status_file().filter(|_| claude)),
     ] {
         if let Some(v) = value {
             req = req.header(header, v);

@@ -8,6 +8,7 @@ pub mod claude_code;
 pub(crate) mod cli_hooks;
 pub mod connect;
 pub mod generic;
+pub mod headers;
 
 use std::path::PathBuf;
 

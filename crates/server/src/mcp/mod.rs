@@ -333,7 +333,7 @@ impl McpServer {
                 .filter(|v| !v.is_empty())
                 .map(str::to_owned)
         };
-        let launched = header(crate::agents::claude_code::headless::SESSION_HEADER);
+        let launched = header(crate::agents::headers::SESSION);
         tracing::debug!(
             argument = claim.session_id.as_deref(),
             header = launched.as_deref(),
@@ -350,8 +350,7 @@ impl McpServer {
             })?;
         }
         let session_id = if let Some(launched) = launched {
-            let proof = header(crate::agents::claude_code::headless::SESSION_PROOF_HEADER)
-                .unwrap_or_default();
+            let proof = header(crate::agents::headers::SESSION_PROOF).unwrap_or_default();
             if !self.credentials.proves(&launched, &proof) {
                 return Err(ToolError::forbidden(format!(
                     "the X-Taskkeeper-Session header names {launched:?} without its proof; only \

@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use taskkeeper_core::session::{Edge, Reach, SessionId, TurnOrigin, check_dir};
 use taskkeeper_core::{AgentKind, StoreError, Timestamp, delivery};
 
+use crate::agents::headers;
 use crate::delivery::WaitOutcome;
 use crate::http::auth::Credentials;
 use crate::http::routes::{Access, Room};
@@ -125,24 +126,24 @@ fn parse(body: &[u8]) -> Result<Hook, Box<Response>> {
 }
 
 /// What the helper's environment adds.
-pub(crate) fn reach_of(headers: &HeaderMap) -> (Option<String>, Reach) {
+pub(crate) fn reach_of(request: &HeaderMap) -> (Option<String>, Reach) {
     let h = |name: &str| {
-        headers
+        request
             .get(name)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned)
             .filter(|v| !v.is_empty())
     };
-    let tmux_socket = h("x-taskkeeper-tmux").and_then(|t| t.split(',').next().map(str::to_owned));
+    let tmux_socket = h(headers::TMUX).and_then(|t| t.split(',').next().map(str::to_owned));
     let reach = Reach {
-        tmux_pane: h("x-taskkeeper-tmux-pane"),
-        pid: h("x-taskkeeper-pid").and_then(|p| p.parse().ok()),
-        messaging_socket: h("x-taskkeeper-messaging-socket"),
+        tmux_pane: h(headers::TMUX_PANE),
+        pid: h(headers::PID).and_then(|p| p.parse().ok()),
+        messaging_socket: h(headers::MESSAGING_SOCKET),
         tmux_socket,
-        status_file: h("x-taskkeeper-status-file"),
+        status_file: h(headers::STATUS_FILE),
         headless: false,
     };
-    (h("x-taskkeeper-desk"), reach)
+    (h(headers::DESK), reach)
 }
 
 async fn hook(

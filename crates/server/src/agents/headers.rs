@@ -1,0 +1,21 @@
+//! The names of the headers an agent's side sends with its hooks and MCP calls, shared by the
+//! daemon that reads them and the CLI (`taskkeeper hook`) and launcher that write them, so a
+//! rename cannot leave one side behind. HTTP header names are case-insensitive; these are the
+//! lowercase forms `http::HeaderName` uses.
+
+/// The desk a hook's session works at (the helper's `TASKKEEPER_DESK`).
+pub const DESK: &str = "x-taskkeeper-desk";
+/// The session's tmux server (`TMUX`: socket, server pid, session).
+pub const TMUX: &str = "x-taskkeeper-tmux";
+/// The session's tmux pane (`TMUX_PANE`).
+pub const TMUX_PANE: &str = "x-taskkeeper-tmux-pane";
+/// The agent process the hook helper runs under.
+pub const PID: &str = "x-taskkeeper-pid";
+/// Claude Code's inbox socket (`CLAUDE_CODE_MESSAGING_SOCKET`).
+pub const MESSAGING_SOCKET: &str = "x-taskkeeper-messaging-socket";
+/// Claude Code's own status file for the session.
+pub const STATUS_FILE: &str = "x-taskkeeper-status-file";
+/// The calling session on MCP requests of a launched session.
+pub const SESSION: &str = "x-taskkeeper-session";
+/// That session's proof (see [`crate::http::auth`]).
+pub const SESSION_PROOF: &str = "x-taskkeeper-session-proof";
