@@ -6,25 +6,29 @@
 pub mod api;
 pub(crate) mod autolaunch;
 pub(crate) mod digest;
+mod error;
 mod events;
 mod routes;
-
-pub(crate) use events::events;
-pub(crate) use routes::room;
+mod worker;
 
 use std::str::FromStr;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use taskkeeper_core::store::{NewDesk, OWNER_ASKER, StateFilter, TaskFilter};
 use taskkeeper_core::{
     AgentKind, DeskName, Event, Message, NewTask, Store, StoreError, TaskId, Timestamp,
-    TransitionError,
 };
 
 use crate::http::auth::{Credentials, token_hash};
 use crate::owner::api::{AskerView, DeskView, NewAsker, SessionView, TaskDetail, TaskView};
 use crate::tasks::Tasks;
 use crate::token::Token;
+
+pub use error::{OwnerError, OwnerErrorKind};
+pub(crate) use events::events;
+pub(crate) use routes::room;
+pub(crate) use worker::{UpdateRefused, worker_update};
+pub use worker::{WorkerEnding, WorkerStatus};
 
 #[derive(Clone, Debug)]
 pub struct OwnerService {
@@ -41,66 +45,6 @@ pub struct OwnerService {
     machine: std::sync::Arc<crate::agents::Machine>,
     /// The desks that launch a session by themselves: their guard (`autolaunch.rs`).
     auto_launches: std::sync::Arc<crate::owner::autolaunch::AutoLaunches>,
-}
-
-/// What kind of error, for programs: the UI and the CLI branch on this, never on the text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OwnerErrorKind {
-    NotFound,
-    Invalid,
-    Conflict,
-    Unauthorized,
-    Forbidden,
-    TooLarge,
-    /// A count limit (`limits.*`, `sessions.*`) would be passed; the message names it.
-    Limit,
-    Internal,
-}
-
-/// An error as the owner's tools see it: `{kind, message}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
-#[error("{message}")]
-pub struct OwnerError {
-    pub kind: OwnerErrorKind,
-    pub message: String,
-}
-
-impl OwnerError {
-    pub fn invalid(message: impl Into<String>) -> Self {
-        Self {
-            kind: OwnerErrorKind::Invalid,
-            message: message.into(),
-        }
-    }
-}
-
-impl From<StoreError> for OwnerError {
-    fn from(e: StoreError) -> Self {
-        let kind = match &e {
-            StoreError::NoSuchDesk(_)
-            | StoreError::NoSuchTask(_)
-            | StoreError::NoSuchAsker(_)
-            | StoreError::NoSuchSession(_) => OwnerErrorKind::NotFound,
-            StoreError::InvalidAskerName(_) => OwnerErrorKind::Invalid,
-            StoreError::AskerExists(_) => OwnerErrorKind::Conflict,
-            StoreError::DeskExists(_)
-            | StoreError::DeskHasOpenTasks { .. }
-            | StoreError::Conflict(_)
-            | StoreError::Transition(_) => OwnerErrorKind::Conflict,
-            StoreError::Setting(_) => OwnerErrorKind::Invalid,
-            StoreError::Limit(l) if l.limit().is_size() => OwnerErrorKind::TooLarge,
-            StoreError::Limit(_) => OwnerErrorKind::Limit,
-            _ => OwnerErrorKind::Internal,
-        };
-        if kind == OwnerErrorKind::Internal {
-            tracing::error!(error = %e, "store error");
-        }
-        Self {
-            kind,
-            message: e.to_string(),
-        }
-    }
 }
 
 /// Which tasks to list.
@@ -140,156 +84,6 @@ impl TaskQuery {
     }
 }
 
-/// The worker's word on how a task ended (`task_update`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WorkerEnding {
-    Done,
-    Blocked,
-    Failed,
-    /// The worker declines the task: it will not take it on (A2A's REJECTED).
-    Rejected,
-}
-
-impl FromStr for WorkerEnding {
-    type Err = OwnerError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "done" => Ok(Self::Done),
-            "blocked" => Ok(Self::Blocked),
-            "failed" => Ok(Self::Failed),
-            "rejected" => Ok(Self::Rejected),
-            other => Err(OwnerError::invalid(format!(
-                "unknown status {other:?}: use done, blocked, failed or rejected"
-            ))),
-        }
-    }
-}
-
-impl WorkerEnding {
-    pub fn event(self, text: String) -> Event {
-        match self {
-            Self::Done => Event::WorkerDone { summary: text },
-            Self::Blocked => Event::WorkerBlocked { need: text },
-            Self::Failed => Event::WorkerFailed { why: text },
-            Self::Rejected => Event::WorkerRejected { reason: text },
-        }
-    }
-}
-
-/// What a worker's `task_update` says: an ending, or `working` (artifacts attached, the task
-/// still open).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WorkerStatus {
-    Working,
-    Ended(WorkerEnding),
-}
-
-impl FromStr for WorkerStatus {
-    type Err = OwnerError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "working" => Ok(Self::Working),
-            other => WorkerEnding::from_str(other).map(Self::Ended).map_err(|_| {
-                OwnerError::invalid(format!(
-                    "unknown status {other:?}: use done, blocked, failed or rejected to end the \
-                     task, or \
-                     working to attach files or data and keep it open"
-                ))
-            }),
-        }
-    }
-}
-
-/// Why a worker's update was refused: its own arguments (`Invalid`, with the fix) or the
-/// store (an ended task, a limit).
-#[derive(Debug)]
-pub(crate) enum UpdateRefused {
-    Invalid(String),
-    Store(StoreError),
-}
-
-impl From<UpdateRefused> for OwnerError {
-    fn from(e: UpdateRefused) -> Self {
-        match e {
-            UpdateRefused::Invalid(message) => OwnerError::invalid(message),
-            UpdateRefused::Store(s) => OwnerError::from(s),
-        }
-    }
-}
-
-/// A worker's update of `task`, the one way for MCP's `task_update` and the owner API's
-/// `task update`: the files (paths inside the task's desk's directory) and data become
-/// artifacts, attached first (`Event::AddArtifacts`, so subscribers see them as artifact
-/// updates), then the ending, if it is one. Checked before anything changes: an ending needs
-/// its text, `working` needs something to attach.
-pub(crate) async fn worker_update(
-    tasks: &Tasks,
-    task: &taskkeeper_core::Task,
-    status: WorkerStatus,
-    text: &str,
-    files: &[String],
-    data: Vec<serde_json::Value>,
-) -> Result<taskkeeper_core::Task, UpdateRefused> {
-    match status {
-        WorkerStatus::Ended(_) if text.trim().is_empty() => {
-            return Err(UpdateRefused::Invalid(
-                "text must not be empty: give the summary, what you need, why it failed or why you \
-                 reject it; nothing changed"
-                    .into(),
-            ));
-        }
-        WorkerStatus::Working if files.is_empty() && data.is_empty() => {
-            return Err(UpdateRefused::Invalid(
-                "status working changes nothing by itself: give files or data to attach, or \
-                 end the task with done, blocked, failed or rejected; nothing changed"
-                    .into(),
-            ));
-        }
-        _ => {}
-    }
-    let mut latest = task.clone();
-    if !files.is_empty() || !data.is_empty() {
-        if !task.is_open() {
-            return Err(UpdateRefused::Store(StoreError::Transition(
-                TransitionError::Ended {
-                    id: task.id.clone(),
-                    state: task.state(),
-                },
-            )));
-        }
-        let desk_name = task.desk.clone();
-        let (desk, settings) = tasks
-            .blocking(move |s, _| Ok((s.desk(desk_name.as_str())?, s.settings()?)))
-            .await
-            .map_err(UpdateRefused::Store)?;
-        let desk = desk
-            .ok_or_else(|| UpdateRefused::Store(StoreError::NoSuchDesk(task.desk.to_string())))?;
-        let (store_files, t, paths) = (tasks.files().clone(), task.clone(), files.to_vec());
-        let artifacts = tokio::task::spawn_blocking(move || {
-            store_files.attach(&t, &desk.dir, &paths, data, &settings.limits)
-        })
-        .await
-        .map_err(|e| UpdateRefused::Invalid(format!("the files could not be read: {e}")))?
-        .map_err(|e| match e {
-            crate::files::AttachError::Limit(l) => UpdateRefused::Store(StoreError::Limit(l)),
-            other => UpdateRefused::Invalid(other.to_string()),
-        })?;
-        latest = tasks
-            .apply(&task.id, Event::AddArtifacts { artifacts })
-            .await
-            .map_err(UpdateRefused::Store)?
-            .task;
-    }
-    match status {
-        WorkerStatus::Working => Ok(latest),
-        WorkerStatus::Ended(ending) => Ok(tasks
-            .apply(&task.id, ending.event(text.to_owned()))
-            .await
-            .map_err(UpdateRefused::Store)?
-            .task),
-    }
-}
-
 fn parse_desk(name: &str) -> Result<DeskName, OwnerError> {
     name.parse()
         .map_err(|e: taskkeeper_core::desk::InvalidDeskName| OwnerError::invalid(e.to_string()))
@@ -306,23 +100,6 @@ fn checked_command(command: Option<String>) -> Result<Option<String>, OwnerError
         ));
     }
     Ok(Some(command))
-}
-
-impl From<crate::agents::claude_code::headless::LaunchError> for OwnerError {
-    fn from(e: crate::agents::claude_code::headless::LaunchError) -> Self {
-        use crate::agents::claude_code::headless::LaunchError as L;
-        let kind = match &e {
-            L::Store(s) => return OwnerError::from(s.clone()),
-            L::NotClaudeCode { .. } | L::NoDirectory { .. } => OwnerErrorKind::Invalid,
-            L::NotLaunched(_) => OwnerErrorKind::NotFound,
-            L::NothingAsked(_) | L::AskedSomethingElse { .. } => OwnerErrorKind::Conflict,
-            L::Spawn { .. } | L::Config { .. } | L::Unavailable => OwnerErrorKind::Internal,
-        };
-        OwnerError {
-            kind,
-            message: e.to_string(),
-        }
-    }
 }
 
 fn non_empty(field: &str, text: &str) -> Result<(), OwnerError> {
@@ -897,15 +674,5 @@ impl OwnerService {
         self.credentials.remove_asker(name);
         tracing::info!(asker = %name, "asker removed");
         Ok(())
-    }
-}
-
-/// So a refused transition reads the same everywhere.
-impl From<TransitionError> for OwnerError {
-    fn from(e: TransitionError) -> Self {
-        Self {
-            kind: OwnerErrorKind::Conflict,
-            message: e.to_string(),
-        }
     }
 }
