@@ -185,7 +185,7 @@ impl Daemon {
             credentials.clone(),
             sessions.clone(),
             stopped.clone(),
-            crate::agents::Machine {
+            crate::owner::agents::Machine {
                 home: config.home.clone(),
                 taskkeeper_bin: config.taskkeeper_bin.clone(),
                 port: addr.port(),

@@ -25,7 +25,7 @@ use taskkeeper_core::agent_hooks::{self, Happening, HookAgent};
 use taskkeeper_core::session::{Edge, SessionId, TurnOrigin, check_dir};
 use taskkeeper_core::{Activity, Session, StoreError, delivery};
 
-use crate::agents::claude_code::hooks::{bad, reach_of, store_error};
+use crate::agents::intake::{bad, reach_of, store_error};
 use crate::http::auth::Credentials;
 use crate::sessions::Sessions;
 

@@ -16,7 +16,7 @@ use serde::Deserialize;
 use taskkeeper_core::AgentKind;
 use taskkeeper_core::session::{Edge, SessionId, TurnOrigin, check_dir};
 
-use crate::agents::claude_code::hooks::{bad, reach_of, store_error};
+use crate::agents::intake::{bad, reach_of, store_error};
 use crate::owner::api::SessionView;
 use crate::sessions::Sessions;
 

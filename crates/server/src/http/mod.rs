@@ -57,10 +57,7 @@ pub(crate) fn router(areas: Areas, guard_state: Arc<Guard>) -> (Router, Vec<Rout
         .room(crate::owner::room(owner))
         .room(events)
         .rooms(crate::a2a::rooms(a2a))
-        .room(crate::agents::claude_code::hooks::room(
-            sessions,
-            credentials,
-        ))
+        .room(crate::agents::room(sessions, credentials))
         .room(mcp)
         .rooms(crate::http::ui::rooms(ui))
         .into_parts();

@@ -65,23 +65,6 @@ impl From<StoreError> for OwnerError {
     }
 }
 
-impl From<crate::agents::claude_code::headless::LaunchError> for OwnerError {
-    fn from(e: crate::agents::claude_code::headless::LaunchError) -> Self {
-        use crate::agents::claude_code::headless::LaunchError as L;
-        let kind = match &e {
-            L::Store(s) => return OwnerError::from(s.clone()),
-            L::NotClaudeCode { .. } | L::NoDirectory { .. } => OwnerErrorKind::Invalid,
-            L::NotLaunched(_) => OwnerErrorKind::NotFound,
-            L::NothingAsked(_) | L::AskedSomethingElse { .. } => OwnerErrorKind::Conflict,
-            L::Spawn { .. } | L::Config { .. } | L::Unavailable => OwnerErrorKind::Internal,
-        };
-        OwnerError {
-            kind,
-            message: e.to_string(),
-        }
-    }
-}
-
 /// So a refused transition reads the same everywhere.
 impl From<TransitionError> for OwnerError {
     fn from(e: TransitionError) -> Self {

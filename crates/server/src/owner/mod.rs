@@ -3,6 +3,7 @@
 //!
 //! Task changes go through [`Tasks`], so they are published like every other change.
 
+pub(crate) mod agents;
 pub mod api;
 pub(crate) mod autolaunch;
 pub(crate) mod digest;
@@ -42,7 +43,7 @@ pub struct OwnerService {
     /// The daemon is stopping: the owner's event streams end.
     stop: tokio::sync::watch::Receiver<bool>,
     /// Where Connect finds agents' settings and what it names (`agents.rs`).
-    machine: std::sync::Arc<crate::agents::Machine>,
+    machine: std::sync::Arc<crate::owner::agents::Machine>,
     /// The desks that launch a session by themselves: their guard (`autolaunch.rs`).
     auto_launches: std::sync::Arc<crate::owner::autolaunch::AutoLaunches>,
 }
@@ -116,7 +117,7 @@ impl OwnerService {
         credentials: Credentials,
         sessions: crate::sessions::Sessions,
         stop: tokio::sync::watch::Receiver<bool>,
-        machine: crate::agents::Machine,
+        machine: crate::owner::agents::Machine,
     ) -> Self {
         Self {
             tasks,
@@ -138,7 +139,7 @@ impl OwnerService {
         self.auto_launches.clone()
     }
 
-    pub(crate) fn machine(&self) -> std::sync::Arc<crate::agents::Machine> {
+    pub(crate) fn machine(&self) -> std::sync::Arc<crate::owner::agents::Machine> {
         self.machine.clone()
     }
 

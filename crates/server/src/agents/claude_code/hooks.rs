@@ -13,44 +13,14 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
 use serde_json::{Value, json};
-use taskkeeper_core::session::{Edge, Reach, SessionId, TurnOrigin, check_dir};
+use taskkeeper_core::session::{Edge, SessionId, TurnOrigin, check_dir};
 use taskkeeper_core::{AgentKind, StoreError, Timestamp, delivery};
 
-use crate::agents::headers;
+use crate::agents::intake::{bad, reach_of, store_error};
 use crate::delivery::WaitOutcome;
 use crate::http::auth::Credentials;
-use crate::http::routes::{Access, Room};
-use crate::owner::{OwnerError, OwnerErrorKind};
 use crate::sessions::Sessions;
-
-/// The hook intake: the agent sessions of this machine (the worker token) and the owner.
-pub(crate) fn room(sessions: Sessions, credentials: Credentials) -> Room {
-    Room::new(Access::Workers)
-        .route(
-            "POST",
-            "/hooks/generic",
-            post(crate::agents::generic::report),
-        )
-        .route(
-            "POST",
-            "/hooks/claude-code",
-            post(hook).layer(axum::Extension(credentials.clone())),
-        )
-        .route("POST", "/hooks/claude-code/wait", post(wait))
-        .route(
-            "POST",
-            "/hooks/codex",
-            post(crate::agents::cli_hooks::codex).layer(axum::Extension(credentials.clone())),
-        )
-        .route(
-            "POST",
-            "/hooks/gemini",
-            post(crate::agents::cli_hooks::gemini).layer(axum::Extension(credentials.clone())),
-        )
-        .with_state(sessions)
-}
 
 /// The events this adapter understands.
 const EVENTS: [&str; 12] = [
@@ -73,20 +43,6 @@ const OUR_TOOLS: &str = "mcp__taskkeeper__";
 
 /// How long a rate limit holds reminders back when Claude Code does not say.
 const RATE_LIMIT_PAUSE: std::time::Duration = std::time::Duration::from_secs(15 * 60);
-
-pub(crate) fn bad(message: impl Into<String>) -> Response {
-    crate::http::error_response(
-        StatusCode::BAD_REQUEST,
-        OwnerError {
-            kind: OwnerErrorKind::Invalid,
-            message: message.into(),
-        },
-    )
-}
-
-pub(crate) fn store_error(e: StoreError) -> Response {
-    OwnerError::from(e).into_response()
-}
 
 /// A hook payload, checked.
 struct Hook {
@@ -125,28 +81,7 @@ fn parse(body: &[u8]) -> Result<Hook, Box<Response>> {
     })
 }
 
-/// What the helper's environment adds.
-pub(crate) fn reach_of(request: &HeaderMap) -> (Option<String>, Reach) {
-    let h = |name: &str| {
-        request
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned)
-            .filter(|v| !v.is_empty())
-    };
-    let tmux_socket = h(headers::TMUX).and_then(|t| t.split(',').next().map(str::to_owned));
-    let reach = Reach {
-        tmux_pane: h(headers::TMUX_PANE),
-        pid: h(headers::PID).and_then(|p| p.parse().ok()),
-        messaging_socket: h(headers::MESSAGING_SOCKET),
-        tmux_socket,
-        status_file: h(headers::STATUS_FILE),
-        headless: false,
-    };
-    (h(headers::DESK), reach)
-}
-
-async fn hook(
+pub(crate) async fn hook(
     State(sessions): State<Sessions>,
     axum::Extension(credentials): axum::Extension<Credentials>,
     headers: HeaderMap,
@@ -386,7 +321,11 @@ async fn owner_waits(
 }
 
 /// The waiter's long poll: `{"action":"deliver","text":...}` or `{"action":"leave","why":...}`.
-async fn wait(State(sessions): State<Sessions>, headers: HeaderMap, body: Bytes) -> Response {
+pub(crate) async fn wait(
+    State(sessions): State<Sessions>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let hook = match parse(&body) {
         Ok(h) => h,
         Err(refusal) => return *refusal,

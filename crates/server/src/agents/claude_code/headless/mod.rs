@@ -161,6 +161,30 @@ impl Launched {
     }
 }
 
+/// A launch refused or failed, as the owner's tools show it.
+impl From<LaunchError> for crate::owner::OwnerError {
+    fn from(e: LaunchError) -> Self {
+        use LaunchError as L;
+        let kind = match &e {
+            L::Store(s) => return crate::owner::OwnerError::from(s.clone()),
+            L::NotClaudeCode { .. } | L::NoDirectory { .. } => {
+                crate::owner::OwnerErrorKind::Invalid
+            }
+            L::NotLaunched(_) => crate::owner::OwnerErrorKind::NotFound,
+            L::NothingAsked(_) | L::AskedSomethingElse { .. } => {
+                crate::owner::OwnerErrorKind::Conflict
+            }
+            L::Spawn { .. } | L::Config { .. } | L::Unavailable => {
+                crate::owner::OwnerErrorKind::Internal
+            }
+        };
+        crate::owner::OwnerError {
+            kind,
+            message: e.to_string(),
+        }
+    }
+}
+
 impl Sessions {
     /// Launch a headless Claude Code session at `desk`: its tasks and reminders go to the
     /// session's stdin, and the session ends when the process does.
