@@ -1,8 +1,9 @@
-//! Taskkeeper's daemon: one axum router on 127.0.0.1 serving the owner API, A2A, MCP, the
-//! hook intake and the web UI, each area a room ([`routes`]) that admits only its kinds of
-//! caller, behind one guard that checks `Host` and `Origin` and resolves the bearer token;
-//! plus the [`OwnerService`], the one place every owner action exists, which both the HTTP
-//! API and the tray app's commands call.
+//! Taskkeeper's daemon: one axum router on 127.0.0.1 ([`http`]) serving the owner API
+//! ([`owner`]), A2A ([`a2a`]), MCP ([`mcp`]), the agents' hook intake ([`agents`]) and the web
+//! UI, each area a room ([`http::routes`]) that admits only its kinds of caller, behind one
+//! guard that checks `Host` and `Origin` and resolves the bearer token; plus the services the
+//! areas share: the task service, the sessions registry ([`sessions`]), delivery
+//! ([`delivery`]), the [`watchdog`] and the notifier ([`notify`]). `ARCHITECTURE.md` has the map.
 //!
 //! The daemon translates; it decides nothing about tasks itself. Every change goes through
 //! `taskkeeper_core::Store`, which applies the core's transition table.

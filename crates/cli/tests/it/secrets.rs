@@ -79,7 +79,11 @@ fn a_launched_session_inherits_no_token_and_holds_only_the_worker_token() {
         mcp.contains(&format!("Bearer {}", worker.trim())),
         "the MCP configuration holds the worker token: {mcp}"
     );
-    assert!(mcp.contains("X-Taskkeeper-Session-Proof"), "{mcp}");
+    // Header names are case-insensitive; the launcher writes the lowercase forms of `agents::headers`.
+    assert!(
+        mcp.contains(taskkeeper_server::agents::headers::SESSION_PROOF),
+        "{mcp}"
+    );
 }
 
 #[test]
