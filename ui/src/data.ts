@@ -13,16 +13,16 @@ import { createSseParser, type SseEvent } from './sse';
 import type {
   AgentChange,
   AgentView,
-  ApiErrorBody,
+  OwnerError,
   DeskView,
   DigestView,
-  Notice,
-  PermissionRequest,
+  WindowNotice,
+  PermissionView,
   SessionView,
   SettingsMap,
   TaskDetail,
   TaskView,
-  UiSession,
+  UiSessionView,
 } from './types';
 
 /** A failure the UI can show; `kind` is stable for branching, `message` is for people. */
@@ -55,7 +55,7 @@ export type LiveStatus =
 export interface LiveListener {
   /** A task changed (the TaskView after the change). */
   onTask(task: TaskView): void;
-  onNotice(notice: Notice): void;
+  onNotice(notice: WindowNotice): void;
   /** A setting changed (here, in another window, or with the CLI): every setting after it. */
   onSettings(settings: SettingsMap): void;
   /**
@@ -477,7 +477,7 @@ export function isDesktopOnlyNotice(value: unknown): boolean {
 }
 
 /** A notice of a kind this UI shows, in the shape the daemon sends (`notify.rs`). */
-export function isNotice(value: unknown): value is Notice {
+export function isNotice(value: unknown): value is WindowNotice {
   if (!isRecord(value)) return false;
   switch (value.kind) {
     case 'stalled':
@@ -595,7 +595,7 @@ async function exchangeCode(env: Env, code: string): Promise<SignIn> {
   return { token: body.token, refusal: null };
 }
 
-function isUiSession(value: unknown): value is UiSession {
+function isUiSession(value: unknown): value is UiSessionView {
   return isRecord(value) && typeof value.token === 'string' && value.token !== '';
 }
 
@@ -700,7 +700,7 @@ function expectSessions(value: unknown): SessionView[] {
   });
 }
 
-function isPermissionRequest(value: unknown): value is PermissionRequest {
+function isPermissionRequest(value: unknown): value is PermissionView {
   return (
     isRecord(value) &&
     typeof value.requestId === 'string' &&
@@ -736,7 +736,7 @@ function expectTask(value: unknown): TaskView {
 }
 
 function expectDetail(value: unknown): TaskDetail {
-  if (!isTaskView(value) || !isRecord(value) || !Array.isArray(value.history) || !Array.isArray(value.artifacts)) {
+  if (!isRecord(value) || !Array.isArray(value.history) || !Array.isArray(value.artifacts) || !isTaskView(value)) {
     throw protocol('task');
   }
   return value as unknown as TaskDetail;
@@ -775,7 +775,7 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null;
 }
 
-function isErrorBody(value: unknown): value is ApiErrorBody {
+function isErrorBody(value: unknown): value is OwnerError {
   return isRecord(value) && typeof value.kind === 'string' && typeof value.message === 'string';
 }
 

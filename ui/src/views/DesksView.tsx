@@ -13,7 +13,7 @@ import { checkDeliverCommand, deliverCommandOf, isLongInput, permissionAsk } fro
 import { useResource, useWhileVisible, valueOf } from '../hooks';
 import { Code, Empty, ErrorBanner, Loading } from '../parts';
 import { formatAge, formatTime, plural } from '../tasks';
-import type { Activity, DeskView, PermissionRequest, SessionView, SettingsMap, TaskView } from '../types';
+import type { Activity, DeskView, PermissionView, SessionView, SettingsMap, TaskView } from '../types';
 
 /** The fallback re-read while the live feed is up (its session hint does the real work)... */
 const SESSIONS_EVERY_MS = 30_000;
@@ -505,7 +505,7 @@ function PermissionAsk({
   onAnswer,
 }: {
   id: string;
-  request: PermissionRequest;
+  request: PermissionView;
   busy: boolean;
   onAnswer: (allow: boolean, message?: string) => Promise<boolean>;
 }) {
