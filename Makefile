@@ -16,7 +16,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := build-essential pkg-config libwebkit2gtk-4.1-dev libayatana-appindicator3-1 \
 	xvfb dbus dbus-x11 webkit2gtk-driver chromium tmux curl python3 iproute2
 
-.PHONY: run test deps apt npm ui lint test-rust test-ui test-browser package test-package clean
+.PHONY: run test deps apt npm ui ui-types lint test-rust test-ui test-browser package test-package clean
 
 run: deps ui
 	$(CARGO) run -p taskkeeper-app
@@ -42,6 +42,11 @@ npm:
 
 ui:
 	cd ui && npm run build
+
+# The UI's wire types (ui/src/generated/wire.ts) from the daemon's Rust types; `test-rust`
+# fails while the checked-in file differs (crates/server/src/owner/ui_types.rs).
+ui-types:
+	UPDATE_UI_TYPES=1 $(CARGO) test -p taskkeeper-server --lib ui_types
 
 # Unformatted code or a clippy warning (the workspace lints, `-D warnings`) fails the build.
 lint:

@@ -11,7 +11,7 @@ import { Code } from './parts';
 import { parseRoute, routeHref, TABS, type Route, type Tab } from './route';
 import { countTasks, firstLine, isOpen, mergeTask, plural } from './tasks';
 import { permissionAsk } from './desks';
-import type { Notice, SettingsMap } from './types';
+import type { WindowNotice, SettingsMap } from './types';
 import { DesksView } from './views/DesksView';
 import { DigestView, digestCounts } from './views/DigestView';
 import { OpenView } from './views/OpenView';
@@ -33,7 +33,7 @@ const TAB_LABELS: Record<Tab, string> = {
 
 interface ShownNotice {
   seq: number;
-  notice: Notice;
+  notice: WindowNotice;
 }
 
 export function App({ data }: { data: DataSource }) {

@@ -1,7 +1,7 @@
 // Pure presentation logic over TaskView lists: grouping, ordering, counting and wording.
 // Kept apart from the components so it is tested without a DOM.
 
-import type { TaskView } from './types';
+import type { TaskState, TaskView } from './types';
 
 export interface DeskGroup {
   desk: string;
@@ -82,6 +82,9 @@ export function stateLabel(task: TaskView): string {
       return 'working';
     case 'input-required':
       return 'blocked';
+    // Taskkeeper never asks an asker for auth, but a task read back from elsewhere may.
+    case 'auth-required':
+      return 'auth required';
     case 'completed':
       return 'done';
     case 'failed':
@@ -93,10 +96,15 @@ export function stateLabel(task: TaskView): string {
   }
 }
 
-/** Open tasks are those a desk still owes an answer; the rest ended and are kept for a while. */
+/**
+ * Open tasks are those a desk still owes an answer; the rest ended and are kept for a while.
+ * The daemon's rule (`core::Task::is_open`): every state that is not an ending.
+ */
 export function isOpen(task: TaskView): boolean {
-  return task.state === 'submitted' || task.state === 'working' || task.state === 'input-required';
+  return !ENDED.has(task.state);
 }
+
+const ENDED: ReadonlySet<TaskState> = new Set<TaskState>(['completed', 'failed', 'canceled', 'rejected']);
 
 /**
  * Applies one change from the live feed to a shown list: replaces the task (or adds it) when

@@ -33,6 +33,12 @@ export function desk(overrides: Partial<DeskView> = {}): DeskView {
     agent: 'claude-code',
     dir: '/home/me/web',
     deliverCommand: null,
+    autoLaunch: false,
+    openTasks: 0,
+    liveSession: false,
+    needsSession: false,
+    autoLaunchRetryAt: null,
+    autoLaunchGaveUp: false,
     createdAt: '2026-11-30T09:00:00.000Z',
     ...overrides,
   };

@@ -51,6 +51,8 @@ describe('wording', () => {
     expect(stateLabel(task({ state: 'input-required' }))).toBe('blocked');
     expect(stateLabel(task({ state: 'canceled', expiredAt: '2026-11-30T10:00:00.000Z' }))).toBe('expired');
     expect(stateLabel(task({ state: 'rejected' }))).toBe('rejected');
+    // The daemon sends it too (TaskState in the generated wire types); it once had no label.
+    expect(stateLabel(task({ state: 'auth-required' }))).toBe('auth required');
   });
 });
 
@@ -117,6 +119,8 @@ describe('recent', () => {
 
   it('tells open from ended', () => {
     expect(isOpen(task({ state: 'input-required' }))).toBe(true);
+    // Open on the daemon (not an ending), so a live change must not drop it from the open list.
+    expect(isOpen(task({ state: 'auth-required' }))).toBe(true);
     expect(isOpen(task({ state: 'canceled' }))).toBe(false);
   });
 });

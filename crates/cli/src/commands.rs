@@ -478,11 +478,9 @@ pub fn status(json: bool) -> anyhow::Result<()> {
             tasks,
             desk_state(d)
         );
-        for s in sessions
-            .sessions
-            .iter()
-            .filter(|s| s.desk == d.name && s.activity != "ended")
-        {
+        for s in sessions.sessions.iter().filter(|s| {
+            s.desk == d.name && s.activity != taskkeeper_server::owner::api::ActivityView::Ended
+        }) {
             let bg = if s.background.is_empty() {
                 String::new()
             } else {

@@ -17,6 +17,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// On the wire it is ISO 8601 with milliseconds and a `Z` suffix, as A2A asks (spec §5.6.1;
 /// docs/a2a.md §5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(type = "string"))]
 pub struct Timestamp(i64);
 
 impl Timestamp {

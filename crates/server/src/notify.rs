@@ -15,6 +15,7 @@ use crate::owner::api::TaskView;
 
 /// Something the owner should hear about.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(
     tag = "kind",
     rename_all = "kebab-case",
@@ -38,6 +39,7 @@ pub enum Notice {
         /// The session's id for the request, so an answer from a notification answers this
         /// one and no later request.
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(test, ts(optional))]
         request_id: Option<String>,
     },
     /// The digest is offered (at login or its time of day): its counts; the view shows it.

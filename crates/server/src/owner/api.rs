@@ -5,16 +5,19 @@ use serde::{Deserialize, Serialize};
 use taskkeeper_core::task::PartContent;
 use taskkeeper_core::{Desk, Message, Role, Task, Timestamp};
 
+mod names;
+pub use names::{ActivityView, HoldView, MessageFrom, StepKind, TaskStateView, TurnOriginView};
+
 /// A task as the owner's list shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct TaskView {
     pub id: String,
     pub context_id: String,
     pub desk: String,
     pub asker: String,
-    /// `submitted`, `working`, `input-required`, `completed`, `failed` or `canceled`.
-    pub state: String,
+    pub state: TaskStateView,
     /// The asker's request.
     pub request: String,
     pub created_at: Timestamp,
@@ -36,11 +39,13 @@ pub struct TaskView {
     /// The ladder as the owner's views draw it (`core::watchdog::timeline`); filled in by
     /// the owner service's task lists and details, absent elsewhere (notices).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
     pub timeline: Option<TimelineView>,
 }
 
 /// A task's ladder: what happened and what comes next if its session stays quiet.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct TimelineView {
     // No "now": the view is a function of what is stored (and the settings), so reading a
@@ -58,29 +63,28 @@ pub struct TimelineView {
     pub expires_at: Option<Timestamp>,
     /// The holding session's turns since it was handed the task.
     pub turns: Vec<TurnView>,
-    /// Why nothing is due: `ended`, `stalled`, `queued`, `waits-on-asker`,
-    /// `waits-on-owner`, `not-delivered`, `no-session`, `paused`, `busy`,
-    /// `stopped-by-owner`, `rate-limited`; `null` while the ladder runs.
-    pub hold: Option<String>,
+    /// Why nothing is due; `null` while the ladder runs.
+    pub hold: Option<HoldView>,
     /// With `rate-limited`: until when.
     pub hold_until: Option<Timestamp>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct StepView {
     pub at: Timestamp,
-    /// `remind` or `stall`.
-    pub kind: String,
+    pub kind: StepKind,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct TurnView {
     pub started_at: Timestamp,
     pub ended_at: Option<Timestamp>,
-    /// `owner`, `taskkeeper` or `background`: who started it.
-    pub origin: String,
+    /// Who started it.
+    pub origin: TurnOriginView,
 }
 
 impl From<&taskkeeper_core::watchdog::Timeline> for TimelineView {
@@ -90,20 +94,20 @@ impl From<&taskkeeper_core::watchdog::Timeline> for TimelineView {
         let (hold, hold_until) = match t.hold {
             None => (None, None),
             Some(h) => {
-                let (name, until) = match h {
-                    Hold::Ended => ("ended", None),
-                    Hold::Stalled => ("stalled", None),
-                    Hold::Queued => ("queued", None),
-                    Hold::WaitsOnAsker => ("waits-on-asker", None),
-                    Hold::WaitsOnOwner => ("waits-on-owner", None),
-                    Hold::NotDelivered => ("not-delivered", None),
-                    Hold::NoSession => ("no-session", None),
-                    Hold::Paused => ("paused", None),
-                    Hold::Busy => ("busy", None),
-                    Hold::StoppedByOwner => ("stopped-by-owner", None),
-                    Hold::RateLimited(until) => ("rate-limited", Some(until)),
+                let (hold, until) = match h {
+                    Hold::Ended => (HoldView::Ended, None),
+                    Hold::Stalled => (HoldView::Stalled, None),
+                    Hold::Queued => (HoldView::Queued, None),
+                    Hold::WaitsOnAsker => (HoldView::WaitsOnAsker, None),
+                    Hold::WaitsOnOwner => (HoldView::WaitsOnOwner, None),
+                    Hold::NotDelivered => (HoldView::NotDelivered, None),
+                    Hold::NoSession => (HoldView::NoSession, None),
+                    Hold::Paused => (HoldView::Paused, None),
+                    Hold::Busy => (HoldView::Busy, None),
+                    Hold::StoppedByOwner => (HoldView::StoppedByOwner, None),
+                    Hold::RateLimited(until) => (HoldView::RateLimited, Some(until)),
                 };
-                (Some(name.to_owned()), until)
+                (Some(hold), until)
             }
         };
         Self {
@@ -117,10 +121,9 @@ impl From<&taskkeeper_core::watchdog::Timeline> for TimelineView {
                 .map(|s| StepView {
                     at: s.at,
                     kind: match s.rung {
-                        Rung::Remind => "remind",
-                        Rung::Stall => "stall",
-                    }
-                    .to_owned(),
+                        Rung::Remind => StepKind::Remind,
+                        Rung::Stall => StepKind::Stall,
+                    },
                 })
                 .collect(),
             stalled_at: t.stalled_at,
@@ -133,11 +136,10 @@ impl From<&taskkeeper_core::watchdog::Timeline> for TimelineView {
                     started_at: x.started_at,
                     ended_at: x.ended_at,
                     origin: match x.origin {
-                        TurnOrigin::Owner => "owner",
-                        TurnOrigin::Taskkeeper => "taskkeeper",
-                        TurnOrigin::Background => "background",
-                    }
-                    .to_owned(),
+                        TurnOrigin::Owner => TurnOriginView::Owner,
+                        TurnOrigin::Taskkeeper => TurnOriginView::Taskkeeper,
+                        TurnOrigin::Background => TurnOriginView::Background,
+                    },
                 })
                 .collect(),
             hold,
@@ -148,6 +150,7 @@ impl From<&taskkeeper_core::watchdog::Timeline> for TimelineView {
 
 /// `GET /api/digest`: what happened since the owner last took a digest.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct DigestView {
     /// The last digest taken; `null`: never.
@@ -162,6 +165,7 @@ pub struct DigestView {
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct DigestCounts {
     pub stalled: usize,
@@ -185,6 +189,7 @@ impl From<taskkeeper_core::digest::Counts> for DigestCounts {
 
 /// One reminder sent: to which task's session, when.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ReminderView {
     pub task: String,
@@ -225,7 +230,7 @@ impl From<&Task> for TaskView {
             context_id: t.context_id.clone(),
             desk: t.desk.to_string(),
             asker: t.asker.clone(),
-            state: t.state().as_str().to_owned(),
+            state: t.state().into(),
             request: t.request_text(),
             created_at: t.created_at,
             updated_at: t.updated_at,
@@ -247,15 +252,16 @@ impl From<&Task> for TaskView {
 
 /// One message of a task's history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct MessageView {
     pub message_id: String,
-    /// `asker` or `worker`.
-    pub from: String,
+    pub from: MessageFrom,
     pub text: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct ArtifactView {
     pub artifact_id: String,
@@ -265,6 +271,7 @@ pub struct ArtifactView {
 
 /// A task with its history and artifacts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct TaskDetail {
     #[serde(flatten)]
@@ -283,8 +290,8 @@ impl From<&Task> for TaskDetail {
                 .map(|m| MessageView {
                     message_id: m.message_id.clone(),
                     from: match m.role {
-                        Role::User => "asker".to_owned(),
-                        Role::Agent => "worker".to_owned(),
+                        Role::User => MessageFrom::Asker,
+                        Role::Agent => MessageFrom::Worker,
                     },
                     text: m.text(),
                 })
@@ -311,6 +318,7 @@ impl From<&Task> for TaskDetail {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct DeskView {
     pub name: String,
@@ -364,14 +372,17 @@ impl From<&Desk> for DeskView {
 
 /// `PATCH /api/desks/{name}`: the fields to change.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DeskChange {
     /// A command, or null to remove it; absent: unchanged.
     #[serde(default, deserialize_with = "present")]
+    #[cfg_attr(test, ts(optional))]
     pub deliver_command: Option<Option<String>>,
     /// Launch a session by itself when the desk has work and none is live; absent:
     /// unchanged.
     #[serde(default)]
+    #[cfg_attr(test, ts(optional))]
     pub auto_launch: Option<bool>,
 }
 
@@ -423,24 +434,29 @@ pub struct UpdateRequest {
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CancelRequest {
     #[serde(default)]
+    #[cfg_attr(test, ts(optional))]
     pub reason: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct TaskList {
     pub tasks: Vec<TaskView>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct DeskList {
     pub desks: Vec<DeskView>,
 }
 
 /// Every error body: `{"error": {"kind": ..., "message": ...}}`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ErrorBody {
     pub error: crate::OwnerError,
 }
@@ -484,13 +500,13 @@ pub struct AskerList {
 
 /// A session as the owner sees it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct SessionView {
     pub id: String,
     pub desk: String,
     pub agent: String,
-    /// `busy`, `idle`, `waiting-on-owner`, `stopped-by-owner` or `ended`.
-    pub activity: String,
+    pub activity: ActivityView,
     pub since: Timestamp,
     pub background: Vec<String>,
     pub rate_limited_until: Option<Timestamp>,
@@ -514,7 +530,7 @@ impl From<&taskkeeper_core::Session> for SessionView {
             id: s.id.to_string(),
             desk: s.desk.to_string(),
             agent: s.agent.to_string(),
-            activity: s.activity.as_str().to_owned(),
+            activity: s.activity.into(),
             since: s.since,
             background: s.background.clone(),
             rate_limited_until: s.rate_limited_until,
@@ -531,6 +547,7 @@ impl From<&taskkeeper_core::Session> for SessionView {
 
 /// A tool a launched session asks to use.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct PermissionView {
     pub request_id: String,
@@ -553,25 +570,30 @@ impl From<&crate::agents::claude_code::headless::Permission> for PermissionView 
 
 /// `POST /api/sessions/{id}/permission`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PermissionAnswer {
     pub allow: bool,
     /// With a denial: what the model reads.
     #[serde(default)]
+    #[cfg_attr(test, ts(optional))]
     pub message: Option<String>,
     /// The request being answered, as the owner saw it: if the session now asks something
     /// else, the answer is refused instead of landing on a request the owner never saw.
     #[serde(default)]
+    #[cfg_attr(test, ts(optional))]
     pub request_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SessionList {
     pub sessions: Vec<SessionView>,
 }
 
 /// `POST /api/ui/codes`: a sign-in code for the web UI (see `ui_codes.rs`), shown once.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct UiCodeView {
     pub code: String,
@@ -580,6 +602,7 @@ pub struct UiCodeView {
 
 /// `POST /ui/session`: the code from the page's address.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UiSessionRequest {
     pub code: String,
@@ -587,6 +610,7 @@ pub struct UiSessionRequest {
 
 /// The answer to a good code: the owner token, for the tab's session storage.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct UiSessionView {
     pub token: String,
@@ -594,6 +618,7 @@ pub struct UiSessionView {
 
 /// An agent Taskkeeper can connect (`GET /api/agents`), as the settings panel lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct AgentView {
     /// `claude-code`: what the routes and `taskkeeper connect` name it.
@@ -617,12 +642,14 @@ pub struct AgentView {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct AgentList {
     pub agents: Vec<AgentView>,
 }
 
 /// What Connect or Disconnect did: a line per file, and the agent afterwards.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct AgentChange {
     pub changes: Vec<String>,
@@ -631,6 +658,7 @@ pub struct AgentChange {
 
 /// `POST /api/agents/{agent}/connect`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ConnectRequest {
     /// Name a `taskkeeper` that lives in a Cargo build directory anyway.

@@ -7,6 +7,7 @@ use taskkeeper_core::{StoreError, TransitionError};
 
 /// What kind of error, for programs: the UI and the CLI branch on this, never on the text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "snake_case")]
 pub enum OwnerErrorKind {
     NotFound,
@@ -22,6 +23,7 @@ pub enum OwnerErrorKind {
 
 /// An error as the owner's tools see it: `{kind, message}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[error("{message}")]
 pub struct OwnerError {
     pub kind: OwnerErrorKind,

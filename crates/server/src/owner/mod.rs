@@ -10,6 +10,8 @@ pub(crate) mod digest;
 mod error;
 mod events;
 mod routes;
+#[cfg(test)]
+mod ui_types;
 mod worker;
 
 use std::str::FromStr;
