@@ -39,7 +39,7 @@ pub(crate) enum Ends {
 impl Ends {
     fn at(self, t: &Task) -> bool {
         match self {
-            Ends::Settled => super::settled(t),
+            Ends::Settled => super::send::settled(t),
             Ends::Terminal => !t.is_open(),
         }
     }
