@@ -130,13 +130,15 @@ pub fn claude_code(project: Option<PathBuf>, action: Action) -> anyhow::Result<(
     let home = connect::home()?;
     match action {
         Action::Undo => {
-            for change in connect::disconnect(&home, &scope)? {
+            for change in connect::claude_code::disconnect(&home, &scope)? {
                 say!("{change}");
             }
         }
         Action::Connect { force } => {
             let command = hook_command(force)?;
-            for change in connect::connect(&home, &scope, &command, &crate::client::base_url())? {
+            for change in
+                connect::claude_code::connect(&home, &scope, &command, &crate::client::base_url())?
+            {
                 say!("{change}");
             }
             say!(
@@ -149,7 +151,7 @@ pub fn claude_code(project: Option<PathBuf>, action: Action) -> anyhow::Result<(
 }
 
 fn check(home: &std::path::Path, scope: &Scope) -> anyhow::Result<()> {
-    let wired = connect::inspect(home, scope)?;
+    let wired = connect::claude_code::inspect(home, scope)?;
     report_check("Claude Code", connect::CLAUDE_CODE, &wired, Vec::new())
 }
 
@@ -175,7 +177,8 @@ fn report_check(
             "{name} is not connected ({files} hold nothing of Taskkeeper's); run `taskkeeper connect {cli}`"
         );
     }
-    let mut result = connect::check(wired, std::env::var_os("PATH").as_deref(), daemon_answers);
+    let mut result =
+        connect::claude_code::check(wired, std::env::var_os("PATH").as_deref(), daemon_answers);
     result.problems.extend(more);
     for line in &result.ok {
         say!("ok: {line}");

@@ -39,10 +39,10 @@ impl Machine {
         }
         let home = self.home()?;
         let path = std::env::var_os("PATH");
-        let wired = connect::inspect(&home, &Scope::User)?;
+        let wired = connect::claude_code::inspect(&home, &Scope::User)?;
         let mine = [self.url(), format!("http://localhost:{}", self.port)];
         let check = wired.connected().then(|| {
-            connect::check(&wired, path.as_deref(), |url| {
+            connect::claude_code::check(&wired, path.as_deref(), |url| {
                 let base = url.trim_end_matches('/').trim_end_matches("/mcp");
                 if mine.iter().any(|m| m == base) {
                     Ok(format!("the MCP server `taskkeeper` is this daemon ({url})"))
@@ -58,7 +58,7 @@ impl Machine {
         Ok(AgentView {
             agent: CLAUDE_CODE.to_owned(),
             name: "Claude Code".to_owned(),
-            found: connect::claude_code_found(&home, path.as_deref()),
+            found: connect::claude_code::claude_code_found(&home, path.as_deref()),
             connected: wired.connected(),
             working: wired.connected() && problems.is_empty(),
             ok,
@@ -78,7 +78,8 @@ impl Machine {
             None => connect::cli_binary()?,
         };
         let command = connect::command_for(&exe, std::env::var_os("PATH").as_deref(), force)?;
-        let changes = connect::connect(&self.home()?, &Scope::User, &command, &self.url())?;
+        let changes =
+            connect::claude_code::connect(&self.home()?, &Scope::User, &command, &self.url())?;
         tracing::info!(agent, %command, "connected an agent");
         Ok(AgentChange {
             changes: changes.iter().map(ToString::to_string).collect(),
@@ -88,7 +89,7 @@ impl Machine {
 
     fn disconnect(&self, agent: &str) -> Result<AgentChange, ConnectError> {
         self.view(agent)?;
-        let changes = connect::disconnect(&self.home()?, &Scope::User)?;
+        let changes = connect::claude_code::disconnect(&self.home()?, &Scope::User)?;
         tracing::info!(agent, "disconnected an agent");
         Ok(AgentChange {
             changes: changes.iter().map(ToString::to_string).collect(),
