@@ -1,6 +1,7 @@
 //! Rules about the source tree itself, checked by reading it (rust-analyzer's "tidy" idea):
-//! every module says why it exists, only the task service writes tasks, and every reference
-//! to a design note resolves to a file (and a section) inside the repository.
+//! every module says why it exists, the code map names every part of the daemon and no part
+//! of it is too long to read at a sitting, only the task service writes tasks, and every
+//! reference to a design note resolves to a file (and a section) inside the repository.
 
 use std::path::{Path, PathBuf};
 
@@ -329,4 +330,119 @@ fn the_core_knows_no_web_async_or_gui_crate_and_only_the_app_knows_tauri() {
             "only src-tauri knows Tauri; {package} must build without GTK or WebKit: {found:?}"
         );
     }
+}
+
+/// The names the code map's daemon section gives in backticks that look like parts of the
+/// tree: `name.rs` files and `dir/` directories (paths of tests and other crates aside).
+fn code_map_parts(map: &str) -> Vec<String> {
+    let start = map
+        .find("### `crates/server` — the daemon")
+        .expect("ARCHITECTURE.md has a section for crates/server");
+    let section = &map[start..];
+    let end = section[4..].find("\n### ").map_or(section.len(), |e| e + 4);
+    let part = Regex::new(r"`([a-z0-9_/]+(?:\.rs|/))`").unwrap();
+    part.captures_iter(&section[..end])
+        .map(|c| c[1].to_owned())
+        .filter(|t| !t.starts_with(['/']) && !t.starts_with("tests/") && !t.starts_with("crates/"))
+        .collect()
+}
+
+/// Is `file` (relative to `crates/server/src`) named by one of `parts`? A file by its name or
+/// a tail of its path (`events.rs`, `owner/events.rs`); a `mod.rs` by its directory (`http/`)
+/// or a path through it (`claude_code/hooks.rs`). The crate root needs no entry.
+fn named(file: &str, parts: &[String]) -> bool {
+    if file == "lib.rs" {
+        return true;
+    }
+    let segments: Vec<&str> = file.split('/').collect();
+    if let ["mod.rs"] | [.., "mod.rs"] = segments.as_slice() {
+        let dir = segments[segments.len() - 2];
+        return parts.iter().any(|p| {
+            p == &format!("{dir}/")
+                || p.starts_with(&format!("{dir}/"))
+                || p.contains(&format!("/{dir}/"))
+        });
+    }
+    parts
+        .iter()
+        .any(|p| p.ends_with(".rs") && (file == p || file.ends_with(&format!("/{p}"))))
+}
+
+/// Does a part the map names exist in the tree?
+fn exists(part: &str, files: &[String]) -> bool {
+    files.iter().any(|f| {
+        if part.ends_with(".rs") {
+            f == part || f.ends_with(&format!("/{part}"))
+        } else {
+            format!("/{f}").contains(&format!("/{part}"))
+        }
+    })
+}
+
+#[test]
+fn the_code_map_check_finds_a_missing_and_a_dangling_part() {
+    let map = "### `crates/server` — the daemon\n- **`http/`** — `guard.rs`, `gone.rs`; \
+               `tests/it/x.rs`\n### `crates/cli`\n`mcp/`";
+    let parts = code_map_parts(map);
+    assert_eq!(parts, ["http/", "guard.rs", "gone.rs"]);
+    let files: Vec<String> = ["lib.rs", "http/mod.rs", "http/guard.rs", "http/error.rs"]
+        .map(String::from)
+        .into();
+    let unnamed: Vec<_> = files.iter().filter(|f| !named(f, &parts)).collect();
+    assert_eq!(unnamed, ["http/error.rs"]);
+    let dangling: Vec<_> = parts.iter().filter(|p| !exists(p, &files)).collect();
+    assert_eq!(dangling, ["gone.rs"]);
+}
+
+/// The code map is the tree: every file of the daemon is named in `ARCHITECTURE.md`'s
+/// section for it, and everything that section names exists, so a move or a new file that
+/// forgets the map fails here.
+#[test]
+fn the_code_map_names_every_part_of_the_daemon_and_nothing_that_is_gone() {
+    let map = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let parts = code_map_parts(&map);
+    let src = root().join("crates/server/src");
+    let mut found = Vec::new();
+    files(&src, &[".rs"], &mut found);
+    let files: Vec<String> = found
+        .iter()
+        .map(|f| f.strip_prefix(&src).unwrap().display().to_string())
+        .collect();
+    assert!(files.len() > 40, "the tree was read: {files:?}");
+    let unnamed: Vec<_> = files.iter().filter(|f| !named(f, &parts)).collect();
+    assert!(
+        unnamed.is_empty(),
+        "name these in ARCHITECTURE.md's code map (crates/server), saying what each is for: \
+         {unnamed:?}"
+    );
+    let dangling: Vec<_> = parts.iter().filter(|p| !exists(p, &files)).collect();
+    assert!(
+        dangling.is_empty(),
+        "ARCHITECTURE.md's code map (crates/server) names parts that are not in the tree; \
+         update the map: {dangling:?}"
+    );
+}
+
+/// A part of the daemon one person can read at a sitting: no file over about 600 lines (the
+/// bound leaves room to grow a little before a split is due).
+#[test]
+fn no_file_of_the_daemon_is_longer_than_a_sitting() {
+    const MOST: usize = 700;
+    let src = root().join("crates/server/src");
+    let mut found = Vec::new();
+    files(&src, &[".rs"], &mut found);
+    let long: Vec<_> = found
+        .iter()
+        .map(|f| {
+            (
+                shown(f),
+                std::fs::read_to_string(f).unwrap().lines().count(),
+            )
+        })
+        .filter(|(_, lines)| *lines > MOST)
+        .collect();
+    assert!(
+        long.is_empty(),
+        "split these by what their parts do (over {MOST} lines): {long:?}"
+    );
 }
