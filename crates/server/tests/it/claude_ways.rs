@@ -109,6 +109,29 @@ fn a_print_session_that_starts_at_a_desk_with_work_waiting_takes_it_as_its_first
         "the first turn was Taskkeeper's: {t}"
     );
 
+    // `-p` waits for its asyncRewake hooks before it exits: the waiter leaves at once.
+    let hs = [
+        (
+            "Authorization".to_owned(),
+            format!("Bearer {}", d.daemon().worker_token().as_str()),
+        ),
+        ("Content-Type".to_owned(), "application/json".to_owned()),
+        ("X-Taskkeeper-Entrypoint".to_owned(), "sdk-cli".to_owned()),
+    ];
+    let body = json!({"session_id": "s-print", "hook_event_name": "Stop", "cwd": h.cwd});
+    let (status, answer) = d.raw(
+        "POST",
+        "/hooks/claude-code/wait",
+        &d.host(),
+        &hs,
+        &body.to_string(),
+    );
+    assert_eq!(status, 200, "{answer}");
+    assert!(
+        answer.contains(r#""action":"leave""#) && answer.contains("-p session"),
+        "{answer}"
+    );
+
     // The next session that starts there finds nothing waiting.
     let out = start(&h, "s-print-2", "startup", "sdk-cli");
     assert!(

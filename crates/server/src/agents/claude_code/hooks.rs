@@ -158,13 +158,18 @@ fn fill_session(hook: &Hook, credentials: &Credentials) -> String {
     .to_string()
 }
 
+/// Whether the session runs in non-interactive mode: `claude -p`, which the Agent SDK runs
+/// too (`CLAUDE_CODE_ENTRYPOINT` `sdk-cli`, `sdk-ts`, `sdk-py`; an interactive one is `cli`).
+pub(crate) fn is_print_session(entrypoint: Option<&str>) -> bool {
+    matches!(entrypoint, Some("sdk-cli" | "sdk-ts" | "sdk-py"))
+}
+
 /// Whether Claude Code takes the SessionStart hook's `initialUserMessage` as the session's
-/// first turn: a session that is starting (`source` startup) in non-interactive mode (`-p`,
-/// which the Agent SDK runs too; `CLAUDE_CODE_ENTRYPOINT` `sdk-*`). An interactive session
-/// (`cli`) ignores it — 2.1.332 does, as documented — and a task claimed for it there would
-/// never arrive; it gets its first task through its inbox socket or its pane instead.
+/// first turn: a `-p` session ([`is_print_session`]) that is starting (`source` startup). An
+/// interactive session ignores it — 2.1.332 does, as documented — and a task claimed for it
+/// there would never arrive; it gets its first task through its inbox socket or its pane.
 pub(crate) fn takes_start_message(entrypoint: Option<&str>, source: &str) -> bool {
-    source == "startup" && matches!(entrypoint, Some("sdk-cli" | "sdk-ts" | "sdk-py"))
+    source == "startup" && is_print_session(entrypoint)
 }
 
 /// The wake-ups a Stop lists as scheduled by the session itself (`session_crons`, ≥ 2.1.145:
@@ -398,6 +403,17 @@ pub(crate) async fn wait(
             .await
     {
         return store_error(e);
+    }
+    // `-p` waits for its asyncRewake hooks before it exits: a waiter held there would keep a
+    // finished run alive for hours. Such a session goes on only through the Stop handover.
+    let entrypoint = headers
+        .get("x-taskkeeper-entrypoint")
+        .and_then(|v| v.to_str().ok());
+    if is_print_session(entrypoint) {
+        return axum::Json(
+            json!({"action": "leave", "why": "a -p session ends when its work is done"}),
+        )
+        .into_response();
     }
     match sessions.wait(&hook.session).await {
         Ok(WaitOutcome::Deliver(text)) => {
