@@ -1296,6 +1296,14 @@ fn task_id(answer: &Value) -> String {
         .to_owned()
 }
 
+/// An RFC 3339 time (as the daemon writes it) in ms since the epoch.
+fn epoch_ms(text: &str) -> i128 {
+    taskkeeper_core::Timestamp::parse_rfc3339(text)
+        .unwrap_or_else(|| panic!("not a time: {text}"))
+        .as_millis()
+        .into()
+}
+
 /// The UserPromptSubmit that started the turn carrying `needle`.
 fn prompt_with<'a>(events: &'a [Value], needle: &str) -> Option<&'a Value> {
     events.iter().find(|e| {
@@ -1559,6 +1567,61 @@ fn a_task_sent_to_a_fresh_session_arrives_through_its_inbox_socket() {
         "nothing was pasted{}",
         w.report()
     );
+}
+
+/// A session that schedules a wake-up for itself (here `ScheduleWakeup`, what `/loop` uses)
+/// lists it in its Stop's `session_crons`: the daemon holds the task's ladder until it is
+/// due, so the first rung (3 s here) does not remind a session that will wake on its own.
+#[test]
+fn a_session_that_schedules_a_wake_up_is_not_reminded_before_it_is_due() {
+    let mut w = World::connected(&rules(vec![
+        json!({"name": "task", "match": header("Watch the deploy"), "tool_result": false,
+               "tool": {"name": "ScheduleWakeup",
+                        "input": {"delaySeconds": 600, "reason": "the deploy takes a while",
+                                  "prompt": "Check the deploy again", "noop": false}}}),
+    ]));
+    w.setting("reminders.first_after.claude-code", "3s");
+    w.setting("reminders.ladder", "2s,2s,5s,10s");
+    let token = w.asker("ci-bot");
+    w.start_session();
+    w.warm_up();
+
+    let sent = a2a_send(w.daemon().port, &token, "Watch the deploy", "m-w", true);
+    let id = task_id(&sent);
+    w.wait_turn("the task to reach the session", "task");
+    let stop = w.wait("the Stop that lists the wake-up", |w| {
+        w.events_named("Stop")
+            .into_iter()
+            .find(|s| s["session_crons"].as_array().is_some_and(|c| !c.is_empty()))
+    });
+    eprintln!("the Stop's session_crons: {}", stop["session_crons"]);
+    let cron = &stop["session_crons"][0];
+    assert_eq!(cron["recurring"], false, "{stop:#}");
+    assert_eq!(cron["prompt"], "Check the deploy again", "{stop:#}");
+    let session = w.wait("the daemon to hold the wake-up", |w| {
+        w.owner_get("/api/sessions")["sessions"]
+            .as_array()?
+            .iter()
+            .find(|s| s["desk"] == DESK && s["wakesAt"].is_string())
+            .cloned()
+    });
+    // The Stop's time on the epoch clock, and the wake-up's.
+    let t0 = w.t0.duration_since(UNIX_EPOCH).unwrap().as_millis() as i128;
+    let stopped = t0 + stop["_ms"].as_i64().unwrap() as i128;
+    let wakes = epoch_ms(session["wakesAt"].as_str().unwrap());
+    let ahead = wakes - stopped;
+    assert!(
+        (9 * 60_000..=12 * 60_000).contains(&ahead),
+        "wakes {ahead} ms after the Stop; it asked for 600 s{}",
+        w.report()
+    );
+    // The watchdog holds the ladder until then (the rule is proven on an injected clock in
+    // core's watchdog tests): the task's timeline says so.
+    let task = w.task(&id);
+    assert_eq!(task["timeline"]["hold"], "wakes-itself", "{task}");
+    assert_eq!(task["timeline"]["holdUntil"], session["wakesAt"]);
+    assert_eq!(task["remindersSent"], 0, "{task}");
+    w.assert_stayed_local();
 }
 
 /// A `claude -p` run that starts at a desk with a task waiting: the SessionStart hook
