@@ -406,9 +406,7 @@ pub(crate) async fn wait(
     }
     // `-p` waits for its asyncRewake hooks before it exits: a waiter held there would keep a
     // finished run alive for hours. Such a session goes on only through the Stop handover.
-    let entrypoint = headers
-        .get("x-taskkeeper-entrypoint")
-        .and_then(|v| v.to_str().ok());
+    let entrypoint = headers.get(names::ENTRYPOINT).and_then(|v| v.to_str().ok());
     if is_print_session(entrypoint) {
         return axum::Json(
             json!({"action": "leave", "why": "a -p session ends when its work is done"}),
