@@ -145,6 +145,10 @@ export function holdText(hold: Hold, until: string | null, time: (iso: string) =
       return 'You interrupted the session: nothing happens until it is written to again.';
     case 'rate-limited':
       return until ? `Rate-limited until ${time(until)}: the ladder waits.` : 'Rate-limited: the ladder waits.';
+    case 'wakes-itself':
+      return until
+        ? `The session scheduled a wake-up for ${time(until)}: the ladder waits until then.`
+        : 'The session scheduled a wake-up: the ladder waits until then.';
   }
 }
 

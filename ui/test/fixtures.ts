@@ -54,6 +54,7 @@ export function session(overrides: Partial<SessionView> = {}): SessionView {
     since: '2026-11-30T10:00:00.000Z',
     background: [],
     rateLimitedUntil: null,
+    wakesAt: null,
     lastWords: null,
     tmuxPane: null,
     pid: null,

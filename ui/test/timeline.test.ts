@@ -128,6 +128,9 @@ describe('the timeline in words', () => {
       'The session is working: the ladder starts when it goes quiet.',
     );
     expect(holdText('rate-limited', T(30), time)).toBe('Rate-limited until 10:30: the ladder waits.');
+    expect(holdText('wakes-itself', T(30), time)).toBe(
+      'The session scheduled a wake-up for 10:30: the ladder waits until then.',
+    );
     expect(holdText('no-session', null, time)).toContain('No live session');
   });
 });

@@ -1,7 +1,8 @@
 //! `taskkeeper hook` and `taskkeeper hook wait`: what Claude Code runs for its hooks.
 //!
 //! `hook` forwards the hook's JSON to the daemon with what the environment knows (the desk,
-//! the tmux pane, the pid, the messaging socket, the session's status file) and prints what
+//! the tmux pane, the pid, the inbox socket and its token, the entrypoint, the session's
+//! status file) and prints what
 //! the daemon says the event needs. It always exits 0, quickly and silently — within
 //! [`HOOK_BUDGET`] even when the daemon is down or the payload is garbage: a hook must never
 //! break or slow a session.
@@ -54,8 +55,8 @@ fn request(path: &str) -> Option<ureq::RequestBuilder<ureq::typestate::WithBody>
     request_with(path, env("CLAUDE_PID"), true)
 }
 
-/// `claude`: send what only Claude Code's environment says (its pid, status file and inbox
-/// socket); another agent started from a Claude Code terminal inherits those, and they are
+/// `claude`: send what only Claude Code's environment says (its pid, status file, inbox
+/// socket and entrypoint); another agent started from a Claude Code terminal inherits those, and they are
 /// not its own.
 fn request_with(
     path: &str,
@@ -80,6 +81,16 @@ fn request_with(
         (
             headers::MESSAGING_SOCKET,
             env("CLAUDE_CODE_MESSAGING_SOCKET").filter(|_| claude),
+        ),
+        (
+            headers::MESSAGING_TOKEN,
+            env("CLAUDE_CODE_MESSAGING_TOKEN").filter(|_| claude),
+        ),
+        // `cli` for an interactive session, `sdk-*` for `-p` (which takes a first message
+        // from the SessionStart hook's answer).
+        (
+            headers::ENTRYPOINT,
+            env("CLAUDE_CODE_ENTRYPOINT").filter(|_| claude),
         ),
         (headers::STATUS_FILE, status_file().filter(|_| claude)),
     ] {

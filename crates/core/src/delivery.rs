@@ -310,12 +310,18 @@ pub fn session_note(desk: &Desk) -> String {
 /// A way of getting text into a session (design.md §7, claude-code.md §11).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Method {
+    /// The SessionStart hook of a session that just started answers with the text as its
+    /// first user message (Claude Code's `initialUserMessage`, honoured in `-p` sessions).
+    StartMessage,
     /// The Stop hook of the turn that is ending continues it with the text.
     Handover,
     /// The session's asyncRewake waiter exits with the text and wakes it.
     Waiter,
     /// A user message on the stdin of a headless session Taskkeeper launched.
     Stdin,
+    /// A message on the session's inbox socket (Claude Code's `CLAUDE_CODE_MESSAGING_SOCKET`),
+    /// which starts a turn in an idle session.
+    Inbox,
     /// A bracketed paste and a separate Enter into the session's tmux pane.
     Paste,
     /// The desk's configured command, with the text on its stdin.
@@ -325,9 +331,11 @@ pub enum Method {
 impl Method {
     pub fn as_str(self) -> &'static str {
         match self {
+            Self::StartMessage => "session-start message",
             Self::Handover => "stop-hook handover",
             Self::Waiter => "waiter",
             Self::Stdin => "stdin",
+            Self::Inbox => "inbox socket",
             Self::Paste => "tmux paste",
             Self::Command => "command",
         }
@@ -335,19 +343,27 @@ impl Method {
 
     /// Taskkeeper pushes the text itself (the others hand it to a hook that asked for it).
     pub fn is_push(self) -> bool {
-        matches!(self, Self::Stdin | Self::Paste | Self::Command)
+        matches!(
+            self,
+            Self::Stdin | Self::Inbox | Self::Paste | Self::Command
+        )
     }
 }
 
 /// What one session (or a desk with no live session) can be reached by right now.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Means {
+    /// Its SessionStart hook is running now and the agent takes the answer as the first user
+    /// message.
+    pub at_start: bool,
     /// Its Stop hook is running now (the turn is ending).
     pub at_stop: bool,
     /// A waiter of its is waiting.
     pub waiter: bool,
     /// Taskkeeper launched it and holds its stdin.
     pub stdin: bool,
+    /// Its hooks reported an inbox socket of its own.
+    pub inbox: bool,
     /// Its hooks reported a tmux pane.
     pub tmux_pane: bool,
     /// Its desk has a delivery command.
@@ -362,8 +378,10 @@ pub fn ranked(m: Means) -> Vec<Method> {
         return vec![Method::Stdin];
     }
     [
+        (m.at_start, Method::StartMessage),
         (m.at_stop, Method::Handover),
         (m.waiter, Method::Waiter),
+        (m.inbox, Method::Inbox),
         (m.tmux_pane, Method::Paste),
         (m.command, Method::Command),
     ]
@@ -656,27 +674,43 @@ mod tests {
     #[test]
     fn methods_are_ranked_as_the_design_says() {
         let all = Means {
+            at_start: true,
             at_stop: true,
             waiter: true,
             stdin: false,
+            inbox: true,
             tmux_pane: true,
             command: true,
         };
         assert_eq!(
             ranked(all),
             [
+                Method::StartMessage,
                 Method::Handover,
                 Method::Waiter,
+                Method::Inbox,
                 Method::Paste,
                 Method::Command
             ]
         );
         let idle_in_tmux = Means {
+            at_start: false,
             at_stop: false,
             waiter: false,
             ..all
         };
-        assert_eq!(ranked(idle_in_tmux), [Method::Paste, Method::Command]);
+        assert_eq!(
+            ranked(idle_in_tmux),
+            [Method::Inbox, Method::Paste, Method::Command],
+            "the inbox socket wakes an idle session before a paste is tried"
+        );
+        assert_eq!(
+            ranked(Means {
+                inbox: false,
+                ..idle_in_tmux
+            }),
+            [Method::Paste, Method::Command]
+        );
         assert_eq!(ranked(Means { stdin: true, ..all }), [Method::Stdin]);
         assert_eq!(ranked(Means::default()), []);
         assert!(ranked(idle_in_tmux).iter().all(|m| m.is_push()));

@@ -225,6 +225,10 @@ pub struct Reach {
     /// signal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_file: Option<String>,
+    /// The token Claude Code gives each session for its inbox socket (its environment's
+    /// `CLAUDE_CODE_MESSAGING_TOKEN`), sent as the first line of what Taskkeeper writes there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messaging_token: Option<String>,
     /// Taskkeeper launched this session headless and speaks to it on its stdin; its
     /// activity comes from its own event stream, not from hooks.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -240,9 +244,11 @@ impl Reach {
             messaging_socket,
             tmux_socket,
             status_file,
+            messaging_token,
             headless,
         } = newer;
         self.headless |= headless;
+        self.messaging_token = messaging_token.or(self.messaging_token.take());
         self.tmux_pane = tmux_pane.or(self.tmux_pane.take());
         self.pid = pid.or(self.pid);
         self.messaging_socket = messaging_socket.or(self.messaging_socket.take());
@@ -269,6 +275,9 @@ pub enum Edge {
         last_words: Option<String>,
         background: Vec<String>,
     },
+    /// What the session scheduled for itself as of the turn that just ended: it wakes itself
+    /// at `at` (the earliest of its wake-ups, [`next_wake`]); `None`, nothing is scheduled.
+    WakeScheduled { at: Option<Timestamp> },
     /// The turn ended on an API error; rate limits say until when.
     TurnFailed {
         rate_limited_until: Option<Timestamp>,
@@ -278,6 +287,62 @@ pub enum Edge {
     Interrupted,
     /// The session ended.
     Ended,
+}
+
+/// A prompt a session scheduled for itself (Claude Code lists them in its Stop hook's
+/// `session_crons`: what `CronCreate`, `/loop` and `ScheduleWakeup` made): when it comes due,
+/// the agent starts a turn with it on its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SelfWake {
+    /// A standard 5-field cron expression ("M H DoM Mon DoW") in the machine's local time.
+    pub schedule: String,
+    /// It fires again after this time (else it is deleted once it fired).
+    pub recurring: bool,
+}
+
+/// How late Claude Code may fire a recurring wake-up: a tenth of its period, at most this
+/// (its scheduled-tasks documentation; a one-shot one fires on time or up to 90 s early).
+pub const WAKE_LATE_AT_MOST: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
+/// When the earliest of `wakes` is due, as of `now`, reading the expressions in the time zone
+/// `tz` (the machine's, where the agent runs): a recurring one's next time plus the lateness
+/// the agent allows itself ([`WAKE_LATE_AT_MOST`]); a one-shot one's next time, unless its
+/// last time is nearer: then it was missed (the session was busy) and fires as soon as the
+/// session is idle, so it is due already. (`ScheduleWakeup` pins only the minute and hour of a
+/// one-shot, at most an hour ahead; read as missed, a far one-shot only lets a reminder come.)
+/// An expression that does not parse, or never matches again, counts for nothing.
+pub fn next_wake<Tz: chrono::TimeZone>(
+    wakes: &[SelfWake],
+    now: Timestamp,
+    tz: &Tz,
+) -> Option<Timestamp> {
+    use std::str::FromStr as _;
+    let start = tz.timestamp_millis_opt(now.as_millis()).single()?;
+    let due = |w: &SelfWake| -> Option<Timestamp> {
+        let cron = croner::Cron::from_str(w.schedule.trim()).ok()?;
+        let next = cron.find_next_occurrence(&start, false).ok()?;
+        let at = Timestamp::from_millis(next.timestamp_millis());
+        if !w.recurring {
+            let missed = cron
+                .find_previous_occurrence(&start, true)
+                .ok()
+                .map(|p| Timestamp::from_millis(p.timestamp_millis()))
+                .filter(|p| now.since(*p) < at.since(now));
+            return Some(missed.unwrap_or(at));
+        }
+        let late = cron
+            .find_next_occurrence(&next, false)
+            .ok()
+            .map(|after| {
+                let period = std::time::Duration::from_millis(
+                    u64::try_from(after.timestamp_millis() - next.timestamp_millis()).unwrap_or(0),
+                );
+                (period / 10).min(WAKE_LATE_AT_MOST)
+            })
+            .unwrap_or(WAKE_LATE_AT_MOST);
+        Some(at.plus(late))
+    };
+    wakes.iter().filter_map(due).min()
 }
 
 /// A level signal about a session, read from outside its hooks.
@@ -312,6 +377,10 @@ pub struct Session {
     pub background_ended_at: Option<Timestamp>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_limited_until: Option<Timestamp>,
+    /// The earliest wake-up the session scheduled for itself, as of its last turn's end: until
+    /// then it is not quiet, since it will start a turn on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wakes_at: Option<Timestamp>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_words: Option<String>,
     #[serde(default)]
@@ -346,6 +415,7 @@ impl Session {
             background: Vec::new(),
             background_ended_at: None,
             rate_limited_until: None,
+            wakes_at: None,
             last_words: None,
             reach: Reach::default(),
             watch: Watch::default(),
@@ -410,6 +480,7 @@ impl Session {
                 self.end_turn(now);
                 self.set_activity(Activity::Idle, now);
             }
+            Edge::WakeScheduled { at } => self.wakes_at = at,
             Edge::TurnFailed { rate_limited_until } => {
                 self.end_turn(now);
                 self.rate_limited_until = rate_limited_until;
@@ -645,6 +716,92 @@ mod tests {
         s.apply(Edge::ToolActivity, t(3));
         s.reconcile(Level::Busy, t(3));
         assert_eq!(s.activity, Activity::Ended);
+    }
+
+    fn utc(text: &str) -> Timestamp {
+        Timestamp::parse_rfc3339(text).unwrap()
+    }
+
+    fn wake(schedule: &str, recurring: bool) -> SelfWake {
+        SelfWake {
+            schedule: schedule.into(),
+            recurring,
+        }
+    }
+
+    /// Claude Code reads the expressions in local time and fires a recurring one up to a tenth
+    /// of its period late (at most 15 minutes): the wake is due when Claude Code may fire it.
+    #[test]
+    fn a_wake_up_is_due_when_the_agent_may_fire_it_in_its_own_time_zone() {
+        let now = utc("2026-12-01T12:02:30.000Z");
+        let utc_tz = chrono::Utc;
+        let plus_one = chrono::FixedOffset::east_opt(3600).unwrap();
+        let next = |w: &[SelfWake], tz: &chrono::FixedOffset| next_wake(w, now, tz);
+        assert_eq!(
+            next_wake(&[wake("*/5 * * * *", true)], now, &utc_tz),
+            Some(utc("2026-12-01T12:05:30.000Z")),
+            "every 5 minutes: at most 30 s late"
+        );
+        assert_eq!(
+            next(&[wake("7 * * * *", true)], &plus_one),
+            Some(utc("2026-12-01T12:13:00.000Z")),
+            "hourly at :07 (13:07 local): at most 6 minutes late"
+        );
+        assert_eq!(
+            next(&[wake("0 9 * * *", true)], &plus_one),
+            Some(utc("2026-12-02T08:15:00.000Z")),
+            "daily at 9 local (08:00 UTC, passed today): tomorrow, at most 15 minutes late"
+        );
+        assert_eq!(
+            next(&[wake("30 14 1 12 *", false)], &plus_one),
+            Some(utc("2026-12-01T13:30:00.000Z")),
+            "a one-shot at 14:30 local, on time"
+        );
+        assert_eq!(
+            next(
+                &[
+                    wake("0 9 * * *", true),
+                    wake("not a schedule", false),
+                    wake("45 13 * * *", false),
+                ],
+                &plus_one
+            ),
+            Some(utc("2026-12-01T12:45:00.000Z")),
+            "the earliest counts; one that does not parse counts for nothing"
+        );
+        // What ScheduleWakeup(600 s) at 13:53 listed (a real Stop payload): 14:04, once.
+        let loop_wake = [wake("4 14 * * *", false)];
+        assert_eq!(
+            next_wake(&loop_wake, utc("2026-12-01T13:55:00.000Z"), &utc_tz),
+            Some(utc("2026-12-01T14:04:00.000Z"))
+        );
+        assert_eq!(
+            next_wake(&loop_wake, utc("2026-12-01T14:10:00.000Z"), &utc_tz),
+            Some(utc("2026-12-01T14:04:00.000Z")),
+            "still listed after its time: missed, it fires at the next idle moment, not tomorrow"
+        );
+        assert_eq!(next(&[], &plus_one), None);
+        assert_eq!(next(&[wake("* * 31 2 *", false)], &plus_one), None, "never");
+    }
+
+    #[test]
+    fn a_scheduled_wake_is_kept_until_a_turn_end_says_otherwise() {
+        let mut s = session();
+        s.apply(Edge::WakeScheduled { at: Some(t(600)) }, t(1));
+        assert_eq!(s.wakes_at, Some(t(600)));
+        s.apply(
+            Edge::TurnStarted {
+                origin: TurnOrigin::Owner,
+            },
+            t(2),
+        );
+        assert_eq!(
+            s.wakes_at,
+            Some(t(600)),
+            "the turn's own Stop says it again"
+        );
+        s.apply(Edge::WakeScheduled { at: None }, t(3));
+        assert_eq!(s.wakes_at, None);
     }
 
     #[test]

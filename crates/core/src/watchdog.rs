@@ -4,9 +4,11 @@
 //! here and nowhere else.
 //!
 //! - A session is **quiet** when it is idle, runs no background command, waits on nobody,
-//!   was not stopped by the owner, is not rate-limited and is not paused.
-//! - Its quiet clock starts at the latest of turn end, background command end and the last
-//!   watchdog message, moved later by the time the machine slept.
+//!   was not stopped by the owner, is not rate-limited, has no wake-up of its own still to
+//!   come and is not paused.
+//! - Its quiet clock starts at the latest of turn end, background command end, the last
+//!   watchdog message and its own wake-up's due time, moved later by the time the machine
+//!   slept.
 //! - Each task it holds climbs a ladder: the first rung after `first_after` (per agent
 //!   kind), then each `ladder` step; `stall_after` after the last reminder it stalls.
 //! - At most `hourly_cap` watchdog messages (reminders and stall notes) per session in any
@@ -23,23 +25,40 @@ use crate::task::{Task, TaskId, TaskState};
 
 const HOUR: Duration = crate::session::CAP_WINDOW;
 
+/// What holds an idle session back until a time, and ends on its own then: a rate limit,
+/// or a wake-up the session scheduled for itself (it starts a turn on its own when that is
+/// due, so a reminder before it would only interrupt). The later of the two still to come.
+pub fn waits_until(s: &Session, now: Timestamp) -> Option<(Timestamp, Hold)> {
+    let rate = s
+        .rate_limited_until
+        .filter(|t| *t > now)
+        .map(|t| (t, Hold::RateLimited(t)));
+    let wake = s
+        .wakes_at
+        .filter(|t| *t > now)
+        .map(|t| (t, Hold::WakesItself(t)));
+    rate.into_iter().chain(wake).max_by_key(|(t, _)| *t)
+}
+
 /// Whether the watchdog may speak to this session now.
 pub fn is_quiet(s: &Session, now: Timestamp, all_paused: bool) -> bool {
     s.activity == Activity::Idle
         && s.background.is_empty()
-        && s.rate_limited_until.is_none_or(|t| t <= now)
+        && waits_until(s, now).is_none()
         && !s.watch.paused
         && !all_paused
 }
 
-/// When the session went quiet (the latest of turn end, background command end and the
-/// last watchdog message), moved later by the time the machine slept since.
+/// When the session went quiet (the latest of turn end, background command end, the last
+/// watchdog message and the wake-up it had scheduled for itself), moved later by the time
+/// the machine slept since.
 pub fn quiet_since(s: &Session) -> Timestamp {
     let latest = [
         Some(s.since),
         s.turn_ended_at,
         s.background_ended_at,
         s.watch.sent.last().copied(),
+        s.wakes_at,
     ]
     .into_iter()
     .flatten()
@@ -186,8 +205,9 @@ pub fn plan(
             continue;
         }
         if !is_quiet(s, now, all_paused) {
-            // A rate limit ends on its own; everything else waits for an edge.
-            if let Some(until) = s.rate_limited_until.filter(|u| *u > now)
+            // A rate limit and a wake-up of its own end on their own; everything else waits
+            // for an edge.
+            if let Some((until, _)) = waits_until(s, now)
                 && s.activity == Activity::Idle
                 && s.background.is_empty()
                 && !s.watch.paused
@@ -258,6 +278,8 @@ pub enum Hold {
     StoppedByOwner,
     /// The session hit a rate limit; the ladder waits until then.
     RateLimited(Timestamp),
+    /// The session scheduled a wake-up for itself; the ladder waits until it is due.
+    WakesItself(Timestamp),
 }
 
 /// One step still to come on a task's ladder.
@@ -313,8 +335,8 @@ fn hold_of(t: &Task, s: Option<&Session>, now: Timestamp, all_paused: bool) -> O
                 _ if all_paused || s.watch.paused => Hold::Paused,
                 Activity::WaitingOnOwner => Hold::WaitsOnOwner,
                 Activity::StoppedByOwner => Hold::StoppedByOwner,
-                Activity::Idle if s.background.is_empty() => match s.rate_limited_until {
-                    Some(until) => Hold::RateLimited(until),
+                Activity::Idle if s.background.is_empty() => match waits_until(s, now) {
+                    Some((_, hold)) => hold,
                     None => Hold::Busy,
                 },
                 _ => Hold::Busy,

@@ -113,10 +113,10 @@ hold: Hold | null,
 holdUntil: Timestamp | null, };
 
 /**
- * Why a task's ladder waits (`core::watchdog::Hold`, its `rate-limited` until in
- * [`super::TimelineView::hold_until`]).
+ * Why a task's ladder waits (`core::watchdog::Hold`, its `rate-limited` and `wakes-itself`
+ * until in [`super::TimelineView::hold_until`]).
  */
-export type Hold = "ended" | "stalled" | "queued" | "waits-on-asker" | "waits-on-owner" | "not-delivered" | "no-session" | "paused" | "busy" | "stopped-by-owner" | "rate-limited";
+export type Hold = "ended" | "stalled" | "queued" | "waits-on-asker" | "waits-on-owner" | "not-delivered" | "no-session" | "paused" | "busy" | "stopped-by-owner" | "rate-limited" | "wakes-itself";
 
 export type StepView = { at: Timestamp, kind: StepKind, };
 
@@ -210,7 +210,11 @@ export type Activity = "busy" | "idle" | "waiting-on-owner" | "stopped-by-owner"
 /**
  * A session as the owner sees it.
  */
-export type SessionView = { id: string, desk: string, agent: string, activity: Activity, since: Timestamp, background: Array<string>, rateLimitedUntil: Timestamp | null, lastWords: string | null, tmuxPane: string | null, pid: number | null, 
+export type SessionView = { id: string, desk: string, agent: string, activity: Activity, since: Timestamp, background: Array<string>, rateLimitedUntil: Timestamp | null, 
+/**
+ * The earliest wake-up the session scheduled for itself (it is not reminded before).
+ */
+wakesAt: Timestamp | null, lastWords: string | null, tmuxPane: string | null, pid: number | null, 
 /**
  * Taskkeeper launched it headless and speaks to it on its stdin (the owner can stop it).
  */

@@ -796,10 +796,14 @@ impl World {
             .collect()
     }
 
-    /// `claude -p -- PROMPT` in the work dir, with a deadline.
+    /// `claude -p -- PROMPT` in the work dir, with the evidence hook, with a deadline.
     fn headless(&self, prompt: &str) -> Output {
+        let settings = self.evidence_settings();
         let child = Command::new(claude())
-            .args(["-p", "--", prompt])
+            .arg("-p")
+            .arg("--settings")
+            .arg(&settings)
+            .args(["--", prompt])
             .env_clear()
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .current_dir(&self.work)
@@ -907,6 +911,45 @@ impl World {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// Turn Claude Code's non-essential traffic back on, for what it switches off with it
+    /// (claude-code.md §11: the inbox socket, by its documentation). Only inside a network
+    /// namespace with nothing but loopback ([`crate::codex_gemini::in_a_loopback_namespace`]),
+    /// which is then what keeps every byte on the machine; the proxies go too, so what tries
+    /// to leave fails at once instead of reaching the refuser.
+    fn allow_nonessential_traffic(&mut self) {
+        assert!(
+            std::env::var_os("TASKKEEPER_TEST_NETNS").is_some(),
+            "only inside a loopback-only network namespace"
+        );
+        self.env.retain(|(k, _)| {
+            !matches!(
+                k.as_str(),
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"
+                    | "DISABLE_TELEMETRY"
+                    | "DISABLE_ERROR_REPORTING"
+                    | "HTTP_PROXY"
+                    | "HTTPS_PROXY"
+                    | "http_proxy"
+                    | "https_proxy"
+            )
+        });
+    }
+
+    /// The inbox socket Claude Code's session file names (`messagingSocketPath`).
+    fn inbox_socket(&self) -> Option<PathBuf> {
+        fs::read_dir(self.home.join(".claude/sessions"))
+            .ok()?
+            .filter_map(Result::ok)
+            .filter_map(|f| fs::read_to_string(f.path()).ok())
+            .filter_map(|t| serde_json::from_str::<Value>(&t).ok())
+            .find_map(|v| v["messagingSocketPath"].as_str().map(PathBuf::from))
+    }
+
+    /// The daemon's log so far.
+    fn daemon_log(&self) -> String {
+        fs::read_to_string(self.daemon().data_dir.join("taskkeeper.log")).unwrap_or_default()
     }
 
     /// Nothing went to the proxy, that is, nothing tried to reach a host off this machine.
@@ -1253,6 +1296,14 @@ fn task_id(answer: &Value) -> String {
         .to_owned()
 }
 
+/// An RFC 3339 time (as the daemon writes it) in ms since the epoch.
+fn epoch_ms(text: &str) -> i128 {
+    taskkeeper_core::Timestamp::parse_rfc3339(text)
+        .unwrap_or_else(|| panic!("not a time: {text}"))
+        .as_millis()
+        .into()
+}
+
 /// The UserPromptSubmit that started the turn carrying `needle`.
 fn prompt_with<'a>(events: &'a [Value], needle: &str) -> Option<&'a Value> {
     events.iter().find(|e| {
@@ -1387,8 +1438,8 @@ fn a_task_sent_over_a2a_reaches_an_idle_session() {
 }
 
 /// (a), before any turn: a session that has just started has had no Stop, so no waiter is
-/// armed; the task is pasted into its tmux pane (the pane its hooks reported), and the turn
-/// it starts confirms the delivery.
+/// armed; its inbox socket is gone (the next test has it), so the task is pasted into its
+/// tmux pane (the pane its hooks reported), and the turn it starts confirms the delivery.
 #[test]
 fn a_task_sent_to_a_fresh_session_is_pasted_into_its_pane() {
     let mut w = World::connected(&rules(vec![json!({
@@ -1397,6 +1448,11 @@ fn a_task_sent_to_a_fresh_session_is_pasted_into_its_pane() {
     let token = w.asker("ci-bot");
     w.start_session();
     w.wait_idle();
+    // The inbox socket is ranked before the paste; without it the paste delivers.
+    let socket = w
+        .inbox_socket()
+        .unwrap_or_else(|| panic!("Claude Code named no inbox socket{}", w.report()));
+    fs::remove_file(&socket).unwrap();
 
     let sent = a2a_send(
         w.daemon().port,
@@ -1431,6 +1487,214 @@ fn a_task_sent_to_a_fresh_session_is_pasted_into_its_pane() {
         t["deliveredAt"].is_string().then_some(t)
     });
     assert_eq!(task["state"], "working");
+    let log = w.daemon_log();
+    assert!(
+        log.contains("inbox socket") && log.contains("trying the next method"),
+        "the inbox socket was tried first:\n{log}"
+    );
+    w.assert_stayed_local();
+}
+
+/// (a), through the inbox socket, in a network namespace with only loopback and Claude
+/// Code's non-essential traffic on (which its documentation says the socket needs): a
+/// session that has just started (no Stop, no waiter) gets a task over its inbox socket,
+/// ranked before the paste. Claude Code takes it as a message from another session and
+/// starts a turn with it at once; that turn confirms the delivery.
+#[test]
+fn a_task_sent_to_a_fresh_session_arrives_through_its_inbox_socket() {
+    claude();
+    if !crate::codex_gemini::in_a_loopback_namespace(
+        "claude::a_task_sent_to_a_fresh_session_arrives_through_its_inbox_socket",
+    ) {
+        return;
+    }
+    let mut w = World::connected(&rules(vec![json!({
+        "name": "task", "match": header("Add a --json flag"), "tool_result": false,
+        "reply": "Looking at the CLI now."})]));
+    w.allow_nonessential_traffic();
+    let token = w.asker("ci-bot");
+    w.start_session();
+    w.wait_idle();
+    let socket = w
+        .inbox_socket()
+        .unwrap_or_else(|| panic!("Claude Code opened no inbox socket{}", w.report()));
+    eprintln!("Claude Code's inbox socket: {}", socket.display());
+
+    let t = Instant::now();
+    let sent = a2a_send(
+        w.daemon().port,
+        &token,
+        "Add a --json flag to list",
+        "m-a3",
+        true,
+    );
+    let id = task_id(&sent);
+    let turn = w.wait_turn("the task to reach the session", "task");
+    eprintln!(
+        "A2A send to the session's turn, by the inbox: {:.2?}",
+        t.elapsed()
+    );
+    let tail = turn["tail"].as_str().unwrap();
+    assert!(
+        tail.contains("Another Claude session sent a message")
+            && tail.contains(&format!("[Taskkeeper] Task {id} from ci-bot")),
+        "Claude Code framed it as a message from another session: {tail}"
+    );
+    // The prompt is the text itself: neither a paste nor a waiter's task notification.
+    let events = w.hook_events();
+    let prompt = prompt_with(&events, &id)
+        .unwrap_or_else(|| panic!("no turn started with the task{}", w.report()));
+    assert!(
+        prompt["prompt"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("[Taskkeeper] Task {id} from ci-bot")),
+        "{prompt:#}"
+    );
+    let task = w.wait("the delivery to be confirmed", |w| {
+        let t = w.task(&id);
+        t["deliveredAt"].is_string().then_some(t)
+    });
+    assert_eq!(task["state"], "working");
+    let log = w.daemon_log();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("delivered") && l.contains("inbox socket")),
+        "delivered by the inbox socket:\n{log}"
+    );
+    assert!(
+        !w.screen().contains("[Pasted text"),
+        "nothing was pasted{}",
+        w.report()
+    );
+}
+
+/// A session that schedules a wake-up for itself (here `ScheduleWakeup`, what `/loop` uses)
+/// lists it in its Stop's `session_crons`: the daemon holds the task's ladder until it is
+/// due, so the first rung (3 s here) does not remind a session that will wake on its own.
+#[test]
+fn a_session_that_schedules_a_wake_up_is_not_reminded_before_it_is_due() {
+    let mut w = World::connected(&rules(vec![
+        json!({"name": "task", "match": header("Watch the deploy"), "tool_result": false,
+               "tool": {"name": "ScheduleWakeup",
+                        "input": {"delaySeconds": 600, "reason": "the deploy takes a while",
+                                  "prompt": "Check the deploy again", "noop": false}}}),
+    ]));
+    w.setting("reminders.first_after.claude-code", "3s");
+    w.setting("reminders.ladder", "2s,2s,5s,10s");
+    let token = w.asker("ci-bot");
+    w.start_session();
+    w.warm_up();
+
+    let sent = a2a_send(w.daemon().port, &token, "Watch the deploy", "m-w", true);
+    let id = task_id(&sent);
+    w.wait_turn("the task to reach the session", "task");
+    let stop = w.wait("the Stop that lists the wake-up", |w| {
+        w.events_named("Stop")
+            .into_iter()
+            .find(|s| s["session_crons"].as_array().is_some_and(|c| !c.is_empty()))
+    });
+    eprintln!("the Stop's session_crons: {}", stop["session_crons"]);
+    let cron = &stop["session_crons"][0];
+    assert_eq!(cron["recurring"], false, "{stop:#}");
+    assert_eq!(cron["prompt"], "Check the deploy again", "{stop:#}");
+    let session = w.wait("the daemon to hold the wake-up", |w| {
+        w.owner_get("/api/sessions")["sessions"]
+            .as_array()?
+            .iter()
+            .find(|s| s["desk"] == DESK && s["wakesAt"].is_string())
+            .cloned()
+    });
+    // The Stop's time on the epoch clock, and the wake-up's.
+    let t0 = w.t0.duration_since(UNIX_EPOCH).unwrap().as_millis() as i128;
+    let stopped = t0 + stop["_ms"].as_i64().unwrap() as i128;
+    let wakes = epoch_ms(session["wakesAt"].as_str().unwrap());
+    let ahead = wakes - stopped;
+    assert!(
+        (9 * 60_000..=12 * 60_000).contains(&ahead),
+        "wakes {ahead} ms after the Stop; it asked for 600 s{}",
+        w.report()
+    );
+    // The watchdog holds the ladder until then (the rule is proven on an injected clock in
+    // core's watchdog tests): the task's timeline says so.
+    let task = w.task(&id);
+    assert_eq!(task["timeline"]["hold"], "wakes-itself", "{task}");
+    assert_eq!(task["timeline"]["holdUntil"], session["wakesAt"]);
+    assert_eq!(task["remindersSent"], 0, "{task}");
+    w.assert_stayed_local();
+}
+
+/// A `claude -p` run that starts at a desk with a task waiting: the SessionStart hook
+/// answers with the task as its `initialUserMessage`, so the run's first turn is the task,
+/// before its own prompt (which follows, here into the same turn); the model ends it over
+/// MCP. It is delivered once (no handover at
+/// the first Stop), and the run ends: a `-p` session is not held by the waiter.
+#[test]
+fn a_print_session_starting_with_work_waiting_takes_it_as_its_first_message() {
+    let summary = "Added --json to list.";
+    let w = World::connected(&rules(vec![end_with_tool(
+        "task",
+        &header("Add a --json flag"),
+        "done",
+        summary,
+    )]));
+    let token = w.asker("ci-bot");
+    let sent = a2a_send(
+        w.daemon().port,
+        &token,
+        "Add a --json flag to list",
+        "m-p",
+        true,
+    );
+    let id = task_id(&sent);
+    assert!(w.task(&id)["deliveredAt"].is_null(), "no session yet");
+
+    let t = Instant::now();
+    let out = w.headless("warm up");
+    eprintln!("claude -p with the task first: {:.2?}", t.elapsed());
+    assert!(out.status.success(), "{}{}", text_of(&out), w.report());
+    let done = w.wait_state(&id, "completed");
+    assert_eq!(done["statusText"], summary);
+
+    let prompts: Vec<String> = w
+        .events_named("UserPromptSubmit")
+        .iter()
+        .map(|e| e["prompt"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(prompts.len(), 2, "{prompts:#?}{}", w.report());
+    assert!(
+        prompts[0].starts_with(&format!("[Taskkeeper] Task {id} from ci-bot")),
+        "the first turn is the task: {prompts:#?}"
+    );
+    // Claude Code 2.1.332 takes the run's own prompt as soon as it can: in the task's turn,
+    // after its tool call ("The user sent a new message while you were working").
+    assert_eq!(prompts[1], "warm up");
+    assert!(
+        w.fake.turns().iter().any(|r| r["tail"]
+            .as_str()
+            .is_some_and(|t| t.contains("[tool_result]") && t.contains("warm up"))),
+        "the run's own prompt reached the model after the task's tool call{}",
+        w.report()
+    );
+    let seen = w
+        .fake
+        .turns()
+        .iter()
+        .filter(|r| {
+            r["tail"]
+                .as_str()
+                .is_some_and(|t| t.contains("[Taskkeeper] Task "))
+        })
+        .count();
+    assert_eq!(seen, 1, "the task reached the model once{}", w.report());
+    assert!(
+        w.events_named("Stop")
+            .iter()
+            .all(|s| s["stop_hook_active"] == false),
+        "no Stop handed anything over{}",
+        w.report()
+    );
+    assert_eq!(w.events_named("SessionEnd").len(), 1, "the run ended");
     w.assert_stayed_local();
 }
 

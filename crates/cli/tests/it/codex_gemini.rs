@@ -138,7 +138,7 @@ fn install(kind: Kind) -> PathBuf {
 }
 
 /// Run the test `name` again inside a network namespace with only loopback; true inside.
-fn in_a_loopback_namespace(name: &str) -> bool {
+pub(crate) fn in_a_loopback_namespace(name: &str) -> bool {
     if std::env::var_os(INSIDE).is_some() {
         let up = Command::new("ip")
             .args(["link", "set", "lo", "up"])

@@ -343,6 +343,71 @@ fn background_commands_hold_reminders_back_and_the_quiet_clock_starts_when_they_
     assert_eq!(sim.wake(), Some(T0.plus(min(25.0))));
 }
 
+/// A session that scheduled a wake-up for itself (Claude Code's `session_crons`) is not
+/// quiet until the wake-up is due: the watchdog looks again then, and the ladder counts from
+/// that moment, or from the end of the turn the wake-up started.
+#[test]
+fn a_wake_up_the_session_scheduled_holds_the_ladder_until_it_is_due() {
+    let mut sim = Sim::new(AgentKind::ClaudeCode, 1);
+    // (`session::next_wake` turns the Stop's `session_crons` into this due time.)
+    let wake = Some(T0.plus(min(30.0)));
+    sim.session.apply(Edge::WakeScheduled { at: wake }, T0);
+    assert_eq!(
+        sim.wake(),
+        Some(T0.plus(min(30.0))),
+        "nothing before the wake-up; look again when it is due"
+    );
+    sim.now = T0.plus(min(29.9));
+    assert_eq!(sim.wake(), Some(T0.plus(min(30.0))), "still not quiet");
+    let hold = taskkeeper_core::watchdog::timeline(
+        &sim.tasks[0],
+        Some(&sim.session),
+        &sim.settings,
+        false,
+        sim.now,
+    )
+    .hold;
+    assert_eq!(
+        hold,
+        Some(taskkeeper_core::watchdog::Hold::WakesItself(
+            T0.plus(min(30.0))
+        ))
+    );
+    // It did not wake (the agent was gone, or the schedule was dropped): quiet from then on.
+    assert_eq!(at(&sim.run(600.0))[0], "35.0 remind t-0");
+
+    // It woke on time, worked a minute and stopped with nothing scheduled any more.
+    let mut sim = Sim::new(AgentKind::ClaudeCode, 1);
+    sim.session.apply(Edge::WakeScheduled { at: wake }, T0);
+    sim.now = T0.plus(min(30.0));
+    sim.session.apply(
+        Edge::TurnStarted {
+            origin: TurnOrigin::Owner,
+        },
+        sim.now,
+    );
+    sim.now = T0.plus(min(31.0));
+    sim.session.apply(
+        Edge::TurnEnded {
+            last_words: None,
+            background: vec![],
+        },
+        sim.now,
+    );
+    sim.session.apply(Edge::WakeScheduled { at: None }, sim.now);
+    assert_eq!(at(&sim.run(600.0))[0], "36.0 remind t-0");
+
+    // A wake-up that was due long ago holds nothing.
+    let mut sim = Sim::new(AgentKind::ClaudeCode, 1);
+    sim.session.apply(
+        Edge::WakeScheduled {
+            at: Some(T0.minus(min(60.0))),
+        },
+        T0,
+    );
+    assert_eq!(at(&sim.run(600.0))[0], "5.0 remind t-0");
+}
+
 #[test]
 fn waiting_on_the_owner_an_owner_stop_and_a_rate_limit_hold_the_ladder() {
     let mut sim = Sim::new(AgentKind::ClaudeCode, 1);

@@ -13,6 +13,10 @@ pub const TMUX_PANE: &str = "x-taskkeeper-tmux-pane";
 pub const PID: &str = "x-taskkeeper-pid";
 /// Claude Code's inbox socket (`CLAUDE_CODE_MESSAGING_SOCKET`).
 pub const MESSAGING_SOCKET: &str = "x-taskkeeper-messaging-socket";
+/// The token of Claude Code's inbox socket (`CLAUDE_CODE_MESSAGING_TOKEN`).
+pub const MESSAGING_TOKEN: &str = "x-taskkeeper-messaging-token";
+/// How Claude Code runs (`CLAUDE_CODE_ENTRYPOINT`: `cli` interactive, `sdk-*` for `-p`).
+pub const ENTRYPOINT: &str = "x-taskkeeper-entrypoint";
 /// Claude Code's own status file for the session.
 pub const STATUS_FILE: &str = "x-taskkeeper-status-file";
 /// The calling session on MCP requests of a launched session.

@@ -39,6 +39,7 @@ pub(crate) fn reach_of(request: &HeaderMap) -> (Option<String>, Reach) {
         tmux_pane: h(headers::TMUX_PANE),
         pid: h(headers::PID).and_then(|p| p.parse().ok()),
         messaging_socket: h(headers::MESSAGING_SOCKET),
+        messaging_token: h(headers::MESSAGING_TOKEN),
         tmux_socket,
         status_file: h(headers::STATUS_FILE),
         headless: false,

@@ -9,6 +9,8 @@
 //! terminal or a stdin.
 
 mod command;
+#[cfg(unix)]
+mod inbox;
 mod push;
 mod stdin;
 mod tmux;
@@ -161,6 +163,17 @@ impl Sessions {
                 .or_insert(0) += 1;
         } else {
             lock(&self.inner.handovers).remove(&session.id);
+        }
+        Ok(text)
+    }
+
+    /// The SessionStart hook's first user message (for an agent that takes one, see
+    /// `agents::claude_code::hooks::takes_start_message`): claim what the desk has waiting,
+    /// for the session to start its first turn with. The turn it starts is Taskkeeper's.
+    pub async fn start_message(&self, session: &Session) -> Result<Option<String>, StoreError> {
+        let text = self.claim(session).await?;
+        if text.is_some() {
+            self.expect_turn(&session.id);
         }
         Ok(text)
     }

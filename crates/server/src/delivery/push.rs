@@ -125,9 +125,14 @@ impl Sessions {
     /// The methods that can reach `session` right now, best first ([`delivery::ranked`]).
     fn methods(&self, session: &Session, desk: &Desk) -> Vec<Method> {
         delivery::ranked(Means {
+            at_start: false,
             at_stop: false,
             waiter: lock(&self.inner.waiting).contains(&session.id),
             stdin: self.launched.holds(&session.id),
+            // Whether it is the session's own is checked right before each write.
+            inbox: cfg!(unix)
+                && session.reach.messaging_socket.is_some()
+                && session.reach.pid.is_some(),
             // Without a pid the pane's owner cannot be checked: it is never pasted into.
             tmux_pane: session.reach.tmux_pane.is_some()
                 && session.reach.tmux_socket.is_some()
@@ -216,8 +221,10 @@ impl Sessions {
             let methods = self.methods(&session, desk);
             match methods.first() {
                 // A waiter (or nothing) answers for this session.
-                None | Some(Method::Handover | Method::Waiter) => continue,
-                Some(Method::Paste) => {
+                None | Some(Method::StartMessage | Method::Handover | Method::Waiter) => continue,
+                // A session this young may not take a message yet (and its SessionStart
+                // hook may be handing it the first task in its answer).
+                Some(Method::Inbox | Method::Paste) => {
                     let young = now.since(session.since);
                     if young < SETTLE {
                         recheck = Some(recheck.map_or(SETTLE - young, |r| r.min(SETTLE - young)));
@@ -297,6 +304,8 @@ impl Sessions {
         for method in methods.into_iter().filter(|m| m.is_push()) {
             let outcome = match (method, &target.session) {
                 (Method::Stdin, Some(session)) => self.send_stdin(session, &text).await,
+                #[cfg(unix)]
+                (Method::Inbox, Some(session)) => self.send_inbox(session, &text).await,
                 (Method::Paste, Some(session)) => self.paste(session, &text).await,
                 (Method::Command, session) => {
                     self.run_command(&target.desk, session.as_ref(), &parcel, &text)

@@ -106,6 +106,7 @@ impl From<&taskkeeper_core::watchdog::Timeline> for TimelineView {
                     Hold::Busy => (HoldView::Busy, None),
                     Hold::StoppedByOwner => (HoldView::StoppedByOwner, None),
                     Hold::RateLimited(until) => (HoldView::RateLimited, Some(until)),
+                    Hold::WakesItself(until) => (HoldView::WakesItself, Some(until)),
                 };
                 (Some(hold), until)
             }
@@ -510,6 +511,9 @@ pub struct SessionView {
     pub since: Timestamp,
     pub background: Vec<String>,
     pub rate_limited_until: Option<Timestamp>,
+    /// The earliest wake-up the session scheduled for itself (it is not reminded before).
+    #[serde(default)]
+    pub wakes_at: Option<Timestamp>,
     pub last_words: Option<String>,
     pub tmux_pane: Option<String>,
     pub pid: Option<u32>,
@@ -534,6 +538,7 @@ impl From<&taskkeeper_core::Session> for SessionView {
             since: s.since,
             background: s.background.clone(),
             rate_limited_until: s.rate_limited_until,
+            wakes_at: s.wakes_at,
             last_words: s.last_words.clone(),
             tmux_pane: s.reach.tmux_pane.clone(),
             pid: s.reach.pid,

@@ -7,6 +7,7 @@ mod agent_hooks;
 mod agents;
 mod away;
 mod cards;
+mod claude_ways;
 mod conformance;
 mod delivery;
 mod files;

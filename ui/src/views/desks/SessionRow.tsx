@@ -30,6 +30,7 @@ export function SessionRow({ data, session: s, now, onChanged }: { data: DataSou
       allow ? 'Allowed; the session goes on.' : 'Denied; the session was told.',
     );
   const rateLimited = s.rateLimitedUntil !== null && Date.parse(s.rateLimitedUntil) > now;
+  const wakesItself = s.wakesAt !== null && Date.parse(s.wakesAt) > now;
   return (
     <li class={`session activity-${s.activity}`} data-session-id={s.id}>
       <p class="meta">
@@ -47,6 +48,9 @@ export function SessionRow({ data, session: s, now, onChanged }: { data: DataSou
       </p>
       {rateLimited && s.rateLimitedUntil && (
         <p class="note">Rate-limited until {formatTime(s.rateLimitedUntil, now)}; no reminders until then.</p>
+      )}
+      {wakesItself && s.wakesAt && (
+        <p class="note">It wakes itself at {formatTime(s.wakesAt, now)} (a schedule of its own); no reminders until then.</p>
       )}
       {s.permission && s.activity !== 'ended' && (
         <PermissionAsk key={s.permission.requestId} id={s.id} request={s.permission} busy={busy} onAnswer={answer} />

@@ -14,9 +14,10 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
-use taskkeeper_core::session::{Edge, SessionId, TurnOrigin, check_dir};
+use taskkeeper_core::session::{Edge, SelfWake, SessionId, TurnOrigin, check_dir};
 use taskkeeper_core::{AgentKind, StoreError, Timestamp, delivery};
 
+use crate::agents::headers as names;
 use crate::agents::intake::{bad, reach_of, store_error};
 use crate::delivery::WaitOutcome;
 use crate::http::auth::Credentials;
@@ -92,6 +93,10 @@ pub(crate) async fn hook(
         Err(refusal) => return *refusal,
     };
     let (desk_hint, reach) = reach_of(&headers);
+    let entrypoint = headers
+        .get(names::ENTRYPOINT)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let known = sessions.tasks().get_session(&hook.session).await;
     let cwd = match (&hook.cwd, &known) {
         (Some(c), _) => c.clone(),
@@ -111,7 +116,15 @@ pub(crate) async fn hook(
         // hooks (installed for the owner's interactive sessions) only fill in the session.
         return (StatusCode::OK, fill_session(&hook, &credentials)).into_response();
     }
-    match handle(&sessions, &credentials, &hook, session).await {
+    match handle(
+        &sessions,
+        &credentials,
+        &hook,
+        entrypoint.as_deref(),
+        session,
+    )
+    .await
+    {
         Ok(out) => (StatusCode::OK, out).into_response(),
         Err(e) => store_error(e),
     }
@@ -145,11 +158,45 @@ fn fill_session(hook: &Hook, credentials: &Credentials) -> String {
     .to_string()
 }
 
+/// Whether the session runs in non-interactive mode: `claude -p`, which the Agent SDK runs
+/// too (`CLAUDE_CODE_ENTRYPOINT` `sdk-cli`, `sdk-ts`, `sdk-py`; an interactive one is `cli`).
+pub(crate) fn is_print_session(entrypoint: Option<&str>) -> bool {
+    matches!(entrypoint, Some("sdk-cli" | "sdk-ts" | "sdk-py"))
+}
+
+/// Whether Claude Code takes the SessionStart hook's `initialUserMessage` as the session's
+/// first turn: a `-p` session ([`is_print_session`]) that is starting (`source` startup). An
+/// interactive session ignores it — 2.1.332 does, as documented — and a task claimed for it
+/// there would never arrive; it gets its first task through its inbox socket or its pane.
+pub(crate) fn takes_start_message(entrypoint: Option<&str>, source: &str) -> bool {
+    source == "startup" && is_print_session(entrypoint)
+}
+
+/// The wake-ups a Stop lists as scheduled by the session itself (`session_crons`, ≥ 2.1.145:
+/// `id`, `schedule`, `recurring`, `prompt`); absent or malformed entries list nothing.
+pub(crate) fn self_wakes(stop: &Value) -> Vec<SelfWake> {
+    stop.get("session_crons")
+        .and_then(Value::as_array)
+        .map(|crons| {
+            crons
+                .iter()
+                .filter_map(|c| {
+                    Some(SelfWake {
+                        schedule: c.get("schedule")?.as_str()?.to_owned(),
+                        recurring: c.get("recurring").and_then(Value::as_bool).unwrap_or(false),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Returns what the hook prints.
 async fn handle(
     sessions: &Sessions,
     credentials: &Credentials,
     hook: &Hook,
+    entrypoint: Option<&str>,
     session: taskkeeper_core::Session,
 ) -> Result<String, StoreError> {
     let b = &hook.body;
@@ -178,7 +225,18 @@ async fn handle(
                 Some(d) => delivery::session_note(&d),
                 None => String::new(),
             };
-            json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": note}}).to_string()
+            let source = b.get("source").and_then(Value::as_str).unwrap_or("");
+            let first = if takes_start_message(entrypoint, source) {
+                sessions.start_message(&session).await?
+            } else {
+                None
+            };
+            let mut out = json!({"hookEventName": "SessionStart", "additionalContext": note});
+            if let Some(text) = first {
+                tracing::info!(session = %id, "the session starts with its first task");
+                out["initialUserMessage"] = json!(text);
+            }
+            json!({ "hookSpecificOutput": out }).to_string()
         }
         "UserPromptSubmit" => {
             let prompt = b.get("prompt").and_then(Value::as_str).unwrap_or("");
@@ -257,10 +315,18 @@ async fn handle(
             // starts) in one step: a waiter only ever sees an idle session with nothing left
             // to claim, or a busy one.
             let handed = sessions.handover(&session).await?;
-            let mut edges = vec![Edge::TurnEnded {
-                last_words,
-                background,
-            }];
+            let wakes_at = taskkeeper_core::session::next_wake(
+                &self_wakes(b),
+                sessions.tasks().now(),
+                &chrono::Local,
+            );
+            let mut edges = vec![
+                Edge::TurnEnded {
+                    last_words,
+                    background,
+                },
+                Edge::WakeScheduled { at: wakes_at },
+            ];
             if handed.is_some() {
                 edges.push(Edge::TurnStarted {
                     origin: TurnOrigin::Taskkeeper,
@@ -337,6 +403,15 @@ pub(crate) async fn wait(
             .await
     {
         return store_error(e);
+    }
+    // `-p` waits for its asyncRewake hooks before it exits: a waiter held there would keep a
+    // finished run alive for hours. Such a session goes on only through the Stop handover.
+    let entrypoint = headers.get(names::ENTRYPOINT).and_then(|v| v.to_str().ok());
+    if is_print_session(entrypoint) {
+        return axum::Json(
+            json!({"action": "leave", "why": "a -p session ends when its work is done"}),
+        )
+        .into_response();
     }
     match sessions.wait(&hook.session).await {
         Ok(WaitOutcome::Deliver(text)) => {

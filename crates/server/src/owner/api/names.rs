@@ -4,8 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Why a task's ladder waits (`core::watchdog::Hold`, its `rate-limited` until in
-/// [`super::TimelineView::hold_until`]).
+/// Why a task's ladder waits (`core::watchdog::Hold`, its `rate-limited` and `wakes-itself`
+/// until in [`super::TimelineView::hold_until`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS), ts(rename = "Hold"))]
 #[serde(rename_all = "kebab-case")]
@@ -21,6 +21,8 @@ pub enum HoldView {
     Busy,
     StoppedByOwner,
     RateLimited,
+    /// The session scheduled a wake-up for itself; the ladder waits until it is due.
+    WakesItself,
 }
 
 /// What a step of the ladder does.
