@@ -7,10 +7,11 @@
 mod changes;
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use changes::{CHANGES_CHANNEL, Generation, Interest};
+use taskkeeper_core::desk::{self, Placement};
 use taskkeeper_core::session::{Edge, Level, Reach, Session, SessionId};
 use taskkeeper_core::store::{NewDesk, StateFilter, TaskFilter};
 use taskkeeper_core::{AgentKind, DeskName, Event, StoreError, Task, TaskState};
@@ -82,24 +83,6 @@ impl Default for Inner {
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// A desk name made from a directory's last component.
-fn desk_name_for(dir: &Path) -> String {
-    let base = dir
-        .file_name()
-        .map(|s| s.to_string_lossy().to_lowercase())
-        .unwrap_or_default();
-    let mut name: String = base
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
-    name = name.trim_matches('-').chars().take(40).collect();
-    if name.is_empty() {
-        "desk".to_owned()
-    } else {
-        name
-    }
 }
 
 impl Sessions {
@@ -312,10 +295,9 @@ impl Tasks {
     }
 }
 
-/// The desk a new session works at: the desk its hint names, else the deepest desk whose
-/// directory holds `cwd`; or, when there is none, the desk to create for it (the hint's
-/// name, else one made from the directory). The store creates it together with the session
-/// (`Store::add_session`), which also bounds how many desks sessions may create.
+/// The desk a new session works at (`desk::place`: the desk its hint names, else the desk its
+/// directory belongs to, else a new one); the store creates a new desk together with the
+/// session (`Store::add_session`), which also bounds how many desks sessions may create.
 fn resolve_desk(
     s: &taskkeeper_core::Store,
     cwd: &Path,
@@ -323,51 +305,20 @@ fn resolve_desk(
     agent: AgentKind,
 ) -> Result<(DeskName, Option<NewDesk>), StoreError> {
     let desks = s.desks()?;
-    if let Some(name) = hint.filter(|h| !h.trim().is_empty()) {
-        if let Some(d) = desks.iter().find(|d| d.name.as_str() == name) {
-            return Ok((d.name.clone(), None));
+    let placed = desk::place(&desks, cwd, hint.as_deref(), s.settings()?.create_desks);
+    match placed {
+        Ok(Placement::Existing(name)) => Ok((name, None)),
+        Ok(Placement::New(name)) => {
+            let desk = NewDesk {
+                name: name.clone(),
+                agent,
+                dir: cwd.to_owned(),
+                deliver_command: None,
+            };
+            Ok((name, Some(desk)))
         }
-        let parsed: DeskName = name
-            .parse()
-            .map_err(|_| StoreError::NoSuchDesk(name.clone()))?;
-        let desk = NewDesk {
-            name: parsed.clone(),
-            agent,
-            dir: cwd.to_owned(),
-            deliver_command: None,
-        };
-        return Ok((parsed, Some(desk)));
+        Err(unplaced) => Err(StoreError::NoSuchDesk(unplaced.to_string())),
     }
-    if let Some(d) = desks
-        .iter()
-        .filter(|d| cwd.starts_with(&d.dir))
-        .max_by_key(|d| d.dir.components().count())
-    {
-        return Ok((d.name.clone(), None));
-    }
-    if !s.settings()?.create_desks {
-        return Err(StoreError::NoSuchDesk(format!(
-            "(none covers {}; add one with `taskkeeper desk add NAME --dir {}`)",
-            cwd.display(),
-            cwd.display()
-        )));
-    }
-    let base = desk_name_for(cwd);
-    let taken: HashSet<&str> = desks.iter().map(|d| d.name.as_str()).collect();
-    let name = std::iter::once(base.clone())
-        .chain((2..).map(|n| format!("{base}-{n}")))
-        .find(|n| !taken.contains(n.as_str()))
-        .unwrap_or(base);
-    let parsed: DeskName = name
-        .parse()
-        .map_err(|_| StoreError::NoSuchDesk(name.clone()))?;
-    let desk = NewDesk {
-        name: parsed.clone(),
-        agent,
-        dir: PathBuf::from(cwd),
-        deliver_command: None,
-    };
-    Ok((parsed, Some(desk)))
 }
 
 /// Correct a stored session from its level signal in one step: the level is read and the
@@ -413,17 +364,5 @@ pub fn level_of(session: &Session) -> Option<Level> {
         "busy" => Some(Level::Busy),
         "waiting" => Some(Level::Waiting),
         _ => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn desk_names_come_from_the_directory() {
-        assert_eq!(
-            super::desk_name_for(std::path::Path::new("/home/me/My Project")),
-            "my-project"
-        );
-        assert_eq!(super::desk_name_for(std::path::Path::new("/")), "desk");
     }
 }
