@@ -200,20 +200,18 @@ impl Sessions {
         let desks: HashMap<DeskName, Desk> =
             desks.into_iter().map(|d| (d.name.clone(), d)).collect();
         let mut recheck: Option<Duration> = None;
-        let mut seen_desks = HashSet::new();
+        // The holder of a desk (its newest live session) is the one that works there.
+        let holders = taskkeeper_core::session::holders(&sessions);
+        let seen_desks: HashSet<&DeskName> = holders.iter().map(|s| &s.desk).collect();
         let mut targets = Vec::new();
-        for session in sessions {
-            // The newest live session of a desk is the one that works there.
-            if !session.is_live() || !seen_desks.insert(session.desk.clone()) {
-                continue;
-            }
+        for session in holders.iter().copied() {
             let Some(desk) = desks.get(&session.desk) else {
                 continue;
             };
             if session.activity != taskkeeper_core::Activity::Idle {
                 continue;
             }
-            let methods = self.methods(&session, desk);
+            let methods = self.methods(session, desk);
             match methods.first() {
                 // A waiter (or nothing) answers for this session.
                 None | Some(Method::Handover | Method::Waiter) => continue,
@@ -228,7 +226,7 @@ impl Sessions {
             }
             targets.push((
                 Target {
-                    session: Some(session),
+                    session: Some(session.clone()),
                     desk: desk.clone(),
                 },
                 methods,

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use changes::{CHANGES_CHANNEL, Generation, Interest};
 use taskkeeper_core::desk::{self, Placement};
-use taskkeeper_core::session::{Edge, Level, Reach, Session, SessionId};
+use taskkeeper_core::session::{Activity, Edge, Level, Reach, Session, SessionId};
 use taskkeeper_core::store::{NewDesk, StateFilter, TaskFilter};
 use taskkeeper_core::{AgentKind, DeskName, Event, StoreError, Task, TaskState};
 use tokio::sync::broadcast;
@@ -171,21 +171,21 @@ impl Sessions {
             *lock(&self.inner.turns).entry(id.clone()).or_insert(0) += turns;
         }
         let id2 = id.clone();
-        let session = self
+        let (session, before) = self
             .tasks
             .blocking(move |s, now| {
                 let updated = s.update_session(&id2, move |session| {
+                    let before = session.activity;
                     for edge in edges {
                         session.apply(edge, now);
                     }
-                    (true, ())
+                    (true, before)
                 })?;
-                updated
-                    .map(|(session, ())| session)
-                    .ok_or_else(|| StoreError::NoSuchSession(id2.to_string()))
+                updated.ok_or_else(|| StoreError::NoSuchSession(id2.to_string()))
             })
             .await?;
         self.session_changed(id);
+        self.activity_moved(&session, before).await;
         Ok(session)
     }
 
@@ -202,14 +202,29 @@ impl Sessions {
             .tasks
             .blocking(move |s, now| reconcile_stored(s, &id2, now))
             .await?;
-        // Only a session whose activity moved is news to anyone.
-        if reconciled
-            .as_ref()
-            .is_some_and(|(session, before)| session.activity != *before)
-        {
-            self.session_changed(id);
+        if let Some((session, before)) = &reconciled {
+            self.reconciled(session, *before).await;
         }
         Ok(reconciled.map(|(session, _)| session))
+    }
+
+    /// A session was corrected from its level signal (`reconcile_stored`), its activity
+    /// `before`: only a session whose activity moved is news to anyone.
+    pub(crate) async fn reconciled(&self, session: &Session, before: Activity) {
+        if session.activity != before {
+            self.session_changed(&session.id);
+            self.activity_moved(session, before).await;
+        }
+    }
+
+    /// The one place the desk's waiting-on-owner mark follows a session's activity
+    /// (`session::owner_wait_change`): every change of activity comes through here, from an
+    /// edge or a level signal, so no adapter sets or clears the mark on its own.
+    async fn activity_moved(&self, session: &Session, before: Activity) {
+        if let Some(waiting) = taskkeeper_core::session::owner_wait_change(before, session.activity)
+        {
+            self.mark_owner_wait(&session.desk, waiting).await;
+        }
     }
 
     /// The desk's open tasks.
@@ -255,13 +270,13 @@ impl Sessions {
 
     /// A session of the desk waits on the owner (a permission prompt), or no longer does:
     /// the desk's tasks carry the mark, so the asker reads WORKING with it (never
-    /// INPUT_REQUIRED, which is for the asker).
-    pub async fn mark_owner_wait(&self, desk: &DeskName, waiting: bool) {
+    /// INPUT_REQUIRED, which is for the asker). Only [`Self::activity_moved`] calls it.
+    async fn mark_owner_wait(&self, desk: &DeskName, waiting: bool) {
         self.for_desk_tasks(
             desk,
             |t| {
                 if waiting {
-                    t.state() == TaskState::Working
+                    t.state() == TaskState::Working && !t.waiting_on_owner
                 } else {
                     t.waiting_on_owner
                 }
