@@ -6,12 +6,12 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use taskkeeper_core::delivery::{self, Means, Method};
+use taskkeeper_core::delivery::{self, Method};
 use taskkeeper_core::session::{Session, SessionId};
 use taskkeeper_core::{Desk, DeskName, StoreError, Task};
 use tokio::sync::broadcast;
 
-use super::{joined, telling};
+use super::telling;
 use crate::sessions::{Change, Interested, Sessions, lock};
 
 /// A session this young may not have painted its prompt box yet; keys sent now get lost.
@@ -98,7 +98,7 @@ impl Parcel {
             .map(|(_, text)| text.clone())
             .chain(self.items.iter().map(|t| telling(t, None, files).1))
             .collect();
-        joined(texts)
+        delivery::joined(texts)
     }
 
     /// Identifies the content, so the same parcel is never pushed twice.
@@ -124,16 +124,7 @@ pub(crate) enum Pushed {
 impl Sessions {
     /// The methods that can reach `session` right now, best first ([`delivery::ranked`]).
     fn methods(&self, session: &Session, desk: &Desk) -> Vec<Method> {
-        delivery::ranked(Means {
-            at_stop: false,
-            waiter: lock(&self.inner.waiting).contains(&session.id),
-            stdin: self.launched.holds(&session.id),
-            // Without a pid the pane's owner cannot be checked: it is never pasted into.
-            tmux_pane: session.reach.tmux_pane.is_some()
-                && session.reach.tmux_socket.is_some()
-                && session.reach.pid.is_some(),
-            command: desk.deliver_command.is_some(),
-        })
+        delivery::ranked(self.means(session, Some(desk)))
     }
 
     /// Pushes what idle sessions (and desks with a command and no live session) have to be
