@@ -30,9 +30,10 @@ pub fn has_work<'a>(desk_tasks: impl IntoIterator<Item = &'a Task>) -> bool {
     })
 }
 
-/// Whether any of these sessions (a desk's) is live.
+/// Whether any of these sessions (a desk's) is live: whether someone works at the desk
+/// ([`crate::session::holder`]).
 pub fn has_live_session<'a>(desk_sessions: impl IntoIterator<Item = &'a Session>) -> bool {
-    desk_sessions.into_iter().any(Session::is_live)
+    crate::session::holder(desk_sessions).is_some()
 }
 
 /// The launches a desk made by itself since its work last moved.

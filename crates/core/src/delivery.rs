@@ -238,6 +238,28 @@ pub fn cancel_text(t: &Task) -> String {
     )
 }
 
+/// How one item is told to the session `to` (if a session takes it): its words, and the
+/// transition that records it was told, at the version that was read. A canceled task whose
+/// cancel is still to tell gets [`cancel_text`]; any other, [`task_text`]. The one place an
+/// item's words are chosen; every way in (handover, waiter, push) tells through it.
+pub fn telling(
+    t: &Task,
+    to: Option<&crate::session::SessionId>,
+    files: &Path,
+) -> (crate::transition::Event, String) {
+    use crate::transition::Event;
+    if t.cancel_to_tell() {
+        (Event::CancelTold, cancel_text(t))
+    } else {
+        (Event::Delivered { to: to.cloned() }, task_text(t, files))
+    }
+}
+
+/// Several texts for a session (watchdog message, items), as one message.
+pub fn joined(texts: impl IntoIterator<Item = String>) -> String {
+    texts.into_iter().collect::<Vec<_>>().join("\n\n---\n\n")
+}
+
 fn first_chars(text: &str, n: usize) -> String {
     let mut out: String = text.chars().take(n).collect();
     if text.chars().count() > n {

@@ -2,7 +2,7 @@
 //! and an agent kind; askers address desks, and a desk outlives the sessions attached to it.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
@@ -124,6 +124,89 @@ pub struct Desk {
     pub created_at: Timestamp,
 }
 
+/// The desk a directory belongs to: the deepest desk whose directory holds `dir` (a desk at
+/// `/src` and one at `/src/web` both hold `/src/web/ui`; the second is the one).
+pub fn desk_for_dir<'a>(desks: &'a [Desk], dir: &Path) -> Option<&'a Desk> {
+    desks
+        .iter()
+        .filter(|d| dir.starts_with(&d.dir))
+        .max_by_key(|d| d.dir.components().count())
+}
+
+/// Where a new session works (see [`place`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Placement {
+    /// A desk that exists.
+    Existing(DeskName),
+    /// A desk to create for it, in its directory.
+    New(DeskName),
+}
+
+/// Why a new session has no desk.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unplaced {
+    /// The desk it names is not one, and cannot be made under that name.
+    #[error("{0}")]
+    BadName(String),
+    /// No desk's directory holds its directory, and sessions may not create desks.
+    #[error("(none covers {dir}; add one with `taskkeeper desk add NAME --dir {dir}`)", dir = .0.display())]
+    NoneCovers(PathBuf),
+}
+
+/// The desk a new session at `cwd` works at: the desk `named` names (made, if there is none of
+/// that name), else the desk its directory belongs to ([`desk_for_dir`]), else, when
+/// `create_desks` allows, a new desk named after the directory and not yet taken.
+pub fn place(
+    desks: &[Desk],
+    cwd: &Path,
+    named: Option<&str>,
+    create_desks: bool,
+) -> Result<Placement, Unplaced> {
+    if let Some(name) = named.filter(|h| !h.trim().is_empty()) {
+        if let Some(d) = desks.iter().find(|d| d.name.as_str() == name) {
+            return Ok(Placement::Existing(d.name.clone()));
+        }
+        let parsed = name
+            .parse()
+            .map_err(|_| Unplaced::BadName(name.to_owned()))?;
+        return Ok(Placement::New(parsed));
+    }
+    if let Some(d) = desk_for_dir(desks, cwd) {
+        return Ok(Placement::Existing(d.name.clone()));
+    }
+    if !create_desks {
+        return Err(Unplaced::NoneCovers(cwd.to_owned()));
+    }
+    let base = name_for_dir(cwd);
+    let taken = |n: &str| desks.iter().any(|d| d.name.as_str() == n);
+    let name = std::iter::once(base.clone())
+        .chain((2..).map(|n| format!("{base}-{n}")))
+        .find(|n| !taken(n))
+        .unwrap_or(base);
+    name.parse()
+        .map(Placement::New)
+        .map_err(|_| Unplaced::BadName(name))
+}
+
+/// A desk name made from a directory's last component: lower case, every character but an
+/// ASCII letter or digit a `-`, at most 40 characters; `desk` when nothing is left.
+pub fn name_for_dir(dir: &Path) -> String {
+    let base = dir
+        .file_name()
+        .map(|s| s.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    let name: String = base
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let name: String = name.trim_matches('-').chars().take(40).collect();
+    if name.is_empty() {
+        "desk".to_owned()
+    } else {
+        name
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,6 +234,72 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .contains("claude-code")
+        );
+    }
+
+    fn desk(name: &str, dir: &str) -> Desk {
+        Desk {
+            name: name.parse().unwrap(),
+            agent: AgentKind::ClaudeCode,
+            dir: dir.into(),
+            deliver_command: None,
+            auto_launch: false,
+            created_at: Timestamp::from_millis(0),
+        }
+    }
+
+    #[test]
+    fn a_directory_belongs_to_the_deepest_desk_that_holds_it() {
+        let desks = [
+            desk("src", "/src"),
+            desk("web", "/src/web"),
+            desk("webx", "/src/webx"),
+        ];
+        let of = |dir: &str| desk_for_dir(&desks, Path::new(dir)).map(|d| d.name.as_str());
+        assert_eq!(of("/src/web/ui"), Some("web"));
+        assert_eq!(of("/src/web"), Some("web"));
+        assert_eq!(of("/src/we"), Some("src"), "whole components only");
+        assert_eq!(of("/home"), None);
+    }
+
+    #[test]
+    fn a_new_session_is_placed_by_name_then_directory_then_a_new_desk() {
+        let desks = [desk("web", "/src/web"), desk("api", "/elsewhere/api")];
+        let place = |dir: &str, named: Option<&str>, create: bool| {
+            place(&desks, Path::new(dir), named, create)
+        };
+        let existing = |n: &str| Ok(Placement::Existing(n.parse().unwrap()));
+        let new = |n: &str| Ok(Placement::New(n.parse().unwrap()));
+        assert_eq!(place("/src/web/ui", Some("api"), false), existing("api"));
+        assert_eq!(place("/src/web/ui", Some(" "), false), existing("web"));
+        assert_eq!(place("/tmp/x", Some("docs"), false), new("docs"));
+        assert_eq!(
+            place("/tmp/x", Some("Not A Name"), true),
+            Err(Unplaced::BadName("Not A Name".into()))
+        );
+        assert_eq!(place("/tmp/My Web", None, true), new("my-web"));
+        assert_eq!(
+            place("/other/api", None, true),
+            new("api-2"),
+            "api is taken"
+        );
+        let refused = place("/tmp/x", None, false).unwrap_err();
+        assert_eq!(refused, Unplaced::NoneCovers("/tmp/x".into()));
+        assert!(
+            refused
+                .to_string()
+                .contains("taskkeeper desk add NAME --dir /tmp/x")
+        );
+    }
+
+    #[test]
+    fn desk_names_come_from_the_directory() {
+        assert_eq!(name_for_dir(Path::new("/home/me/My Project")), "my-project");
+        assert_eq!(name_for_dir(Path::new("/")), "desk");
+        assert_eq!(name_for_dir(Path::new("/x/--été--")), "t");
+        assert_eq!(
+            name_for_dir(Path::new(&format!("/{}", "a".repeat(90)))).len(),
+            40
         );
     }
 }

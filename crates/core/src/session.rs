@@ -534,6 +534,51 @@ impl Session {
     }
 }
 
+/// What a change of a session's activity does to its desk's waiting-on-owner mark: `Some(true)`
+/// when the session starts waiting on the owner (a permission prompt or a question), so the
+/// desk's working tasks carry the mark; `Some(false)` when it stops waiting, whatever moved it
+/// (the owner answered, dismissed it with Esc, the turn failed, the session ended); `None`
+/// when the mark stays as it is. The one rule; `Sessions` applies it wherever an activity
+/// changes, so no adapter decides it on its own.
+pub fn owner_wait_change(before: Activity, after: Activity) -> Option<bool> {
+    let waits = |a: Activity| a == Activity::WaitingOnOwner;
+    (waits(before) != waits(after)).then_some(waits(after))
+}
+
+/// Whether `a` holds its desk rather than `b`: the newer session (the one changed last; the
+/// smaller id when both changed at once, as the store lists them).
+fn newer(a: &Session, b: &Session) -> bool {
+    (b.updated_at, &a.id) < (a.updated_at, &b.id)
+}
+
+/// Who holds a desk among its sessions: the newest live one (the one that works there: the
+/// watchdog reminds it, the push loop pushes to it, the owner's timeline follows it).
+pub fn holder<'a>(desk_sessions: impl IntoIterator<Item = &'a Session>) -> Option<&'a Session> {
+    desk_sessions
+        .into_iter()
+        .filter(|s| s.is_live())
+        .fold(None, |best: Option<&Session>, s| match best {
+            Some(b) if !newer(s, b) => Some(b),
+            _ => Some(s),
+        })
+}
+
+/// The holder of each desk among `sessions` (see [`holder`]), in the order given.
+pub fn holders(sessions: &[Session]) -> Vec<&Session> {
+    let mut by_desk: std::collections::HashMap<&DeskName, &Session> =
+        std::collections::HashMap::new();
+    for s in sessions.iter().filter(|s| s.is_live()) {
+        let held = by_desk.entry(&s.desk).or_insert(s);
+        if newer(s, held) {
+            *held = s;
+        }
+    }
+    sessions
+        .iter()
+        .filter(|s| by_desk.get(&s.desk).is_some_and(|h| std::ptr::eq(*h, *s)))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -859,5 +904,66 @@ mod tests {
         }
         let deep = format!("/{}", "d".repeat(DIR_MAX));
         assert!(check_dir(std::path::Path::new(&deep)).is_err());
+    }
+
+    #[test]
+    fn the_mark_follows_waiting_on_the_owner_and_nothing_else() {
+        use Activity::*;
+        let all = [Busy, Idle, WaitingOnOwner, StoppedByOwner, Ended];
+        for before in all {
+            for after in all {
+                let want = match (before, after) {
+                    (b, WaitingOnOwner) if b != WaitingOnOwner => Some(true),
+                    (WaitingOnOwner, a) if a != WaitingOnOwner => Some(false),
+                    _ => None,
+                };
+                assert_eq!(
+                    owner_wait_change(before, after),
+                    want,
+                    "{before:?} -> {after:?}"
+                );
+            }
+        }
+        // Esc at a prompt, a failed turn, an end: each clears it.
+        for after in [StoppedByOwner, Idle, Ended, Busy] {
+            assert_eq!(owner_wait_change(WaitingOnOwner, after), Some(false));
+        }
+    }
+
+    #[test]
+    fn the_newest_live_session_holds_its_desk_whatever_the_order() {
+        let at = |id: &str, desk: &str, updated: i64, live: bool| {
+            let mut s = session();
+            s.id = id.into();
+            s.desk = desk.parse().unwrap();
+            s.updated_at = t(updated);
+            if !live {
+                s.activity = Activity::Ended;
+            }
+            s
+        };
+        let sessions = vec![
+            at("a", "web", 1, true),
+            at("b", "web", 5, true),
+            at("c", "web", 9, false),
+            at("d", "api", 3, true),
+            at("e", "api", 3, true),
+        ];
+        let ids = |v: Vec<&Session>| v.iter().map(|s| s.id.to_string()).collect::<Vec<_>>();
+        assert_eq!(ids(holders(&sessions)), ["b", "d"]);
+        let mut reversed = sessions.clone();
+        reversed.reverse();
+        assert_eq!(
+            ids(holders(&reversed)),
+            ["d", "b"],
+            "ties go to the smaller id"
+        );
+        assert_eq!(holder(&sessions[..3]).map(|s| s.id.as_str()), Some("b"));
+        assert_eq!(holder(&reversed[..2]).map(|s| s.id.as_str()), Some("d"));
+        assert_eq!(
+            holder(&sessions[2..3]),
+            None,
+            "an ended session holds nothing"
+        );
     }
 }

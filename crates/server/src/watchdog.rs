@@ -14,7 +14,7 @@
 //! Every reminder, stall and expiry is recorded in the store before it is delivered, with
 //! the session's message number, so a restart resumes exactly and never repeats a message.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -65,14 +65,6 @@ pub struct Pass {
     pub wakes: u64,
     /// Desks with a due time after the last pass (the scheduler's state).
     pub scheduled: usize,
-}
-
-/// The sessions that may hold tasks: the newest live session of each desk.
-pub(crate) fn holders(all: Vec<Session>) -> Vec<Session> {
-    let mut seen: HashSet<DeskName> = HashSet::new();
-    all.into_iter()
-        .filter(|s| s.is_live() && seen.insert(s.desk.clone()))
-        .collect()
 }
 
 /// One desk as a pass reads it from the store: its sessions (newest first) and open tasks.
@@ -191,10 +183,11 @@ impl Watchdog {
         let planned = desks.len();
         let mut acted = false;
         for (desk, sessions, open) in desks {
-            let holders = holders(sessions);
+            // The sessions that may hold tasks: the holder of each desk.
+            let holders = taskkeeper_core::session::holders(&sessions);
             let open_refs: Vec<&Task> = open.iter().collect();
             let pairs: Vec<(&Session, Vec<&Task>)> =
-                holders.iter().map(|s| (s, open_refs.clone())).collect();
+                holders.iter().map(|s| (*s, open_refs.clone())).collect();
             let plan = watchdog::plan(
                 now,
                 &settings,
@@ -214,7 +207,7 @@ impl Watchdog {
         &self,
         now: Timestamp,
         plan: &Plan,
-        sessions: &[Session],
+        sessions: &[&Session],
     ) -> Result<bool, StoreError> {
         for id in &plan.expire {
             match self.tasks.apply(id, Event::Expire).await {

@@ -23,7 +23,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use taskkeeper_core::agent_hooks::{self, Happening, HookAgent};
 use taskkeeper_core::session::{Edge, SessionId, TurnOrigin, check_dir};
-use taskkeeper_core::{Activity, Session, StoreError, delivery};
+use taskkeeper_core::{Session, StoreError, delivery};
 
 use crate::agents::intake::{bad, reach_of, store_error};
 use crate::http::auth::Credentials;
@@ -150,15 +150,6 @@ async fn handle(
 ) -> Result<Option<Value>, StoreError> {
     let id = &session.id;
     let desk = session.desk.clone();
-    let was_waiting = matches!(
-        session.activity,
-        Activity::WaitingOnOwner | Activity::StoppedByOwner
-    );
-    let owner_back = || async {
-        if was_waiting {
-            sessions.mark_owner_wait(&desk, false).await;
-        }
-    };
     Ok(match &hook.happening {
         Happening::Started => {
             sessions.edge(id, Edge::Started).await?;
@@ -179,22 +170,19 @@ async fn handle(
                 TurnOrigin::Owner
             };
             sessions.edge(id, Edge::TurnStarted { origin }).await?;
-            owner_back().await;
             None
         }
         Happening::ToolStarting { .. } => {
             sessions.edge(id, Edge::ToolActivity).await?;
-            owner_back().await;
             fill_session(agent, hook, credentials)
         }
         Happening::ToolDone => {
             sessions.edge(id, Edge::ToolActivity).await?;
-            owner_back().await;
             None
         }
         Happening::WaitingOnOwner => {
+            // The desk's tasks get the waiting mark from the activity (`Sessions::edges`).
             sessions.edge(id, Edge::WaitingOnOwner).await?;
-            sessions.mark_owner_wait(&desk, true).await;
             None
         }
         Happening::TurnEnded { last_words, .. } => {
@@ -216,7 +204,6 @@ async fn handle(
                 });
             }
             sessions.edges(id, edges).await?;
-            owner_back().await;
             handed.map(|text| agent_hooks::handover_answer(agent, &text))
         }
         Happening::Interrupted => {

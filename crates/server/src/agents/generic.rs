@@ -119,15 +119,11 @@ pub(crate) async fn report(
         "waiting" => Edge::WaitingOnOwner,
         _ => Edge::Ended,
     };
-    let waiting = edge == Edge::WaitingOnOwner;
-    let was_waiting = before.activity == taskkeeper_core::Activity::WaitingOnOwner;
+    // The desk's tasks get (or lose) the waiting mark from the activity (`Sessions::edges`).
     let session = match sessions.edge(&id, edge).await {
         Ok(s) => s,
         Err(e) => return store_error(e),
     };
-    if waiting != was_waiting {
-        sessions.mark_owner_wait(&session.desk, waiting).await;
-    }
     tracing::debug!(session = %id, event = %report.event, desk = %session.desk, "session report");
     (StatusCode::OK, axum::Json(SessionView::from(&session))).into_response()
 }

@@ -16,10 +16,10 @@ mod stdin;
 mod tmux;
 mod waiter;
 
-use taskkeeper_core::delivery::{self};
+use taskkeeper_core::delivery::{self, Means, Method};
 use taskkeeper_core::session::{Session, SessionId};
 use taskkeeper_core::store::{StateFilter, TaskFilter};
-use taskkeeper_core::{DeskName, Event, StoreError, Task, TaskState};
+use taskkeeper_core::{Desk, DeskName, Event, StoreError, Task, TaskState};
 
 use crate::sessions::{Sessions, lock};
 
@@ -29,30 +29,20 @@ pub use waiter::WaitOutcome;
 /// Claude Code ends a turn anyway after eight Stop-hook blocks in a row.
 pub(crate) const MAX_HANDOVERS_IN_A_ROW: u32 = 7;
 
-/// How an item is told: its text, and the transition that records it was told (to `to`,
-/// the session that takes it, if a session does). The asker's file parts are saved (if a
-/// crash came between the commit and the save) before the text names them.
+/// How an item is told ([`delivery::telling`]: its text, and the transition that records it
+/// was told). The asker's file parts are saved (if a crash came between the commit and the
+/// save) before the text names them.
 pub(crate) fn telling(
     t: &Task,
     to: Option<&SessionId>,
     files: &crate::files::Files,
 ) -> (Event, String) {
-    if t.cancel_to_tell() {
-        (Event::CancelTold, delivery::cancel_text(t))
-    } else {
-        if let Err(e) = files.save_inbound(t) {
-            tracing::warn!(task = %t.id, error = %e, "the asker's files could not be saved");
-        }
-        (
-            Event::Delivered { to: to.cloned() },
-            delivery::task_text(t, files.root()),
-        )
+    if !t.cancel_to_tell()
+        && let Err(e) = files.save_inbound(t)
+    {
+        tracing::warn!(task = %t.id, error = %e, "the asker's files could not be saved");
     }
-}
-
-/// Several texts for a session, as one message.
-pub(crate) fn joined(texts: impl IntoIterator<Item = String>) -> String {
-    texts.into_iter().collect::<Vec<_>>().join("\n\n---\n\n")
+    delivery::telling(t, to, files.root())
 }
 
 impl Sessions {
@@ -122,7 +112,7 @@ impl Sessions {
     pub async fn claim(&self, session: &Session) -> Result<Option<String>, StoreError> {
         let items = self.undelivered(&session.desk).await?;
         let texts = self.record_told(&items, Some(&session.id)).await?;
-        Ok((!texts.is_empty()).then(|| joined(texts)))
+        Ok((!texts.is_empty()).then(|| delivery::joined(texts)))
     }
 
     /// Record that `items` were told, each as it was read: the one rule of delivery, a
@@ -146,11 +136,56 @@ impl Sessions {
         Ok(texts)
     }
 
-    /// The Stop hook's handover: claim what is waiting, to continue the turn with it, unless
-    /// Claude Code would override this block anyway. Called while the session is still busy
-    /// (before its turn-end edge is stored), so the waiter this same Stop starts cannot
-    /// claim it first.
+    /// What can reach `session` right now, for [`delivery::ranked`] to order: the one account
+    /// of a session's means, which the push loop, the waiter and the Stop handover all rank
+    /// (the handover and the waiter add themselves: `at_stop`, `waiter`).
+    pub(crate) fn means(&self, session: &Session, desk: Option<&Desk>) -> Means {
+        Means {
+            at_start: false,
+            at_stop: false,
+            waiter: lock(&self.inner.waiting).contains(&session.id),
+            // A session Taskkeeper launched is reached through its stdin only, also while its
+            // stdin is not (or no longer) held: nothing else knows it.
+            stdin: session.reach.headless || self.launched.holds(&session.id),
+            // Whether it is the session's own is checked right before each write.
+            inbox: cfg!(unix)
+                && session.reach.messaging_socket.is_some()
+                && session.reach.pid.is_some(),
+            // Without a pid the pane's owner cannot be checked: it is never pasted into.
+            tmux_pane: session.reach.tmux_pane.is_some()
+                && session.reach.tmux_socket.is_some()
+                && session.reach.pid.is_some(),
+            command: desk.is_some_and(|d| d.deliver_command.is_some()),
+        }
+    }
+
+    /// The best way into `session` when `means` adds what the caller is (a Stop hook
+    /// running, a waiter waiting): the first of [`delivery::ranked`].
+    pub(crate) async fn first_method(
+        &self,
+        session: &Session,
+        add: impl FnOnce(Means) -> Means,
+    ) -> Result<Option<Method>, StoreError> {
+        let name = session.desk.clone();
+        let desk = self
+            .tasks
+            .blocking(move |s, _| s.desk(name.as_str()))
+            .await?;
+        Ok(delivery::ranked(add(self.means(session, desk.as_ref())))
+            .first()
+            .copied())
+    }
+
+    /// The Stop hook's handover: claim what is waiting, to continue the turn with it, when the
+    /// ranking puts the handover first (a launched session is told on its stdin instead) and
+    /// unless Claude Code would override this block anyway. Called while the session is
+    /// still busy (before its turn-end edge is stored), so the waiter this same Stop starts
+    /// cannot claim it first.
     pub async fn handover(&self, session: &Session) -> Result<Option<String>, StoreError> {
+        let at_stop = |m| Means { at_stop: true, ..m };
+        if self.first_method(session, at_stop).await? != Some(Method::Handover) {
+            return Ok(None);
+        }
         let in_a_row = *lock(&self.inner.handovers).get(&session.id).unwrap_or(&0);
         if in_a_row >= MAX_HANDOVERS_IN_A_ROW {
             lock(&self.inner.handovers).remove(&session.id);
@@ -170,7 +205,15 @@ impl Sessions {
     /// The SessionStart hook's first user message (for an agent that takes one, see
     /// `agents::claude_code::hooks::takes_start_message`): claim what the desk has waiting,
     /// for the session to start its first turn with. The turn it starts is Taskkeeper's.
+    /// Like the handover, it acts only when the ranking puts it first.
     pub async fn start_message(&self, session: &Session) -> Result<Option<String>, StoreError> {
+        let at_start = |m| Means {
+            at_start: true,
+            ..m
+        };
+        if self.first_method(session, at_start).await? != Some(Method::StartMessage) {
+            return Ok(None);
+        }
         let text = self.claim(session).await?;
         if text.is_some() {
             self.expect_turn(&session.id);

@@ -6,12 +6,12 @@
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use taskkeeper_core::delivery::{self, Means, Method};
+use taskkeeper_core::delivery::{self, Method};
 use taskkeeper_core::session::{Session, SessionId};
 use taskkeeper_core::{Desk, DeskName, StoreError, Task};
 use tokio::sync::broadcast;
 
-use super::{joined, telling};
+use super::telling;
 use crate::sessions::{Change, Interested, Sessions, lock};
 
 /// A session this young may not have painted its prompt box yet; keys sent now get lost.
@@ -98,7 +98,7 @@ impl Parcel {
             .map(|(_, text)| text.clone())
             .chain(self.items.iter().map(|t| telling(t, None, files).1))
             .collect();
-        joined(texts)
+        delivery::joined(texts)
     }
 
     /// Identifies the content, so the same parcel is never pushed twice.
@@ -124,21 +124,7 @@ pub(crate) enum Pushed {
 impl Sessions {
     /// The methods that can reach `session` right now, best first ([`delivery::ranked`]).
     fn methods(&self, session: &Session, desk: &Desk) -> Vec<Method> {
-        delivery::ranked(Means {
-            at_start: false,
-            at_stop: false,
-            waiter: lock(&self.inner.waiting).contains(&session.id),
-            stdin: self.launched.holds(&session.id),
-            // Whether it is the session's own is checked right before each write.
-            inbox: cfg!(unix)
-                && session.reach.messaging_socket.is_some()
-                && session.reach.pid.is_some(),
-            // Without a pid the pane's owner cannot be checked: it is never pasted into.
-            tmux_pane: session.reach.tmux_pane.is_some()
-                && session.reach.tmux_socket.is_some()
-                && session.reach.pid.is_some(),
-            command: desk.deliver_command.is_some(),
-        })
+        delivery::ranked(self.means(session, Some(desk)))
     }
 
     /// Pushes what idle sessions (and desks with a command and no live session) have to be
@@ -205,20 +191,18 @@ impl Sessions {
         let desks: HashMap<DeskName, Desk> =
             desks.into_iter().map(|d| (d.name.clone(), d)).collect();
         let mut recheck: Option<Duration> = None;
-        let mut seen_desks = HashSet::new();
+        // The holder of a desk (its newest live session) is the one that works there.
+        let holders = taskkeeper_core::session::holders(&sessions);
+        let seen_desks: HashSet<&DeskName> = holders.iter().map(|s| &s.desk).collect();
         let mut targets = Vec::new();
-        for session in sessions {
-            // The newest live session of a desk is the one that works there.
-            if !session.is_live() || !seen_desks.insert(session.desk.clone()) {
-                continue;
-            }
+        for session in holders.iter().copied() {
             let Some(desk) = desks.get(&session.desk) else {
                 continue;
             };
             if session.activity != taskkeeper_core::Activity::Idle {
                 continue;
             }
-            let methods = self.methods(&session, desk);
+            let methods = self.methods(session, desk);
             match methods.first() {
                 // A waiter (or nothing) answers for this session.
                 None | Some(Method::StartMessage | Method::Handover | Method::Waiter) => continue,
@@ -235,7 +219,7 @@ impl Sessions {
             }
             targets.push((
                 Target {
-                    session: Some(session),
+                    session: Some(session.clone()),
                     desk: desk.clone(),
                 },
                 methods,

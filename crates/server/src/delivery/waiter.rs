@@ -4,11 +4,11 @@
 
 use std::time::Duration;
 
+use taskkeeper_core::delivery::{self, Means, Method};
 use taskkeeper_core::session::SessionId;
 use taskkeeper_core::{DeskName, StoreError};
 use tokio::sync::watch;
 
-use super::joined;
 use crate::sessions::{Inner, Interested, Sessions, lock};
 
 /// Unregisters a waiter when its long poll ends, however it ends.
@@ -96,10 +96,21 @@ impl Sessions {
                     .follow(Interested::Desk(session.desk.clone()));
                 desk = Some((session.desk.clone(), rx));
             }
-            if session.reach.headless {
-                return Ok(WaitOutcome::Leave(
-                    "Taskkeeper speaks to this session on its stdin",
-                ));
+            // The ranking decides whether a waiter is the way in (a launched session is told
+            // on its stdin).
+            let waiter = |m| Means { waiter: true, ..m };
+            match self.first_method(&session, waiter).await? {
+                Some(Method::Waiter) => {}
+                Some(Method::Stdin) => {
+                    return Ok(WaitOutcome::Leave(
+                        "Taskkeeper speaks to this session on its stdin",
+                    ));
+                }
+                _ => {
+                    return Ok(WaitOutcome::Leave(
+                        "another way in reaches this session first",
+                    ));
+                }
             }
             if session.activity == taskkeeper_core::Activity::Idle {
                 let note = self.claim_note(id, None).await?;
@@ -107,7 +118,7 @@ impl Sessions {
                 let text: Vec<String> = note.into_iter().chain(tasks).collect();
                 if !text.is_empty() {
                     self.expect_turn(id);
-                    return Ok(WaitOutcome::Deliver(joined(text)));
+                    return Ok(WaitOutcome::Deliver(delivery::joined(text)));
                 }
             }
             // The cap lets a level signal (a killed process) be noticed while nothing else

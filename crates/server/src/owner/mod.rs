@@ -225,8 +225,8 @@ impl OwnerService {
         let task_for_text = task.clone();
         let found = self
             .blocking(move |s, now| {
-                let Some(session) = s.sessions(Some(&desk))?.into_iter().find(|x| x.is_live())
-                else {
+                let sessions = s.sessions(Some(&desk))?;
+                let Some(session) = taskkeeper_core::session::holder(&sessions) else {
                     return Ok(false);
                 };
                 // The owner asked: not counted against the hourly cap.
@@ -417,10 +417,12 @@ impl OwnerService {
         let (settings, sessions, now) = self
             .blocking(|s, now| Ok((s.settings()?, s.sessions(None)?, now)))
             .await?;
-        let holders = crate::watchdog::holders(sessions);
         // By desk once: a scan of the holders per task would be quadratic in a long list.
         let by_desk: std::collections::HashMap<&DeskName, &taskkeeper_core::Session> =
-            holders.iter().map(|s| (&s.desk, s)).collect();
+            taskkeeper_core::session::holders(&sessions)
+                .into_iter()
+                .map(|s| (&s.desk, s))
+                .collect();
         Ok(tasks
             .iter()
             .map(|t| {
@@ -615,27 +617,26 @@ impl OwnerService {
     /// Sessions, most recently active first.
     pub async fn list_sessions(&self) -> Result<Vec<SessionView>, OwnerError> {
         // Hooks can be missed (Esc fires none): read the level signals before answering.
-        let (sessions, no_longer_waiting) = self
+        let (sessions, moved) = self
             .blocking(|s, now| {
                 let mut sessions = s.sessions(None)?;
-                let mut no_longer_waiting = Vec::new();
+                let mut moved = Vec::new();
                 for session in sessions.iter_mut() {
                     let updated = crate::sessions::reconcile_stored(s, &session.id, now)?;
                     if let Some((fresh, before)) = updated {
-                        if before == taskkeeper_core::Activity::WaitingOnOwner
-                            && fresh.activity != before
-                        {
-                            no_longer_waiting.push(fresh.desk.clone());
-                        }
                         *session = fresh;
+                        if session.activity != before {
+                            moved.push((session.clone(), before));
+                        }
                     }
                 }
-                Ok((sessions, no_longer_waiting))
+                Ok((sessions, moved))
             })
             .await?;
-        for desk in no_longer_waiting {
-            // The owner answered (or dismissed) the prompt.
-            self.sessions.mark_owner_wait(&desk, false).await;
+        // As any correction does: who follows the session hears it, and the desk's
+        // waiting-on-owner mark follows the activity.
+        for (session, before) in moved {
+            self.sessions.reconciled(&session, before).await;
         }
         Ok(sessions.iter().map(|s| self.session_view(s)).collect())
     }

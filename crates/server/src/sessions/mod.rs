@@ -7,11 +7,12 @@
 mod changes;
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use changes::{CHANGES_CHANNEL, Generation, Interest};
-use taskkeeper_core::session::{Edge, Level, Reach, Session, SessionId};
+use taskkeeper_core::desk::{self, Placement};
+use taskkeeper_core::session::{Activity, Edge, Level, Reach, Session, SessionId};
 use taskkeeper_core::store::{NewDesk, StateFilter, TaskFilter};
 use taskkeeper_core::{AgentKind, DeskName, Event, StoreError, Task, TaskState};
 use tokio::sync::broadcast;
@@ -82,24 +83,6 @@ impl Default for Inner {
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// A desk name made from a directory's last component.
-fn desk_name_for(dir: &Path) -> String {
-    let base = dir
-        .file_name()
-        .map(|s| s.to_string_lossy().to_lowercase())
-        .unwrap_or_default();
-    let mut name: String = base
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
-    name = name.trim_matches('-').chars().take(40).collect();
-    if name.is_empty() {
-        "desk".to_owned()
-    } else {
-        name
-    }
 }
 
 impl Sessions {
@@ -188,21 +171,21 @@ impl Sessions {
             *lock(&self.inner.turns).entry(id.clone()).or_insert(0) += turns;
         }
         let id2 = id.clone();
-        let session = self
+        let (session, before) = self
             .tasks
             .blocking(move |s, now| {
                 let updated = s.update_session(&id2, move |session| {
+                    let before = session.activity;
                     for edge in edges {
                         session.apply(edge, now);
                     }
-                    (true, ())
+                    (true, before)
                 })?;
-                updated
-                    .map(|(session, ())| session)
-                    .ok_or_else(|| StoreError::NoSuchSession(id2.to_string()))
+                updated.ok_or_else(|| StoreError::NoSuchSession(id2.to_string()))
             })
             .await?;
         self.session_changed(id);
+        self.activity_moved(&session, before).await;
         Ok(session)
     }
 
@@ -219,14 +202,29 @@ impl Sessions {
             .tasks
             .blocking(move |s, now| reconcile_stored(s, &id2, now))
             .await?;
-        // Only a session whose activity moved is news to anyone.
-        if reconciled
-            .as_ref()
-            .is_some_and(|(session, before)| session.activity != *before)
-        {
-            self.session_changed(id);
+        if let Some((session, before)) = &reconciled {
+            self.reconciled(session, *before).await;
         }
         Ok(reconciled.map(|(session, _)| session))
+    }
+
+    /// A session was corrected from its level signal (`reconcile_stored`), its activity
+    /// `before`: only a session whose activity moved is news to anyone.
+    pub(crate) async fn reconciled(&self, session: &Session, before: Activity) {
+        if session.activity != before {
+            self.session_changed(&session.id);
+            self.activity_moved(session, before).await;
+        }
+    }
+
+    /// The one place the desk's waiting-on-owner mark follows a session's activity
+    /// (`session::owner_wait_change`): every change of activity comes through here, from an
+    /// edge or a level signal, so no adapter sets or clears the mark on its own.
+    async fn activity_moved(&self, session: &Session, before: Activity) {
+        if let Some(waiting) = taskkeeper_core::session::owner_wait_change(before, session.activity)
+        {
+            self.mark_owner_wait(&session.desk, waiting).await;
+        }
     }
 
     /// The desk's open tasks.
@@ -272,13 +270,13 @@ impl Sessions {
 
     /// A session of the desk waits on the owner (a permission prompt), or no longer does:
     /// the desk's tasks carry the mark, so the asker reads WORKING with it (never
-    /// INPUT_REQUIRED, which is for the asker).
-    pub async fn mark_owner_wait(&self, desk: &DeskName, waiting: bool) {
+    /// INPUT_REQUIRED, which is for the asker). Only [`Self::activity_moved`] calls it.
+    async fn mark_owner_wait(&self, desk: &DeskName, waiting: bool) {
         self.for_desk_tasks(
             desk,
             |t| {
                 if waiting {
-                    t.state() == TaskState::Working
+                    t.state() == TaskState::Working && !t.waiting_on_owner
                 } else {
                     t.waiting_on_owner
                 }
@@ -312,10 +310,9 @@ impl Tasks {
     }
 }
 
-/// The desk a new session works at: the desk its hint names, else the deepest desk whose
-/// directory holds `cwd`; or, when there is none, the desk to create for it (the hint's
-/// name, else one made from the directory). The store creates it together with the session
-/// (`Store::add_session`), which also bounds how many desks sessions may create.
+/// The desk a new session works at (`desk::place`: the desk its hint names, else the desk its
+/// directory belongs to, else a new one); the store creates a new desk together with the
+/// session (`Store::add_session`), which also bounds how many desks sessions may create.
 fn resolve_desk(
     s: &taskkeeper_core::Store,
     cwd: &Path,
@@ -323,51 +320,20 @@ fn resolve_desk(
     agent: AgentKind,
 ) -> Result<(DeskName, Option<NewDesk>), StoreError> {
     let desks = s.desks()?;
-    if let Some(name) = hint.filter(|h| !h.trim().is_empty()) {
-        if let Some(d) = desks.iter().find(|d| d.name.as_str() == name) {
-            return Ok((d.name.clone(), None));
+    let placed = desk::place(&desks, cwd, hint.as_deref(), s.settings()?.create_desks);
+    match placed {
+        Ok(Placement::Existing(name)) => Ok((name, None)),
+        Ok(Placement::New(name)) => {
+            let desk = NewDesk {
+                name: name.clone(),
+                agent,
+                dir: cwd.to_owned(),
+                deliver_command: None,
+            };
+            Ok((name, Some(desk)))
         }
-        let parsed: DeskName = name
-            .parse()
-            .map_err(|_| StoreError::NoSuchDesk(name.clone()))?;
-        let desk = NewDesk {
-            name: parsed.clone(),
-            agent,
-            dir: cwd.to_owned(),
-            deliver_command: None,
-        };
-        return Ok((parsed, Some(desk)));
+        Err(unplaced) => Err(StoreError::NoSuchDesk(unplaced.to_string())),
     }
-    if let Some(d) = desks
-        .iter()
-        .filter(|d| cwd.starts_with(&d.dir))
-        .max_by_key(|d| d.dir.components().count())
-    {
-        return Ok((d.name.clone(), None));
-    }
-    if !s.settings()?.create_desks {
-        return Err(StoreError::NoSuchDesk(format!(
-            "(none covers {}; add one with `taskkeeper desk add NAME --dir {}`)",
-            cwd.display(),
-            cwd.display()
-        )));
-    }
-    let base = desk_name_for(cwd);
-    let taken: HashSet<&str> = desks.iter().map(|d| d.name.as_str()).collect();
-    let name = std::iter::once(base.clone())
-        .chain((2..).map(|n| format!("{base}-{n}")))
-        .find(|n| !taken.contains(n.as_str()))
-        .unwrap_or(base);
-    let parsed: DeskName = name
-        .parse()
-        .map_err(|_| StoreError::NoSuchDesk(name.clone()))?;
-    let desk = NewDesk {
-        name: parsed.clone(),
-        agent,
-        dir: PathBuf::from(cwd),
-        deliver_command: None,
-    };
-    Ok((parsed, Some(desk)))
 }
 
 /// Correct a stored session from its level signal in one step: the level is read and the
@@ -413,17 +379,5 @@ pub fn level_of(session: &Session) -> Option<Level> {
         "busy" => Some(Level::Busy),
         "waiting" => Some(Level::Waiting),
         _ => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn desk_names_come_from_the_directory() {
-        assert_eq!(
-            super::desk_name_for(std::path::Path::new("/home/me/My Project")),
-            "my-project"
-        );
-        assert_eq!(super::desk_name_for(std::path::Path::new("/")), "desk");
     }
 }

@@ -351,3 +351,28 @@ fn payloads_an_intake_cannot_read_are_refused_and_change_nothing() {
     let (_, sessions) = d.call("GET", "/api/sessions", None);
     assert_eq!(sessions["sessions"], json!([]), "no session was made");
 }
+
+/// An interrupt at a permission prompt ends the wait on the owner: the mark on the desk's
+/// task follows the session's activity (it used to stay until the next prompt or tool).
+#[test]
+fn a_codex_interrupt_at_a_permission_prompt_ends_the_wait_on_the_owner() {
+    let d = TestDaemon::start();
+    let a = Agent::codex(&d);
+    a.ok("019a-thread", "SessionStart", json!({"source": "startup"}));
+    a.ok(
+        "019a-thread",
+        "UserPromptSubmit",
+        json!({"turn_id": "t1", "prompt": "hi"}),
+    );
+    let task = a.new_task("Add a --json flag");
+    a.ok(
+        "019a-thread",
+        "PermissionRequest",
+        json!({"turn_id": "t1", "tool_name": "shell", "tool_input": {"command": ["rm", "x"]}}),
+    );
+    assert_eq!(a.activity("019a-thread"), "waiting-on-owner");
+    assert_eq!(d.task(&task)["waitingOnOwner"], true);
+    a.ok("019a-thread", "Interrupt", json!({"turn_id": "t1"}));
+    assert_eq!(a.activity("019a-thread"), "stopped-by-owner");
+    assert_eq!(d.task(&task)["waitingOnOwner"], false);
+}

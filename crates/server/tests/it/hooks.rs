@@ -697,3 +697,32 @@ fn a_waiter_wakes_only_for_its_own_desk() {
         "the waiter woke {wakes} times for one change of its desk"
     );
 }
+
+/// The waiting-on-owner mark follows the session's activity, whatever hook moved it: a
+/// session that ends (or whose turn fails) at a permission prompt leaves its desk's task
+/// waiting on nobody. (The adapters used to clear the mark on some hooks only, so a
+/// SessionEnd at a prompt left the task marked for good.)
+#[test]
+fn a_session_that_ends_at_a_permission_prompt_leaves_its_task_waiting_on_nobody() {
+    let d = TestDaemon::start();
+    let h = Hooks::new(&d);
+    for (session, last) in [("s-1", "SessionEnd"), ("s-2", "StopFailure")] {
+        h.ok(session, "SessionStart", json!({"source": "startup"}));
+        h.ok(session, "UserPromptSubmit", json!({"prompt": "go"}));
+        let id = h.new_task("work", "Add a --json flag");
+        h.ok(
+            session,
+            "PermissionRequest",
+            json!({"tool_name": "Bash", "tool_input": {"command": "rm -rf build"}}),
+        );
+        assert_eq!(h.task(&id)["waitingOnOwner"], true);
+        h.ok(
+            session,
+            last,
+            json!({"reason": "exit", "error": "server_error"}),
+        );
+        assert_eq!(h.task(&id)["waitingOnOwner"], false, "after {last}");
+        let (status, _) = d.call("POST", &format!("/api/tasks/{id}/cancel"), Some(&json!({})));
+        assert_eq!(status, 200);
+    }
+}

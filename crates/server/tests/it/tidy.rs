@@ -1,7 +1,8 @@
 //! Rules about the source tree itself, checked by reading it (rust-analyzer's "tidy" idea):
 //! every module says why it exists, the code map names every part of the daemon and no part
-//! of it is too long to read at a sitting, only the task service writes tasks, and every
-//! reference to a design note resolves to a file (and a section) inside the repository.
+//! of it is too long to read at a sitting, only the task service writes tasks, only the
+//! sessions registry marks a desk waiting on the owner, and every reference to a design note
+//! resolves to a file (and a section) inside the repository.
 
 use std::path::{Path, PathBuf};
 
@@ -145,6 +146,32 @@ fn only_the_task_service_writes_tasks() {
          unpublished; call `Tasks` instead: {found:?}"
     );
 }
+/// The waiting-on-owner mark is derived once, from activity changes
+/// (`core::session::owner_wait_change`, applied in `crates/server/src/sessions/mod.rs`): no
+/// adapter sets or clears it on its own, so they cannot disagree again.
+#[test]
+fn only_the_sessions_registry_marks_a_desk_waiting_on_the_owner() {
+    let registry = root().join("crates/server/src/sessions/mod.rs");
+    let mut found = Vec::new();
+    for path in product_sources() {
+        if path == registry || path.starts_with(root().join("crates/core")) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if code.contains("OwnerWait") || code.contains("mark_owner_wait") {
+                found.push(format!("{}:{}", shown(&path), n + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "the waiting-on-owner mark is set or cleared outside the sessions registry; fold an \
+         edge into the session instead (`Sessions::edge`), and the mark follows: {found:?}"
+    );
+}
+
 /// Every text file that may cite a design note.
 fn cited_in() -> Vec<PathBuf> {
     let root = root();

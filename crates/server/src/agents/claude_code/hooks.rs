@@ -202,16 +202,6 @@ async fn handle(
     let b = &hook.body;
     let id = &session.id;
     let desk = session.desk.clone();
-    // A prompt the owner answered or dismissed: any waiting mark on the desk's tasks goes.
-    let was_waiting = matches!(
-        session.activity,
-        taskkeeper_core::Activity::WaitingOnOwner | taskkeeper_core::Activity::StoppedByOwner
-    );
-    let owner_back = || async {
-        if was_waiting {
-            sessions.mark_owner_wait(&desk, false).await;
-        }
-    };
     Ok(match hook.event.as_str() {
         "SessionStart" => {
             sessions.edge(id, Edge::Started).await?;
@@ -249,12 +239,10 @@ async fn handle(
                 TurnOrigin::Owner
             };
             sessions.edge(id, Edge::TurnStarted { origin }).await?;
-            owner_back().await;
             String::new()
         }
         "PreToolUse" => {
             sessions.edge(id, Edge::ToolActivity).await?;
-            owner_back().await;
             fill_session(hook, credentials)
         }
         "PostToolUse" | "PostToolUseFailure" => {
@@ -267,11 +255,11 @@ async fn handle(
                     .edge(id, Edge::BackgroundStarted { id: bg.to_owned() })
                     .await?;
             }
-            owner_back().await;
             String::new()
         }
+        // The desk's tasks get the waiting mark from the activity (`Sessions::edges`).
         "PermissionRequest" => {
-            owner_waits(sessions, &session).await?;
+            sessions.edge(id, Edge::WaitingOnOwner).await?;
             String::new()
         }
         "Notification" => {
@@ -283,7 +271,7 @@ async fn handle(
                 kind,
                 "permission_prompt" | "elicitation_dialog" | "agent_needs_input"
             ) {
-                owner_waits(sessions, &session).await?;
+                sessions.edge(id, Edge::WaitingOnOwner).await?;
             }
             String::new()
         }
@@ -333,7 +321,6 @@ async fn handle(
                 });
             }
             sessions.edges(id, edges).await?;
-            owner_back().await;
             match handed {
                 Some(text) => json!({"decision": "block", "reason": text}).to_string(),
                 None => String::new(),
@@ -375,15 +362,6 @@ async fn handle(
         // Subagents run beside the main turn; they change nothing the watchdog asks.
         _ => String::new(),
     })
-}
-
-async fn owner_waits(
-    sessions: &Sessions,
-    session: &taskkeeper_core::Session,
-) -> Result<(), StoreError> {
-    sessions.edge(&session.id, Edge::WaitingOnOwner).await?;
-    sessions.mark_owner_wait(&session.desk, true).await;
-    Ok(())
 }
 
 /// The waiter's long poll: `{"action":"deliver","text":...}` or `{"action":"leave","why":...}`.

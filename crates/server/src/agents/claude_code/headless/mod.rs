@@ -365,11 +365,8 @@ impl Sessions {
             .collect();
         for s in orphans {
             tracing::info!(session = %s.id, "a headless session of an earlier run ended with it");
+            // Its desk's tasks wait on the owner no more (`Sessions::edges`).
             self.edge(&s.id, Edge::Ended).await?;
-            if s.activity == taskkeeper_core::Activity::WaitingOnOwner {
-                // It will not be answered now: its desk's tasks wait no more.
-                self.mark_owner_wait(&s.desk, false).await;
-            }
         }
         Ok(())
     }
@@ -382,7 +379,6 @@ impl Sessions {
     ) {
         let mut lines = BufReader::new(out).lines();
         let mut stream = StreamEdges::default();
-        let mut waiting = false;
         loop {
             let line = match lines.next_line().await {
                 Ok(Some(line)) => line,
@@ -412,7 +408,11 @@ impl Sessions {
                     ours
                 };
                 if withdrawn {
-                    self.mark_owner_wait(&desk, false).await;
+                    // The session asks no more and goes on: its stream tells the rest, and
+                    // the desk's tasks wait on the owner no more (`Sessions::edges`).
+                    if let Err(e) = self.edge(&id, Edge::ToolActivity).await {
+                        tracing::warn!(session = %id, error = %e, "recording a withdrawn permission request failed");
+                    }
                 }
                 self.session_changed(&id);
                 continue;
@@ -422,10 +422,7 @@ impl Sessions {
                 continue;
             }
             // Any activity after waiting on the owner ends the wait (answered, or withdrawn
-            // by the session).
-            let asks = edges.contains(&Edge::WaitingOnOwner);
-            let resumed = waiting && !asks;
-            waiting = asks || (waiting && !resumed);
+            // by the session): the mark follows the activity (`Sessions::edges`).
             tracing::debug!(session = %id, ?edges, "headless session");
             for edge in &edges {
                 if let Edge::TurnEnded {
@@ -438,9 +435,6 @@ impl Sessions {
             }
             if let Err(e) = self.edges(&id, edges).await {
                 tracing::warn!(session = %id, error = %e, "recording a headless session's activity failed");
-            }
-            if resumed {
-                self.mark_owner_wait(&desk, false).await;
             }
         }
     }
@@ -456,8 +450,11 @@ impl Sessions {
         match Permission::from_control(event) {
             Some(permission) => {
                 tracing::info!(session = %id, tool = %permission.tool, "a headless session asks the owner to allow a tool");
-                // The tasks carry the mark before the owner can see the request.
-                self.mark_owner_wait(desk, true).await;
+                // The session waits on the owner, and its desk's tasks carry the mark
+                // (`Sessions::edges`), before the owner can see the request.
+                if let Err(e) = self.edge(id, Edge::WaitingOnOwner).await {
+                    tracing::warn!(session = %id, error = %e, "recording a permission request failed");
+                }
                 let notice = crate::notify::Notice::PermissionAsked {
                     session: id.to_string(),
                     desk: desk.to_string(),
@@ -518,10 +515,9 @@ impl Sessions {
             return Err(LaunchError::NotLaunched(id.to_string()));
         }
         tracing::info!(session = %id, tool = %permission.tool, allow, "the owner answered a permission request");
-        if let Some(session) = self.tasks().get_session(id).await? {
-            self.mark_owner_wait(&session.desk, false).await;
-        }
-        self.session_changed(id);
+        // Answered, the turn goes on; the desk's tasks wait on the owner no more
+        // (`Sessions::edges`).
+        self.edge(id, Edge::ToolActivity).await?;
         Ok(())
     }
 
@@ -544,9 +540,7 @@ impl Sessions {
         // What it left running in its group (background commands) goes with it.
         kill_group(pid, Signal::SIGTERM);
         crate::sessions::lock(&self.launched().running).remove(&id);
-        let was_asked = crate::sessions::lock(&self.launched().asked)
-            .remove(&id)
-            .is_some();
+        crate::sessions::lock(&self.launched().asked).remove(&id);
         // Every event it wrote is recorded before its end is.
         if let Some(reader) = reader {
             let _ = tokio::time::timeout(Duration::from_secs(2), reader).await;
@@ -560,20 +554,10 @@ impl Sessions {
             }
             Err(e) => tracing::warn!(session = %id, error = %e, "lost a headless session"),
         }
-        let before = self.tasks().get_session(&id).await.ok().flatten();
-        match self.edge(&id, Edge::Ended).await {
-            Ok(session) => {
-                let waited = was_asked
-                    || before
-                        .is_some_and(|b| b.activity == taskkeeper_core::Activity::WaitingOnOwner);
-                if waited {
-                    // It will not be answered now: its desk's tasks wait no more.
-                    self.mark_owner_wait(&session.desk, false).await;
-                }
-            }
-            Err(e) => {
-                tracing::debug!(session = %id, error = %e, "could not record a headless session's end")
-            }
+        // A request it made will not be answered now: its desk's tasks wait on the owner no
+        // more (`Sessions::edges`).
+        if let Err(e) = self.edge(&id, Edge::Ended).await {
+            tracing::debug!(session = %id, error = %e, "could not record a headless session's end")
         }
     }
 }
