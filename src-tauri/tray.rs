@@ -385,7 +385,10 @@ async fn flip_reminders<R: Runtime>(app: &AppHandle<R>) {
 
 /// Whether the settings map says reminders are paused.
 pub fn is_paused(settings: &serde_json::Map<String, serde_json::Value>) -> bool {
-    settings.get(PAUSED_KEY).and_then(|v| v.as_str()) == Some("true")
+    settings
+        .get(taskkeeper_core::settings::REMINDERS_PAUSED)
+        .and_then(|v| v.as_str())
+        == Some("true")
 }
 
 /// Keeps the tray current: re-reads after every task and settings change the daemon
