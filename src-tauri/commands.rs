@@ -33,7 +33,6 @@
 //! Commands live in this module rather than at the crate root because `#[tauri::command]` on a
 //! `pub fn` in `lib.rs` collides with the macro's own glue (E0255, docs/tauri.md §11).
 
-use serde_json::{Map, Value};
 use taskkeeper_server::owner::api::{
     AgentChange, AgentView, DeskView, DigestView, SessionView, TaskDetail, TaskView,
 };
@@ -41,10 +40,8 @@ use taskkeeper_server::{OwnerError, OwnerErrorKind, OwnerService, TaskQuery};
 use tauri::ipc::Invoke;
 use tauri::{Runtime, State};
 
-use crate::tray::PAUSED_KEY;
-
 /// The settings as the owner API shows them: every key with its value as text.
-pub type SettingsMap = Map<String, Value>;
+pub use taskkeeper_server::owner::SettingsMap;
 
 /// The open tasks of every desk, as the owner API's `GET /api/tasks?state=open` lists them.
 #[tauri::command]
@@ -78,7 +75,6 @@ pub async fn cancel_task(
     id: String,
     reason: Option<String>,
 ) -> Result<TaskView, OwnerError> {
-    let reason = reason.filter(|r| !r.trim().is_empty());
     owner.cancel_task(&id, reason).await
 }
 
@@ -185,7 +181,6 @@ pub async fn answer_permission(
     message: Option<String>,
     request_id: Option<String>,
 ) -> Result<SessionView, OwnerError> {
-    let message = message.filter(|m| !m.trim().is_empty());
     owner
         .answer_permission(&id, allow, message, request_id)
         .await
@@ -204,38 +199,18 @@ pub async fn save_settings(
     owner: State<'_, OwnerService>,
     changes: SettingsMap,
 ) -> Result<SettingsMap, OwnerError> {
-    let mut pairs = Vec::with_capacity(changes.len());
-    for (key, value) in changes {
-        let text = match value {
-            Value::String(s) => s,
-            Value::Number(n) => n.to_string(),
-            Value::Bool(b) => b.to_string(),
-            other => {
-                return Err(OwnerError::invalid(format!(
-                    "{key}: give the value as text, not {other}"
-                )));
-            }
-        };
-        pairs.push((key, text));
-    }
-    owner.set_settings(pairs).await
+    owner.set_settings(changes).await
 }
 
 /// Pauses every reminder (the setting `reminders.paused`); answers every setting.
 #[tauri::command]
 pub async fn pause_reminders(owner: State<'_, OwnerService>) -> Result<SettingsMap, OwnerError> {
-    set_paused(&owner, true).await
+    owner.pause_reminders(true).await
 }
 
 #[tauri::command]
 pub async fn resume_reminders(owner: State<'_, OwnerService>) -> Result<SettingsMap, OwnerError> {
-    set_paused(&owner, false).await
-}
-
-async fn set_paused(owner: &OwnerService, paused: bool) -> Result<SettingsMap, OwnerError> {
-    owner
-        .set_settings(vec![(PAUSED_KEY.to_owned(), paused.to_string())])
-        .await
+    owner.pause_reminders(false).await
 }
 
 /// The agents Taskkeeper can connect (Claude Code today), with what their settings say.

@@ -45,8 +45,6 @@ use tokio::sync::broadcast;
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(20);
 /// Notices waiting for the notifier thread; more are dropped (they would be coalesced anyway).
 const QUEUE: usize = 64;
-/// The setting that turns desktop notifications off.
-pub const ENABLED_KEY: &str = "notifications.enabled";
 /// How long "Snooze 1 h" waits before the stall is told again.
 pub const SNOOZE: Duration = Duration::from_secs(3600);
 
@@ -351,7 +349,8 @@ impl Shown {
                         .and_then(|v| v.as_str())
                         .map(str::to_owned)
                 };
-                shown.enabled = text(ENABLED_KEY).as_deref() != Some("false");
+                shown.enabled = text(taskkeeper_core::settings::NOTIFICATIONS_ENABLED).as_deref()
+                    != Some("false");
                 shown.kinds = NoticeKind::ALL
                     .into_iter()
                     .filter(|k| match text(k.key()).as_deref() {

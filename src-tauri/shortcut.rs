@@ -6,15 +6,13 @@
 //! The setting is followed while the app runs: a change unregisters the old shortcut and
 //! registers the new one, so the settings panel's change counts at once.
 
+use taskkeeper_core::settings::APP_SHORTCUT as KEY;
 use taskkeeper_server::OwnerService;
 use tauri::plugin::TauriPlugin;
 use tauri::{AppHandle, Runtime};
 use tauri_plugin_global_shortcut::{GlobalShortcutExt as _, Shortcut, ShortcutState};
 
 use crate::window;
-
-/// The setting's key.
-pub const KEY: &str = "app.shortcut";
 
 /// The plugin, with the handler every registered shortcut shares: a press toggles the window.
 pub fn plugin<R: Runtime>() -> TauriPlugin<R> {

@@ -30,9 +30,6 @@ const MENU_REMINDERS: &str = "reminders";
 const MENU_SETTINGS: &str = "settings";
 const MENU_QUIT: &str = "quit";
 
-/// The setting the Pause/Resume item flips.
-pub const PAUSED_KEY: &str = "reminders.paused";
-
 /// What the owner needs to know at a glance; it decides the icon and the menu text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Counts {
@@ -370,11 +367,7 @@ async fn flip_reminders<R: Runtime>(app: &AppHandle<R>) {
             return;
         }
     };
-    let value = if paused { "false" } else { "true" };
-    match owner
-        .set_settings(vec![(PAUSED_KEY.to_owned(), value.to_owned())])
-        .await
-    {
+    match owner.pause_reminders(!paused).await {
         Ok(_) => tracing::info!(
             paused = !paused,
             "reminders paused or resumed from the tray"
@@ -385,7 +378,10 @@ async fn flip_reminders<R: Runtime>(app: &AppHandle<R>) {
 
 /// Whether the settings map says reminders are paused.
 pub fn is_paused(settings: &serde_json::Map<String, serde_json::Value>) -> bool {
-    settings.get(PAUSED_KEY).and_then(|v| v.as_str()) == Some("true")
+    settings
+        .get(taskkeeper_core::settings::REMINDERS_PAUSED)
+        .and_then(|v| v.as_str())
+        == Some("true")
 }
 
 /// Keeps the tray current: re-reads after every task and settings change the daemon

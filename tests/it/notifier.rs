@@ -375,7 +375,8 @@ fn notifications_follow_the_setting_at_once() {
     let owner = daemon.owner();
     notifier.attach(owner.clone(), |_| {});
     let set = |value: &str| {
-        block_on(owner.set_settings(vec![("notifications.enabled".into(), value.into())])).unwrap();
+        let change = serde_json::Map::from_iter([("notifications.enabled".into(), value.into())]);
+        block_on(owner.set_settings(change)).unwrap();
     };
 
     set("false");
@@ -399,7 +400,8 @@ fn each_kind_follows_its_own_setting_and_blocked_and_finished_start_off() {
     let owner = daemon.owner();
     notifier.attach(owner.clone(), |_| {});
     let set = |key: &str, value: &str| {
-        block_on(owner.set_settings(vec![(key.into(), value.into())])).unwrap();
+        let change = serde_json::Map::from_iter([(key.into(), value.into())]);
+        block_on(owner.set_settings(change)).unwrap();
     };
     // The notifier works in order: a notice shown after others were sent means those others
     // were looked at first (and dropped, when nothing else came).

@@ -10,6 +10,13 @@ use std::time::Duration;
 
 use crate::desk::AgentKind;
 
+/// `reminders.paused`: every reminder paused (the tray's, the window's and the CLI's pause).
+pub const REMINDERS_PAUSED: &str = "reminders.paused";
+/// `notifications.enabled`: desktop notifications on at all.
+pub const NOTIFICATIONS_ENABLED: &str = "notifications.enabled";
+/// `app.shortcut`: the desktop app's global shortcut (`off` for none).
+pub const APP_SHORTCUT: &str = "app.shortcut";
+
 /// The keys, in the order the settings panel shows them.
 pub const KEYS: [&str; 32] = [
     "reminders.first_after.claude-code",
@@ -21,9 +28,9 @@ pub const KEYS: [&str; 32] = [
     "tasks.keep_ended",
     "a2a.blocking_wait_max",
     "a2a.streams_per_caller",
-    "notifications.enabled",
+    NOTIFICATIONS_ENABLED,
     "sessions.create_desks",
-    "reminders.paused",
+    REMINDERS_PAUSED,
     // The limits (see [`Limits`]).
     "limits.open_tasks_per_asker",
     "limits.message_bytes",
@@ -47,7 +54,7 @@ pub const KEYS: [&str; 32] = [
     "notifications.blocked",
     "notifications.session_ended",
     "notifications.finished",
-    "app.shortcut",
+    APP_SHORTCUT,
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,9 +185,9 @@ impl Settings {
             "tasks.keep_ended" => format_duration(self.keep_ended),
             "a2a.blocking_wait_max" => format_duration(self.blocking_wait_max),
             "a2a.streams_per_caller" => self.streams_per_caller.to_string(),
-            "notifications.enabled" => self.notifications_enabled.to_string(),
+            NOTIFICATIONS_ENABLED => self.notifications_enabled.to_string(),
             "sessions.create_desks" => self.create_desks.to_string(),
-            "reminders.paused" => self.reminders_paused.to_string(),
+            REMINDERS_PAUSED => self.reminders_paused.to_string(),
             "digest.at" => self.digest_at.to_string(),
             k if k.starts_with("push.") => return self.push.get(key),
             k if Desktop::owns(k) => return self.desktop.get(key),
@@ -222,10 +229,10 @@ impl Settings {
                     .filter(|n| (1..=STREAMS_PER_CALLER_MAX).contains(n))
                     .ok_or_else(|| invalid(STREAMS_HELP))?;
             }
-            "notifications.enabled" => {
+            NOTIFICATIONS_ENABLED => {
                 self.notifications_enabled = parse_bool(value).ok_or_else(|| invalid(BOOL_HELP))?
             }
-            "reminders.paused" => {
+            REMINDERS_PAUSED => {
                 self.reminders_paused = parse_bool(value).ok_or_else(|| invalid(BOOL_HELP))?
             }
             "sessions.create_desks" => {
@@ -588,7 +595,7 @@ const SHORTCUT_MODIFIERS: [&str; 12] = [
 
 impl Desktop {
     fn owns(key: &str) -> bool {
-        key == "app.shortcut" || NoticeKind::from_key(key).is_some()
+        key == APP_SHORTCUT || NoticeKind::from_key(key).is_some()
     }
 
     /// Whether notifications of this kind are shown (`notifications.enabled` aside).
@@ -597,7 +604,7 @@ impl Desktop {
     }
 
     fn get(&self, key: &str) -> Result<String, SettingError> {
-        if key == "app.shortcut" {
+        if key == APP_SHORTCUT {
             return Ok(self.shortcut.clone().unwrap_or_else(|| "off".to_owned()));
         }
         let kind = NoticeKind::from_key(key).ok_or_else(|| SettingError::unknown(key))?;
@@ -606,7 +613,7 @@ impl Desktop {
 
     fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
         let invalid = |expected| SettingError::invalid(key, value, expected);
-        if key == "app.shortcut" {
+        if key == APP_SHORTCUT {
             self.shortcut = parse_shortcut(value).ok_or_else(|| invalid(SHORTCUT_HELP))?;
             return Ok(());
         }

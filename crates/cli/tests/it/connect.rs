@@ -287,25 +287,26 @@ fn the_waiter_exits_2_with_the_text_or_0_when_sent_away() {
         json!({"session_id": "s-1", "hook_event_name": event, "cwd": work}).to_string()
     };
     hook(&d.url(), &[], &payload("SessionStart"), dir.path());
-    let url = d.url();
-    let data = dir.path().to_owned();
-    let stop = payload("Stop");
-    let first = {
-        let (url, data, stop) = (url.clone(), data.clone(), stop.clone());
-        std::thread::spawn(move || hook(&url, &["wait"], &stop, &data))
-    };
-    std::thread::sleep(Duration::from_millis(200));
-    let second = {
-        let (url, data, stop) = (url.clone(), data.clone(), stop.clone());
-        std::thread::spawn(move || hook(&url, &["wait"], &stop, &data))
-    };
-    let out = first.join().unwrap();
+    // Two waiters for one session: the newer sends the older away (exit 0, silently),
+    // whichever of them the daemon saw first; the one left is the one a task wakes. Which is
+    // which is read from the one that ends, not arranged with a sleep.
+    let (tx, rx) = std::sync::mpsc::channel();
+    for i in 0..2 {
+        let (url, data, stop, tx) = (d.url(), dir.path().to_owned(), payload("Stop"), tx.clone());
+        std::thread::spawn(move || tx.send((i, hook(&url, &["wait"], &stop, &data))).unwrap());
+    }
+    let (older, out) = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the older waiter is sent away");
     assert_eq!(out.status.code(), Some(0), "superseded: {}", stderr(&out));
     assert_eq!(stderr(&out), "");
-    std::thread::sleep(Duration::from_millis(200));
+    // The older left because the newer is waiting: a task now is the newer's.
     let task = d.cli(&["task", "add", "work", "Add a --json flag"]);
     assert!(task.status.success(), "{}", stderr(&task));
-    let out = second.join().unwrap();
+    let (newer, out) = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the newer waiter is woken by the task");
+    assert_ne!(older, newer);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         stderr(&out).starts_with("[Taskkeeper] Task "),

@@ -19,6 +19,7 @@ use super::wire::Dialect;
 use super::{A2a, Ctx, Envelope, Reply};
 use crate::http::auth::Caller;
 use crate::http::routes::{Access, Room};
+use crate::owner::OwnerErrorKind;
 
 /// JSON-RPC's rooms: the machine endpoint and each desk's (askers and the owner), and the
 /// conformance desk's (`serve --conformance` only), each with and without a trailing slash.
@@ -262,8 +263,11 @@ impl RpcError {
         e
     }
 
-    /// A store refusal as the A2A error that means it.
+    /// A store refusal as the A2A error that means it: A2A's own error where it has one
+    /// (task not found, not cancelable, a limit), else the error of the refusal's kind
+    /// ([`OwnerErrorKind::of`], the kind the owner API and MCP give it too).
     pub fn from_store(e: StoreError) -> Self {
+        let kind = OwnerErrorKind::of(&e);
         match e {
             StoreError::NoSuchTask(id) => Self::task_not_found(id.as_str()),
             StoreError::Transition(t) => match &t {
@@ -279,12 +283,22 @@ impl RpcError {
                     Self::unsupported(t.to_string()).with("taskId", id.as_str())
                 }
             },
-            StoreError::NoSuchDesk(d) => Self::unsupported(format!("no desk named {d}")),
             StoreError::Limit(l) => Self::limit(&l),
-            other => {
-                tracing::error!(error = %other, "store error under A2A");
-                Self::internal(format!("internal error: {other}"))
-            }
+            StoreError::NoSuchDesk(d) => Self::unsupported(format!("no desk named {d}")),
+            other => match kind {
+                OwnerErrorKind::Invalid => Self::invalid_params(other.to_string()),
+                OwnerErrorKind::NotFound | OwnerErrorKind::Conflict => {
+                    Self::unsupported(other.to_string())
+                }
+                OwnerErrorKind::Unauthorized
+                | OwnerErrorKind::Forbidden
+                | OwnerErrorKind::TooLarge
+                | OwnerErrorKind::Limit
+                | OwnerErrorKind::Internal => {
+                    tracing::error!(error = %other, "store error under A2A");
+                    Self::internal(format!("internal error: {other}"))
+                }
+            },
         }
     }
 }

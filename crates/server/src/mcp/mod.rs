@@ -61,6 +61,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::http::auth::{Caller, Credentials};
 use crate::http::routes::{Access, Room};
+use crate::owner::OwnerErrorKind;
 use crate::tasks::Tasks;
 
 mod read;
@@ -122,28 +123,29 @@ pub(crate) struct McpServer {
 
 // ---- tool errors ------------------------------------------------------------------------
 
-/// A refusal the caller sees as a tool result with `isError: true`.
+/// A refusal the caller sees as a tool result with `isError: true`; its kind is the owner
+/// error's kind (the daemon's one vocabulary of refusals), its message written for the model.
 #[derive(Debug)]
 struct ToolError {
-    kind: &'static str,
+    kind: OwnerErrorKind,
     message: String,
 }
 
 impl ToolError {
-    fn new(kind: &'static str, message: impl Into<String>) -> Self {
+    fn new(kind: OwnerErrorKind, message: impl Into<String>) -> Self {
         Self {
             kind,
             message: message.into(),
         }
     }
     fn invalid(message: impl Into<String>) -> Self {
-        Self::new("invalid", message)
+        Self::new(OwnerErrorKind::Invalid, message)
     }
     fn not_found(message: impl Into<String>) -> Self {
-        Self::new("not_found", message)
+        Self::new(OwnerErrorKind::NotFound, message)
     }
     fn forbidden(message: impl Into<String>) -> Self {
-        Self::new("forbidden", message)
+        Self::new(OwnerErrorKind::Forbidden, message)
     }
 
     fn into_result(self) -> CallToolResult {
@@ -153,32 +155,28 @@ impl ToolError {
         result
     }
 
-    /// A store error, said for this tool's caller. Ended tasks get `ended` when the generic
-    /// wording (written for askers) would point the wrong way.
+    /// A store error, said for this tool's caller: the kind is [`OwnerErrorKind::of`]'s; the
+    /// wording points at the tools where the generic one (written for the CLI and askers)
+    /// would point the wrong way, and ended tasks get `ended`.
     fn store(e: StoreError, ended: impl FnOnce(&TaskId, &str) -> String) -> Self {
-        match e {
-            StoreError::NoSuchTask(id) => {
-                Self::not_found(format!("no task {id}; task_list shows the open tasks"))
-            }
+        let kind = OwnerErrorKind::of(&e);
+        let message = match e {
+            StoreError::NoSuchTask(id) => format!("no task {id}; task_list shows the open tasks"),
             StoreError::NoSuchDesk(name) => {
-                Self::not_found(format!("no desk named {name}; desks_list shows the desks"))
+                format!("no desk named {name}; desks_list shows the desks")
             }
             StoreError::Transition(TransitionError::Ended { id, state }) => {
-                Self::new("conflict", ended(&id, state.as_str()))
+                ended(&id, state.as_str())
             }
-            StoreError::Transition(t) => Self::new("conflict", t.to_string()),
-            StoreError::Conflict(_) => Self::new("conflict", e.to_string()),
-            StoreError::Limit(l) => Self::new("limit", l.to_string()),
-            other => {
+            other if kind == OwnerErrorKind::Internal => {
                 tracing::error!(error = %other, "store error in an MCP tool");
-                Self::new(
-                    "internal",
-                    format!(
-                        "Taskkeeper could not do this: {other}. Try again; if it persists, the daemon's log says more"
-                    ),
+                format!(
+                    "Taskkeeper could not do this: {other}. Try again; if it persists, the daemon's log says more"
                 )
             }
-        }
+            other => other.to_string(),
+        };
+        Self::new(kind, message)
     }
 }
 
@@ -355,7 +353,7 @@ impl McpServer {
         let asker = call.asker();
         match self.task(id).await {
             Ok(t) if t.asker == asker => Ok(t),
-            Err(e) if e.kind != "not_found" => Err(e),
+            Err(e) if e.kind != OwnerErrorKind::NotFound => Err(e),
             _ => Err(ToolError::not_found(format!(
                 "no task {} sent by {asker}; task_send's answer names the task id",
                 id.trim()

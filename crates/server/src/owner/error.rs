@@ -1,6 +1,11 @@
 //! How the owner's side says no: an [`OwnerError`] with a kind programs branch on (the UI,
 //! the CLI, the HTTP status) and a message that names the thing and the fix; and how a store,
 //! transition or launch error becomes one, so a refusal reads the same everywhere.
+//!
+//! [`OwnerErrorKind`] is the daemon's one vocabulary of refusals: [`OwnerErrorKind::of`] is
+//! the only place a store error is classified, and MCP's tool errors and A2A's JSON-RPC
+//! errors convert from that kind (adding their own wording and codes), so one store
+//! refusal is the same kind of refusal over every surface.
 
 use serde::{Deserialize, Serialize};
 use taskkeeper_core::{StoreError, TransitionError};
@@ -19,6 +24,34 @@ pub enum OwnerErrorKind {
     /// A count limit (`limits.*`, `sessions.*`) would be passed; the message names it.
     Limit,
     Internal,
+}
+
+impl OwnerErrorKind {
+    /// What kind of refusal a store error is: the one classification every surface uses.
+    pub fn of(e: &StoreError) -> Self {
+        match e {
+            StoreError::NoSuchDesk(_)
+            | StoreError::NoSuchTask(_)
+            | StoreError::NoSuchAsker(_)
+            | StoreError::NoSuchSession(_) => Self::NotFound,
+            StoreError::InvalidAskerName(_) | StoreError::Setting(_) => Self::Invalid,
+            StoreError::AskerExists(_)
+            | StoreError::DeskExists(_)
+            | StoreError::DeskHasOpenTasks { .. }
+            | StoreError::Conflict(_)
+            | StoreError::Transition(_) => Self::Conflict,
+            StoreError::Limit(l) if l.limit().is_size() => Self::TooLarge,
+            StoreError::Limit(_) => Self::Limit,
+            StoreError::Open { .. }
+            | StoreError::Corrupt { .. }
+            | StoreError::WalDamaged { .. }
+            | StoreError::TooNew { .. }
+            | StoreError::Locked { .. }
+            | StoreError::Sqlite(_)
+            | StoreError::Decode(_)
+            | StoreError::Closed => Self::Internal,
+        }
+    }
 }
 
 /// An error as the owner's tools see it: `{kind, message}`.
@@ -41,22 +74,7 @@ impl OwnerError {
 
 impl From<StoreError> for OwnerError {
     fn from(e: StoreError) -> Self {
-        let kind = match &e {
-            StoreError::NoSuchDesk(_)
-            | StoreError::NoSuchTask(_)
-            | StoreError::NoSuchAsker(_)
-            | StoreError::NoSuchSession(_) => OwnerErrorKind::NotFound,
-            StoreError::InvalidAskerName(_) => OwnerErrorKind::Invalid,
-            StoreError::AskerExists(_) => OwnerErrorKind::Conflict,
-            StoreError::DeskExists(_)
-            | StoreError::DeskHasOpenTasks { .. }
-            | StoreError::Conflict(_)
-            | StoreError::Transition(_) => OwnerErrorKind::Conflict,
-            StoreError::Setting(_) => OwnerErrorKind::Invalid,
-            StoreError::Limit(l) if l.limit().is_size() => OwnerErrorKind::TooLarge,
-            StoreError::Limit(_) => OwnerErrorKind::Limit,
-            _ => OwnerErrorKind::Internal,
-        };
+        let kind = OwnerErrorKind::of(&e);
         if kind == OwnerErrorKind::Internal {
             tracing::error!(error = %e, "store error");
         }

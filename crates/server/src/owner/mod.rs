@@ -94,7 +94,7 @@ fn parse_desk(name: &str) -> Result<DeskName, OwnerError> {
 
 /// A delivery command: a blank one is no command; one line only (it is shown and logged).
 fn checked_command(command: Option<String>) -> Result<Option<String>, OwnerError> {
-    let Some(command) = command.filter(|c| !c.trim().is_empty()) else {
+    let Some(command) = given(command) else {
         return Ok(None);
     };
     if command.contains(['\n', '\r', '\0']) || command.len() > 4096 {
@@ -103,6 +103,26 @@ fn checked_command(command: Option<String>) -> Result<Option<String>, OwnerError
         ));
     }
     Ok(Some(command))
+}
+
+/// Every setting as text, keyed by name (the owner API's and the app's settings map).
+pub type SettingsMap = serde_json::Map<String, serde_json::Value>;
+
+/// A setting's value as the store keeps it: text, or a number or a boolean as its text.
+fn setting_text(key: &str, value: serde_json::Value) -> Result<String, OwnerError> {
+    match value {
+        serde_json::Value::String(s) => Ok(s),
+        serde_json::Value::Number(n) => Ok(n.to_string()),
+        serde_json::Value::Bool(b) => Ok(b.to_string()),
+        other => Err(OwnerError::invalid(format!(
+            "{key}: give the value as text, not {other}"
+        ))),
+    }
+}
+
+/// Optional text from any caller: blank text is no text, the same for every caller.
+fn given(text: Option<String>) -> Option<String> {
+    text.filter(|t| !t.trim().is_empty())
 }
 
 fn non_empty(field: &str, text: &str) -> Result<(), OwnerError> {
@@ -163,7 +183,7 @@ impl OwnerService {
     }
 
     /// Every setting as text, keyed by name.
-    pub async fn settings(&self) -> Result<serde_json::Map<String, serde_json::Value>, OwnerError> {
+    pub async fn settings(&self) -> Result<SettingsMap, OwnerError> {
         let settings = self.blocking(|s, _| s.settings()).await?;
         Ok(settings
             .pairs()
@@ -172,11 +192,30 @@ impl OwnerService {
             .collect())
     }
 
-    /// Change settings; all are checked first, and one invalid value changes nothing.
-    pub async fn set_settings(
+    /// Change settings (`{key: value}`; a value is text, and a number or a boolean is read as
+    /// its text); all are checked first, and one invalid value changes nothing. Answers every
+    /// setting. The owner API, the app and the CLI all come here.
+    pub async fn set_settings(&self, changes: SettingsMap) -> Result<SettingsMap, OwnerError> {
+        let changes = changes
+            .into_iter()
+            .map(|(key, value)| setting_text(&key, value).map(|text| (key, text)))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.set_setting_texts(changes).await
+    }
+
+    /// Pause (or resume) every reminder: the setting `reminders.paused`. Answers every setting.
+    pub async fn pause_reminders(&self, paused: bool) -> Result<SettingsMap, OwnerError> {
+        self.set_setting_texts(vec![(
+            taskkeeper_core::settings::REMINDERS_PAUSED.to_owned(),
+            paused.to_string(),
+        )])
+        .await
+    }
+
+    async fn set_setting_texts(
         &self,
         changes: Vec<(String, String)>,
-    ) -> Result<serde_json::Map<String, serde_json::Value>, OwnerError> {
+    ) -> Result<SettingsMap, OwnerError> {
         let mut check = self.blocking(|s, _| s.settings()).await?;
         for (k, v) in &changes {
             check
@@ -508,6 +547,7 @@ impl OwnerService {
         request_id: Option<String>,
     ) -> Result<SessionView, OwnerError> {
         let id = taskkeeper_core::SessionId::from(id);
+        let message = given(message);
         self.sessions
             .answer_permission(&id, allow, message.as_deref(), request_id.as_deref())
             .await?;
@@ -607,7 +647,8 @@ impl OwnerService {
         id: &str,
         reason: Option<String>,
     ) -> Result<TaskView, OwnerError> {
-        let reason = reason.or_else(|| Some("Canceled by the owner.".to_owned()));
+        // A blank reason is no reason: the asker reads the default, whoever cancelled.
+        let reason = given(reason).or_else(|| Some("Canceled by the owner.".to_owned()));
         let event = Event::Cancel { reason };
         Ok(TaskView::from(
             &self.tasks.apply(&TaskId::from(id), event).await?.task,

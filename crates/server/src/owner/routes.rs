@@ -13,7 +13,7 @@ use crate::owner::api::{
     AgentList, AskerList, CancelRequest, ConnectRequest, DeskList, NewAskerRequest, NewDeskRequest,
     NewTaskRequest, SessionList, TaskList, UpdateRequest,
 };
-use crate::owner::{OwnerError, OwnerService, TaskQuery};
+use crate::owner::{OwnerService, TaskQuery};
 
 /// The owner API: the owner's token only.
 pub(crate) fn room(owner: OwnerService) -> Room {
@@ -317,47 +317,34 @@ async fn get_settings(State(owner): State<OwnerService>) -> Response {
 /// `{"key": "value", ...}`: every value is checked before any is written.
 async fn put_settings(
     State(owner): State<OwnerService>,
-    Body(changes): Body<serde_json::Map<String, serde_json::Value>>,
+    Body(changes): Body<crate::owner::SettingsMap>,
 ) -> Response {
-    let mut pairs = Vec::new();
-    for (k, v) in changes {
-        let text = match v {
-            serde_json::Value::String(s) => s,
-            serde_json::Value::Number(n) => n.to_string(),
-            serde_json::Value::Bool(b) => b.to_string(),
-            other => {
-                return OwnerError::invalid(format!("{k}: give the value as text, not {other}"))
-                    .into_response();
-            }
-        };
-        pairs.push((k, text));
-    }
     reply(
         StatusCode::OK,
         owner
-            .set_settings(pairs)
+            .set_settings(changes)
             .await
             .map(|settings| serde_json::json!({"settings": settings})),
     )
 }
 
 async fn pause_all(State(owner): State<OwnerService>) -> Response {
-    let r = owner
-        .set_settings(vec![("reminders.paused".into(), "true".into())])
-        .await;
     reply(
         StatusCode::OK,
-        r.map(|settings| serde_json::json!({"settings": settings})),
+        owner
+            .pause_reminders(true)
+            .await
+            .map(|settings| serde_json::json!({"settings": settings})),
     )
 }
 
 async fn resume_all(State(owner): State<OwnerService>) -> Response {
-    let r = owner
-        .set_settings(vec![("reminders.paused".into(), "false".into())])
-        .await;
     reply(
         StatusCode::OK,
-        r.map(|settings| serde_json::json!({"settings": settings})),
+        owner
+            .pause_reminders(false)
+            .await
+            .map(|settings| serde_json::json!({"settings": settings})),
     )
 }
 

@@ -59,32 +59,18 @@ fn update(d: &TestDaemon, id: &str, body: Value) -> (u16, Value) {
     d.call("POST", &format!("/api/tasks/{id}/update"), Some(&body))
 }
 
-/// GET `path` with `token` (none: no Authorization header): status, headers, body bytes.
+/// GET `path` with `token` (none: no Authorization header): status, the headers (lower-cased,
+/// one `name: value` a line), body.
 fn fetch(d: &TestDaemon, path: &str, token: Option<&str>) -> (u16, String, String) {
     let headers: Vec<(String, String)> = token
         .map(|t| vec![("Authorization".to_owned(), format!("Bearer {t}"))])
         .unwrap_or_default();
-    let mut stream = std::net::TcpStream::connect(d.addr).unwrap();
-    use std::io::{Read as _, Write as _};
-    let mut request = format!(
-        "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n",
-        d.host()
-    );
-    for (k, v) in &headers {
-        request.push_str(&format!("{k}: {v}\r\n"));
-    }
-    request.push_str("\r\n");
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut response = Vec::new();
-    let _ = stream.read_to_end(&mut response);
-    let text = String::from_utf8_lossy(&response).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    (status, head.to_ascii_lowercase(), body.to_owned())
+    let (status, headers, body) = d.http_exchange("GET", path, Some(&d.host()), &headers, "");
+    let head = headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {}\n", v.to_ascii_lowercase()))
+        .collect();
+    (status, head, body)
 }
 
 fn path_of(url: &str) -> String {

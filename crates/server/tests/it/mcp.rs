@@ -884,6 +884,37 @@ fn task_send_is_bounded_per_desk_and_odd_session_ids_are_refused() {
     assert_eq!(count(), 2);
 }
 
+/// A store refusal is the same kind of refusal over MCP as over the owner API (one
+/// classification of store errors): a message over `limits.message_bytes` is `too_large` on
+/// both, and neither makes a task.
+#[test]
+fn a_store_refusal_is_the_same_kind_over_mcp_as_over_the_owner_api() {
+    let d = two_desks();
+    d.set_setting("limits.message_bytes", "1KiB");
+    let big = "x".repeat(2048);
+    let count = d.task_count();
+    let (status, body) = d.call(
+        "POST",
+        "/api/tasks",
+        Some(&json!({"desk": "web", "text": big})),
+    );
+    assert_eq!(status, 413, "{body}");
+    assert_eq!(body["error"]["kind"], "too_large", "{body}");
+    let c = Client::connect(&d, TOKEN);
+    let r = c
+        .try_call("task_send", json!({"desk": "web", "text": big}))
+        .unwrap();
+    assert_eq!(r.is_error, Some(true));
+    let structured = r.structured_content.clone().unwrap();
+    assert_eq!(structured["error"]["kind"], "too_large", "{structured}");
+    assert!(
+        text_of(&r).contains("limits.message_bytes"),
+        "{}",
+        text_of(&r)
+    );
+    assert_eq!(d.task_count(), count);
+}
+
 #[test]
 fn askers_cannot_reach_mcp_and_the_owner_asks_as_owner() {
     let d = two_desks();

@@ -276,3 +276,39 @@ fn the_token_file_is_private() {
     }
     rt.block_on(daemon.shutdown());
 }
+
+/// A blank reason is no reason, whoever cancels (the owner service checks it, not the app):
+/// the asker reads the default, never a reason of spaces.
+#[test]
+fn a_blank_cancel_reason_is_no_reason_for_every_caller() {
+    let d = TestDaemon::start();
+    d.with_desk("web");
+    for reason in [" ", "\n\t", ""] {
+        let (_, task) = d.call(
+            "POST",
+            "/api/tasks",
+            Some(&json!({"desk": "web", "text": "x"})),
+        );
+        let id = task["id"].as_str().unwrap();
+        let (status, body) = d.call(
+            "POST",
+            &format!("/api/tasks/{id}/cancel"),
+            Some(&json!({"reason": reason})),
+        );
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["state"], "canceled");
+        assert_eq!(body["statusText"], "Canceled by the owner.", "{reason:?}");
+    }
+    let (_, task) = d.call(
+        "POST",
+        "/api/tasks",
+        Some(&json!({"desk": "web", "text": "x"})),
+    );
+    let id = task["id"].as_str().unwrap();
+    let (_, body) = d.call(
+        "POST",
+        &format!("/api/tasks/{id}/cancel"),
+        Some(&json!({"reason": "Not needed any more."})),
+    );
+    assert_eq!(body["statusText"], "Not needed any more.");
+}

@@ -2,19 +2,14 @@
 //! their security headers, while every `/api` call still needs it; no path under `/ui/`
 //! reaches anything but the files read at start.
 
-use std::io::{Read as _, Write as _};
-use std::net::{SocketAddr, TcpStream};
-
 use taskkeeper_server::{Daemon, DaemonConfig, DaemonError};
 
-use crate::support::TOKEN;
+use crate::support::{TOKEN, TestDaemon};
 
 /// A daemon serving a tiny built UI from a temp directory.
 struct UiDaemon {
-    addr: SocketAddr,
-    runtime: tokio::runtime::Runtime,
-    daemon: Option<Daemon>,
-    _dirs: (tempfile::TempDir, tempfile::TempDir),
+    daemon: TestDaemon,
+    _ui: tempfile::TempDir,
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -26,7 +21,6 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 fn start(with_ui: bool) -> UiDaemon {
-    let data = tempfile::tempdir().unwrap();
     let ui = tempfile::tempdir().unwrap();
     std::fs::write(
         ui.path().join("index.html"),
@@ -36,72 +30,46 @@ fn start(with_ui: bool) -> UiDaemon {
     std::fs::create_dir(ui.path().join("assets")).unwrap();
     std::fs::write(ui.path().join("assets/app.js"), "console.log(1)").unwrap();
     std::fs::write(ui.path().join("assets/app.css"), "body{}").unwrap();
-    let mut config = DaemonConfig::new(0, data.path().to_owned());
-    config.token = Some(TOKEN.to_owned());
-    config.ui_dir = with_ui.then(|| ui.path().to_owned());
-    let runtime = runtime();
-    let daemon = runtime.block_on(Daemon::start(config)).unwrap();
-    UiDaemon {
-        addr: daemon.addr(),
-        runtime,
-        daemon: Some(daemon),
-        _dirs: (data, ui),
-    }
-}
-
-impl Drop for UiDaemon {
-    fn drop(&mut self) {
-        if let Some(d) = self.daemon.take() {
-            self.runtime.block_on(d.shutdown());
-        }
-    }
+    let dir = ui.path().to_owned();
+    let daemon = TestDaemon::start_configured(|c| c.ui_dir = with_ui.then_some(dir));
+    UiDaemon { daemon, _ui: ui }
 }
 
 struct Answer {
     status: u16,
+    /// The response's headers, one `name: value` a line (for failure messages).
     head: String,
+    headers: Vec<(String, String)>,
     body: String,
 }
 
 impl Answer {
     fn header(&self, name: &str) -> Option<String> {
-        self.head.lines().find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            k.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
-        })
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.clone())
     }
 }
 
 impl UiDaemon {
-    fn host(&self) -> String {
-        format!("127.0.0.1:{}", self.addr.port())
-    }
-
     /// Exactly this request line and these headers (plus Host unless given).
     fn raw(&self, method: &str, target: &str, headers: &[(&str, &str)]) -> Answer {
-        let mut stream = TcpStream::connect(self.addr).unwrap();
-        let mut request = format!("{method} {target} HTTP/1.1\r\nConnection: close\r\n");
-        if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
-            request.push_str(&format!("Host: {}\r\n", self.host()));
-        }
-        for (k, v) in headers {
-            request.push_str(&format!("{k}: {v}\r\n"));
-        }
-        request.push_str("Content-Length: 0\r\n\r\n");
-        stream.write_all(request.as_bytes()).unwrap();
-        let mut response = Vec::new();
-        let _ = stream.read_to_end(&mut response);
-        let text = String::from_utf8_lossy(&response).into_owned();
-        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-        let status = head
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
+        let host = (!headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")))
+            .then(|| self.daemon.host());
+        let headers: Vec<(String, String)> = headers
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let (status, headers, body) =
+            self.daemon
+                .http_exchange(method, target, host.as_deref(), &headers, "");
+        let head = headers.iter().map(|(k, v)| format!("{k}: {v}\n")).collect();
         Answer {
             status,
-            head: head.to_owned(),
-            body: body.to_owned(),
+            head,
+            headers,
+            body,
         }
     }
 }
