@@ -35,7 +35,8 @@ use tokio::sync::{Notify, mpsc};
 mod process;
 mod stream;
 
-use process::{Signal, keep_tail, kill_group, stop_child, write_mcp_config, write_stdin};
+pub(crate) use process::{Signal, keep_tail, kill_group, stop_child};
+use process::{write_mcp_config, write_stdin};
 pub use stream::{INPUT_SHOWN, Permission, StreamEdges};
 use stream::{control_error, user_message};
 
@@ -46,7 +47,7 @@ const STOP_GRACE: Duration = Duration::from_secs(10);
 
 /// Variables an agent process must not inherit: they would make the child think it is nested
 /// in another session, or write into that session's inbox (claude-code.md §17).
-const STRIPPED_ENV: [&str; 8] = [
+pub(crate) const STRIPPED_ENV: [&str; 8] = [
     "CLAUDECODE",
     "CLAUDE_CODE_SESSION_ID",
     "CLAUDE_CODE_MESSAGING_SOCKET",
@@ -62,6 +63,10 @@ const STRIPPED_ENV: [&str; 8] = [
 pub struct LaunchConfig {
     /// The `claude` executable.
     pub program: PathBuf,
+    /// The `codex` executable (`codex app-server`).
+    pub codex: PathBuf,
+    /// The `gemini` executable (`gemini --acp`).
+    pub gemini: PathBuf,
     /// The daemon's port, for the MCP server's address.
     pub port: u16,
     /// The worker token and the session proofs, for the MCP server's headers.
@@ -85,9 +90,9 @@ pub enum LaunchError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(
-        "desk {desk} is a {agent} desk; Taskkeeper launches headless sessions for claude-code desks only"
+        "desk {desk} is a {agent} desk; Taskkeeper launches headless sessions for claude-code, codex and gemini desks (re-add the desk with --agent to name its agent)"
     )]
-    NotClaudeCode { desk: String, agent: AgentKind },
+    NotHeadless { desk: String, agent: AgentKind },
     #[error("desk {desk}'s directory {dir} does not exist; create it or re-add the desk")]
     NoDirectory { desk: String, dir: PathBuf },
     #[error(
@@ -95,6 +100,13 @@ pub enum LaunchError {
     )]
     Spawn {
         program: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot start {program}: {source}; install {agent}, or point {env} at its binary")]
+    SpawnAgent {
+        program: PathBuf,
+        agent: &'static str,
+        env: &'static str,
         source: std::io::Error,
     },
     #[error("cannot write the session's MCP configuration {path}: {source}")]
@@ -134,8 +146,11 @@ pub(crate) struct Launched {
 
 #[derive(Debug, Clone)]
 struct Handle {
-    /// Whole lines for the session's stdin.
+    /// Whole lines for the session's stdin (stream-json), or the texts of its tasks for the
+    /// protocol that drives it ([`crate::agents::launched`]).
     stdin: mpsc::UnboundedSender<String>,
+    /// Its stdin takes stream-json lines: a task becomes a user message here.
+    stream_json: bool,
     stop: Arc<Notify>,
 }
 
@@ -146,7 +161,41 @@ impl Launched {
 
     /// Queue `text` as a user message; false when the session's stdin is gone.
     pub(crate) fn send(&self, id: &SessionId, text: &str) -> bool {
-        self.send_line(id, user_message(text))
+        let stream_json = crate::sessions::lock(&self.running)
+            .get(id)
+            .is_some_and(|h| h.stream_json);
+        if stream_json {
+            self.send_line(id, user_message(text))
+        } else {
+            self.send_line(id, text.to_owned())
+        }
+    }
+
+    /// Hold a session launched through [`crate::agents::launched`]: its tasks go to `input`.
+    pub(crate) fn hold(
+        &self,
+        id: SessionId,
+        input: mpsc::UnboundedSender<String>,
+        stop: Arc<Notify>,
+    ) {
+        crate::sessions::lock(&self.running).insert(
+            id,
+            Handle {
+                stdin: input,
+                stream_json: false,
+                stop,
+            },
+        );
+    }
+
+    /// A launched process's lifecycle, awaited at shutdown.
+    pub(crate) fn track(&self, task: tokio::task::JoinHandle<()>) {
+        crate::sessions::lock(&self.tasks).push(task);
+    }
+
+    /// Forget a session whose process is gone (its input closes).
+    pub(crate) fn release(&self, id: &SessionId) {
+        crate::sessions::lock(&self.running).remove(id);
     }
 
     fn send_line(&self, id: &SessionId, line: String) -> bool {
@@ -167,14 +216,12 @@ impl From<LaunchError> for crate::owner::OwnerError {
         use LaunchError as L;
         let kind = match &e {
             L::Store(s) => return crate::owner::OwnerError::from(s.clone()),
-            L::NotClaudeCode { .. } | L::NoDirectory { .. } => {
-                crate::owner::OwnerErrorKind::Invalid
-            }
+            L::NotHeadless { .. } | L::NoDirectory { .. } => crate::owner::OwnerErrorKind::Invalid,
             L::NotLaunched(_) => crate::owner::OwnerErrorKind::NotFound,
             L::NothingAsked(_) | L::AskedSomethingElse { .. } => {
                 crate::owner::OwnerErrorKind::Conflict
             }
-            L::Spawn { .. } | L::Config { .. } | L::Unavailable => {
+            L::Spawn { .. } | L::SpawnAgent { .. } | L::Config { .. } | L::Unavailable => {
                 crate::owner::OwnerErrorKind::Internal
             }
         };
@@ -202,17 +249,14 @@ impl Sessions {
             .blocking(move |s, _| s.desk(&name))
             .await?
             .ok_or_else(|| StoreError::NoSuchDesk(desk.to_owned()))?;
-        if desk.agent != AgentKind::ClaudeCode {
-            return Err(LaunchError::NotClaudeCode {
-                desk: desk.name.to_string(),
-                agent: desk.agent,
-            });
-        }
         if !desk.dir.is_dir() {
             return Err(LaunchError::NoDirectory {
                 desk: desk.name.to_string(),
                 dir: desk.dir.clone(),
             });
+        }
+        if desk.agent != AgentKind::ClaudeCode {
+            return self.launch_headless(desk, config).await;
         }
         let id = SessionId::generate();
         let mcp = write_mcp_config(&config, &id)?;
@@ -296,6 +340,7 @@ impl Sessions {
             id.clone(),
             Handle {
                 stdin: tx,
+                stream_json: true,
                 stop: stop.clone(),
             },
         );
