@@ -611,7 +611,12 @@ pub fn session(cmd: SessionCommand) -> anyhow::Result<()> {
                 client.post(&format!("/api/desks/{}/launch", encode(desk)), &json!({}))?;
             say!("{}", session.id);
             eprintln!(
-                "launched a headless Claude Code session at desk {} (pid {}); `taskkeeper session stop {}` stops it",
+                "launched a headless {} session at desk {} (pid {}); `taskkeeper session stop {}` stops it",
+                match session.agent.as_str() {
+                    "codex" => "Codex CLI (`codex app-server`)",
+                    "gemini" => "Gemini CLI (`gemini --acp`)",
+                    _ => "Claude Code (`claude -p`)",
+                },
                 session.desk,
                 session
                     .pid
