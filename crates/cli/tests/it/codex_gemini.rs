@@ -497,8 +497,10 @@ fn gemini_cli_offline_is_handed_a_task_at_after_agent_and_ends_it_over_mcp_as_it
 /// A headless session Taskkeeper launches (`session launch`: `codex app-server` / `gemini
 /// --acp`, driven over JSON-RPC on its stdio) takes the asker's task as a turn's input; the
 /// model ends it with `task_update` over MCP, as its own session by the headers Taskkeeper
-/// gave it (no hook, no `connect`), and the blocking SendMessage returns COMPLETED. Stopping
-/// it ends it cleanly.
+/// gave it, and the blocking SendMessage returns COMPLETED. The agent is connected too, so its
+/// hooks run in the launched process: they stay silent there (the agent's own id for the
+/// session is not Taskkeeper's), and the launched session is the only one. Stopping it ends
+/// it cleanly.
 fn launched_scenario(kind: Kind, program: &Path) {
     let dir = tempfile::tempdir().unwrap();
     let (home, work) = (dir.path().join("home"), dir.path().join("web"));
@@ -511,9 +513,18 @@ fn launched_scenario(kind: Kind, program: &Path) {
         Kind::Codex => "TASKKEEPER_CODEX",
         Kind::Gemini => "TASKKEEPER_GEMINI",
     };
-    // The daemon's environment: the sessions it launches inherit it.
+    let data = dir.path().join("data");
+    // `connect` finds `codex` on the PATH, to trust the hooks through its app server.
+    let path = std::env::join_paths(program.parent().into_iter().map(Path::to_owned).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .unwrap();
+    // The daemon's environment: the sessions it launches inherit it. Their hooks find the
+    // daemon at the default address (free: the namespace is the test's own) and the worker
+    // token in the data directory.
     let env: Vec<(String, String)> = [
-        ("PATH", std::env::var("PATH").unwrap_or_default()),
+        ("PATH", path.to_string_lossy().into_owned()),
+        ("TASKKEEPER_DATA_DIR", data.to_string_lossy().into_owned()),
         ("HOME", home.to_string_lossy().into_owned()),
         (
             "CODEX_HOME",
@@ -532,7 +543,7 @@ fn launched_scenario(kind: Kind, program: &Path) {
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
-    let d = Served::start_in(&dir.path().join("data"), &env);
+    let d = Served::start_in_on(&data, 7717, &env);
     let ok = |out: std::process::Output| {
         assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
         out
@@ -546,6 +557,12 @@ fn launched_scenario(kind: Kind, program: &Path) {
         "--agent",
         kind.name(),
     ]));
+    ok(Command::new(bin())
+        .args(["connect", kind.name(), "--force"])
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .unwrap());
     let started = Instant::now();
     let launched = ok(d.cli(&["session", "launch", "web"]));
     let session = stdout(&launched).trim().to_owned();
