@@ -101,10 +101,6 @@ fn request_with(
     Some(req)
 }
 
-/// Set by the daemon in the environment of the Codex and Gemini sessions it launches
-/// headless (the server's `agents::launched::LAUNCHED_ENV`).
-const LAUNCHED_SESSION: &str = "TASKKEEPER_LAUNCHED_SESSION";
-
 /// The agents `taskkeeper hook` forwards for, each to its own intake.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Agent {
@@ -132,7 +128,7 @@ pub fn hook(agent: Agent) -> ExitCode {
         });
     }
     let payload = read_stdin();
-    if agent != Agent::ClaudeCode && env(LAUNCHED_SESSION).is_some() {
+    if agent != Agent::ClaudeCode && env(headers::LAUNCHED_SESSION_ENV).is_some() {
         // A session the daemon launched headless: the daemon reads its activity from the
         // protocol it drives it by, and its MCP calls carry their session in their headers.
         // The agent's own id for it is not Taskkeeper's, so a hook would only make a second
