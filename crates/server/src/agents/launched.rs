@@ -29,10 +29,10 @@ use std::time::Duration;
 use serde_json::Value;
 use taskkeeper_core::session::{Edge, Reach, Session, SessionId};
 use taskkeeper_core::{AgentKind, Desk, DeskName, delivery};
-use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::sync::{Notify, mpsc};
 
-use crate::agents::claude_code::headless::{self, LaunchConfig, LaunchError};
+use crate::agents::claude_code::headless::{self, LaunchConfig, LaunchError, Permission};
 use crate::agents::headers;
 use crate::sessions::Sessions;
 
@@ -43,8 +43,28 @@ pub struct Step {
     pub write: Vec<String>,
     /// What it means for the session, in order.
     pub edges: Vec<Edge>,
+    /// The session asks the owner something, or withdraws what it asked.
+    pub ask: Option<Ask>,
     /// The session cannot go on (its handshake was refused): the runner closes its stdin.
     pub fatal: Option<String>,
+}
+
+/// What a launched session asks of the owner: it waits until the owner answers
+/// ([`Sessions::answer_permission`]), or until it withdraws the request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ask {
+    Permission(Permission),
+    /// The request with this id no longer waits.
+    Withdrawn(String),
+}
+
+/// What goes to a launched session's driver.
+#[derive(Debug)]
+pub(crate) enum Input {
+    /// A task or reminder, for the protocol to write as it writes input.
+    Task(String),
+    /// A line written as it is (the owner's answer, in the protocol's words already).
+    Line(String),
 }
 
 impl Step {
@@ -73,6 +93,7 @@ impl Step {
     pub(crate) fn then(mut self, next: Step) -> Self {
         self.write.extend(next.write);
         self.edges.extend(next.edges);
+        self.ask = self.ask.or(next.ask);
         self.fatal = self.fatal.or(next.fatal);
         self
     }
@@ -197,8 +218,6 @@ impl Sessions {
             source,
         })?;
         let pid = child.id();
-        let (stdin, stdout, stderr) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take());
         let mut session = Session::new(
             id.clone(),
             desk.name.clone(),
@@ -223,62 +242,83 @@ impl Sessions {
                 return Err(e.into());
             }
         };
-        let (tx, rx) = mpsc::unbounded_channel();
-        let stop = Arc::new(Notify::new());
-        self.launched().hold(id.clone(), tx, stop.clone());
-        let driver = match (stdin, stdout) {
-            (Some(stdin), Some(stdout)) => Some(tokio::spawn(self.clone().drive(
-                id.clone(),
-                desk.name.clone(),
-                adapter,
-                stdin,
-                stdout,
-                rx,
-            ))),
-            _ => None,
-        };
-        let tail = Arc::new(Mutex::new(String::new()));
-        if let Some(err) = stderr {
-            tokio::spawn(headless::keep_tail(err, tail.clone()));
-        }
-        let lifecycle = tokio::spawn(self.clone().watch_headless(
+        self.run_launched(
             id.clone(),
+            desk.name.clone(),
             child,
-            stop,
-            driver,
-            tail,
+            adapter,
+            None,
             spawn.agent_name,
-        ));
-        self.launched().track(lifecycle);
+        );
         tracing::info!(session = %id, desk = %desk.name, pid, agent = spawn.agent_name, "launched a headless session");
         self.session_changed(&id);
         Ok(session)
     }
 
-    /// Speak the protocol: the tasks given to the session in, its messages out, until its
-    /// output ends. The input channel closing (the session is stopped) writes the protocol's
-    /// clean ending and closes stdin.
+    /// Run a launched session's process (stored as a session already) through its protocol
+    /// until it ends: held in the registry, driven, watched; `cleanup` is a file of it to
+    /// remove when it is gone (its MCP configuration).
+    pub(crate) fn run_launched(
+        &self,
+        id: SessionId,
+        desk: DeskName,
+        mut child: tokio::process::Child,
+        adapter: Box<dyn Headless>,
+        cleanup: Option<PathBuf>,
+        agent: &'static str,
+    ) {
+        let (stdin, stdout, stderr) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        let (tx, rx) = mpsc::unbounded_channel();
+        let stop = Arc::new(Notify::new());
+        self.launched().hold(id.clone(), tx, stop.clone());
+        // Its own writer: a session slow to read its stdin never holds up reading its output.
+        let (lines, to_write) = mpsc::unbounded_channel();
+        if let Some(stdin) = stdin {
+            tokio::spawn(headless::write_stdin(stdin, to_write));
+        }
+        let driver = stdout.map(|stdout| {
+            tokio::spawn(
+                self.clone()
+                    .drive(id.clone(), desk.clone(), adapter, lines, stdout, rx),
+            )
+        });
+        let tail = Arc::new(Mutex::new(String::new()));
+        if let Some(err) = stderr {
+            tokio::spawn(headless::keep_tail(err, tail.clone()));
+        }
+        let lifecycle = tokio::spawn(
+            self.clone()
+                .watch_launched(id, child, stop, driver, tail, cleanup, agent),
+        );
+        self.launched().track(lifecycle);
+    }
+
+    /// Speak the protocol: what the session is given in, its messages out, until its output
+    /// ends. The input closing (the session is stopped) writes the protocol's clean ending
+    /// and closes stdin.
     async fn drive(
         self,
         id: SessionId,
         desk: DeskName,
         mut adapter: Box<dyn Headless>,
-        stdin: tokio::process::ChildStdin,
+        stdin: mpsc::UnboundedSender<String>,
         stdout: tokio::process::ChildStdout,
-        mut tasks: mpsc::UnboundedReceiver<String>,
+        mut input: mpsc::UnboundedReceiver<Input>,
     ) {
+        // Dropping it closes stdin, once what was written before is out.
         let mut stdin = Some(stdin);
         let mut lines = BufReader::new(stdout).lines();
-        write_lines(&mut stdin, adapter.open()).await;
+        write_lines(&stdin, adapter.open());
         let mut taking = true;
         loop {
             let step = tokio::select! {
-                text = tasks.recv(), if taking => match text {
-                    Some(text) => adapter.input(&text, &mut || self.take_expected(&id)),
+                given = input.recv(), if taking => match given {
+                    Some(Input::Task(text)) => adapter.input(&text, &mut || self.take_expected(&id)),
+                    Some(Input::Line(line)) => Step::write(line),
                     None => {
                         taking = false;
-                        write_lines(&mut stdin, adapter.stop()).await;
-                        // Dropping stdin closes it: the process finishes and exits.
+                        write_lines(&stdin, adapter.stop());
                         stdin = None;
                         continue;
                     }
@@ -298,8 +338,13 @@ impl Sessions {
                     }
                 },
             };
-            write_lines(&mut stdin, step.write).await;
+            write_lines(&stdin, step.write);
+            if let Some(ask) = step.ask {
+                self.owner_asked(&id, &desk, ask).await;
+            }
             if !step.edges.is_empty() {
+                // Any activity after waiting on the owner ends the wait (answered, or
+                // withdrawn by the session): the mark follows the activity (`Sessions::edges`).
                 tracing::debug!(session = %id, edges = ?step.edges, "headless session");
                 for edge in &step.edges {
                     if let Edge::TurnEnded {
@@ -316,20 +361,53 @@ impl Sessions {
             }
             if let Some(why) = step.fatal {
                 tracing::warn!(session = %id, %why, "a headless session cannot go on; stopping it");
-                write_lines(&mut stdin, adapter.stop()).await;
+                write_lines(&stdin, adapter.stop());
                 stdin = None;
                 taking = false;
             }
         }
     }
 
-    async fn watch_headless(
+    /// A permission request waits on the owner: the session waits, and its desk's tasks carry
+    /// the mark (`Sessions::edges`), before the owner can see the request; then the owner is
+    /// told. A withdrawn one waits no more: the session goes on.
+    async fn owner_asked(&self, id: &SessionId, desk: &DeskName, ask: Ask) {
+        match ask {
+            Ask::Permission(permission) => {
+                tracing::info!(session = %id, tool = %permission.tool, "a headless session asks the owner to allow a tool");
+                if let Err(e) = self.edge(id, Edge::WaitingOnOwner).await {
+                    tracing::warn!(session = %id, error = %e, "recording a permission request failed");
+                }
+                let notice = crate::notify::Notice::PermissionAsked {
+                    session: id.to_string(),
+                    desk: desk.to_string(),
+                    tool: permission.tool.clone(),
+                    description: permission.description.clone(),
+                    request_id: Some(permission.request_id.clone()),
+                };
+                self.launched().ask(id, permission);
+                self.notifier().notice(notice);
+            }
+            Ask::Withdrawn(request_id) => {
+                if self.launched().withdraw(id, &request_id)
+                    && let Err(e) = self.edge(id, Edge::ToolActivity).await
+                {
+                    tracing::warn!(session = %id, error = %e, "recording a withdrawn permission request failed");
+                }
+            }
+        }
+        self.session_changed(id);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn watch_launched(
         self,
         id: SessionId,
         mut child: tokio::process::Child,
         stop: Arc<Notify>,
         driver: Option<tokio::task::JoinHandle<()>>,
         tail: Arc<Mutex<String>>,
+        cleanup: Option<PathBuf>,
         agent: &'static str,
     ) {
         let mut daemon_stops = self.stopping();
@@ -338,17 +416,21 @@ impl Sessions {
             status = child.wait() => status,
             () = stop.notified() => headless::stop_child(&mut child).await,
             () = async { let _ = daemon_stops.wait_for(|s| *s).await; } => {
-                // Its input closes with the daemon's registry: the driver ends it cleanly.
+                // Its input closes: the driver ends it cleanly.
                 self.launched().release(&id);
                 headless::stop_child(&mut child).await
             }
         };
-        // What it left running in its group goes with it.
+        // What it left running in its group (background commands) goes with it.
         headless::kill_group(pid, headless::Signal::SIGTERM);
         self.launched().release(&id);
+        self.launched().forget_asked(&id);
         // Every message it wrote is recorded before its end is.
         if let Some(driver) = driver {
             let _ = tokio::time::timeout(Duration::from_secs(2), driver).await;
+        }
+        if let Some(file) = cleanup {
+            let _ = std::fs::remove_file(file);
         }
         let tail = crate::sessions::lock(&tail).clone();
         match &status {
@@ -360,22 +442,24 @@ impl Sessions {
             }
             Err(e) => tracing::warn!(session = %id, agent, error = %e, "lost a headless session"),
         }
+        // A request it made will not be answered now: its desk's tasks wait on the owner no
+        // more (`Sessions::edges`).
         if let Err(e) = self.edge(&id, Edge::Ended).await {
             tracing::debug!(session = %id, error = %e, "could not record a headless session's end");
         }
     }
 }
 
-async fn write_lines(stdin: &mut Option<tokio::process::ChildStdin>, lines: Vec<String>) {
+/// Queue whole lines for the session's stdin (each ends with a newline).
+fn write_lines(stdin: &Option<mpsc::UnboundedSender<String>>, lines: Vec<String>) {
+    let Some(stdin) = stdin else {
+        return;
+    };
     for mut line in lines {
-        let Some(pipe) = stdin.as_mut() else {
-            return;
-        };
-        line.push('\n');
-        if pipe.write_all(line.as_bytes()).await.is_err() || pipe.flush().await.is_err() {
-            *stdin = None;
-            return;
+        if !line.ends_with('\n') {
+            line.push('\n');
         }
+        let _ = stdin.send(line);
     }
 }
 

@@ -120,7 +120,7 @@ impl Acp {
                 json!({"sessionId": session, "prompt": [{"type": "text", "text": joined(&texts)}]}),
             )],
             edges: vec![Edge::TurnStarted { origin }],
-            fatal: None,
+            ..Step::default()
         }
     }
 

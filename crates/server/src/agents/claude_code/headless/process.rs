@@ -49,7 +49,7 @@ pub(crate) async fn stop_child(
     }
 }
 
-pub(super) async fn write_stdin(
+pub(crate) async fn write_stdin(
     mut stdin: tokio::process::ChildStdin,
     mut rx: mpsc::UnboundedReceiver<String>,
 ) {
