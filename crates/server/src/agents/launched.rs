@@ -8,9 +8,12 @@
 //! [`super::gemini::acp`]). A [`Headless`] is that protocol as a plain state machine: what
 //! to write first, what a task becomes on stdin, what a line read means as session
 //! [`Edge`]s, what ends it cleanly. It does no I/O, so each kind's is tested on recorded
-//! exchanges; the runner here does the I/O the same way for every kind: spawns the process
-//! in its own process group with a scrubbed environment, writes and reads the lines,
-//! records the edges, and ends the session when the process ends.
+//! exchanges. How a kind is started (program, arguments, environment) is its own module's
+//! ([`Spawn`] here for Codex and Gemini; Claude Code's `launch`, which also writes its private
+//! MCP configuration file); each starts it in its own process group with a scrubbed
+//! environment. The runner ([`Sessions::run_launched`]) then does the I/O the same way for
+//! every kind: writes and reads the lines, records the edges, carries a permission request
+//! to the owner, and ends the session when the process ends.
 //!
 //! A task that arrives while a turn runs waits in the protocol for the turn's end (Codex's
 //! `turn/start` into a running turn would join it; Gemini's `session/prompt` would cancel
@@ -311,7 +314,10 @@ impl Sessions {
         let mut lines = BufReader::new(stdout).lines();
         write_lines(&stdin, adapter.open());
         let mut taking = true;
-        loop {
+        // Its output can end before it does (a process that hands its stdout elsewhere):
+        // what it is given still goes to its stdin until it is stopped or gone.
+        let mut reading = true;
+        while taking || reading {
             let step = tokio::select! {
                 given = input.recv(), if taking => match given {
                     Some(Input::Task(text)) => adapter.input(&text, &mut || self.take_expected(&id)),
@@ -323,7 +329,7 @@ impl Sessions {
                         continue;
                     }
                 },
-                line = lines.next_line() => match line {
+                line = lines.next_line(), if reading => match line {
                     Ok(Some(line)) => match serde_json::from_str::<Value>(&line) {
                         Ok(message) => adapter.read(&message, &mut || self.take_expected(&id)),
                         Err(_) => {
@@ -331,10 +337,14 @@ impl Sessions {
                             continue;
                         }
                     },
-                    Ok(None) => return,
+                    Ok(None) => {
+                        reading = false;
+                        continue;
+                    }
                     Err(e) => {
                         tracing::warn!(session = %id, error = %e, "reading a headless session's output failed");
-                        return;
+                        reading = false;
+                        continue;
                     }
                 },
             };
