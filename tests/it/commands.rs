@@ -399,7 +399,7 @@ fn launch_session_is_refused_where_it_cannot_launch() {
         error["message"]
             .as_str()
             .unwrap()
-            .contains("claude-code desks only"),
+            .contains("claude-code, codex and gemini desks"),
         "{error}"
     );
     assert_eq!(

@@ -262,7 +262,7 @@ test('the page loads with its security headers and says what to do when empty', 
   await page.getByRole('heading', { name: 'Nothing ended recently.' }).waitFor();
   await page.getByRole('link', { name: 'Desks' }).click();
   await page.getByRole('heading', { name: 'No desks yet.' }).waitFor();
-  assert.match(await page.locator('.connect').innerText(), /taskkeeper connect claude-code/);
+  assert.match(await page.locator('[data-connect="claude-code"]').innerText(), /taskkeeper connect claude-code/);
   await shot('empty-desks');
 
   // A reload keeps the session (the token moved to sessionStorage).
@@ -555,7 +555,7 @@ test("desks and sessions show each session's state, and reminders pause per sess
   assert.match(text, /idle/);
   assert.match(text, /Watching the build\./);
   assert.match(text, /1 background command/);
-  assert.match(await page.locator('.connect').innerText(), /1 Claude Code session running/);
+  assert.match(await page.locator('[data-connect="claude-code"]').innerText(), /1 Claude Code session running/);
 
   await session.getByRole('button', { name: 'Pause reminders' }).click();
   await session.getByText("This session's reminders are paused.").waitFor();
@@ -732,6 +732,34 @@ test("Launch on a claude-code desk shows why `claude` cannot start", async () =>
   assert.deepEqual((await daemon.api('GET', '/api/sessions')).sessions, [], 'nothing was launched');
   assert.equal(await web.getByRole('button', { name: 'Launch headless session' }).isEnabled(), true, 'it can be tried again');
   // The browser logs the refused POST as a failed resource load.
+  noProblems([/status of 500/]);
+});
+
+test('a codex desk and a gemini desk launch their own agents headless, and each kind has its Connect hint', async () => {
+  await restartDaemonWith({ TASKKEEPER_CODEX: '/nonexistent/codex', TASKKEEPER_GEMINI: '/nonexistent/gemini' });
+  await daemon.desk('cx', 'codex');
+  await daemon.desk('gm', 'gemini');
+  await daemon.desk('notes', 'generic');
+  await openUi('#/desks');
+  for (const [name, program, variable] of [
+    ['cx', '/nonexistent/codex', 'TASKKEEPER_CODEX'],
+    ['gm', '/nonexistent/gemini', 'TASKKEEPER_GEMINI'],
+  ]) {
+    const card = deskCard(name);
+    await card.getByRole('button', { name: 'Launch headless session' }).click();
+    const alert = card.getByRole('alert');
+    await alert.waitFor();
+    const text = await alert.innerText();
+    assert.match(text, new RegExp(variable));
+    assert.ok(text.includes(program), text);
+  }
+  assert.equal(await deskCard('notes').getByRole('button', { name: 'Launch headless session' }).count(), 0, 'a generic desk has no launch');
+  const hints = await page.locator('.connect').allInnerTexts();
+  assert.match(hints.join('\n'), /taskkeeper connect claude-code/);
+  assert.match(hints.join('\n'), /taskkeeper connect codex/);
+  assert.match(hints.join('\n'), /taskkeeper connect gemini/);
+  await shot('desk-launch-kinds');
+  assert.deepEqual((await daemon.api('GET', '/api/sessions')).sessions, [], 'nothing was launched');
   noProblems([/status of 500/]);
 });
 

@@ -45,3 +45,38 @@ export function permissionAsk(tool: string, description: string | null): string 
 export function isLongInput(input: string): boolean {
   return input.length > PERMISSION_INPUT_OPEN_CHARS || input.split('\n').length > PERMISSION_INPUT_OPEN_LINES;
 }
+
+/** An agent kind as the window names it: how a session of it is started, and connected. */
+export interface AgentKindInfo {
+  /** Its name in sentences. */
+  name: string;
+  /** The command a user starts it with in a desk's directory. */
+  command: string;
+  /** What the daemon runs for a headless session of it (`session launch`); null: none. */
+  headless: string | null;
+  /** How it is connected once (hooks and the MCP server). */
+  connect: string;
+}
+
+const AGENT_KINDS: Record<string, AgentKindInfo> = {
+  'claude-code': {
+    name: 'Claude Code',
+    command: 'claude',
+    headless: 'claude -p',
+    connect: 'Settings, or `taskkeeper connect claude-code`',
+  },
+  codex: { name: 'Codex CLI', command: 'codex', headless: 'codex app-server', connect: '`taskkeeper connect codex`' },
+  gemini: { name: 'Gemini CLI', command: 'gemini', headless: 'gemini --acp', connect: '`taskkeeper connect gemini`' },
+};
+
+/** The agent kinds the window shows a Connect hint for, in that order. */
+export const CONNECTABLE = ['claude-code', 'codex', 'gemini'];
+
+/**
+ * What the window knows of a desk's agent kind (the daemon's `AgentKind`); a generic desk's
+ * agent, or one this window does not know, is reached only through its own hooks and the
+ * desk's command: no headless launch.
+ */
+export function agentKind(agent: string): AgentKindInfo {
+  return AGENT_KINDS[agent] ?? { name: agent, command: agent, headless: null, connect: '`taskkeeper report` from its own hooks' };
+}

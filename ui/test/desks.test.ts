@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
+  agentKind,
+  CONNECTABLE,
   checkDeliverCommand,
   DELIVER_COMMAND_MAX_BYTES,
   deliverCommandOf,
@@ -52,5 +54,20 @@ describe('permission requests', () => {
     expect(isLongInput('a\nb\nc\nd\ne')).toBe(true);
     // What the daemon cut: 2000 characters and an ellipsis.
     expect(isLongInput(`${'x'.repeat(2000)}…`)).toBe(true);
+  });
+});
+
+describe('agent kinds', () => {
+  it('names each kind, and launches headless exactly the kinds the daemon launches', () => {
+    expect(agentKind('claude-code').headless).toBe('claude -p');
+    expect(agentKind('codex')).toMatchObject({ name: 'Codex CLI', headless: 'codex app-server' });
+    expect(agentKind('gemini')).toMatchObject({ name: 'Gemini CLI', headless: 'gemini --acp' });
+    expect(agentKind('generic').headless).toBeNull();
+    expect(agentKind('something-new')).toMatchObject({ name: 'something-new', headless: null });
+    expect(CONNECTABLE.map((k) => agentKind(k).connect)).toEqual([
+      'Settings, or `taskkeeper connect claude-code`',
+      '`taskkeeper connect codex`',
+      '`taskkeeper connect gemini`',
+    ]);
   });
 });

@@ -511,10 +511,15 @@ pub fn status(json: bool) -> anyhow::Result<()> {
 fn desk_state(d: &DeskView) -> String {
     let mut out = String::new();
     if d.needs_session {
-        out.push_str(&format!(
-            "  NO SESSION: work waits (`taskkeeper session launch {}`)",
-            d.name
-        ));
+        // Taskkeeper launches these kinds headless; any other agent is started by the user.
+        if ["claude-code", "codex", "gemini"].contains(&d.agent.as_str()) {
+            out.push_str(&format!(
+                "  NO SESSION: work waits (`taskkeeper session launch {}`)",
+                d.name
+            ));
+        } else {
+            out.push_str("  NO SESSION: work waits (start its agent in its directory)");
+        }
     }
     if d.auto_launch {
         out.push_str("  [launches by itself");
@@ -611,7 +616,12 @@ pub fn session(cmd: SessionCommand) -> anyhow::Result<()> {
                 client.post(&format!("/api/desks/{}/launch", encode(desk)), &json!({}))?;
             say!("{}", session.id);
             eprintln!(
-                "launched a headless Claude Code session at desk {} (pid {}); `taskkeeper session stop {}` stops it",
+                "launched a headless {} session at desk {} (pid {}); `taskkeeper session stop {}` stops it",
+                match session.agent.as_str() {
+                    "codex" => "Codex CLI (`codex app-server`)",
+                    "gemini" => "Gemini CLI (`gemini --acp`)",
+                    _ => "Claude Code (`claude -p`)",
+                },
                 session.desk,
                 session
                     .pid

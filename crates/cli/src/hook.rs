@@ -128,6 +128,13 @@ pub fn hook(agent: Agent) -> ExitCode {
         });
     }
     let payload = read_stdin();
+    if agent != Agent::ClaudeCode && env(headers::LAUNCHED_SESSION_ENV).is_some() {
+        // A session the daemon launched headless: the daemon reads its activity from the
+        // protocol it drives it by, and its MCP calls carry their session in their headers.
+        // The agent's own id for it is not Taskkeeper's, so a hook would only make a second
+        // session of it.
+        return ExitCode::SUCCESS;
+    }
     let req = match agent {
         Agent::ClaudeCode => request("/hooks/claude-code"),
         Agent::Codex => request_with("/hooks/codex", None, false),

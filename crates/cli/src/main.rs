@@ -208,8 +208,10 @@ enum SessionCommand {
     Pause { id: String },
     /// Resume one session's reminders.
     Resume { id: String },
-    /// Launch a headless Claude Code session at a desk (`claude -p`, owned by the daemon):
-    /// Taskkeeper writes the desk's tasks and reminders to its stdin. Prints its id.
+    /// Launch a headless session at a desk, of the desk's agent (owned by the daemon): Claude
+    /// Code as `claude -p`, Codex as `codex app-server`, Gemini as `gemini --acp`
+    /// (`TASKKEEPER_CLAUDE`, `TASKKEEPER_CODEX`, `TASKKEEPER_GEMINI` name other binaries).
+    /// Taskkeeper gives it the desk's tasks and reminders on its stdin. Prints its id.
     Launch { desk: String },
     /// Stop a session Taskkeeper launched (its stdin closes; killed after 10 s).
     Stop { id: String },

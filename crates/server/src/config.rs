@@ -36,6 +36,11 @@ pub struct DaemonConfig {
     /// The `claude` executable for the headless sessions the daemon launches
     /// (`TASKKEEPER_CLAUDE`, else `claude` on the PATH).
     pub claude: PathBuf,
+    /// The `codex` executable for headless Codex sessions (`TASKKEEPER_CODEX`, else `codex`).
+    pub codex: PathBuf,
+    /// The `gemini` executable for headless Gemini sessions (`TASKKEEPER_GEMINI`, else
+    /// `gemini`).
+    pub gemini: PathBuf,
     /// The home whose agents' settings Connect changes (`None`: the user's, see
     /// [`crate::agents::connect::home`]).
     pub home: Option<PathBuf>,
@@ -59,6 +64,8 @@ impl DaemonConfig {
             notifier: None,
             ui_dir: None,
             claude: crate::agents::claude_code::headless::LaunchConfig::program_from_env(),
+            codex: crate::agents::codex::app_server::program_from_env(),
+            gemini: crate::agents::gemini::acp::program_from_env(),
             home: None,
             taskkeeper_bin: None,
             utc_offset_s: None,

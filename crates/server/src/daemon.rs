@@ -168,6 +168,8 @@ impl Daemon {
         let notifier: Arc<dyn crate::notify::Notifier> = notices.clone();
         let launch = crate::agents::claude_code::headless::LaunchConfig {
             program: config.claude.clone(),
+            codex: config.codex.clone(),
+            gemini: config.gemini.clone(),
             port: addr.port(),
             credentials: credentials.clone(),
             worker_token: worker_token.clone(),

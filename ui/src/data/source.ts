@@ -76,7 +76,7 @@ export interface DataSource {
   listSessions(): Promise<SessionView[]>;
   pauseSession(id: string): Promise<SessionView>;
   resumeSession(id: string): Promise<SessionView>;
-  /** Launch a headless Claude Code session at a claude-code desk; answers the new session. */
+  /** Launch a headless session at a claude-code, codex or gemini desk; answers the new session. */
   launchSession(desk: string): Promise<SessionView>;
   /** Stop a headless session this daemon launched; it ends shortly after. */
   stopSession(id: string): Promise<void>;

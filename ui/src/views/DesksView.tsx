@@ -1,6 +1,6 @@
 // Desks and the agent sessions working at them: what each session is doing, its background
-// commands, and the owner's switches for reminders (one session, or all). A claude-code desk
-// can get a headless session the daemon launches (and the owner can stop, and whose permission
+// commands, and the owner's switches for reminders (one session, or all). A claude-code, codex
+// or gemini desk can get a headless session the daemon launches (and the owner can stop, and whose permission
 // requests the owner allows or denies here); every desk shows
 // its delivery command, which the owner sets or clears here. The live feed's session hint
 // (`sessions`) makes this view re-read them at once (so a permission request shows within a
@@ -11,9 +11,10 @@ import { useEffect } from 'preact/hooks';
 import type { DataSource } from '../data';
 import { useResource, useWhileVisible, valueOf } from '../hooks';
 import { Code, Empty, ErrorBanner, Loading } from '../parts';
-import { plural } from '../tasks';
 import type { DeskView, SessionView, SettingsMap, TaskView } from '../types';
+import { CONNECTABLE } from '../desks';
 import { AllReminders } from './desks/AllReminders';
+import { ConnectHint } from './desks/ConnectHint';
 import { DeskCard } from './desks/DeskCard';
 
 /** The fallback re-read while the live feed is up (its session hint does the real work)... */
@@ -65,7 +66,6 @@ export function DesksView({
 
   const value = valueOf(res.load);
   const sessions = value?.sessions ?? [];
-  const claude = sessions.filter((s) => s.agent === 'claude-code');
   return (
     <div class="view">
       <h2 class="visually-hidden" tabIndex={-1} data-view-heading>
@@ -96,19 +96,9 @@ export function DesksView({
             onChanged={res.refresh}
           />
         ))}
-      <section class="connect" aria-label="connect Claude Code">
-        <h3>Connect Claude Code</h3>
-        <p>
-          <Code text="Connect Claude Code once (Settings, or `taskkeeper connect claude-code`), then start `claude` in a desk's directory." />
-        </p>
-        <p class="note">
-          {value === null
-            ? ''
-            : claude.length === 0
-              ? 'No Claude Code session has reported in yet.'
-              : `${plural(claude.filter((s) => s.activity !== 'ended').length, 'Claude Code session', 'Claude Code sessions')} running, ${claude.length} seen.`}
-        </p>
-      </section>
+      {CONNECTABLE.map((kind) => (
+        <ConnectHint key={kind} kind={kind} sessions={value === null ? null : sessions.filter((s) => s.agent === kind)} />
+      ))}
     </div>
   );
 }

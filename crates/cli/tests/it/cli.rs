@@ -308,6 +308,26 @@ fn the_digest_and_a_desk_that_launches_by_itself_from_the_command_line() {
         list.contains("NO SESSION: work waits (`taskkeeper session launch web`)"),
         "{list}"
     );
+    // A generic desk's agent is not launched by Taskkeeper: no launch is offered.
+    let notes = tempfile::tempdir().unwrap();
+    let out = d.cli(&[
+        "desk",
+        "add",
+        "wiki",
+        "--dir",
+        &notes.path().to_string_lossy(),
+        "--agent",
+        "generic",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = d.cli(&["task", "add", "wiki", "Write it down"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let list = stdout(&d.cli(&["desk", "list"]));
+    assert!(
+        list.contains("NO SESSION: work waits (start its agent in its directory)")
+            && !list.contains("session launch wiki"),
+        "{list}"
+    );
     let out = d.cli(&["desk", "set", "web", "--auto-launch", "maybe"]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("--auto-launch"), "{}", stderr(&out));

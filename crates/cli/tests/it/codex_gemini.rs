@@ -493,3 +493,166 @@ fn gemini_cli_offline_is_handed_a_task_at_after_agent_and_ends_it_over_mcp_as_it
         scenario(Kind::Gemini, &program);
     }
 }
+
+/// A headless session Taskkeeper launches (`session launch`: `codex app-server` / `gemini
+/// --acp`, driven over JSON-RPC on its stdio) takes the asker's task as a turn's input; the
+/// model ends it with `task_update` over MCP, as its own session by the headers Taskkeeper
+/// gave it, and the blocking SendMessage returns COMPLETED. The agent is connected too, so its
+/// hooks run in the launched process: they stay silent there (the agent's own id for the
+/// session is not Taskkeeper's), and the launched session is the only one. Stopping it ends
+/// it cleanly.
+fn launched_scenario(kind: Kind, program: &Path) {
+    let dir = tempfile::tempdir().unwrap();
+    let (home, work) = (dir.path().join("home"), dir.path().join("web"));
+    for d in [&home, &work] {
+        fs::create_dir_all(d).unwrap();
+    }
+    let model = FakeModel::start(dir.path());
+    offline_config(kind, &home, &work, model.port);
+    let program_var = match kind {
+        Kind::Codex => "TASKKEEPER_CODEX",
+        Kind::Gemini => "TASKKEEPER_GEMINI",
+    };
+    let data = dir.path().join("data");
+    // `connect` finds `codex` on the PATH, to trust the hooks through its app server.
+    let path = std::env::join_paths(program.parent().into_iter().map(Path::to_owned).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .unwrap();
+    // The daemon's environment: the sessions it launches inherit it. Their hooks find the
+    // daemon at the default address (free: the namespace is the test's own) and the worker
+    // token in the data directory.
+    let env: Vec<(String, String)> = [
+        ("PATH", path.to_string_lossy().into_owned()),
+        ("TASKKEEPER_DATA_DIR", data.to_string_lossy().into_owned()),
+        ("HOME", home.to_string_lossy().into_owned()),
+        (
+            "CODEX_HOME",
+            home.join(".codex").to_string_lossy().into_owned(),
+        ),
+        ("FAKE_API_KEY", "offline".into()),
+        ("GEMINI_API_KEY", "offline".into()),
+        (
+            "GOOGLE_GEMINI_BASE_URL",
+            format!("http://127.0.0.1:{}", model.port),
+        ),
+        ("GEMINI_CLI_TRUST_WORKSPACE", "true".into()),
+        ("NO_BROWSER", "1".into()),
+        (program_var, program.to_string_lossy().into_owned()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    let d = Served::start_in_on(&data, 7717, &env);
+    let ok = |out: std::process::Output| {
+        assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+        out
+    };
+    ok(d.cli(&[
+        "desk",
+        "add",
+        "web",
+        "--dir",
+        &work.to_string_lossy(),
+        "--agent",
+        kind.name(),
+    ]));
+    ok(Command::new(bin())
+        .args(["connect", kind.name(), "--force"])
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .unwrap());
+    let started = Instant::now();
+    let launched = ok(d.cli(&["session", "launch", "web"]));
+    let session = stdout(&launched).trim().to_owned();
+    assert!(
+        stderr(&launched).contains(match kind {
+            Kind::Codex => "Codex CLI (`codex app-server`)",
+            Kind::Gemini => "Gemini CLI (`gemini --acp`)",
+        }),
+        "{}",
+        stderr(&launched)
+    );
+
+    let (code, body) = request(d.port, "POST", "/api/askers", r#"{"name":"ci-bot"}"#).unwrap();
+    assert_eq!(code, 201, "{body}");
+    let asker: Value = serde_json::from_str(&body).unwrap();
+    let token = asker["token"].as_str().unwrap().to_owned();
+    let send = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+        "message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "Add a --json flag"}]},
+        "configuration": {"returnImmediately": false}}})
+    .to_string();
+    let (code, answer) = post(d.port, "/a2a/web", &token, &send, RUN);
+    eprintln!(
+        "{}: launch to the blocking SendMessage's answer in {:.1?}",
+        kind.name(),
+        started.elapsed()
+    );
+    assert_eq!(code, 200, "{answer}");
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    let task = &answer["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{answer}");
+    assert!(
+        answer.to_string().contains("Finished it offline."),
+        "{answer}"
+    );
+    let mine = task["id"].as_str().unwrap();
+    let requests = model.requests();
+    assert!(
+        requests.iter().any(|r| r["last"] == "user"
+            && r["text"]
+                .as_str()
+                .is_some_and(|t| t.contains(&format!("[Taskkeeper] Task {mine} from ci-bot")))),
+        "the task was a turn's input: {requests:?}"
+    );
+
+    let (_, sessions) = request(d.port, "GET", "/api/sessions", "").unwrap();
+    let sessions: Value = serde_json::from_str(&sessions).unwrap();
+    let listed = &sessions["sessions"][0];
+    assert_eq!(
+        (
+            listed["id"].as_str(),
+            listed["agent"].as_str(),
+            listed["headless"].as_bool()
+        ),
+        (Some(session.as_str()), Some(kind.name()), Some(true)),
+        "one session, the launched one (no second one from hooks): {sessions}"
+    );
+    assert_eq!(sessions["sessions"].as_array().map(Vec::len), Some(1));
+
+    ok(d.cli(&["session", "stop", &session]));
+    let deadline = Instant::now() + RUN;
+    loop {
+        let (_, s) = request(d.port, "GET", "/api/sessions", "").unwrap();
+        let s: Value = serde_json::from_str(&s).unwrap();
+        if s["sessions"][0]["activity"] == "ended" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the stopped session never ended: {s}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn codex_app_server_launched_headless_takes_a_task_and_ends_it_over_mcp() {
+    let program = install(Kind::Codex);
+    if in_a_loopback_namespace(
+        "codex_gemini::codex_app_server_launched_headless_takes_a_task_and_ends_it_over_mcp",
+    ) {
+        launched_scenario(Kind::Codex, &program);
+    }
+}
+
+#[test]
+fn gemini_acp_launched_headless_takes_a_task_and_ends_it_over_mcp() {
+    let program = install(Kind::Gemini);
+    if in_a_loopback_namespace(
+        "codex_gemini::gemini_acp_launched_headless_takes_a_task_and_ends_it_over_mcp",
+    ) {
+        launched_scenario(Kind::Gemini, &program);
+    }
+}

@@ -34,6 +34,12 @@ impl Served {
             .unwrap_or_else(|(_, stderr)| panic!("daemon did not start: {stderr}"))
     }
 
+    /// [`Served::start_in`] on a given port (one the sessions' hooks find by default).
+    pub fn start_in_on(data_dir: &Path, port: u16, env: &[(String, String)]) -> Served {
+        Self::try_start_in(data_dir, port, Some(env), &[])
+            .unwrap_or_else(|(_, stderr)| panic!("daemon did not start: {stderr}"))
+    }
+
     /// Start with these flags after `serve` (`--ui DIR`).
     pub fn start_with(data_dir: &Path, flags: &[&std::ffi::OsStr]) -> Served {
         Self::try_start_in(data_dir, 0, None, flags)

@@ -23,3 +23,9 @@ pub const STATUS_FILE: &str = "x-taskkeeper-status-file";
 pub const SESSION: &str = "x-taskkeeper-session";
 /// That session's proof (see [`crate::http::auth`]).
 pub const SESSION_PROOF: &str = "x-taskkeeper-session-proof";
+
+/// Not a header: the environment variable the launcher sets to a launched Codex or Gemini
+/// session's id. The hook helper (`taskkeeper hook codex|gemini`) stays silent where it is
+/// set, since the daemon drives that session itself and the agent's own id for it is not
+/// Taskkeeper's (a hook would make a second session of it).
+pub const LAUNCHED_SESSION_ENV: &str = "TASKKEEPER_LAUNCHED_SESSION";

@@ -6,10 +6,19 @@
 
 pub mod claude_code;
 pub(crate) mod cli_hooks;
+pub(crate) mod codex {
+    //! The Codex CLI adapter's parts besides its hooks ([`super::cli_hooks`]).
+    pub(crate) mod app_server;
+}
+pub(crate) mod gemini {
+    //! The Gemini CLI adapter's parts besides its hooks ([`super::cli_hooks`]).
+    pub(crate) mod acp;
+}
 pub mod connect;
 pub mod generic;
 pub mod headers;
 pub(crate) mod intake;
+pub(crate) mod launched;
 
 use axum::routing::post;
 

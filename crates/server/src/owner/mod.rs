@@ -529,7 +529,8 @@ impl OwnerService {
         Ok(DeskView::from(&desk))
     }
 
-    /// Launch a headless Claude Code session at a desk; Taskkeeper speaks to it on its stdin.
+    /// Launch a headless session at a desk (Claude Code, Codex or Gemini, by the desk's
+    /// agent); Taskkeeper speaks to it on its stdin.
     pub async fn launch_session(&self, desk: &str) -> Result<SessionView, OwnerError> {
         let session = self.sessions.launch(desk).await?;
         // The owner acted: a desk that gave up launching by itself tries again.

@@ -219,12 +219,15 @@ fn a_paste_that_fails_falls_back_to_the_command() {
     until("the task marked delivered", || delivered(&d, &id));
 }
 
-/// Launching needs a claude-code desk with a directory and a `claude` that starts; stopping
-/// needs a session this daemon launched. Each refusal says which, and changes nothing.
+/// Launching needs a claude-code, codex or gemini desk with a directory and its agent's
+/// binary that starts; stopping needs a session this daemon launched. Each refusal says
+/// which, and changes nothing.
 #[test]
 fn launch_and_stop_refuse_what_they_cannot_do() {
     let d = TestDaemon::start_configured(|c| {
         c.claude = "/nonexistent/bin/claude".into();
+        c.codex = "/nonexistent/bin/codex".into();
+        c.gemini = "/nonexistent/bin/gemini".into();
     });
     d.with_desk("bot");
     let (status, _) = d.call(
@@ -239,8 +242,30 @@ fn launch_and_stop_refuse_what_they_cannot_do() {
         Some(&json!({"name": "web", "dir": d.data_dir})),
     );
     assert_eq!(status, 201);
+    for (name, agent) in [("cx", "codex"), ("gm", "gemini")] {
+        let (status, _) = d.call(
+            "POST",
+            "/api/desks",
+            Some(&json!({"name": name, "dir": d.data_dir, "agent": agent})),
+        );
+        assert_eq!(status, 201);
+    }
     for (path, status, needle) in [
-        ("/api/desks/bot/launch", 400, "claude-code desks only"),
+        (
+            "/api/desks/bot/launch",
+            400,
+            "launches headless sessions for claude-code, codex and gemini desks",
+        ),
+        (
+            "/api/desks/cx/launch",
+            500,
+            "install Codex CLI, or point TASKKEEPER_CODEX",
+        ),
+        (
+            "/api/desks/gm/launch",
+            500,
+            "install Gemini CLI, or point TASKKEEPER_GEMINI",
+        ),
         ("/api/desks/nope/launch", 404, "no desk named nope"),
         ("/api/desks/gone/launch", 400, "does not exist"),
         ("/api/desks/web/launch", 500, "TASKKEEPER_CLAUDE"),

@@ -1,6 +1,7 @@
 // One desk: its directory, what waits there, its switches, and its sessions (live, then ended).
 
 import type { DataSource } from '../../data';
+import { agentKind } from '../../desks';
 import { plural } from '../../tasks';
 import type { DeskView, SessionView } from '../../types';
 import { DeliverCommand } from './DeliverCommand';
@@ -42,12 +43,14 @@ export function DeskCard({
         <p class="callout needs-session" data-needs-session={desk.name}>
           <strong>Work waits, no session.</strong> This desk has {plural(desk.openTasks ?? 0, 'open task', 'open tasks')}{' '}
           and no live session: nothing moves until one starts.
-          {desk.agent === 'claude-code' ? ' Launch a headless one below, or start Claude Code in its directory.' : ' Start its agent in its directory.'}
+          {agentKind(desk.agent).headless !== null
+            ? ` Launch a headless one below, or start ${agentKind(desk.agent).name} in its directory.`
+            : ' Start its agent in its directory.'}
         </p>
       )}
       {desk && <DeliverCommand data={data} desk={desk} onChanged={onChanged} />}
-      {desk?.agent === 'claude-code' && <Launch data={data} desk={desk.name} onChanged={onChanged} />}
-      {desk?.agent === 'claude-code' && <AutoLaunch data={data} desk={desk} now={now} onChanged={onChanged} />}
+      {desk && agentKind(desk.agent).headless !== null && <Launch data={data} desk={desk} onChanged={onChanged} />}
+      {desk && agentKind(desk.agent).headless !== null && <AutoLaunch data={data} desk={desk} now={now} onChanged={onChanged} />}
       {live.length === 0 && !desk?.needsSession && <p class="note">No session is working here now.</p>}
       <ul>
         {live.map((s) => (

@@ -1,20 +1,23 @@
-// A claude-code desk's headless sessions: launch one now, or let the desk launch one by itself.
+// A claude-code, codex or gemini desk's headless sessions: launch one now, or let the desk
+// launch one by itself.
 
 import type { DataSource } from '../../data';
+import { agentKind } from '../../desks';
 import { formatTime } from '../../tasks';
 import type { DeskView } from '../../types';
 import { OutcomeLine, useAction } from './action';
 
-/** Launch a headless Claude Code session at this desk (`claude -p`, owned by the daemon). */
-export function Launch({ data, desk, onChanged }: { data: DataSource; desk: string; onChanged: () => void }) {
+/** Launch a headless session of the desk's agent (`claude -p`, `codex app-server`, `gemini --acp`; owned by the daemon). */
+export function Launch({ data, desk, onChanged }: { data: DataSource; desk: DeskView; onChanged: () => void }) {
   const { busy, outcome, run } = useAction(onChanged);
+  const { name, headless } = agentKind(desk.agent);
   return (
     <div class="launch">
       <button
         type="button"
         disabled={busy}
-        title="Start Claude Code without a terminal; Taskkeeper hands it this desk's tasks on its stdin"
-        onClick={() => void run(() => data.launchSession(desk), 'Launched a headless session; it appears below.')}
+        title={`Start ${name} without a terminal (\`${headless ?? ''}\`); Taskkeeper hands it this desk's tasks on its stdin`}
+        onClick={() => void run(() => data.launchSession(desk.name), 'Launched a headless session; it appears below.')}
       >
         {busy ? 'Launching…' : 'Launch headless session'}
       </button>

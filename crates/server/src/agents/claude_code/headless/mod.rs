@@ -4,10 +4,13 @@
 //! messages, and its own event stream says when a turn starts and ends, which background
 //! commands run, and what it said last.
 //!
-//! This module is the adapter for that stream. [`StreamEdges`] translates the events into
-//! [`Edge`]s (a pure function over the events, tested on a recorded stream); the rest spawns the
-//! process, pipes its streams and ends the session when the process ends. Delivery itself goes
-//! through the one ranked list in [`taskkeeper_core::delivery::ranked`] like every other method.
+//! This module is the adapter for that stream. [`StreamJson`] is its protocol behind the one
+//! interface every launched kind implements ([`crate::agents::launched::Headless`]), over
+//! [`StreamEdges`], which translates the events into [`Edge`]s (a pure function over the
+//! events, tested on a recorded stream); here is how `claude -p` is started, and the registry
+//! of launched sessions ([`Launched`]); the shared runner drives the process and ends the
+//! session when it ends. Delivery itself goes through the one ranked list in
+//! [`taskkeeper_core::delivery::ranked`] like every other method.
 //!
 //! Tools the project's settings do not allow are asked of the owner
 //! (`--permission-prompt-tool stdio`): the session waits on the owner, the request is shown
@@ -25,20 +28,20 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::Value;
 use taskkeeper_core::delivery;
 use taskkeeper_core::session::{Edge, Reach, Session, SessionId};
 use taskkeeper_core::{AgentKind, StoreError};
-use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::sync::{Notify, mpsc};
 
 mod process;
 mod stream;
 
-use process::{Signal, keep_tail, kill_group, stop_child, write_mcp_config, write_stdin};
-pub use stream::{INPUT_SHOWN, Permission, StreamEdges};
-use stream::{control_error, user_message};
+use process::write_mcp_config;
+pub(crate) use process::write_stdin;
+pub(crate) use process::{Signal, keep_tail, kill_group, stop_child};
+pub use stream::{INPUT_SHOWN, Permission, StreamEdges, StreamJson};
 
+use crate::agents::launched::Input;
 use crate::sessions::Sessions;
 
 /// How long a stopped session has to finish after its stdin closed before it is killed.
@@ -46,7 +49,7 @@ const STOP_GRACE: Duration = Duration::from_secs(10);
 
 /// Variables an agent process must not inherit: they would make the child think it is nested
 /// in another session, or write into that session's inbox (claude-code.md §17).
-const STRIPPED_ENV: [&str; 8] = [
+pub(crate) const STRIPPED_ENV: [&str; 8] = [
     "CLAUDECODE",
     "CLAUDE_CODE_SESSION_ID",
     "CLAUDE_CODE_MESSAGING_SOCKET",
@@ -62,6 +65,10 @@ const STRIPPED_ENV: [&str; 8] = [
 pub struct LaunchConfig {
     /// The `claude` executable.
     pub program: PathBuf,
+    /// The `codex` executable (`codex app-server`).
+    pub codex: PathBuf,
+    /// The `gemini` executable (`gemini --acp`).
+    pub gemini: PathBuf,
     /// The daemon's port, for the MCP server's address.
     pub port: u16,
     /// The worker token and the session proofs, for the MCP server's headers.
@@ -85,9 +92,9 @@ pub enum LaunchError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(
-        "desk {desk} is a {agent} desk; Taskkeeper launches headless sessions for claude-code desks only"
+        "desk {desk} is a {agent} desk; Taskkeeper launches headless sessions for claude-code, codex and gemini desks (re-add the desk with --agent to name its agent)"
     )]
-    NotClaudeCode { desk: String, agent: AgentKind },
+    NotHeadless { desk: String, agent: AgentKind },
     #[error("desk {desk}'s directory {dir} does not exist; create it or re-add the desk")]
     NoDirectory { desk: String, dir: PathBuf },
     #[error(
@@ -95,6 +102,13 @@ pub enum LaunchError {
     )]
     Spawn {
         program: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot start {program}: {source}; install {agent}, or point {env} at its binary")]
+    SpawnAgent {
+        program: PathBuf,
+        agent: &'static str,
+        env: &'static str,
         source: std::io::Error,
     },
     #[error("cannot write the session's MCP configuration {path}: {source}")]
@@ -134,8 +148,8 @@ pub(crate) struct Launched {
 
 #[derive(Debug, Clone)]
 struct Handle {
-    /// Whole lines for the session's stdin.
-    stdin: mpsc::UnboundedSender<String>,
+    /// What goes to the driver of the session's stdin ([`crate::agents::launched`]).
+    input: mpsc::UnboundedSender<Input>,
     stop: Arc<Notify>,
 }
 
@@ -144,15 +158,55 @@ impl Launched {
         crate::sessions::lock(&self.running).contains_key(id)
     }
 
-    /// Queue `text` as a user message; false when the session's stdin is gone.
+    /// Queue `text` as a task for the session's protocol; false when its stdin is gone.
     pub(crate) fn send(&self, id: &SessionId, text: &str) -> bool {
-        self.send_line(id, user_message(text))
+        self.send_input(id, Input::Task(text.to_owned()))
     }
 
-    fn send_line(&self, id: &SessionId, line: String) -> bool {
+    /// Hold a launched session: what it is given goes to `input`, its driver.
+    pub(crate) fn hold(
+        &self,
+        id: SessionId,
+        input: mpsc::UnboundedSender<Input>,
+        stop: Arc<Notify>,
+    ) {
+        crate::sessions::lock(&self.running).insert(id, Handle { input, stop });
+    }
+
+    /// The session asks the owner to allow a tool.
+    pub(crate) fn ask(&self, id: &SessionId, permission: Permission) {
+        crate::sessions::lock(&self.asked).insert(id.clone(), permission);
+    }
+
+    /// The session withdrew request `request_id`: true when it was the one it waited on.
+    pub(crate) fn withdraw(&self, id: &SessionId, request_id: &str) -> bool {
+        let mut asked = crate::sessions::lock(&self.asked);
+        let ours = asked.get(id).is_some_and(|p| p.request_id == request_id);
+        if ours {
+            asked.remove(id);
+        }
+        ours
+    }
+
+    /// Forget what a session that is gone asked.
+    pub(crate) fn forget_asked(&self, id: &SessionId) {
+        crate::sessions::lock(&self.asked).remove(id);
+    }
+
+    /// A launched process's lifecycle, awaited at shutdown.
+    pub(crate) fn track(&self, task: tokio::task::JoinHandle<()>) {
+        crate::sessions::lock(&self.tasks).push(task);
+    }
+
+    /// Forget a session whose process is gone (its input closes).
+    pub(crate) fn release(&self, id: &SessionId) {
+        crate::sessions::lock(&self.running).remove(id);
+    }
+
+    fn send_input(&self, id: &SessionId, input: Input) -> bool {
         crate::sessions::lock(&self.running)
             .get(id)
-            .is_some_and(|h| h.stdin.send(line).is_ok())
+            .is_some_and(|h| h.input.send(input).is_ok())
     }
 
     /// What the session asks the owner to allow, if anything.
@@ -167,14 +221,12 @@ impl From<LaunchError> for crate::owner::OwnerError {
         use LaunchError as L;
         let kind = match &e {
             L::Store(s) => return crate::owner::OwnerError::from(s.clone()),
-            L::NotClaudeCode { .. } | L::NoDirectory { .. } => {
-                crate::owner::OwnerErrorKind::Invalid
-            }
+            L::NotHeadless { .. } | L::NoDirectory { .. } => crate::owner::OwnerErrorKind::Invalid,
             L::NotLaunched(_) => crate::owner::OwnerErrorKind::NotFound,
             L::NothingAsked(_) | L::AskedSomethingElse { .. } => {
                 crate::owner::OwnerErrorKind::Conflict
             }
-            L::Spawn { .. } | L::Config { .. } | L::Unavailable => {
+            L::Spawn { .. } | L::SpawnAgent { .. } | L::Config { .. } | L::Unavailable => {
                 crate::owner::OwnerErrorKind::Internal
             }
         };
@@ -202,17 +254,14 @@ impl Sessions {
             .blocking(move |s, _| s.desk(&name))
             .await?
             .ok_or_else(|| StoreError::NoSuchDesk(desk.to_owned()))?;
-        if desk.agent != AgentKind::ClaudeCode {
-            return Err(LaunchError::NotClaudeCode {
-                desk: desk.name.to_string(),
-                agent: desk.agent,
-            });
-        }
         if !desk.dir.is_dir() {
             return Err(LaunchError::NoDirectory {
                 desk: desk.name.to_string(),
                 dir: desk.dir.clone(),
             });
+        }
+        if desk.agent != AgentKind::ClaudeCode {
+            return self.launch_headless(desk, config).await;
         }
         let id = SessionId::generate();
         let mcp = write_mcp_config(&config, &id)?;
@@ -259,9 +308,6 @@ impl Sessions {
             }
         })?;
         let pid = child.id();
-        let (stdin, stdout, stderr) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take());
-
         let mut session = Session::new(
             id.clone(),
             desk.name.clone(),
@@ -290,33 +336,14 @@ impl Sessions {
             }
         };
 
-        let (tx, rx) = mpsc::unbounded_channel();
-        let stop = Arc::new(Notify::new());
-        crate::sessions::lock(&self.launched().running).insert(
+        self.run_launched(
             id.clone(),
-            Handle {
-                stdin: tx,
-                stop: stop.clone(),
-            },
-        );
-        if let Some(stdin) = stdin {
-            tokio::spawn(write_stdin(stdin, rx));
-        }
-        let reader = stdout
-            .map(|out| tokio::spawn(self.clone().read_stream(id.clone(), desk.name.clone(), out)));
-        let stderr_tail = Arc::new(Mutex::new(String::new()));
-        if let Some(err) = stderr {
-            tokio::spawn(keep_tail(err, stderr_tail.clone()));
-        }
-        let lifecycle = tokio::spawn(self.clone().watch_process(
-            id.clone(),
+            desk.name.clone(),
             child,
-            stop,
-            reader,
-            stderr_tail,
-            mcp,
-        ));
-        crate::sessions::lock(&self.launched().tasks).push(lifecycle);
+            Box::new(StreamJson::default()),
+            Some(mcp),
+            "Claude Code",
+        );
         tracing::info!(session = %id, desk = %desk.name, pid, "launched a headless Claude Code session");
         self.session_changed(&id);
         Ok(session)
@@ -371,113 +398,6 @@ impl Sessions {
         Ok(())
     }
 
-    async fn read_stream(
-        self,
-        id: SessionId,
-        desk: taskkeeper_core::DeskName,
-        out: tokio::process::ChildStdout,
-    ) {
-        let mut lines = BufReader::new(out).lines();
-        let mut stream = StreamEdges::default();
-        loop {
-            let line = match lines.next_line().await {
-                Ok(Some(line)) => line,
-                Ok(None) => return,
-                Err(e) => {
-                    tracing::warn!(session = %id, error = %e, "reading a headless session's output failed");
-                    return;
-                }
-            };
-            let Ok(event) = serde_json::from_str::<Value>(&line) else {
-                tracing::debug!(session = %id, line = %line.chars().take(200).collect::<String>(), "not a stream-json event");
-                continue;
-            };
-            if event.get("type").and_then(Value::as_str) == Some("control_request") {
-                self.control_request(&id, &desk, &event).await;
-                continue;
-            }
-            if event.get("type").and_then(Value::as_str) == Some("control_cancel_request")
-                && let Some(rid) = event.get("request_id").and_then(Value::as_str)
-            {
-                let withdrawn = {
-                    let mut asked = crate::sessions::lock(&self.launched().asked);
-                    let ours = asked.get(&id).is_some_and(|p| p.request_id == rid);
-                    if ours {
-                        asked.remove(&id);
-                    }
-                    ours
-                };
-                if withdrawn {
-                    // The session asks no more and goes on: its stream tells the rest, and
-                    // the desk's tasks wait on the owner no more (`Sessions::edges`).
-                    if let Err(e) = self.edge(&id, Edge::ToolActivity).await {
-                        tracing::warn!(session = %id, error = %e, "recording a withdrawn permission request failed");
-                    }
-                }
-                self.session_changed(&id);
-                continue;
-            }
-            let edges = stream.edges(&event, || self.take_expected(&id));
-            if edges.is_empty() {
-                continue;
-            }
-            // Any activity after waiting on the owner ends the wait (answered, or withdrawn
-            // by the session): the mark follows the activity (`Sessions::edges`).
-            tracing::debug!(session = %id, ?edges, "headless session");
-            for edge in &edges {
-                if let Edge::TurnEnded {
-                    last_words: Some(words),
-                    ..
-                } = edge
-                {
-                    self.worker_said(&desk, words).await;
-                }
-            }
-            if let Err(e) = self.edges(&id, edges).await {
-                tracing::warn!(session = %id, error = %e, "recording a headless session's activity failed");
-            }
-        }
-    }
-
-    /// A control request from the session: a permission request waits for the owner; any
-    /// other is refused at once, so the session never waits on an answer that will not come.
-    async fn control_request(
-        &self,
-        id: &SessionId,
-        desk: &taskkeeper_core::DeskName,
-        event: &Value,
-    ) {
-        match Permission::from_control(event) {
-            Some(permission) => {
-                tracing::info!(session = %id, tool = %permission.tool, "a headless session asks the owner to allow a tool");
-                // The session waits on the owner, and its desk's tasks carry the mark
-                // (`Sessions::edges`), before the owner can see the request.
-                if let Err(e) = self.edge(id, Edge::WaitingOnOwner).await {
-                    tracing::warn!(session = %id, error = %e, "recording a permission request failed");
-                }
-                let notice = crate::notify::Notice::PermissionAsked {
-                    session: id.to_string(),
-                    desk: desk.to_string(),
-                    tool: permission.tool.clone(),
-                    description: permission.description.clone(),
-                    request_id: Some(permission.request_id.clone()),
-                };
-                crate::sessions::lock(&self.launched().asked).insert(id.clone(), permission);
-                self.notifier().notice(notice);
-                self.session_changed(id);
-            }
-            None => {
-                let rid = event
-                    .get("request_id")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                tracing::debug!(session = %id, request = %event, "refused a control request Taskkeeper does not handle");
-                self.launched()
-                    .send_line(id, control_error(rid, "not supported by Taskkeeper"));
-            }
-        }
-    }
-
     /// The owner's answer to what a launched session asks: allowed, or denied with a message
     /// the model reads.
     pub async fn answer_permission(
@@ -510,7 +430,7 @@ impl Sessions {
         };
         if !self
             .launched()
-            .send_line(id, permission.answer(allow, message))
+            .send_input(id, Input::Line(permission.answer(allow, message)))
         {
             return Err(LaunchError::NotLaunched(id.to_string()));
         }
@@ -519,45 +439,5 @@ impl Sessions {
         // (`Sessions::edges`).
         self.edge(id, Edge::ToolActivity).await?;
         Ok(())
-    }
-
-    async fn watch_process(
-        self,
-        id: SessionId,
-        mut child: tokio::process::Child,
-        stop: Arc<Notify>,
-        reader: Option<tokio::task::JoinHandle<()>>,
-        stderr_tail: Arc<Mutex<String>>,
-        mcp: PathBuf,
-    ) {
-        let mut daemon_stops = self.stopping();
-        let pid = child.id();
-        let status = tokio::select! {
-            status = child.wait() => status,
-            () = stop.notified() => stop_child(&mut child).await,
-            () = async { let _ = daemon_stops.wait_for(|s| *s).await; } => stop_child(&mut child).await,
-        };
-        // What it left running in its group (background commands) goes with it.
-        kill_group(pid, Signal::SIGTERM);
-        crate::sessions::lock(&self.launched().running).remove(&id);
-        crate::sessions::lock(&self.launched().asked).remove(&id);
-        // Every event it wrote is recorded before its end is.
-        if let Some(reader) = reader {
-            let _ = tokio::time::timeout(Duration::from_secs(2), reader).await;
-        }
-        let _ = std::fs::remove_file(&mcp);
-        let tail = crate::sessions::lock(&stderr_tail).clone();
-        match &status {
-            Ok(s) if s.success() => tracing::info!(session = %id, "a headless session exited"),
-            Ok(s) => {
-                tracing::warn!(session = %id, status = %s, stderr = %tail.trim(), "a headless session exited with an error")
-            }
-            Err(e) => tracing::warn!(session = %id, error = %e, "lost a headless session"),
-        }
-        // A request it made will not be answered now: its desk's tasks wait on the owner no
-        // more (`Sessions::edges`).
-        if let Err(e) = self.edge(&id, Edge::Ended).await {
-            tracing::debug!(session = %id, error = %e, "could not record a headless session's end")
-        }
     }
 }

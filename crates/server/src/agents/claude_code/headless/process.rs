@@ -13,18 +13,18 @@ use super::{LaunchConfig, LaunchError, STOP_GRACE};
 use crate::agents::headers;
 
 #[cfg(unix)]
-pub(super) use nix::sys::signal::Signal;
+pub(crate) use nix::sys::signal::Signal;
 /// Where there are no process groups to signal, the names stay for the callers.
 #[cfg(not(unix))]
 #[derive(Debug, Clone, Copy)]
-pub(super) enum Signal {
+pub(crate) enum Signal {
     SIGTERM,
     SIGKILL,
 }
 
 /// Signal the process group a launched session leads (it and its background commands);
 /// a group that is gone already is fine.
-pub(super) fn kill_group(pid: Option<u32>, signal: Signal) {
+pub(crate) fn kill_group(pid: Option<u32>, signal: Signal) {
     #[cfg(unix)]
     if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
         let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), signal);
@@ -35,7 +35,7 @@ pub(super) fn kill_group(pid: Option<u32>, signal: Signal) {
 
 /// Close stdin (the session exits when it has finished), then kill the process group if it
 /// is still there after the grace period.
-pub(super) async fn stop_child(
+pub(crate) async fn stop_child(
     child: &mut tokio::process::Child,
 ) -> std::io::Result<std::process::ExitStatus> {
     // The writer task holds stdin; its sender is gone, so it closes stdin now.
@@ -49,7 +49,7 @@ pub(super) async fn stop_child(
     }
 }
 
-pub(super) async fn write_stdin(
+pub(crate) async fn write_stdin(
     mut stdin: tokio::process::ChildStdin,
     mut rx: mpsc::UnboundedReceiver<String>,
 ) {
@@ -62,7 +62,7 @@ pub(super) async fn write_stdin(
 }
 
 /// Keep the last few KiB of what the process wrote to stderr, for the log when it fails.
-pub(super) async fn keep_tail(err: tokio::process::ChildStderr, tail: Arc<Mutex<String>>) {
+pub(crate) async fn keep_tail(err: tokio::process::ChildStderr, tail: Arc<Mutex<String>>) {
     let mut lines = BufReader::new(err).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         let mut t = crate::sessions::lock(&tail);

@@ -4,6 +4,8 @@
 
 use serde_json::{Value, json};
 use taskkeeper_core::Timestamp;
+
+use crate::agents::launched::{Ask, Headless, Step};
 use taskkeeper_core::session::{Edge, TurnOrigin};
 
 /// A tool a launched session asks the owner to allow.
@@ -210,6 +212,57 @@ impl StreamEdges {
     }
 }
 
+/// Claude Code's stream-json as a [`Headless`] protocol: no handshake; a task is one user
+/// message (Claude Code queues what comes during a turn itself); its events are
+/// [`StreamEdges`]; a permission request waits on the owner ([`Ask`]), any other control
+/// request is refused at once, so the session never waits on an answer that will not come;
+/// closing stdin ends it (it finishes the message it is on).
+#[derive(Debug, Default)]
+pub struct StreamJson {
+    edges: StreamEdges,
+}
+
+impl Headless for StreamJson {
+    fn open(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn input(&mut self, text: &str, _expected: &mut dyn FnMut() -> bool) -> Step {
+        Step::write(user_message(text))
+    }
+
+    fn read(&mut self, event: &Value, expected: &mut dyn FnMut() -> bool) -> Step {
+        let request_id = || {
+            event
+                .get("request_id")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        match event.get("type").and_then(Value::as_str) {
+            Some("control_request") => match Permission::from_control(event) {
+                Some(permission) => Step {
+                    ask: Some(Ask::Permission(permission)),
+                    ..Step::default()
+                },
+                None => {
+                    tracing::debug!(request = %event, "refused a control request Taskkeeper does not handle");
+                    Step::write(control_error(&request_id(), "not supported by Taskkeeper"))
+                }
+            },
+            Some("control_cancel_request") => Step {
+                ask: Some(Ask::Withdrawn(request_id())),
+                ..Step::default()
+            },
+            _ => Step::edges(self.edges.edges(event, expected)),
+        }
+    }
+
+    fn stop(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -382,5 +435,45 @@ mod tests {
         let v: Value = serde_json::from_str(line.trim_end()).unwrap();
         assert_eq!(v["message"]["content"], "two\nlines \"quoted\"");
         assert_eq!(v["type"], "user");
+    }
+
+    #[test]
+    fn stream_json_as_a_protocol_asks_the_owner_refuses_other_requests_and_reads_turns() {
+        let mut s = StreamJson::default();
+        let mut yes = || true;
+        assert!(s.open().is_empty() && s.stop().is_empty());
+        let task = s.input("hi", &mut yes);
+        let line: Value = serde_json::from_str(task.write[0].trim_end()).unwrap();
+        assert_eq!(line["message"]["content"], "hi");
+        let asked = s.read(
+            &json!({"type": "control_request", "request_id": "r-1", "request": {
+                "subtype": "can_use_tool", "tool_name": "Bash", "input": {}}}),
+            &mut yes,
+        );
+        assert!(matches!(asked.ask, Some(Ask::Permission(p)) if p.request_id == "r-1"));
+        let other = s.read(
+            &json!({"type": "control_request", "request_id": "r-2", "request": {"subtype": "hook_callback"}}),
+            &mut yes,
+        );
+        let refused: Value = serde_json::from_str(other.write[0].trim_end()).unwrap();
+        assert_eq!(refused["response"]["subtype"], "error");
+        assert_eq!(
+            s.read(
+                &json!({"type": "control_cancel_request", "request_id": "r-1"}),
+                &mut yes
+            )
+            .ask,
+            Some(Ask::Withdrawn("r-1".into()))
+        );
+        let running = s.read(
+            &json!({"type": "system", "subtype": "session_state_changed", "state": "running"}),
+            &mut yes,
+        );
+        assert_eq!(
+            running.edges,
+            [Edge::TurnStarted {
+                origin: TurnOrigin::Taskkeeper
+            }]
+        );
     }
 }

@@ -1,0 +1,538 @@
+//! The one interface a headless agent kind implements, and the runner that drives any of
+//! them: the process Taskkeeper launches at a desk and owns, whose stdin takes the desk's
+//! tasks and whose stdout says when its turns start and end.
+//!
+//! Each kind speaks its own protocol on those pipes: Claude Code stream-json (`claude -p`,
+//! [`super::claude_code::headless`]), Codex's app server (`codex app-server`, JSON-RPC,
+//! [`super::codex::app_server`]), Gemini's Agent Client Protocol (`gemini --acp`, JSON-RPC,
+//! [`super::gemini::acp`]). A [`Headless`] is that protocol as a plain state machine: what
+//! to write first, what a task becomes on stdin, what a line read means as session
+//! [`Edge`]s, what ends it cleanly. It does no I/O, so each kind's is tested on recorded
+//! exchanges. How a kind is started (program, arguments, environment) is its own module's
+//! ([`Spawn`] here for Codex and Gemini; Claude Code's `launch`, which also writes its private
+//! MCP configuration file); each starts it in its own process group with a scrubbed
+//! environment. The runner ([`Sessions::run_launched`]) then does the I/O the same way for
+//! every kind: writes and reads the lines, records the edges, carries a permission request
+//! to the owner, and ends the session when the process ends.
+//!
+//! A task that arrives while a turn runs waits in the protocol for the turn's end (Codex's
+//! `turn/start` into a running turn would join it; Gemini's `session/prompt` would cancel
+//! it), and then starts the next turn.
+//!
+//! The MCP server reaches a launched session with the worker token and the session's proof
+//! in its headers ([`McpAccess`]), sent on stdin (never on the command line, which every
+//! user of the machine can read, nor in the environment, which the agent's commands
+//! inherit), so its `task_update` calls are that session's and no argument can make them
+//! another's.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::Value;
+use taskkeeper_core::session::{Edge, Reach, Session, SessionId};
+use taskkeeper_core::{AgentKind, Desk, DeskName, delivery};
+use tokio::io::{AsyncBufReadExt as _, BufReader};
+use tokio::sync::{Notify, mpsc};
+
+use crate::agents::claude_code::headless::{self, LaunchConfig, LaunchError, Permission};
+use crate::agents::headers;
+use crate::sessions::Sessions;
+
+/// What one message read or one input written changes.
+#[derive(Debug, Default, PartialEq)]
+pub struct Step {
+    /// Whole JSON lines to write to the process's stdin, in order.
+    pub write: Vec<String>,
+    /// What it means for the session, in order.
+    pub edges: Vec<Edge>,
+    /// The session asks the owner something, or withdraws what it asked.
+    pub ask: Option<Ask>,
+    /// The session cannot go on (its handshake was refused): the runner closes its stdin.
+    pub fatal: Option<String>,
+}
+
+/// What a launched session asks of the owner: it waits until the owner answers
+/// ([`Sessions::answer_permission`]), or until it withdraws the request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ask {
+    Permission(Permission),
+    /// The request with this id no longer waits.
+    Withdrawn(String),
+}
+
+/// What goes to a launched session's driver.
+#[derive(Debug)]
+pub(crate) enum Input {
+    /// A task or reminder, for the protocol to write as it writes input.
+    Task(String),
+    /// A line written as it is (the owner's answer, in the protocol's words already).
+    Line(String),
+}
+
+impl Step {
+    pub(crate) fn write(line: String) -> Self {
+        Self {
+            write: vec![line],
+            ..Self::default()
+        }
+    }
+
+    pub(crate) fn edges(edges: Vec<Edge>) -> Self {
+        Self {
+            edges,
+            ..Self::default()
+        }
+    }
+
+    pub(crate) fn fatal(why: impl Into<String>) -> Self {
+        Self {
+            fatal: Some(why.into()),
+            ..Self::default()
+        }
+    }
+
+    /// This step, then `next`.
+    pub(crate) fn then(mut self, next: Step) -> Self {
+        self.write.extend(next.write);
+        self.edges.extend(next.edges);
+        self.ask = self.ask.or(next.ask);
+        self.fatal = self.fatal.or(next.fatal);
+        self
+    }
+}
+
+/// The protocol of one launched agent kind, as a state machine over its messages.
+///
+/// `expected` answers whether Taskkeeper wrote what starts the turn that is starting (asked
+/// only when one starts; see [`Sessions::take_expected`]).
+pub trait Headless: Send {
+    /// The lines to write as soon as the process runs (a handshake), if any.
+    fn open(&mut self) -> Vec<String>;
+    /// A task or reminder for the session: written now if it can start a turn, else held
+    /// until it can.
+    fn input(&mut self, text: &str, expected: &mut dyn FnMut() -> bool) -> Step;
+    /// One JSON message the process wrote.
+    fn read(&mut self, message: &Value, expected: &mut dyn FnMut() -> bool) -> Step;
+    /// The lines that end the session cleanly before its stdin closes (its stdin closing
+    /// then ends the process).
+    fn stop(&mut self) -> Vec<String>;
+}
+
+/// How a launched session's MCP client reaches Taskkeeper: the URL and the headers that
+/// carry the worker token and the session's proof.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpAccess {
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+}
+
+impl McpAccess {
+    pub(crate) fn for_session(config: &LaunchConfig, id: &SessionId) -> Self {
+        Self {
+            url: format!("http://127.0.0.1:{}/mcp", config.port),
+            headers: vec![
+                (
+                    "Authorization".to_owned(),
+                    format!("Bearer {}", config.worker_token.as_str()),
+                ),
+                (headers::SESSION.to_owned(), id.as_str().to_owned()),
+                (
+                    headers::SESSION_PROOF.to_owned(),
+                    config.credentials.session_proof(id.as_str()),
+                ),
+            ],
+        }
+    }
+}
+
+/// How to start one kind's process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spawn {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    /// The environment variable that names another binary, for the error that says so.
+    pub program_env: &'static str,
+    pub agent_name: &'static str,
+}
+
+/// The adapter for a desk's kind, when Taskkeeper launches that kind through this runner.
+fn adapter(
+    desk: &Desk,
+    config: &LaunchConfig,
+    access: McpAccess,
+) -> Option<(Spawn, Box<dyn Headless>)> {
+    let note = delivery::session_note(desk);
+    match desk.agent {
+        AgentKind::Codex => Some((
+            super::codex::app_server::spawn(&config.codex),
+            Box::new(super::codex::app_server::AppServer::new(
+                desk.dir.clone(),
+                note,
+                access,
+            )),
+        )),
+        AgentKind::Gemini => Some((
+            super::gemini::acp::spawn(&config.gemini),
+            Box::new(super::gemini::acp::Acp::new(desk.dir.clone(), note, access)),
+        )),
+        AgentKind::ClaudeCode | AgentKind::Generic => None,
+    }
+}
+
+impl Sessions {
+    /// Launch a headless session of a Codex or Gemini desk (checked by the caller: the desk
+    /// exists, its directory too, the daemon is not stopping).
+    pub(crate) async fn launch_headless(
+        &self,
+        desk: Desk,
+        config: LaunchConfig,
+    ) -> Result<Session, LaunchError> {
+        let id = SessionId::generate();
+        let access = McpAccess::for_session(&config, &id);
+        let Some((spawn, adapter)) = adapter(&desk, &config, access) else {
+            return Err(LaunchError::NotHeadless {
+                desk: desk.name.to_string(),
+                agent: desk.agent,
+            });
+        };
+        let mut command = tokio::process::Command::new(&spawn.program);
+        command
+            .args(&spawn.args)
+            .current_dir(&desk.dir)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        for var in headless::STRIPPED_ENV {
+            command.env_remove(var);
+        }
+        crate::child_env::scrub_secrets(&mut command);
+        command
+            .env("TASKKEEPER_DESK", desk.name.as_str())
+            .env(headers::LAUNCHED_SESSION_ENV, id.as_str());
+        // Its own process group: stopping it stops the commands it started.
+        #[cfg(unix)]
+        command.process_group(0);
+        let mut child = command.spawn().map_err(|source| LaunchError::SpawnAgent {
+            program: spawn.program.clone(),
+            agent: spawn.agent_name,
+            env: spawn.program_env,
+            source,
+        })?;
+        let pid = child.id();
+        let mut session = Session::new(
+            id.clone(),
+            desk.name.clone(),
+            desk.agent,
+            desk.dir.clone(),
+            self.tasks().now(),
+        );
+        session.reach = Reach {
+            pid,
+            headless: true,
+            ..Reach::default()
+        };
+        let session = match self
+            .tasks()
+            .blocking(move |s, _| s.put_session(session))
+            .await
+        {
+            Ok(s) => s,
+            Err(e) => {
+                headless::kill_group(pid, headless::Signal::SIGKILL);
+                let _ = child.start_kill();
+                return Err(e.into());
+            }
+        };
+        self.run_launched(
+            id.clone(),
+            desk.name.clone(),
+            child,
+            adapter,
+            None,
+            spawn.agent_name,
+        );
+        tracing::info!(session = %id, desk = %desk.name, pid, agent = spawn.agent_name, "launched a headless session");
+        self.session_changed(&id);
+        Ok(session)
+    }
+
+    /// Run a launched session's process (stored as a session already) through its protocol
+    /// until it ends: held in the registry, driven, watched; `cleanup` is a file of it to
+    /// remove when it is gone (its MCP configuration).
+    pub(crate) fn run_launched(
+        &self,
+        id: SessionId,
+        desk: DeskName,
+        mut child: tokio::process::Child,
+        adapter: Box<dyn Headless>,
+        cleanup: Option<PathBuf>,
+        agent: &'static str,
+    ) {
+        let (stdin, stdout, stderr) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        let (tx, rx) = mpsc::unbounded_channel();
+        let stop = Arc::new(Notify::new());
+        self.launched().hold(id.clone(), tx, stop.clone());
+        // Its own writer: a session slow to read its stdin never holds up reading its output.
+        let (lines, to_write) = mpsc::unbounded_channel();
+        if let Some(stdin) = stdin {
+            tokio::spawn(headless::write_stdin(stdin, to_write));
+        }
+        let driver = stdout.map(|stdout| {
+            tokio::spawn(
+                self.clone()
+                    .drive(id.clone(), desk.clone(), adapter, lines, stdout, rx),
+            )
+        });
+        let tail = Arc::new(Mutex::new(String::new()));
+        if let Some(err) = stderr {
+            tokio::spawn(headless::keep_tail(err, tail.clone()));
+        }
+        let lifecycle = tokio::spawn(
+            self.clone()
+                .watch_launched(id, child, stop, driver, tail, cleanup, agent),
+        );
+        self.launched().track(lifecycle);
+    }
+
+    /// Speak the protocol: what the session is given in, its messages out, until its output
+    /// ends. The input closing (the session is stopped) writes the protocol's clean ending
+    /// and closes stdin.
+    async fn drive(
+        self,
+        id: SessionId,
+        desk: DeskName,
+        mut adapter: Box<dyn Headless>,
+        stdin: mpsc::UnboundedSender<String>,
+        stdout: tokio::process::ChildStdout,
+        mut input: mpsc::UnboundedReceiver<Input>,
+    ) {
+        // Dropping it closes stdin, once what was written before is out.
+        let mut stdin = Some(stdin);
+        let mut lines = BufReader::new(stdout).lines();
+        write_lines(&stdin, adapter.open());
+        let mut taking = true;
+        // Its output can end before it does (a process that hands its stdout elsewhere):
+        // what it is given still goes to its stdin until it is stopped or gone.
+        let mut reading = true;
+        while taking || reading {
+            let step = tokio::select! {
+                given = input.recv(), if taking => match given {
+                    Some(Input::Task(text)) => adapter.input(&text, &mut || self.take_expected(&id)),
+                    Some(Input::Line(line)) => Step::write(line),
+                    None => {
+                        taking = false;
+                        write_lines(&stdin, adapter.stop());
+                        stdin = None;
+                        continue;
+                    }
+                },
+                line = lines.next_line(), if reading => match line {
+                    Ok(Some(line)) => match serde_json::from_str::<Value>(&line) {
+                        Ok(message) => adapter.read(&message, &mut || self.take_expected(&id)),
+                        Err(_) => {
+                            tracing::debug!(session = %id, line = %line.chars().take(200).collect::<String>(), "not a JSON message");
+                            continue;
+                        }
+                    },
+                    Ok(None) => {
+                        reading = false;
+                        continue;
+                    }
+                    Err(e) => {
+                        tracing::warn!(session = %id, error = %e, "reading a headless session's output failed");
+                        reading = false;
+                        continue;
+                    }
+                },
+            };
+            write_lines(&stdin, step.write);
+            if let Some(ask) = step.ask {
+                self.owner_asked(&id, &desk, ask).await;
+            }
+            if !step.edges.is_empty() {
+                // Any activity after waiting on the owner ends the wait (answered, or
+                // withdrawn by the session): the mark follows the activity (`Sessions::edges`).
+                tracing::debug!(session = %id, edges = ?step.edges, "headless session");
+                for edge in &step.edges {
+                    if let Edge::TurnEnded {
+                        last_words: Some(words),
+                        ..
+                    } = edge
+                    {
+                        self.worker_said(&desk, words).await;
+                    }
+                }
+                if let Err(e) = self.edges(&id, step.edges).await {
+                    tracing::warn!(session = %id, error = %e, "recording a headless session's activity failed");
+                }
+            }
+            if let Some(why) = step.fatal {
+                tracing::warn!(session = %id, %why, "a headless session cannot go on; stopping it");
+                write_lines(&stdin, adapter.stop());
+                stdin = None;
+                taking = false;
+            }
+        }
+    }
+
+    /// A permission request waits on the owner: the session waits, and its desk's tasks carry
+    /// the mark (`Sessions::edges`), before the owner can see the request; then the owner is
+    /// told. A withdrawn one waits no more: the session goes on.
+    async fn owner_asked(&self, id: &SessionId, desk: &DeskName, ask: Ask) {
+        match ask {
+            Ask::Permission(permission) => {
+                tracing::info!(session = %id, tool = %permission.tool, "a headless session asks the owner to allow a tool");
+                if let Err(e) = self.edge(id, Edge::WaitingOnOwner).await {
+                    tracing::warn!(session = %id, error = %e, "recording a permission request failed");
+                }
+                let notice = crate::notify::Notice::PermissionAsked {
+                    session: id.to_string(),
+                    desk: desk.to_string(),
+                    tool: permission.tool.clone(),
+                    description: permission.description.clone(),
+                    request_id: Some(permission.request_id.clone()),
+                };
+                self.launched().ask(id, permission);
+                self.notifier().notice(notice);
+            }
+            Ask::Withdrawn(request_id) => {
+                if self.launched().withdraw(id, &request_id)
+                    && let Err(e) = self.edge(id, Edge::ToolActivity).await
+                {
+                    tracing::warn!(session = %id, error = %e, "recording a withdrawn permission request failed");
+                }
+            }
+        }
+        self.session_changed(id);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn watch_launched(
+        self,
+        id: SessionId,
+        mut child: tokio::process::Child,
+        stop: Arc<Notify>,
+        driver: Option<tokio::task::JoinHandle<()>>,
+        tail: Arc<Mutex<String>>,
+        cleanup: Option<PathBuf>,
+        agent: &'static str,
+    ) {
+        let mut daemon_stops = self.stopping();
+        let pid = child.id();
+        let status = tokio::select! {
+            status = child.wait() => status,
+            () = stop.notified() => headless::stop_child(&mut child).await,
+            () = async { let _ = daemon_stops.wait_for(|s| *s).await; } => {
+                // Its input closes: the driver ends it cleanly.
+                self.launched().release(&id);
+                headless::stop_child(&mut child).await
+            }
+        };
+        // What it left running in its group (background commands) goes with it.
+        headless::kill_group(pid, headless::Signal::SIGTERM);
+        self.launched().release(&id);
+        self.launched().forget_asked(&id);
+        // Every message it wrote is recorded before its end is.
+        if let Some(driver) = driver {
+            let _ = tokio::time::timeout(Duration::from_secs(2), driver).await;
+        }
+        if let Some(file) = cleanup {
+            let _ = std::fs::remove_file(file);
+        }
+        let tail = crate::sessions::lock(&tail).clone();
+        match &status {
+            Ok(s) if s.success() => {
+                tracing::info!(session = %id, agent, "a headless session exited")
+            }
+            Ok(s) => {
+                tracing::warn!(session = %id, agent, status = %s, stderr = %tail.trim(), "a headless session exited with an error")
+            }
+            Err(e) => tracing::warn!(session = %id, agent, error = %e, "lost a headless session"),
+        }
+        // A request it made will not be answered now: its desk's tasks wait on the owner no
+        // more (`Sessions::edges`).
+        if let Err(e) = self.edge(&id, Edge::Ended).await {
+            tracing::debug!(session = %id, error = %e, "could not record a headless session's end");
+        }
+    }
+}
+
+/// Queue whole lines for the session's stdin (each ends with a newline).
+fn write_lines(stdin: &Option<mpsc::UnboundedSender<String>>, lines: Vec<String>) {
+    let Some(stdin) = stdin else {
+        return;
+    };
+    for mut line in lines {
+        if !line.ends_with('\n') {
+            line.push('\n');
+        }
+        let _ = stdin.send(line);
+    }
+}
+
+/// A JSON-RPC request as one line.
+pub(crate) fn request(id: u64, method: &str, params: Value) -> String {
+    serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+}
+
+/// A JSON-RPC notification as one line.
+pub(crate) fn notification(method: &str, params: Value) -> String {
+    serde_json::json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string()
+}
+
+/// The answer to a request from the agent that Taskkeeper does not serve, so the agent
+/// never waits on one that will not come.
+pub(crate) fn not_served(id: &Value, method: &str) -> String {
+    serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601,
+        "message": format!("{method} is not served by Taskkeeper, which runs this session headless")}})
+    .to_string()
+}
+
+/// A JSON-RPC message's shape.
+pub(crate) enum Rpc<'a> {
+    /// An answer to the request with this id.
+    Answer {
+        id: u64,
+        result: Option<&'a Value>,
+        error: Option<&'a Value>,
+    },
+    /// A request from the agent.
+    Request {
+        id: &'a Value,
+        method: &'a str,
+    },
+    Notification {
+        method: &'a str,
+        params: &'a Value,
+    },
+    Other,
+}
+
+pub(crate) fn rpc(message: &Value) -> Rpc<'_> {
+    static NULL: Value = Value::Null;
+    let method = message.get("method").and_then(Value::as_str);
+    match (message.get("id"), method) {
+        (Some(id), Some(method)) if !id.is_null() => Rpc::Request { id, method },
+        (None, Some(method)) => Rpc::Notification {
+            method,
+            params: message.get("params").unwrap_or(&NULL),
+        },
+        (Some(id), None) => match id.as_u64() {
+            Some(id) => Rpc::Answer {
+                id,
+                result: message.get("result"),
+                error: message.get("error"),
+            },
+            None => Rpc::Other,
+        },
+        _ => Rpc::Other,
+    }
+}
+
+/// The turn's texts as one input: each task or reminder as it came, in order.
+pub(crate) fn joined(texts: &[String]) -> String {
+    texts.join("\n\n")
+}
