@@ -28,11 +28,16 @@ codex-stop     Codex CLI's Stop `block`, as claude-stop but the task waits befor
                (`codex exec`), and timed from the answer that ends the first turn. Reference:
                a Stop hook printing the block decision.
 gemini-stop    Gemini CLI's AfterAgent `deny`, likewise (`gemini -p`).
-claude-tmux    the tmux paste into an idle Claude Code TUI at a connected desk. Timed from
-               the task's submit to the request carrying it. Reference: the same paste
+claude-waiter  an idle Claude Code TUI at a connected desk that has had a turn, so its Stop
+               armed Taskkeeper's asyncRewake waiter, which wakes it with the task. Timed
+               from the task's submit to the request carrying it. Reference: a paste
                (set-buffer, paste-buffer -p, Enter) done by this script into an idle TUI with
-               no Taskkeeper. Both wait 3 s of idleness before each submit, so the daemon's
-               settle time after a turn (2 s) has passed.
+               no Taskkeeper. Both wait 3 s of idleness before each submit.
+claude-inbox   a fresh TUI (no Stop yet, so no waiter), non-essential traffic on: the inbox
+               socket. Reference: the socket's two lines (auth, user message) written by
+               this script, with the session id and token a SessionStart hook saw.
+claude-tmux    a fresh TUI whose inbox socket is removed (as the paste test does): the tmux
+               paste. Reference: the same paste done by this script. One TUI per run.
 
 Not here yet (the ways in are not on main): the headless Codex session (`codex app-server`,
 see `codex_app_server`) and the headless Gemini session (`gemini --acp`, `gemini_acp`). The
@@ -149,6 +154,29 @@ def connect(w: World, env: dict, d: measure.Daemon, kind: str) -> dict:
     return env
 
 
+def methods(w: World) -> str:
+    """The ways in the daemon's log says delivered, with how often."""
+    import re
+    log = w.dir / "data" / "taskkeeper.log"
+    found: dict[str, int] = {}
+    for line in (log.read_text(errors="replace").splitlines() if log.exists() else []):
+        if "waiter wakes the session" in line:
+            found["waiter"] = found.get("waiter", 0) + 1
+        elif "delivered" in line:
+            m = re.search(r'method[=":\s]+"?([a-z -]+[a-z])', line)
+            if m:
+                found[m.group(1)] = found.get(m.group(1), 0) + 1
+    keep = os.environ.get("BENCH_KEEP_LOGS")
+    if keep and log.exists():
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(log, Path(keep) / f"{w.dir.name}.log")
+    METHODS_SEEN.append(", ".join(f"{k} ×{v}" for k, v in found.items()) or "none logged")
+    return METHODS_SEEN[-1]
+
+
+METHODS_SEEN: list[str] = []
+
+
 def wait_state(d: measure.Daemon, task_id: str, state: str = "completed") -> None:
     measure.wait_until(f"task {task_id} {state}",
                        lambda: d.call("GET", f"/api/tasks/{task_id}")["state"] == state, timeout=120)
@@ -206,6 +234,7 @@ def claude_stop(runs: int) -> tuple[list[float], list[float]]:
             if i >= 1:
                 ours.append(gap)
     finally:
+        methods(w)
         d.stop()
         fake.stop()
         w.done()
@@ -247,6 +276,7 @@ def claude_start(runs: int) -> tuple[list[float], list[float]]:
             if i >= 1:
                 ours.append(e["t"] - t0)
     finally:
+        methods(w)
         d.stop()
         fake.stop()
         w.done()
@@ -320,6 +350,7 @@ def claude_tmux(runs: int) -> tuple[list[float], list[float]]:
             if i >= 1:
                 ours.append(e["t"] - t0)
     finally:
+        methods(w)
         if t:
             t.stop()
         d.stop()
@@ -344,6 +375,113 @@ def claude_tmux(runs: int) -> tuple[list[float], list[float]]:
     finally:
         if t:
             t.stop()
+        fake.stop()
+        w.done()
+    return ours, raw
+
+
+def session_socket(w: World) -> str | None:
+    """The inbox socket Claude Code's session file names (`messagingSocketPath`)."""
+    for f in (w.home / ".claude" / "sessions").glob("*.json"):
+        try:
+            p = json.loads(f.read_text()).get("messagingSocketPath")
+        except ValueError:
+            continue
+        if p and Path(p).exists():
+            return p
+    return None
+
+
+def claude_fresh(runs: int, inbox: bool) -> tuple[list[float], list[float]]:
+    """A fresh TUI per run (no Stop yet, so no waiter is armed): the task goes in by the inbox
+    socket when the session has one (non-essential traffic on, as Claude Code needs for it),
+    else by the tmux paste. Reference: the same fresh TUI, written to directly (the socket's
+    two lines, from what a SessionStart hook saw, or the same paste)."""
+    def world(tag: str):
+        w, fake, env, claude = claude_world(tag)
+        if inbox:
+            for k in ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_TELEMETRY", "DISABLE_ERROR_REPORTING"):
+                env.pop(k, None)
+        return w, fake, env, claude
+
+    ours: list[float] = []
+    w, fake, env, claude = world("cfresh")
+    d = daemon_for(w, env, "claude-code")
+    try:
+        env = connect(w, env, d, "claude-code")
+        for i in range(runs):
+            t = Tmux(w, f"cd '{w.web}' && exec '{claude}' --permission-mode manual", env)
+            try:
+                def ready() -> bool:
+                    ss = d.call("GET", "/api/sessions")["sessions"]
+                    return claude_tui_idle(t) and any(s["activity"] == "idle" and s.get("state") != "ended" for s in ss)
+                measure.wait_until("a fresh idle session", ready, 120)
+                time.sleep(3.0)
+                if not inbox:
+                    # As the paste test does: without the inbox socket the paste delivers.
+                    sock = session_socket(w)
+                    if sock:
+                        os.unlink(sock)
+                t0 = time.time()
+                task = d.call("POST", "/api/tasks", {"desk": "web", "text": f"BENCH-{i}"})
+                e = measure.wait_until("the task", lambda: first_with(fake.main_requests(), task["id"], "tail"), 120)
+                wait_state(d, task["id"])
+                ours.append(e["t"] - t0)
+            finally:
+                t.stop()
+            # Until the daemon has the session gone, so the next run's is the only one.
+            measure.wait_until("the session's end", lambda: all(
+                s["activity"] != "idle" or s.get("state") == "ended" for s in d.call("GET", "/api/sessions")["sessions"]
+            ) or True, 30)
+            time.sleep(1.0)
+    finally:
+        methods(w)
+        d.stop()
+        fake.stop()
+        w.done()
+    raw: list[float] = []
+    w, fake, env, claude = world("cfreshref")
+    try:
+        seen = w.dir / "start.json"
+        hook = w.dir / "start.sh"
+        hook.write_text(f"#!/bin/sh\n{{ cat; echo; echo \"$CLAUDE_CODE_MESSAGING_SOCKET\"; "
+                        f"echo \"$CLAUDE_CODE_MESSAGING_TOKEN\"; }} > '{seen}.tmp' && mv '{seen}.tmp' '{seen}'\n")
+        hook.chmod(0o755)
+        settings = w.dir / "ref-settings.json"
+        settings.write_text(json.dumps({"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": str(hook)}]}]}}))
+        for i in range(runs):
+            seen.unlink(missing_ok=True)
+            t = Tmux(w, f"cd '{w.web}' && exec '{claude}' --permission-mode manual --settings '{settings}'", env)
+            try:
+                measure.wait_until("a fresh idle TUI", lambda: claude_tui_idle(t) and seen.exists(), 120)
+                time.sleep(3.0)
+                marker = f"RAW-{i}-{os.getpid()}"
+                if inbox:
+                    payload, _, token = (seen.read_text().split("\n") + ["", "", ""])[:3]
+                    sid = json.loads(payload)["session_id"]
+                    sock = session_socket(w)
+                    if not sock:
+                        sys.exit("claude-inbox reference: Claude Code named no inbox socket")
+                    lines = ""
+                    if token:
+                        lines += json.dumps({"type": "auth", "token": token}) + "\n"
+                    lines += json.dumps({"type": "user", "session_id": sid,
+                                         "message": {"role": "user", "content": marker}}) + "\n"
+                    import socket as so
+                    t0 = time.time()
+                    c = so.socket(so.AF_UNIX, so.SOCK_STREAM)
+                    c.connect(sock)
+                    c.sendall(lines.encode())
+                    c.close()
+                else:
+                    t0 = time.time()
+                    t.paste(marker)
+                e = measure.wait_until("the line", lambda: first_with(fake.main_requests(), marker, "tail"), 120)
+                raw.append(e["t"] - t0)
+            finally:
+                t.stop()
+            time.sleep(1.0)
+    finally:
         fake.stop()
         w.done()
     return ours, raw
@@ -436,6 +574,7 @@ def cli_stop(kind: str, runs: int) -> tuple[list[float], list[float]]:
             if i >= 1:
                 ours.append(handover_gap(turns, task["id"], "text"))
     finally:
+        methods(w)
         d.stop()
         fake.stop()
         w.done()
@@ -487,8 +626,6 @@ def gemini_acp(runs: int):
 
 NOT_MEASURED = {
     "claude-stdin": "in bench/delivery/measure.py (the stdin of a launched session)",
-    "claude-inbox": "not measured yet: needs a fresh interactive session per run (the inbox "
-                    "is the way in before a session's first Stop); see BENCHMARKS.md",
     "codex-tmux": "not measured yet (the Codex TUI in tmux)",
     "gemini-tmux": "not measured yet (the Gemini TUI in tmux)",
     "codex-headless": "not on main: codex_app_server",
@@ -500,7 +637,9 @@ WAYS = {
     "claude-start": claude_start,
     "codex-stop": lambda n: cli_stop("codex", n),
     "gemini-stop": lambda n: cli_stop("gemini", n),
-    "claude-tmux": claude_tmux,
+    "claude-waiter": claude_tmux,
+    "claude-inbox": lambda n: claude_fresh(n, inbox=True),
+    "claude-tmux": lambda n: claude_fresh(n, inbox=False),
 }
 
 
@@ -531,7 +670,7 @@ def main() -> None:
         before = load()
         ours, raw = WAYS[name](args.runs)
         o, r = measure.summary("ours", ours), measure.summary("reference", raw)
-        print(f"| {name} | {o['n']} | {o['median_ms']:.0f} ({o['p90_ms']:.0f}) | {r['median_ms']:.0f} ({r['p90_ms']:.0f}) "
+        print(f"| {name} ({METHODS_SEEN[-1] if METHODS_SEEN else ''}) | {o['n']} | {o['median_ms']:.0f} ({o['p90_ms']:.0f}) | {r['median_ms']:.0f} ({r['p90_ms']:.0f}) "
               f"| {o['median_ms'] - r['median_ms']:.0f} | {o['median_ms'] / r['median_ms']:.2f}× | {before} → {load()} |",
               flush=True)
     for name, why in NOT_MEASURED.items():
