@@ -182,6 +182,25 @@ def wait_state(d: measure.Daemon, task_id: str, state: str = "completed") -> Non
                        lambda: d.call("GET", f"/api/tasks/{task_id}")["state"] == state, timeout=120)
 
 
+MISSES: list[str] = []
+
+
+def completed_or_missed(d: measure.Daemon, task_id: str, what: str, timeout: float = 30) -> bool:
+    """Whether the task was ended; if not, the miss is recorded with what the daemon holds of
+    it, and the task is ended over the owner API so the next run starts clean."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if d.call("GET", f"/api/tasks/{task_id}")["state"] == "completed":
+            return True
+        time.sleep(0.05)
+    t = d.call("GET", f"/api/tasks/{task_id}")
+    t.pop("text", None)
+    MISSES.append(f"{what}: task {task_id} not ended: {json.dumps(t)[:800]}")
+    print(MISSES[-1], file=sys.stderr, flush=True)
+    d.call("POST", f"/api/tasks/{task_id}/update", {"status": "done", "text": "ended by the bench after a miss"})
+    return False
+
+
 # ---- Claude Code ------------------------------------------------------------------------
 
 
@@ -227,7 +246,8 @@ def claude_stop(runs: int) -> tuple[list[float], list[float]]:
             measure.wait_until("the busy turn", lambda: first_with(fake.main_requests(), f"BUSY-{i}", "tail"), 120)
             task = d.call("POST", "/api/tasks", {"desk": "web", "text": f"BENCH-{i}"})
             p.wait(timeout=180)
-            wait_state(d, task["id"])
+            if not completed_or_missed(d, task["id"], f"claude-stop run {i}"):
+                continue
             gap = handover_gap(fake.main_requests(), task["id"], "tail")
             if gap is None:
                 sys.exit("claude-stop: the task never reached the model")
@@ -673,6 +693,8 @@ def main() -> None:
         print(f"| {name} ({METHODS_SEEN[-1] if METHODS_SEEN else ''}) | {o['n']} | {o['median_ms']:.0f} ({o['p90_ms']:.0f}) | {r['median_ms']:.0f} ({r['p90_ms']:.0f}) "
               f"| {o['median_ms'] - r['median_ms']:.0f} | {o['median_ms'] / r['median_ms']:.2f}× | {before} → {load()} |",
               flush=True)
+    for m in MISSES:
+        print(f"MISS {m}")
     for name, why in NOT_MEASURED.items():
         print(f"{name}: {why}")
 
