@@ -240,10 +240,10 @@ def claude_stop(runs: int) -> tuple[list[float], list[float]]:
     try:
         env = connect(w, env, d, "claude-code")
         for i in range(runs + 1):
-            p = subprocess.Popen([str(claude), "-p", "--allowedTools", "mcp__taskkeeper", "--", f"BUSY-{i}"],
+            p = subprocess.Popen([str(claude), "-p", "--allowedTools", "mcp__taskkeeper", "--", f"BUSY-{i}."],
                                  env=env, cwd=w.web, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL)
-            measure.wait_until("the busy turn", lambda: first_with(fake.main_requests(), f"BUSY-{i}", "tail"), 120)
+            measure.wait_until("the busy turn", lambda: first_with(fake.main_requests(), f"BUSY-{i}.", "tail"), 120)
             task = d.call("POST", "/api/tasks", {"desk": "web", "text": f"BENCH-{i}"})
             p.wait(timeout=180)
             if not completed_or_missed(d, task["id"], f"claude-stop run {i}"):
@@ -268,7 +268,7 @@ def claude_stop(runs: int) -> tuple[list[float], list[float]]:
             marker = f"RAW-{i}-{os.getpid()}"
             nxt.write_text(json.dumps({"decision": "block", "reason": marker}))
             run([str(claude), "-p", "--allowedTools", "mcp__taskkeeper", "--settings", str(settings), "--",
-                 f"BUSY-r{i}"], env, w.web)
+                 f"BUSY-r{i}."], env, w.web)
             gap = handover_gap(fake.main_requests(), marker, "tail")
             if gap is None:
                 sys.exit("claude-stop reference: the block reason never reached the model")
@@ -584,12 +584,12 @@ def cli_stop(kind: str, runs: int) -> tuple[list[float], list[float]]:
         env = connect(w, env, d, kind)
         for i in range(runs + 1):
             task = d.call("POST", "/api/tasks", {"desk": "web", "text": f"BENCH-{i}"})
-            run(agent_cmd(kind, f"hello-{i}"), env, w.web)
+            run(agent_cmd(kind, f"hello-{i}."), env, w.web)
             wait_state(d, task["id"])
             turns = fake.turns(kind)
             e = first_with(turns, task["id"], "text")
             before = [t for t in turns if t["n"] < (e or {"n": 0})["n"]]
-            if e is None or not before or f"hello-{i}" not in before[-1]["text"]:
+            if e is None or not before or f"hello-{i}." not in before[-1]["text"]:
                 sys.exit(f"{kind}-stop: the task did not follow the turn's end:\n{json.dumps(turns)[-3000:]}")
             if i >= 1:
                 ours.append(handover_gap(turns, task["id"], "text"))
