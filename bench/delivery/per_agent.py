@@ -239,11 +239,18 @@ def claude_stop(runs: int) -> tuple[list[float], list[float]]:
     d = daemon_for(w, env, "claude-code")
     try:
         env = connect(w, env, d, "claude-code")
+        seen: set[str] = set()
         for i in range(runs + 1):
             p = subprocess.Popen([str(claude), "-p", "--allowedTools", "mcp__taskkeeper", "--", f"BUSY-{i}."],
                                  env=env, cwd=w.web, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL)
-            measure.wait_until("the busy turn", lambda: first_with(fake.main_requests(), f"BUSY-{i}.", "tail"), 120)
+            # The daemon's own word that the turn runs (the fake logs a held request only when
+            # it answers): the task is given 2 s before the turn can end.
+            def busy() -> bool:
+                ss = d.call("GET", "/api/sessions")["sessions"]
+                return any(s["activity"] == "busy" and s["id"] not in seen for s in ss)
+            measure.wait_until("the busy turn", busy, 120)
+            seen.update(s["id"] for s in d.call("GET", "/api/sessions")["sessions"])
             task = d.call("POST", "/api/tasks", {"desk": "web", "text": f"BENCH-{i}"})
             p.wait(timeout=180)
             if not completed_or_missed(d, task["id"], f"claude-stop run {i}"):
