@@ -17,7 +17,9 @@ a request arrived ("t") and when its answer went out ("t_answer").
 Ways in (`--only` names):
 
 claude-stop    the Stop handover. A `claude -p` run at a connected desk is busy (the fake
-               holds its answer 2 s); a task is given to the desk meanwhile; the turn ends and
+               holds its answer 2 s); a task is given to the desk meanwhile, once the daemon
+               holds the turn busy (the fake logs a held request only when it answers, so
+               waiting for its log would give the task at the turn's end); the turn ends and
                Taskkeeper's Stop hook hands the task over. Timed from the answer that ends the
                turn to the request carrying the task. Reference: the same run with no
                Taskkeeper, a Stop hook that prints the block decision from a file.
@@ -38,6 +40,9 @@ claude-inbox   a fresh TUI (no Stop yet, so no waiter), non-essential traffic on
                this script, with the session id and token a SessionStart hook saw.
 claude-tmux    a fresh TUI whose inbox socket is removed (as the paste test does): the tmux
                paste. Reference: the same paste done by this script. One TUI per run.
+
+A task a turn's end does not take is a MISS line (with what the daemon holds of it), not a
+stop of the bench. BENCH_KEEP_LOGS=DIR keeps each daemon's log there.
 
 Not here yet (the ways in are not on main): the headless Codex session (`codex app-server`,
 see `codex_app_server`) and the headless Gemini session (`gemini --acp`, `gemini_acp`). The
