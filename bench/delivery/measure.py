@@ -79,7 +79,8 @@ def wait_until(what: str, check, timeout: float = 30.0):
 class Daemon:
     def __init__(self, work: Path, env: dict[str, str]) -> None:
         self.port = free_port()
-        exe = TARGET / "release" / "taskkeeper"
+        exe = next((p for p in (TARGET / "release" / "taskkeeper", TARGET / "debug" / "taskkeeper") if p.exists()),
+                   TARGET / "release" / "taskkeeper")
         self.proc = subprocess.Popen(
             [str(exe), "serve", "--port", str(self.port), "--data-dir", str(work / "data")],
             env={**env, "TASKKEEPER_TOKEN": TOKEN},
@@ -109,8 +110,8 @@ class Daemon:
 
 
 class Fake:
-    def __init__(self, work: Path) -> None:
-        rules = {
+    def __init__(self, work: Path, rules: dict | None = None) -> None:
+        rules = rules or {
             "rules": [
                 {"name": "task", "match": r"\[Taskkeeper\] Task (?P<id>[0-9a-f-]{36}) from", "tool_result": False,
                  "tool": {"name": TASK_UPDATE, "input": {"task_id": "{{id}}", "status": "done", "text": "ok"}}},

@@ -7,7 +7,8 @@ It answers every request from the last thing the session said or got:
 - a prompt holding "[Taskkeeper] Task <id>": a task_update call ending that task as done;
 - a prompt holding "END OTHER <id>": a task_update call for that id (another session's task);
 - anything else: "Hello.".
-Each request, with what was answered, is one line of the JSONL log (the tests' evidence).
+Each request, with what was answered, is one line of the JSONL log (the tests' evidence), with
+"t" (when it arrived) and "t_answer" (when its answer was sent), for bench/delivery/per_agent.py.
 
 Usage: fake_model.py LOG  (prints the port it listens on, on 127.0.0.1, then serves).
 """
@@ -16,6 +17,7 @@ import json
 import re
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 LOG = sys.argv[1]
@@ -182,6 +184,7 @@ class Handler(BaseHTTPRequestHandler):
             body = json.loads(raw or b"{}")
         except ValueError:
             body = {}
+        arrived = time.time()
         with LOCK:
             COUNT[0] += 1
             n = COUNT[0]
@@ -210,7 +213,7 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             log({"n": n, "path": path, "kind": "unknown"})
             return
-        log({"n": n, "path": path, "kind": kind, "last": last_kind, "text": text[-2000:],
+        log({"n": n, "t": arrived, "t_answer": time.time(), "path": path, "kind": kind, "last": last_kind, "text": text[-2000:],
              "answer": list(action), "tools": [t.get("name") for t in body.get("tools") or []], "tool_defs": [t for t in body.get("tools") or [] if "taskkeeper" in json.dumps(t)]})
 
     def do_GET(self):

@@ -42,7 +42,8 @@ RULE fields (all optional):
                  with this API error instead
 
 Every request is appended to the log as one JSON object per line:
-    {"n", "t", "method", "path", "kind", "stream", "tail", "rule", "groups", "answer", "body"}
+    {"n", "t", "t_answer", "method", "path", "kind", "stream", "tail", "rule", "groups", "answer", "body"}
+("t" is when the request arrived, "t_answer" when its answer started, after any delay.)
 """
 
 from __future__ import annotations
@@ -377,6 +378,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         blocks, stop = answer_blocks(rule, m)
         entry["answer"] = {"content": blocks, "stop_reason": stop}
+        entry["t_answer"] = time.time()
         self.script.record(entry)
         if stream:
             self.send(200, sse(blocks, stop, model), "text/event-stream; charset=utf-8")
