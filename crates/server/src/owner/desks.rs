@@ -1,0 +1,235 @@
+//! The owner's desks and sessions: list, add, change and remove desks; launch, stop, pause
+//! and answer a session's permission request. Part of the one owner service.
+
+use std::str::FromStr;
+
+use taskkeeper_core::store::{NewDesk, StateFilter, TaskFilter};
+use taskkeeper_core::{AgentKind, DeskName, StoreError};
+
+use super::{OwnerError, OwnerService, given, non_empty, parse_desk};
+use crate::owner::api::{DeskView, SessionView};
+
+/// A delivery command: a blank one is no command; one line only (it is shown and logged).
+fn checked_command(command: Option<String>) -> Result<Option<String>, OwnerError> {
+    let Some(command) = given(command) else {
+        return Ok(None);
+    };
+    if command.contains(['\n', '\r', '\0']) || command.len() > 4096 {
+        return Err(OwnerError::invalid(
+            "deliverCommand must be one line of at most 4096 bytes; put a longer one in a script",
+        ));
+    }
+    Ok(Some(command))
+}
+
+impl OwnerService {
+    /// The desks, each with its open tasks and whether it has a live session (a desk with
+    /// work and none is shown as such: nothing moves until a session is launched).
+    pub async fn list_desks(&self) -> Result<Vec<DeskView>, OwnerError> {
+        let (desks, open, sessions, now) = self
+            .blocking(|s, now| {
+                let open = s.tasks(&TaskFilter {
+                    state: StateFilter::Open,
+                    desk: None,
+                    asker: None,
+                    limit: None,
+                })?;
+                Ok((s.desks()?, open, s.sessions(None)?, now))
+            })
+            .await?;
+        Ok(desks
+            .iter()
+            .map(|d| {
+                let mut view = DeskView::from(d);
+                let desk_tasks: Vec<_> = open.iter().filter(|t| t.desk == d.name).collect();
+                view.open_tasks = desk_tasks.len();
+                view.live_session = taskkeeper_core::autolaunch::has_live_session(
+                    sessions.iter().filter(|x| x.desk == d.name),
+                );
+                view.needs_session = !view.live_session
+                    && taskkeeper_core::autolaunch::has_work(desk_tasks.iter().copied());
+                crate::owner::autolaunch::describe(&mut view, &d.name, &self.auto_launches, now);
+                view
+            })
+            .collect())
+    }
+
+    /// One desk as [`OwnerService::list_desks`] shows it.
+    async fn desk_view(&self, name: &DeskName) -> Result<DeskView, OwnerError> {
+        self.list_desks()
+            .await?
+            .into_iter()
+            .find(|d| d.name == name.as_str())
+            .ok_or_else(|| StoreError::NoSuchDesk(name.to_string()).into())
+    }
+
+    /// Turn a desk's launching a session by itself on or off; either way its guard starts
+    /// afresh.
+    pub async fn set_auto_launch(&self, name: &str, on: bool) -> Result<DeskView, OwnerError> {
+        let name = parse_desk(name)?;
+        let desk = name.clone();
+        self.blocking(move |s, _| s.set_auto_launch(&desk, on))
+            .await?;
+        self.auto_launches.reset(&name);
+        self.desk_view(&name).await
+    }
+
+    /// What the daemon launches by itself for a desk set to (`autolaunch.rs`): the same
+    /// launch as the owner's.
+    pub(crate) async fn launch_by_itself(
+        &self,
+        desk: &DeskName,
+    ) -> Result<taskkeeper_core::Session, OwnerError> {
+        Ok(self.sessions.launch(desk.as_str()).await?)
+    }
+
+    pub async fn add_desk(
+        &self,
+        name: &str,
+        agent: Option<&str>,
+        dir: &str,
+        deliver_command: Option<String>,
+    ) -> Result<DeskView, OwnerError> {
+        let name = parse_desk(name)?;
+        let deliver_command = checked_command(deliver_command)?;
+        let agent = match agent {
+            Some(a) => AgentKind::from_str(a).map_err(|e| OwnerError::invalid(e.to_string()))?,
+            None => AgentKind::ClaudeCode,
+        };
+        non_empty("dir", dir)?;
+        let dir = std::path::PathBuf::from(dir);
+        if !dir.is_absolute() {
+            return Err(OwnerError::invalid(format!(
+                "dir {} must be an absolute path",
+                dir.display()
+            )));
+        }
+        taskkeeper_core::session::check_dir(&dir)
+            .map_err(|e| OwnerError::invalid(format!("dir: {e}")))?;
+        let desk = NewDesk {
+            name,
+            agent,
+            dir,
+            deliver_command,
+        };
+        self.blocking(move |s, now| s.add_desk(desk, now).map(|d| DeskView::from(&d)))
+            .await
+    }
+
+    /// Set or remove the command that delivers text to a desk's agent.
+    pub async fn set_deliver_command(
+        &self,
+        name: &str,
+        command: Option<String>,
+    ) -> Result<DeskView, OwnerError> {
+        let name = parse_desk(name)?;
+        let command = checked_command(command)?;
+        let desk = self
+            .blocking(move |s, _| s.set_deliver_command(&name, command))
+            .await?;
+        // Something may be waiting for exactly this way in.
+        self.sessions.poke();
+        Ok(DeskView::from(&desk))
+    }
+
+    /// Launch a headless session at a desk (Claude Code, Codex or Gemini, by the desk's
+    /// agent); Taskkeeper speaks to it on its stdin.
+    pub async fn launch_session(&self, desk: &str) -> Result<SessionView, OwnerError> {
+        let session = self.sessions.launch(desk).await?;
+        // The owner acted: a desk that gave up launching by itself tries again.
+        self.auto_launches.reset(&session.desk);
+        Ok(self.session_view(&session))
+    }
+
+    /// Answer what a launched session asks: allow the tool, or deny it (the model reads
+    /// `message`). With `request_id`, only that request is answered.
+    pub async fn answer_permission(
+        &self,
+        id: &str,
+        allow: bool,
+        message: Option<String>,
+        request_id: Option<String>,
+    ) -> Result<SessionView, OwnerError> {
+        let id = taskkeeper_core::SessionId::from(id);
+        let message = given(message);
+        self.sessions
+            .answer_permission(&id, allow, message.as_deref(), request_id.as_deref())
+            .await?;
+        let session = self
+            .tasks
+            .get_session(&id)
+            .await?
+            .ok_or_else(|| StoreError::NoSuchSession(id.to_string()))?;
+        Ok(self.session_view(&session))
+    }
+
+    /// A session as the owner sees it, with what it asks the owner, if anything.
+    fn session_view(&self, session: &taskkeeper_core::Session) -> SessionView {
+        let mut view = SessionView::from(session);
+        view.permission = self
+            .sessions
+            .launched()
+            .asked(&session.id)
+            .map(|p| crate::owner::api::PermissionView::from(&p));
+        view
+    }
+
+    /// Stop a session Taskkeeper launched.
+    pub async fn stop_session(&self, id: &str) -> Result<(), OwnerError> {
+        Ok(self
+            .sessions
+            .stop_launched(&taskkeeper_core::SessionId::from(id))
+            .await?)
+    }
+
+    pub async fn remove_desk(&self, name: &str) -> Result<(), OwnerError> {
+        let name = parse_desk(name)?;
+        self.blocking(move |s, _| s.remove_desk(&name)).await
+    }
+
+    /// Sessions, most recently active first.
+    pub async fn list_sessions(&self) -> Result<Vec<SessionView>, OwnerError> {
+        // Hooks can be missed (Esc fires none): read the level signals before answering.
+        let (sessions, moved) = self
+            .blocking(|s, now| {
+                let mut sessions = s.sessions(None)?;
+                let mut moved = Vec::new();
+                for session in sessions.iter_mut() {
+                    let updated = crate::sessions::reconcile_stored(s, &session.id, now)?;
+                    if let Some((fresh, before)) = updated {
+                        *session = fresh;
+                        if session.activity != before {
+                            moved.push((session.clone(), before));
+                        }
+                    }
+                }
+                Ok((sessions, moved))
+            })
+            .await?;
+        // As any correction does: who follows the session hears it, and the desk's
+        // waiting-on-owner mark follows the activity.
+        for (session, before) in moved {
+            self.sessions.reconciled(&session, before).await;
+        }
+        Ok(sessions.iter().map(|s| self.session_view(s)).collect())
+    }
+
+    /// Pause or resume one session's reminders.
+    pub async fn pause_session(&self, id: &str, paused: bool) -> Result<SessionView, OwnerError> {
+        let id = taskkeeper_core::SessionId::from(id);
+        let session = self
+            .blocking(move |s, _| {
+                let updated = s.update_session(&id, move |x| {
+                    let changed = x.watch.paused != paused;
+                    x.watch.paused = paused;
+                    (changed, ())
+                })?;
+                updated
+                    .map(|(x, ())| x)
+                    .ok_or_else(|| StoreError::NoSuchSession(id.to_string()))
+            })
+            .await?;
+        self.reschedule();
+        Ok(self.session_view(&session))
+    }
+}
