@@ -624,7 +624,7 @@ impl Store {
                 .find(|t| t.id == task.id)
                 .cloned()
                 .unwrap_or(task);
-            fill_positions(c, std::slice::from_mut(&mut task))?;
+            position_of_newest(c, &mut task)?;
             if let Some(config) = webhook {
                 push::insert_config(c, &task, config, now)?;
             }
@@ -746,17 +746,40 @@ impl Store {
         desk: &DeskName,
         created_by: Timestamp,
     ) -> Result<Vec<Task>, StoreError> {
+        // Two bounded reads instead of one `OR`, which walks every open task of the desk:
+        // the range of those created by `created_by`, which holds the earliest whenever it
+        // is not empty, and only when it is empty the earliest alone.
         self.read(|c| {
-            let mut stmt = c.prepare_cached(
+            let mut expiring = c.prepare_cached(
                 "SELECT body FROM tasks WHERE desk = ?1 AND ended_at IS NULL \
-                 AND (created_at <= ?2 OR rowid = (SELECT rowid FROM tasks \
-                 WHERE desk = ?1 AND ended_at IS NULL ORDER BY created_at LIMIT 1)) \
-                 ORDER BY created_at",
+                 AND created_at <= ?2 ORDER BY created_at",
             )?;
-            let rows = stmt.query_map(params![desk.as_str(), created_by.as_millis()], |r| {
+            let rows = expiring.query_map(params![desk.as_str(), created_by.as_millis()], |r| {
                 r.get::<_, String>(0)
             })?;
+            let tasks = decode_tasks(rows)?;
+            if !tasks.is_empty() {
+                return Ok(tasks);
+            }
+            let mut earliest = c.prepare_cached(
+                "SELECT body FROM tasks WHERE desk = ?1 AND ended_at IS NULL \
+                 ORDER BY created_at LIMIT 1",
+            )?;
+            let rows = earliest.query_map([desk.as_str()], |r| r.get::<_, String>(0))?;
             decode_tasks(rows)
+        })
+    }
+
+    /// Whether `desk` has work a session would take ([`crate::autolaunch::has_work`]: a
+    /// queued task, or one that holds the desk), from two indexes, without reading the
+    /// desk's tasks: what the auto-launch loop asks of each desk on every change.
+    pub fn desk_has_work(&self, desk: &DeskName) -> Result<bool, StoreError> {
+        self.read(|c| {
+            Ok(c.prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM tasks WHERE desk = ?1 AND holds_desk = 1) \
+                 OR EXISTS (SELECT 1 FROM tasks WHERE desk = ?1 AND state = 'submitted')",
+            )?
+            .query_row([desk.as_str()], |r| r.get(0))?)
         })
     }
 
@@ -1329,12 +1352,31 @@ fn load_task_by_request(
     body.map(|b| decode_task(&b)).transpose()
 }
 
+/// A count the schema keeps (`task_counts`, see schema V6): `open` tasks by asker, `queued`
+/// tasks by desk. One row, whatever the count.
+fn kept_count(c: &Connection, scope: &str, name: &str) -> Result<u64, StoreError> {
+    let n: Option<i64> = c
+        .prepare_cached("SELECT n FROM task_counts WHERE scope = ?1 AND name = ?2")?
+        .query_row([scope, name], |r| r.get(0))
+        .optional()?;
+    Ok(n.unwrap_or(0).unsigned_abs())
+}
+
 /// How many open tasks `asker` has, on any desk.
 fn open_task_count_of_asker(c: &Connection, asker: &str) -> Result<u64, StoreError> {
-    let n: i64 = c
-        .prepare_cached("SELECT COUNT(*) FROM tasks WHERE asker = ?1 AND ended_at IS NULL")?
-        .query_row([asker], |r| r.get(0))?;
-    Ok(n.unsigned_abs())
+    kept_count(c, "open", asker)
+}
+
+/// The queue position of a task just submitted to `desk`, if it is queued: it has the
+/// desk's highest queue number (one more than any open task's), so every other queued task
+/// of the desk is ahead of it and its position is the desk's queued count, which the schema
+/// keeps, instead of a count of the queue ahead of it ([`fill_positions`]).
+fn position_of_newest(c: &Connection, task: &mut Task) -> Result<(), StoreError> {
+    task.queue_position = None;
+    if task.state() == TaskState::Submitted {
+        task.queue_position = u32::try_from(kept_count(c, "queued", task.desk.as_str())?).ok();
+    }
+    Ok(())
 }
 
 /// Task bodies as a query returns them, decoded.
@@ -1411,7 +1453,9 @@ fn update_task(c: &Connection, before: &Task, after: &Task) -> Result<(), StoreE
 fn start_next(c: &Connection, desk: &DeskName, now: Timestamp) -> Result<Vec<Task>, StoreError> {
     let holder: Option<String> = c
         .prepare_cached(
-            "SELECT body FROM tasks WHERE desk = ?1 AND holds_desk = 1 AND ended_at IS NULL LIMIT 1",
+            // Not `AND ended_at IS NULL` too (a holder is open by the rule): with it SQLite
+            // may walk the desk's open tasks on their index instead of the holders' index.
+            "SELECT body FROM tasks WHERE desk = ?1 AND holds_desk = 1 LIMIT 1",
         )?
         .query_row([desk.as_str()], |r| r.get(0))
         .optional()?;
@@ -1489,6 +1533,120 @@ fn load_settings(c: &Connection) -> Result<Settings, StoreError> {
 mod tests {
     use super::*;
 
+    /// (scope, name, count) rows.
+    type Counts = Vec<(String, String, i64)>;
+
+    /// The kept counts as they are, and as counting the tasks gives them, without zeros.
+    fn kept_and_counted(store: &Store) -> (Counts, Counts) {
+        store
+            .read(|c| {
+                let rows = |sql: &str| -> Result<Counts, StoreError> {
+                    let mut stmt = c.prepare(sql)?;
+                    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+                    Ok(rows.collect::<Result<_, _>>()?)
+                };
+                Ok((
+                    rows("SELECT scope, name, n FROM task_counts WHERE n != 0 ORDER BY scope, name")?,
+                    rows(
+                        "SELECT 'open', asker, COUNT(*) FROM tasks WHERE ended_at IS NULL GROUP BY asker \
+                         UNION ALL SELECT 'queued', desk, COUNT(*) FROM tasks WHERE state = 'submitted' \
+                         GROUP BY desk ORDER BY 1, 2",
+                    )?,
+                ))
+            })
+            .unwrap()
+    }
+
+    fn send(store: &Store, desk: &str, asker: &str, id: &str, now: Timestamp) -> Task {
+        let new = NewTask {
+            desk: desk.parse().unwrap(),
+            asker: asker.to_owned(),
+            request: crate::task::Message::user_text(id, "do it"),
+            context_id: None,
+            metadata: serde_json::Map::new(),
+        };
+        store.submit(new, now).unwrap().task
+    }
+
+    /// The counts a submit reads instead of counting (each asker's open tasks, each desk's
+    /// queued ones) stay equal to counting the tasks through submits, starts, a cancel in the
+    /// middle of a queue, ends, a block, a resend, a prune, and a migration from before them.
+    #[test]
+    fn the_kept_counts_stay_equal_to_counting_the_tasks() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let t0 = Timestamp::from_millis(1_700_000_000_000);
+        let store = Store::open(&path, StoreOptions::default()).unwrap();
+        for name in ["web", "api"] {
+            store
+                .add_desk(
+                    NewDesk {
+                        name: name.parse().unwrap(),
+                        agent: AgentKind::ClaudeCode,
+                        dir: dir.path().join(name),
+                        deliver_command: None,
+                    },
+                    t0,
+                )
+                .unwrap();
+        }
+        let check = |store: &Store, when: &str| {
+            let (kept, counted) = kept_and_counted(store);
+            assert_eq!(kept, counted, "after {when}");
+        };
+        let mut web = Vec::new();
+        for i in 0..5 {
+            let asker = if i % 2 == 0 { "a" } else { "b" };
+            web.push(send(&store, "web", asker, &format!("w{i}"), t0));
+        }
+        let api = send(&store, "api", "a", "p0", t0);
+        send(&store, "web", "a", "w0", t0); // a resend: nothing new
+        check(&store, "submits");
+        assert_eq!(web[4].queue_position, Some(4));
+        store
+            .apply(&web[2].id, Event::Cancel { reason: None }, t0)
+            .unwrap();
+        check(&store, "a cancel in the middle of the queue");
+        store
+            .apply(
+                &web[0].id,
+                Event::WorkerDone {
+                    summary: "ok".into(),
+                },
+                t0,
+            )
+            .unwrap();
+        check(&store, "an end that starts the next");
+        store
+            .apply(&api.id, Event::WorkerFailed { why: "no".into() }, t0)
+            .unwrap();
+        store.apply(&web[1].id, Event::Stall, t0).unwrap();
+        check(&store, "a failure and a stall");
+        let later = t0.plus(Duration::from_secs(30 * 86_400));
+        store
+            .prune_ended(later, Duration::from_secs(86_400))
+            .unwrap();
+        check(&store, "a prune");
+        assert_eq!(send(&store, "web", "b", "w9", t0).queue_position, Some(2));
+        check(&store, "a submit after all that");
+        store.close();
+        drop(store);
+
+        // As version 5 left it: the migration fills the counts from the tasks.
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch(
+            "DROP TRIGGER task_counts_insert; DROP TRIGGER task_counts_delete; \
+             DROP TRIGGER task_counts_update_open; DROP TRIGGER task_counts_update_queued; \
+             DROP TABLE task_counts; PRAGMA user_version = 5;",
+        )
+        .unwrap();
+        drop(c);
+        let store = Store::open(&path, StoreOptions::default()).unwrap();
+        let (kept, _) = kept_and_counted(&store);
+        assert!(!kept.is_empty());
+        check(&store, "the migration");
+    }
+
     /// A desk's open and ended tasks and its sessions are read from an index, never by
     /// walking every task or session (the watchdog and the waiters read one desk per change).
     #[test]
@@ -1503,6 +1661,11 @@ mod tests {
                 ..Default::default()
             }),
             tasks_sql(&TaskFilter {
+                state: StateFilter::Unqueued,
+                desk: desk.clone(),
+                ..Default::default()
+            }),
+            tasks_sql(&TaskFilter {
                 state: StateFilter::Ended,
                 desk: desk.clone(),
                 ..Default::default()
@@ -1513,8 +1676,10 @@ mod tests {
                 ..Default::default()
             }),
             sessions_sql(true),
-            // The per-asker limit's count, on every submit.
-            "SELECT COUNT(*) FROM tasks WHERE asker = ?1 AND ended_at IS NULL".to_owned(),
+            // The watchdog's expiring tasks of a desk, on every change of the desk.
+            "SELECT body FROM tasks WHERE desk = ?1 AND ended_at IS NULL \
+             AND created_at <= ?2 ORDER BY created_at"
+                .to_owned(),
         ];
         for sql in queries {
             let plan: Vec<String> = store
@@ -1534,6 +1699,14 @@ mod tests {
                         .any(|p| p.starts_with("SCAN tasks") || p.starts_with("SCAN sessions")),
                 "{sql}: {plan:?}"
             );
+            // A desk's working and blocked tasks from their own index, not by walking its
+            // open tasks (the queue) in creation order.
+            if sql.contains("state != 'submitted'") {
+                assert!(
+                    plan.iter().any(|p| p.contains("tasks_unqueued_by_desk")),
+                    "{sql}: {plan:?}"
+                );
+            }
         }
     }
 }

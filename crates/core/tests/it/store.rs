@@ -805,10 +805,29 @@ fn queue_costs(queued: usize) -> Vec<(&'static str, taskkeeper_core::store::Read
 fn submit_apply_get_and_list_read_the_same_at_any_queue_depth() {
     let shallow = queue_costs(3);
     let deep = queue_costs(90);
+    let counted = |costs: &[(&'static str, taskkeeper_core::store::Reads)]| {
+        costs
+            .iter()
+            .map(|(call, r)| (*call, r.statements, r.tasks_decoded))
+            .collect::<Vec<_>>()
+    };
     assert_eq!(
-        shallow, deep,
-        "what each call reads must not grow with the queue"
+        counted(&shallow),
+        counted(&deep),
+        "the statements and decoded tasks of each call must not grow with the queue"
     );
+    // A submit, a change and the watchdog's read of a desk do not walk the queue either: the
+    // same SQLite steps at any depth (the asker's open tasks and the new task's place come
+    // from kept counts, the expiring tasks from a bounded range). A GetTask or a page of a
+    // queued task counts the queue ahead of it on an index (steps, no decode).
+    for ((call, s), (_, d)) in shallow.iter().zip(&deep) {
+        if ["submit", "complete", "a desk for the watchdog"].contains(call) {
+            assert_eq!(
+                s.vm_steps, d.vm_steps,
+                "{call}: {s:?} at depth 3, {d:?} at 90"
+            );
+        }
+    }
     // What each call may read at most, at any depth: statements run and tasks decoded. A
     // submit and a change decode the task itself and at most the desk's holder and its first
     // queued task; a page decodes its own tasks.
@@ -817,7 +836,7 @@ fn submit_apply_get_and_list_read_the_same_at_any_queue_depth() {
         ("complete", 7, 2),
         ("get", 2, 1),
         ("page of 5", 3, 5),
-        ("a desk for the watchdog", 2, 2),
+        ("a desk for the watchdog", 3, 2),
     ];
     for ((call, reads), (name, statements, decoded)) in shallow.iter().zip(most) {
         assert_eq!(*call, name);
@@ -871,6 +890,7 @@ fn a_database_from_before_the_holder_column_keeps_its_working_task_holding_the_d
         let c = rusqlite::Connection::open(&path).unwrap();
         c.execute_batch(
             "DROP INDEX tasks_holding_desk; DROP INDEX tasks_queued_by_desk; DROP INDEX sessions_by_desk; DROP INDEX tasks_ended_by_desk; DROP INDEX tasks_unqueued_by_desk; DROP INDEX tasks_open_by_desk_created; DROP INDEX tasks_open_by_asker; \
+             DROP TRIGGER task_counts_insert; DROP TRIGGER task_counts_delete; DROP TRIGGER task_counts_update_open; DROP TRIGGER task_counts_update_queued; DROP TABLE task_counts; \
              ALTER TABLE tasks DROP COLUMN holds_desk; PRAGMA user_version = 4;",
         )
         .unwrap();
@@ -892,4 +912,56 @@ fn a_database_from_before_the_holder_column_keeps_its_working_task_holding_the_d
         )
         .unwrap();
     assert_eq!(done.others[0].id, queued.id);
+}
+
+/// What the auto-launch loop asks of a desk on every change of any task: whether it has
+/// work, the same answer as `autolaunch::has_work` over the desk's open tasks, read without
+/// decoding a task and with the same steps at any queue depth.
+#[test]
+fn whether_a_desk_has_work_is_read_without_its_tasks_and_agrees_with_the_rule() {
+    let desk: taskkeeper_core::DeskName = "web".parse().unwrap();
+    let agrees = |store: &Store, when: &str| {
+        let open = store
+            .tasks(&TaskFilter {
+                state: StateFilter::Open,
+                desk: Some(desk.clone()),
+                ..Default::default()
+            })
+            .unwrap();
+        let before = store.reads();
+        let has = store.desk_has_work(&desk).unwrap();
+        let read = store.reads() - before;
+        assert_eq!(has, taskkeeper_core::autolaunch::has_work(&open), "{when}");
+        assert_eq!(read.tasks_decoded, 0, "{when}");
+        read
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    with_desk(&store, "web");
+    agrees(&store, "no task");
+    let first = store
+        .submit(new_task("web", "a", "m1", "x"), T0)
+        .unwrap()
+        .task;
+    agrees(&store, "one working");
+    store.apply(&first.id, Event::Stall, T0).unwrap();
+    agrees(&store, "stalled");
+    let second = store
+        .submit(new_task("web", "a", "m2", "y"), T0)
+        .unwrap()
+        .task;
+    store
+        .apply(
+            &second.id,
+            Event::WorkerBlocked {
+                need: "which port?".into(),
+            },
+            T0,
+        )
+        .unwrap();
+    agrees(&store, "stalled and blocked");
+
+    let (_d3, shallow) = desk_with_queue(3);
+    let (_d90, deep) = desk_with_queue(90);
+    assert_eq!(agrees(&shallow, "depth 3"), agrees(&deep, "depth 90"));
 }
