@@ -539,6 +539,18 @@ impl Store {
         })
     }
 
+    /// The desks set to launch a session by themselves, from their index (the auto-launch
+    /// loop asks on every change of any task).
+    pub fn auto_launch_desks(&self) -> Result<Vec<Desk>, StoreError> {
+        self.read(|c| {
+            let mut stmt = c.prepare_cached(&format!(
+                "SELECT {DESK_COLUMNS} FROM desks WHERE auto_launch = 1 ORDER BY name"
+            ))?;
+            let rows = stmt.query_map([], desk_from_row)?;
+            rows.map(|r| r?).collect()
+        })
+    }
+
     pub fn desk(&self, name: &str) -> Result<Option<Desk>, StoreError> {
         self.read(|c| load_desk(c, name))
     }
@@ -1637,7 +1649,7 @@ mod tests {
         c.execute_batch(
             "DROP TRIGGER task_counts_insert; DROP TRIGGER task_counts_delete; \
              DROP TRIGGER task_counts_update_open; DROP TRIGGER task_counts_update_queued; \
-             DROP TABLE task_counts; PRAGMA user_version = 5;",
+             DROP TABLE task_counts; DROP INDEX desks_auto_launch; PRAGMA user_version = 5;",
         )
         .unwrap();
         drop(c);

@@ -151,7 +151,7 @@ CREATE INDEX tasks_open_by_asker ON tasks (asker) WHERE ended_at IS NULL;
 /// keeps them true without each caller remembering to. Filled here once from the tasks.
 /// `scope` is `open` (by asker) or `queued` (by desk); a row is never removed, so a count
 /// that falls to 0 stays as a row of 0. And the index of a desk's unqueued tasks gets their
-/// order.
+/// order, and the desks set to launch by themselves get an index.
 const V6: &str = r#"
 CREATE TABLE task_counts (
     scope  TEXT NOT NULL,
@@ -201,6 +201,10 @@ END;
 DROP INDEX tasks_unqueued_by_desk;
 CREATE INDEX tasks_unqueued_by_desk ON tasks (desk, created_at)
     WHERE ended_at IS NULL AND state != 'submitted';
+
+-- The desks set to launch a session by themselves, which the auto-launch loop reads on
+-- every change of any task, without walking every desk.
+CREATE INDEX desks_auto_launch ON desks (name) WHERE auto_launch = 1;
 
 CREATE TRIGGER task_counts_update_queued AFTER UPDATE OF state, desk ON tasks
 WHEN (OLD.state = 'submitted') != (NEW.state = 'submitted') OR OLD.desk != NEW.desk

@@ -890,7 +890,7 @@ fn a_database_from_before_the_holder_column_keeps_its_working_task_holding_the_d
         let c = rusqlite::Connection::open(&path).unwrap();
         c.execute_batch(
             "DROP INDEX tasks_holding_desk; DROP INDEX tasks_queued_by_desk; DROP INDEX sessions_by_desk; DROP INDEX tasks_ended_by_desk; DROP INDEX tasks_unqueued_by_desk; DROP INDEX tasks_open_by_desk_created; DROP INDEX tasks_open_by_asker; \
-             DROP TRIGGER task_counts_insert; DROP TRIGGER task_counts_delete; DROP TRIGGER task_counts_update_open; DROP TRIGGER task_counts_update_queued; DROP TABLE task_counts; \
+             DROP TRIGGER task_counts_insert; DROP TRIGGER task_counts_delete; DROP TRIGGER task_counts_update_open; DROP TRIGGER task_counts_update_queued; DROP TABLE task_counts; DROP INDEX desks_auto_launch; \
              ALTER TABLE tasks DROP COLUMN holds_desk; PRAGMA user_version = 4;",
         )
         .unwrap();
@@ -964,4 +964,30 @@ fn whether_a_desk_has_work_is_read_without_its_tasks_and_agrees_with_the_rule() 
     let (_d3, shallow) = desk_with_queue(3);
     let (_d90, deep) = desk_with_queue(90);
     assert_eq!(agrees(&shallow, "depth 3"), agrees(&deep, "depth 90"));
+}
+
+/// The desks set to launch by themselves come from their index: the same steps however many
+/// other desks there are (the auto-launch loop asks on every change of any task).
+#[test]
+fn the_auto_launch_desks_are_read_without_the_other_desks() {
+    let with_desks = |others: usize| {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir);
+        for i in 0..others {
+            with_desk(&store, &format!("d{i:03}"));
+        }
+        with_desk(&store, "web");
+        store
+            .set_auto_launch(&"web".parse().unwrap(), true)
+            .unwrap();
+        let before = store.reads();
+        let desks = store.auto_launch_desks().unwrap();
+        let read = store.reads() - before;
+        let names: Vec<String> = desks.iter().map(|d| d.name.to_string()).collect();
+        assert_eq!(names, ["web"]);
+        (dir, read)
+    };
+    let (_a, few) = with_desks(3);
+    let (_b, many) = with_desks(60);
+    assert_eq!(few, many);
 }

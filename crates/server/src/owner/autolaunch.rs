@@ -60,13 +60,14 @@ impl AutoLaunches {
 /// Look at every desk set to launch by itself, launch where due; returns the earliest time
 /// a held launch becomes due.
 pub(crate) async fn tick(owner: &OwnerService, now: Timestamp) -> Option<Timestamp> {
-    // This runs on every change of any task: it reads only the desks set to launch, and of
-    // each whether it has work (two index lookups) and its sessions, never the tasks.
+    // This runs on every change of any task: it reads only the desks set to launch (from
+    // their index), and of each whether it has work (two index lookups) and its sessions,
+    // never the tasks.
     let read = owner
         .tasks()
         .blocking(|s, _| {
             let mut desks = Vec::new();
-            for desk in s.desks()?.into_iter().filter(|d| d.auto_launch) {
+            for desk in s.auto_launch_desks()? {
                 let work = s.desk_has_work(&desk.name)?;
                 let live = autolaunch::has_live_session(&s.sessions(Some(&desk.name))?);
                 desks.push((desk, work, live));
