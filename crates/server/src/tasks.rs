@@ -208,6 +208,15 @@ impl Tasks {
         Ok(changed)
     }
 
+    /// The settings, from the store's memory when it has them (every A2A call asks for the
+    /// limits), else read on the blocking pool.
+    pub async fn settings(&self) -> Result<taskkeeper_core::settings::Settings, StoreError> {
+        match self.store.cached_settings() {
+            Some(settings) => Ok(settings),
+            None => self.blocking(|s, _| s.settings()).await,
+        }
+    }
+
     pub async fn get(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
         let id = id.clone();
         self.blocking(move |s, _| s.task(&id)).await

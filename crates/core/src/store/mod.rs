@@ -248,6 +248,8 @@ struct Inner {
     closed: std::sync::atomic::AtomicBool,
     /// What the store has read, for tests that pin a cost by counting.
     reads: Arc<reads::Totals>,
+    /// The settings as last read, for [`Store::settings`].
+    settings: Mutex<SettingsCache>,
     /// Held for the store's life: the OS drops the lock if the process dies.
     _lock: File,
 }
@@ -268,6 +270,17 @@ impl Drop for Inner {
             let _ = h.join();
         }
     }
+}
+
+/// The settings as last read from the table, so that the many callers of
+/// [`Store::settings`] (every A2A call asks for the limits) do not each read and parse the
+/// table. Only this process writes the database (the lock file), and only
+/// [`Store::set_setting`] writes settings: it empties the cache after its commit and moves
+/// the generation on, so a read that began before the commit cannot put back what it read.
+#[derive(Debug, Default)]
+struct SettingsCache {
+    generation: u64,
+    settings: Option<Settings>,
 }
 
 const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
@@ -326,6 +339,7 @@ impl Store {
                 readers: Mutex::new(Vec::new()),
                 closed: std::sync::atomic::AtomicBool::new(false),
                 reads: Arc::default(),
+                settings: Mutex::default(),
                 _lock: lock,
             }),
         })
@@ -1092,13 +1106,48 @@ impl Store {
 
     // ---- settings -------------------------------------------------------------------
 
-    /// The settings: the defaults overlaid with what the owner changed.
+    /// The settings: the defaults overlaid with what the owner changed. Read from the table
+    /// once, then from memory until a setting changes ([`SettingsCache`]).
     pub fn settings(&self) -> Result<Settings, StoreError> {
-        self.read(load_settings)
+        let generation = {
+            let cache = self.settings_cache();
+            if let Some(settings) = &cache.settings {
+                return Ok(settings.clone());
+            }
+            cache.generation
+        };
+        let settings = self.read(load_settings)?;
+        let mut cache = self.settings_cache();
+        if cache.generation == generation {
+            cache.settings = Some(settings.clone());
+        }
+        Ok(settings)
+    }
+
+    /// The settings if [`Store::settings`] has them in memory: never touches the database,
+    /// so an async caller may ask without moving to a blocking thread.
+    pub fn cached_settings(&self) -> Option<Settings> {
+        self.settings_cache().settings.clone()
+    }
+
+    fn settings_cache(&self) -> std::sync::MutexGuard<'_, SettingsCache> {
+        self.inner
+            .settings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Change one setting; an invalid value is refused and nothing is written.
     pub fn set_setting(&self, key: &str, value: &str) -> Result<Settings, StoreError> {
+        let written = self.set_setting_uncached(key, value);
+        // Whatever the outcome: the next read goes to the table.
+        let mut cache = self.settings_cache();
+        cache.generation = cache.generation.wrapping_add(1);
+        cache.settings = None;
+        written
+    }
+
+    fn set_setting_uncached(&self, key: &str, value: &str) -> Result<Settings, StoreError> {
         let (key, value) = (key.to_owned(), value.to_owned());
         self.write(move |c| {
             let mut settings = load_settings(c)?;

@@ -324,6 +324,32 @@ fn invalid_settings_are_refused_and_not_written() {
     assert_eq!(store.settings().unwrap().hourly_cap, 6);
 }
 
+/// Every A2A call asks for the settings: they are read from the table once and then from
+/// memory, and a change is seen by the next read, from this store or after a reopen.
+#[test]
+fn the_settings_are_read_once_until_one_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    assert_eq!(store.settings().unwrap().hourly_cap, 6);
+    let before = store.reads();
+    assert_eq!(store.settings().unwrap().hourly_cap, 6);
+    assert_eq!(store.reads() - before, Default::default(), "from memory");
+    store.set_setting("reminders.hourly_cap", "3").unwrap();
+    assert_eq!(store.settings().unwrap().hourly_cap, 3);
+    assert!(store.set_setting("reminders.hourly_cap", "lots").is_err());
+    assert_eq!(
+        store.settings().unwrap().hourly_cap,
+        3,
+        "a refusal changes nothing"
+    );
+    let before = store.reads();
+    assert_eq!(store.settings().unwrap().hourly_cap, 3);
+    assert_eq!(store.reads() - before, Default::default());
+    store.close();
+    drop(store);
+    assert_eq!(open(&dir).settings().unwrap().hourly_cap, 3);
+}
+
 #[test]
 fn ended_tasks_are_pruned_after_the_keep_time() {
     let dir = tempfile::tempdir().unwrap();

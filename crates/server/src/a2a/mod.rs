@@ -411,7 +411,7 @@ async fn own_task(ctx: &Ctx, id: &str) -> Result<Task, RpcError> {
 /// How much of a task a reply shows: the history the asker asked for, else the most recent
 /// `limits.reply_history` messages, so a long task is not sent whole with every answer.
 async fn reply_shape(ctx: &Ctx, history_length: Option<u32>, include_artifacts: bool) -> Shape {
-    let limits = match ctx.a2a.tasks.blocking(|s, _| s.settings()).await {
+    let limits = match ctx.a2a.tasks.settings().await {
         Ok(s) => s.limits,
         Err(_) => taskkeeper_core::settings::Limits::default(),
     };
@@ -430,7 +430,7 @@ pub(crate) async fn settings_of(
 ) -> Result<taskkeeper_core::settings::Settings, RpcError> {
     ctx.a2a
         .tasks
-        .blocking(|s, _| s.settings())
+        .settings()
         .await
         .map_err(RpcError::from_store)
 }
