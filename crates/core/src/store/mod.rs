@@ -49,7 +49,8 @@ pub enum Synchronous {
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
     pub synchronous: Synchronous,
-    /// Read connections kept open for reuse.
+    /// Read connections, opened as needed up to this many and kept for reuse; a read that
+    /// finds them all busy waits for one (at least one is allowed).
     pub readers: usize,
 }
 
@@ -243,7 +244,9 @@ struct Inner {
     options: StoreOptions,
     writer: Mutex<Option<mpsc::Sender<writer::Job>>>,
     writer_thread: Mutex<Option<thread::JoinHandle<()>>>,
-    readers: Mutex<Vec<Connection>>,
+    readers: Mutex<Readers>,
+    /// Told when a read connection goes back to the pool.
+    reader_back: std::sync::Condvar,
     /// Set by [`Store::close`]: reads are refused too.
     closed: std::sync::atomic::AtomicBool,
     /// What the store has read, for tests that pin a cost by counting.
@@ -270,6 +273,13 @@ impl Drop for Inner {
             let _ = h.join();
         }
     }
+}
+
+/// The read connections: those idle, and how many are open (idle or in use).
+#[derive(Default)]
+struct Readers {
+    idle: Vec<Connection>,
+    open: usize,
 }
 
 /// The settings as last read from the table, so that the many callers of
@@ -336,7 +346,8 @@ impl Store {
                 options,
                 writer: Mutex::new(Some(tx)),
                 writer_thread: Mutex::new(Some(handle)),
-                readers: Mutex::new(Vec::new()),
+                readers: Mutex::default(),
+                reader_back: std::sync::Condvar::new(),
                 closed: std::sync::atomic::AtomicBool::new(false),
                 reads: Arc::default(),
                 settings: Mutex::default(),
@@ -373,14 +384,16 @@ impl Store {
         {
             let _ = h.join();
         }
-        self.inner
-            .readers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
-        self.inner
-            .closed
-            .store(true, std::sync::atomic::Ordering::SeqCst);
+        {
+            let mut pool = self.readers();
+            self.inner
+                .closed
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+            let idle = pool.idle.len();
+            pool.idle.clear();
+            pool.open = pool.open.saturating_sub(idle);
+        }
+        self.inner.reader_back.notify_all();
         let _ = self.inner._lock.unlock();
     }
 
@@ -390,39 +403,70 @@ impl Store {
         &self,
         f: impl FnOnce(&Connection) -> Result<R, StoreError>,
     ) -> Result<R, StoreError> {
+        let conn = self.take_reader()?;
+        let result = self.inner.reads.counting(|| f(&conn));
+        let mut pool = self.readers();
         if self.inner.closed.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(StoreError::Closed);
+            pool.open = pool.open.saturating_sub(1);
+        } else {
+            pool.idle.push(conn);
         }
-        let pooled = self
-            .inner
+        drop(pool);
+        self.inner.reader_back.notify_one();
+        result
+    }
+
+    fn readers(&self) -> std::sync::MutexGuard<'_, Readers> {
+        self.inner
             .readers
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .pop();
-        let conn = match pooled {
-            Some(c) => c,
-            None => {
-                let c = Connection::open_with_flags(
-                    &self.inner.path,
-                    OpenFlags::SQLITE_OPEN_READ_ONLY
-                        | OpenFlags::SQLITE_OPEN_NO_MUTEX
-                        | OpenFlags::SQLITE_OPEN_URI,
-                )?;
-                configure(&c, self.inner.options.synchronous, true)?;
-                reads::count_statements(&c);
-                c
+    }
+
+    /// A read connection: an idle one, else a new one while fewer than
+    /// [`StoreOptions::readers`] are open, else the next one given back. Waiting beats
+    /// opening one more: a new connection parses the whole schema before its first query,
+    /// and under many concurrent calls on two cores a pool that opened and dropped its extras
+    /// did that on most reads.
+    fn take_reader(&self) -> Result<Connection, StoreError> {
+        let most = self.inner.options.readers.max(1);
+        let mut pool = self.readers();
+        loop {
+            if self.inner.closed.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(StoreError::Closed);
             }
-        };
-        let result = self.inner.reads.counting(|| f(&conn));
-        let mut pool = self
-            .inner
-            .readers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if pool.len() < self.inner.options.readers {
-            pool.push(conn);
+            if let Some(c) = pool.idle.pop() {
+                return Ok(c);
+            }
+            if pool.open < most {
+                pool.open += 1;
+                drop(pool);
+                let opened = self.open_reader();
+                if opened.is_err() {
+                    self.readers().open -= 1;
+                    self.inner.reader_back.notify_one();
+                }
+                return opened;
+            }
+            pool = self
+                .inner
+                .reader_back
+                .wait(pool)
+                .unwrap_or_else(PoisonError::into_inner);
         }
-        result
+    }
+
+    fn open_reader(&self) -> Result<Connection, StoreError> {
+        let c = Connection::open_with_flags(
+            &self.inner.path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                | OpenFlags::SQLITE_OPEN_URI,
+        )?;
+        configure(&c, self.inner.options.synchronous, true)?;
+        reads::count_statements(&c);
+        self.inner.reads.connection_opened();
+        Ok(c)
     }
 
     /// Run `f` in the writer's next group commit and wait for that commit.

@@ -33,6 +33,8 @@ pub struct Reads {
     /// Steps of SQLite's virtual machine over those statements (`SQLITE_STMTSTATUS_VM_STEP`),
     /// which grow with the rows and index entries a statement walks.
     pub vm_steps: u64,
+    /// Read connections opened (each parses the schema before its first query).
+    pub connections_opened: u64,
 }
 
 impl std::ops::Sub for Reads {
@@ -42,6 +44,9 @@ impl std::ops::Sub for Reads {
             statements: self.statements.saturating_sub(earlier.statements),
             tasks_decoded: self.tasks_decoded.saturating_sub(earlier.tasks_decoded),
             vm_steps: self.vm_steps.saturating_sub(earlier.vm_steps),
+            connections_opened: self
+                .connections_opened
+                .saturating_sub(earlier.connections_opened),
         }
     }
 }
@@ -90,6 +95,7 @@ fn take() -> Reads {
         statements: STATEMENTS.with(|n| n.replace(0)),
         tasks_decoded: DECODED.with(|n| n.replace(0)),
         vm_steps: u64::from(STEPS.with(|n| n.replace(0))),
+        connections_opened: 0,
     }
 }
 
@@ -99,6 +105,7 @@ pub(super) struct Totals {
     statements: AtomicU64,
     tasks_decoded: AtomicU64,
     vm_steps: AtomicU64,
+    connections_opened: AtomicU64,
 }
 
 impl Totals {
@@ -115,11 +122,16 @@ impl Totals {
         out
     }
 
+    pub(super) fn connection_opened(&self) {
+        self.connections_opened.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub(super) fn now(&self) -> Reads {
         Reads {
             statements: self.statements.load(Ordering::Relaxed),
             tasks_decoded: self.tasks_decoded.load(Ordering::Relaxed),
             vm_steps: self.vm_steps.load(Ordering::Relaxed),
+            connections_opened: self.connections_opened.load(Ordering::Relaxed),
         }
     }
 }

@@ -398,6 +398,50 @@ fn ended_tasks_are_pruned_after_the_keep_time() {
     assert!(store.task(&open.id).unwrap().is_some());
 }
 
+/// Many concurrent reads share the pool's connections: one that finds them all busy waits
+/// for one instead of opening (and parsing the schema for) a connection it then drops. The
+/// A2A server does a read per GetTask on as many threads as there are calls in flight.
+#[test]
+fn concurrent_reads_open_no_more_connections_than_the_pool_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(
+        Store::open(
+            &dir.path().join("tasks.db"),
+            StoreOptions {
+                synchronous: Synchronous::Normal,
+                readers: 2,
+            },
+        )
+        .unwrap(),
+    );
+    with_desk(&store, "web");
+    let id = store
+        .submit(new_task("web", "a", "m1", "x"), T0)
+        .unwrap()
+        .task
+        .id;
+    let before = store.reads();
+    let handles: Vec<_> = (0..16)
+        .map(|_| {
+            let (store, id) = (Arc::clone(&store), id.clone());
+            thread::spawn(move || {
+                for _ in 0..50 {
+                    assert!(store.task(&id).unwrap().is_some());
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let read = store.reads() - before;
+    assert!(read.connections_opened <= 2, "{read:?}");
+    assert_eq!(read.tasks_decoded, 16 * 50);
+    // A read waiting for a connection when the store closes is told so.
+    store.close();
+    assert!(matches!(store.task(&id), Err(StoreError::Closed)));
+}
+
 #[test]
 fn concurrent_writers_share_commits_and_lose_nothing() {
     let dir = tempfile::tempdir().unwrap();

@@ -428,9 +428,5 @@ async fn reply_shape(ctx: &Ctx, history_length: Option<u32>, include_artifacts: 
 pub(crate) async fn settings_of(
     ctx: &Ctx,
 ) -> Result<taskkeeper_core::settings::Settings, RpcError> {
-    ctx.a2a
-        .tasks
-        .settings()
-        .await
-        .map_err(RpcError::from_store)
+    ctx.a2a.tasks.settings().await.map_err(RpcError::from_store)
 }
