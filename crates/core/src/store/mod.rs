@@ -253,6 +253,8 @@ struct Inner {
     reads: Arc<reads::Totals>,
     /// The settings as last read, for [`Store::settings`].
     settings: Mutex<SettingsCache>,
+    /// Desks as last read, for [`Store::desk`].
+    desks: Mutex<DeskCache>,
     /// Held for the store's life: the OS drops the lock if the process dies.
     _lock: File,
 }
@@ -291,6 +293,15 @@ struct Readers {
 struct SettingsCache {
     generation: u64,
     settings: Option<Settings>,
+}
+
+/// Desks as last read by name, so that the desk every A2A call names is looked up in memory
+/// (the same reasoning as [`SettingsCache`]): every write of a desk ([`Store::desk_write`])
+/// empties it after its commit and moves the generation on. Only desks that exist are kept.
+#[derive(Debug, Default)]
+struct DeskCache {
+    generation: u64,
+    desks: std::collections::HashMap<String, Desk>,
 }
 
 const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
@@ -351,6 +362,7 @@ impl Store {
                 closed: std::sync::atomic::AtomicBool::new(false),
                 reads: Arc::default(),
                 settings: Mutex::default(),
+                desks: Mutex::default(),
                 _lock: lock,
             }),
         })
@@ -500,7 +512,33 @@ impl Store {
     // ---- desks ----------------------------------------------------------------------
 
     pub fn add_desk(&self, desk: NewDesk, now: Timestamp) -> Result<Desk, StoreError> {
-        self.write(move |c| insert_desk(c, desk, now))
+        self.desk_write(move |c| insert_desk(c, desk, now))
+    }
+
+    /// [`Store::write`] for a change that may touch a desk: the desk cache is emptied after
+    /// it, whatever its outcome.
+    fn desk_write<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
+    ) -> Result<R, StoreError> {
+        let written = self.write(f);
+        let mut cache = self.desk_cache();
+        cache.generation = cache.generation.wrapping_add(1);
+        cache.desks.clear();
+        written
+    }
+
+    fn desk_cache(&self) -> std::sync::MutexGuard<'_, DeskCache> {
+        self.inner
+            .desks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Desk `name` if [`Store::desk`] has it in memory: never touches the database, so an
+    /// async caller may ask without moving to a blocking thread.
+    pub fn cached_desk(&self, name: &str) -> Option<Desk> {
+        self.desk_cache().desks.get(name).cloned()
     }
 
     /// Set or clear the command that delivers text to a desk's agent.
@@ -510,7 +548,7 @@ impl Store {
         command: Option<String>,
     ) -> Result<Desk, StoreError> {
         let name = name.clone();
-        self.write(move |c| {
+        self.desk_write(move |c| {
             let changed = c.execute(
                 "UPDATE desks SET deliver_command = ?2 WHERE name = ?1",
                 params![name.as_str(), command],
@@ -525,7 +563,7 @@ impl Store {
     /// Turn a desk's launching by itself on or off.
     pub fn set_auto_launch(&self, name: &DeskName, on: bool) -> Result<Desk, StoreError> {
         let name = name.clone();
-        self.write(move |c| {
+        self.desk_write(move |c| {
             let changed = c.execute(
                 "UPDATE desks SET auto_launch = ?2 WHERE name = ?1",
                 params![name.as_str(), on],
@@ -568,7 +606,7 @@ impl Store {
     /// Remove a desk that has no open tasks; its ended tasks stay until they are pruned.
     pub fn remove_desk(&self, name: &DeskName) -> Result<(), StoreError> {
         let name = name.clone();
-        self.write(move |c| {
+        self.desk_write(move |c| {
             if load_desk(c, name.as_str())?.is_none() {
                 return Err(StoreError::NoSuchDesk(name.to_string()));
             }
@@ -609,8 +647,23 @@ impl Store {
         })
     }
 
+    /// Desk `name`, from memory once read (see [`DeskCache`]).
     pub fn desk(&self, name: &str) -> Result<Option<Desk>, StoreError> {
-        self.read(|c| load_desk(c, name))
+        let generation = {
+            let cache = self.desk_cache();
+            if let Some(desk) = cache.desks.get(name) {
+                return Ok(Some(desk.clone()));
+            }
+            cache.generation
+        };
+        let desk = self.read(|c| load_desk(c, name))?;
+        if let Some(desk) = &desk {
+            let mut cache = self.desk_cache();
+            if cache.generation == generation {
+                cache.desks.insert(name.to_owned(), desk.clone());
+            }
+        }
+        Ok(desk)
     }
 
     // ---- tasks ----------------------------------------------------------------------
@@ -937,7 +990,7 @@ impl Store {
         new_desk: Option<NewDesk>,
         now: Timestamp,
     ) -> Result<Session, StoreError> {
-        self.write(move |c| {
+        self.desk_write(move |c| {
             let mut stmt = c.prepare_cached("SELECT body FROM sessions WHERE id = ?1")?;
             let body: Option<String> = stmt
                 .query_row([session.id.as_str()], |r| r.get(0))

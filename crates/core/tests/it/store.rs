@@ -350,6 +350,41 @@ fn the_settings_are_read_once_until_one_changes() {
     assert_eq!(open(&dir).settings().unwrap().hourly_cap, 3);
 }
 
+/// Every A2A call names its desk: a desk is read once and then from memory, and each change
+/// of a desk (its delivery command, auto-launch, removal) is seen by the next read.
+#[test]
+fn a_desk_is_read_once_until_a_desk_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    assert!(store.desk("web").unwrap().is_none());
+    with_desk(&store, "web");
+    assert!(store.desk("web").unwrap().is_some(), "a desk added is seen");
+    let before = store.reads();
+    assert!(!store.desk("web").unwrap().unwrap().auto_launch);
+    assert_eq!(store.reads() - before, Default::default(), "from memory");
+    let web: taskkeeper_core::DeskName = "web".parse().unwrap();
+    store.set_auto_launch(&web, true).unwrap();
+    assert!(store.desk("web").unwrap().unwrap().auto_launch);
+    store
+        .set_deliver_command(&web, Some("notify-send".into()))
+        .unwrap();
+    assert_eq!(
+        store
+            .desk("web")
+            .unwrap()
+            .unwrap()
+            .deliver_command
+            .as_deref(),
+        Some("notify-send")
+    );
+    store.remove_desk(&web).unwrap();
+    assert!(
+        store.desk("web").unwrap().is_none(),
+        "a removed desk is gone"
+    );
+    assert!(store.cached_desk("web").is_none());
+}
+
 #[test]
 fn ended_tasks_are_pruned_after_the_keep_time() {
     let dir = tempfile::tempdir().unwrap();

@@ -257,12 +257,7 @@ async fn check_desk(a2a: &A2a, name: String) -> Result<DeskName, RpcError> {
         .map_err(|e: taskkeeper_core::desk::InvalidDeskName| {
             RpcError::unsupported(e.to_string())
         })?;
-    let lookup = parsed.clone();
-    match a2a
-        .tasks
-        .blocking(move |s, _| s.desk(lookup.as_str()))
-        .await
-    {
+    match a2a.tasks.desk(parsed.as_str()).await {
         Ok(Some(_)) => Ok(parsed),
         Ok(None) => Err(RpcError::unsupported(format!(
             "no desk named {parsed}; the machine card at /.well-known/agent-card.json lists the desks"
