@@ -12,6 +12,7 @@
 use std::time::Duration;
 
 use crate::clock::Timestamp;
+use crate::queue;
 use crate::session::Session;
 use crate::task::{Task, TaskState};
 
@@ -19,15 +20,14 @@ pub const FIRST_BACKOFF: Duration = Duration::from_secs(60);
 pub const MAX_BACKOFF: Duration = Duration::from_secs(3600);
 pub const GIVE_UP_AFTER: u32 = 5;
 
-/// Whether a desk has work a session would take: a queued task, or a working one that has
-/// not stalled. A task that waits on its asker, a stalled one and an ended one need no
-/// session.
+/// Whether a desk has work a session would take: a queued task, or one that holds the desk
+/// (working and not stalled, [`queue::holds_desk`]). A task that waits on its asker, a
+/// stalled one and an ended one need no session. `Store::desk_has_work` answers the same
+/// from the store's indexes.
 pub fn has_work<'a>(desk_tasks: impl IntoIterator<Item = &'a Task>) -> bool {
-    desk_tasks.into_iter().any(|t| match t.state() {
-        TaskState::Submitted => true,
-        TaskState::Working => t.stalled_at.is_none(),
-        _ => false,
-    })
+    desk_tasks
+        .into_iter()
+        .any(|t| t.state() == TaskState::Submitted || queue::holds_desk(t))
 }
 
 /// Whether any of these sessions (a desk's) is live: whether someone works at the desk

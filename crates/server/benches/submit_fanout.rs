@@ -8,6 +8,10 @@
 //! - **no waiters** / **300 waiters**: every submit goes to a free desk of its own, while 300
 //!   other sessions, each at a desk of its own, hold a `hook wait` long poll open.
 //!
+//! Beside each p50 it prints what the whole daemon read from its store per submit over the
+//! cell (`Store::reads`: statements, tasks decoded, SQLite VM steps), the submit itself and
+//! every loop that looked again after it: a cost that grows with the queue shows there first.
+//!
 //! Before issue 13 a submit loaded and decoded the desk's whole queue twice, and every waiter
 //! re-read its session on every change of anything; the goal is ≤ 1.5× between the cells of
 //! each pair.
@@ -147,6 +151,13 @@ impl Bench {
         Ok(t.elapsed())
     }
 
+    fn reads(&self) -> taskkeeper_core::store::Reads {
+        self.daemon
+            .as_ref()
+            .map(|d| d.store().reads())
+            .unwrap_or_default()
+    }
+
     fn hook(&self, session: &str, event: &str, cwd: &Path) -> Res<()> {
         let daemon = self.daemon.as_ref().ok_or("no daemon")?;
         let mut resp = self
@@ -183,27 +194,56 @@ fn p50(mut v: Vec<Duration>) -> f64 {
     v[v.len() / 2].as_secs_f64() * 1000.0
 }
 
-/// Submits to free desks of their own, one each.
-fn free_desks(b: &Bench, calls: usize, prefix: &str) -> Res<f64> {
-    let mut times = Vec::with_capacity(calls);
-    for i in 0..calls {
-        let desk = format!("{prefix}-{i:04}");
-        b.desk(&desk)?;
-        times.push(b.submit(&desk, "Add a --json flag to the status command.")?);
+/// Submits to free desks of their own, one each (the desks made first).
+fn free_desks(b: &Bench, calls: usize, prefix: &str) -> Res<Cell> {
+    let desks: Vec<String> = (0..calls).map(|i| format!("{prefix}-{i:04}")).collect();
+    for desk in &desks {
+        b.desk(desk)?;
     }
-    Ok(p50(times))
+    let mut times = Vec::with_capacity(calls);
+    let before = b.reads();
+    for desk in &desks {
+        times.push(b.submit(desk, "Add a --json flag to the status command.")?);
+    }
+    let read = b.reads() - before;
+    Ok(Cell {
+        p50: p50(times),
+        per_call: per_call(read, calls),
+    })
 }
 
-fn deep_desk(b: &Bench, calls: usize, queued: usize) -> Res<f64> {
+fn deep_desk(b: &Bench, calls: usize, queued: usize) -> Res<Cell> {
     b.desk("deep")?;
     for i in 0..=queued {
         b.submit("deep", &format!("queued {i}"))?;
     }
     let mut times = Vec::with_capacity(calls);
+    let before = b.reads();
     for _ in 0..calls {
         times.push(b.submit("deep", "Add a --json flag to the status command.")?);
     }
-    Ok(p50(times))
+    let read = b.reads() - before;
+    Ok(Cell {
+        p50: p50(times),
+        per_call: per_call(read, calls),
+    })
+}
+
+/// What the whole daemon read per submit over a cell (the store's counters: the submit
+/// itself and every loop that looked again after it), as (statements, tasks decoded, SQLite
+/// VM steps).
+fn per_call(read: taskkeeper_core::store::Reads, calls: usize) -> (f64, f64, f64) {
+    let n = calls as f64;
+    (
+        read.statements as f64 / n,
+        read.tasks_decoded as f64 / n,
+        read.vm_steps as f64 / n,
+    )
+}
+
+struct Cell {
+    p50: f64,
+    per_call: (f64, f64, f64),
 }
 
 /// `waiters` sessions at desks of their own, each with a waiter open (on its own thread).
@@ -264,20 +304,22 @@ fn main() -> Res<()> {
         (p, wakes)
     };
     let load_after = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    println!("| cell | submit p50 | ratio |");
-    println!("|---|---:|---:|");
-    println!("| empty desk | {empty:.2} ms | 1.00× |");
+    let row = |name: &str, c: &Cell, base: &Cell| {
+        let (st, dec, steps) = c.per_call;
+        println!(
+            "| {name} | {:.2} ms | {:.2}× | {st:.1} | {dec:.1} | {steps:.0} |",
+            c.p50,
+            c.p50 / base.p50
+        );
+    };
     println!(
-        "| desk with {} queued | {deep:.2} ms | {:.2}× |",
-        o.queued,
-        deep / empty
+        "| cell | submit p50 | ratio | statements / submit | tasks decoded / submit | SQLite steps / submit |"
     );
-    println!("| no waiters | {none:.2} ms | 1.00× |");
-    println!(
-        "| {} waiters open | {with_waiters:.2} ms | {:.2}× |",
-        o.waiters,
-        with_waiters / none
-    );
+    println!("|---|---:|---:|---:|---:|---:|");
+    row("empty desk", &empty, &empty);
+    row(&format!("desk with {} queued", o.queued), &deep, &empty);
+    row("no waiters", &none, &none);
+    row(&format!("{} waiters open", o.waiters), &with_waiters, &none);
     println!();
     println!(
         "{} submits per cell; waiter wakes during the waiter cell: {wakes}; load {} → {}",

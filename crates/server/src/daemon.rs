@@ -373,6 +373,11 @@ impl Daemon {
         self.owner.auto_launches().poke();
     }
 
+    /// How many times the auto-launch loop has looked at the desks since the start.
+    pub fn auto_launch_looks(&self) -> u64 {
+        self.owner.auto_launches().looks()
+    }
+
     /// Stop accepting requests, let those in flight finish, and stop.
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);

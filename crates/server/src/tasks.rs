@@ -208,6 +208,25 @@ impl Tasks {
         Ok(changed)
     }
 
+    /// The settings, from the store's memory when it has them (every A2A call asks for the
+    /// limits), else read on the blocking pool.
+    pub async fn settings(&self) -> Result<taskkeeper_core::settings::Settings, StoreError> {
+        match self.store.cached_settings() {
+            Some(settings) => Ok(settings),
+            None => self.blocking(|s, _| s.settings()).await,
+        }
+    }
+
+    /// Desk `name`, from the store's memory when it has it (every A2A call names its desk),
+    /// else read on the blocking pool.
+    pub async fn desk(&self, name: &str) -> Result<Option<taskkeeper_core::Desk>, StoreError> {
+        if let Some(desk) = self.store.cached_desk(name) {
+            return Ok(Some(desk));
+        }
+        let name = name.to_owned();
+        self.blocking(move |s, _| s.desk(&name)).await
+    }
+
     pub async fn get(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
         let id = id.clone();
         self.blocking(move |s, _| s.task(&id)).await

@@ -49,7 +49,8 @@ pub enum Synchronous {
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
     pub synchronous: Synchronous,
-    /// Read connections kept open for reuse.
+    /// Read connections, opened as needed up to this many and kept for reuse; a read that
+    /// finds them all busy waits for one (at least one is allowed).
     pub readers: usize,
 }
 
@@ -243,11 +244,17 @@ struct Inner {
     options: StoreOptions,
     writer: Mutex<Option<mpsc::Sender<writer::Job>>>,
     writer_thread: Mutex<Option<thread::JoinHandle<()>>>,
-    readers: Mutex<Vec<Connection>>,
+    readers: Mutex<Readers>,
+    /// Told when a read connection goes back to the pool.
+    reader_back: std::sync::Condvar,
     /// Set by [`Store::close`]: reads are refused too.
     closed: std::sync::atomic::AtomicBool,
     /// What the store has read, for tests that pin a cost by counting.
     reads: Arc<reads::Totals>,
+    /// The settings as last read, for [`Store::settings`].
+    settings: Mutex<SettingsCache>,
+    /// Desks as last read, for [`Store::desk`].
+    desks: Mutex<DeskCache>,
     /// Held for the store's life: the OS drops the lock if the process dies.
     _lock: File,
 }
@@ -268,6 +275,33 @@ impl Drop for Inner {
             let _ = h.join();
         }
     }
+}
+
+/// The read connections: those idle, and how many are open (idle or in use).
+#[derive(Default)]
+struct Readers {
+    idle: Vec<Connection>,
+    open: usize,
+}
+
+/// The settings as last read from the table, so that the many callers of
+/// [`Store::settings`] (every A2A call asks for the limits) do not each read and parse the
+/// table. Only this process writes the database (the lock file), and only
+/// [`Store::set_setting`] writes settings: it empties the cache after its commit and moves
+/// the generation on, so a read that began before the commit cannot put back what it read.
+#[derive(Debug, Default)]
+struct SettingsCache {
+    generation: u64,
+    settings: Option<Settings>,
+}
+
+/// Desks as last read by name, so that the desk every A2A call names is looked up in memory
+/// (the same reasoning as [`SettingsCache`]): every write of a desk ([`Store::desk_write`])
+/// empties it after its commit and moves the generation on. Only desks that exist are kept.
+#[derive(Debug, Default)]
+struct DeskCache {
+    generation: u64,
+    desks: std::collections::HashMap<String, Desk>,
 }
 
 const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
@@ -323,9 +357,12 @@ impl Store {
                 options,
                 writer: Mutex::new(Some(tx)),
                 writer_thread: Mutex::new(Some(handle)),
-                readers: Mutex::new(Vec::new()),
+                readers: Mutex::default(),
+                reader_back: std::sync::Condvar::new(),
                 closed: std::sync::atomic::AtomicBool::new(false),
                 reads: Arc::default(),
+                settings: Mutex::default(),
+                desks: Mutex::default(),
                 _lock: lock,
             }),
         })
@@ -359,14 +396,16 @@ impl Store {
         {
             let _ = h.join();
         }
-        self.inner
-            .readers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
-        self.inner
-            .closed
-            .store(true, std::sync::atomic::Ordering::SeqCst);
+        {
+            let mut pool = self.readers();
+            self.inner
+                .closed
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+            let idle = pool.idle.len();
+            pool.idle.clear();
+            pool.open = pool.open.saturating_sub(idle);
+        }
+        self.inner.reader_back.notify_all();
         let _ = self.inner._lock.unlock();
     }
 
@@ -376,39 +415,70 @@ impl Store {
         &self,
         f: impl FnOnce(&Connection) -> Result<R, StoreError>,
     ) -> Result<R, StoreError> {
+        let conn = self.take_reader()?;
+        let result = self.inner.reads.counting(|| f(&conn));
+        let mut pool = self.readers();
         if self.inner.closed.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(StoreError::Closed);
+            pool.open = pool.open.saturating_sub(1);
+        } else {
+            pool.idle.push(conn);
         }
-        let pooled = self
-            .inner
+        drop(pool);
+        self.inner.reader_back.notify_one();
+        result
+    }
+
+    fn readers(&self) -> std::sync::MutexGuard<'_, Readers> {
+        self.inner
             .readers
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .pop();
-        let conn = match pooled {
-            Some(c) => c,
-            None => {
-                let c = Connection::open_with_flags(
-                    &self.inner.path,
-                    OpenFlags::SQLITE_OPEN_READ_ONLY
-                        | OpenFlags::SQLITE_OPEN_NO_MUTEX
-                        | OpenFlags::SQLITE_OPEN_URI,
-                )?;
-                configure(&c, self.inner.options.synchronous, true)?;
-                reads::count_statements(&c);
-                c
+    }
+
+    /// A read connection: an idle one, else a new one while fewer than
+    /// [`StoreOptions::readers`] are open, else the next one given back. Waiting beats
+    /// opening one more: a new connection parses the whole schema before its first query,
+    /// and under many concurrent calls on two cores a pool that opened and dropped its extras
+    /// did that on most reads.
+    fn take_reader(&self) -> Result<Connection, StoreError> {
+        let most = self.inner.options.readers.max(1);
+        let mut pool = self.readers();
+        loop {
+            if self.inner.closed.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(StoreError::Closed);
             }
-        };
-        let result = self.inner.reads.counting(|| f(&conn));
-        let mut pool = self
-            .inner
-            .readers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if pool.len() < self.inner.options.readers {
-            pool.push(conn);
+            if let Some(c) = pool.idle.pop() {
+                return Ok(c);
+            }
+            if pool.open < most {
+                pool.open += 1;
+                drop(pool);
+                let opened = self.open_reader();
+                if opened.is_err() {
+                    self.readers().open -= 1;
+                    self.inner.reader_back.notify_one();
+                }
+                return opened;
+            }
+            pool = self
+                .inner
+                .reader_back
+                .wait(pool)
+                .unwrap_or_else(PoisonError::into_inner);
         }
-        result
+    }
+
+    fn open_reader(&self) -> Result<Connection, StoreError> {
+        let c = Connection::open_with_flags(
+            &self.inner.path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX
+                | OpenFlags::SQLITE_OPEN_URI,
+        )?;
+        configure(&c, self.inner.options.synchronous, true)?;
+        reads::count_statements(&c);
+        self.inner.reads.connection_opened();
+        Ok(c)
     }
 
     /// Run `f` in the writer's next group commit and wait for that commit.
@@ -442,7 +512,33 @@ impl Store {
     // ---- desks ----------------------------------------------------------------------
 
     pub fn add_desk(&self, desk: NewDesk, now: Timestamp) -> Result<Desk, StoreError> {
-        self.write(move |c| insert_desk(c, desk, now))
+        self.desk_write(move |c| insert_desk(c, desk, now))
+    }
+
+    /// [`Store::write`] for a change that may touch a desk: the desk cache is emptied after
+    /// it, whatever its outcome.
+    fn desk_write<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
+    ) -> Result<R, StoreError> {
+        let written = self.write(f);
+        let mut cache = self.desk_cache();
+        cache.generation = cache.generation.wrapping_add(1);
+        cache.desks.clear();
+        written
+    }
+
+    fn desk_cache(&self) -> std::sync::MutexGuard<'_, DeskCache> {
+        self.inner
+            .desks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Desk `name` if [`Store::desk`] has it in memory: never touches the database, so an
+    /// async caller may ask without moving to a blocking thread.
+    pub fn cached_desk(&self, name: &str) -> Option<Desk> {
+        self.desk_cache().desks.get(name).cloned()
     }
 
     /// Set or clear the command that delivers text to a desk's agent.
@@ -452,7 +548,7 @@ impl Store {
         command: Option<String>,
     ) -> Result<Desk, StoreError> {
         let name = name.clone();
-        self.write(move |c| {
+        self.desk_write(move |c| {
             let changed = c.execute(
                 "UPDATE desks SET deliver_command = ?2 WHERE name = ?1",
                 params![name.as_str(), command],
@@ -467,7 +563,7 @@ impl Store {
     /// Turn a desk's launching by itself on or off.
     pub fn set_auto_launch(&self, name: &DeskName, on: bool) -> Result<Desk, StoreError> {
         let name = name.clone();
-        self.write(move |c| {
+        self.desk_write(move |c| {
             let changed = c.execute(
                 "UPDATE desks SET auto_launch = ?2 WHERE name = ?1",
                 params![name.as_str(), on],
@@ -510,7 +606,7 @@ impl Store {
     /// Remove a desk that has no open tasks; its ended tasks stay until they are pruned.
     pub fn remove_desk(&self, name: &DeskName) -> Result<(), StoreError> {
         let name = name.clone();
-        self.write(move |c| {
+        self.desk_write(move |c| {
             if load_desk(c, name.as_str())?.is_none() {
                 return Err(StoreError::NoSuchDesk(name.to_string()));
             }
@@ -539,8 +635,35 @@ impl Store {
         })
     }
 
+    /// The desks set to launch a session by themselves, from their index (the auto-launch
+    /// loop asks on every change of any task).
+    pub fn auto_launch_desks(&self) -> Result<Vec<Desk>, StoreError> {
+        self.read(|c| {
+            let mut stmt = c.prepare_cached(&format!(
+                "SELECT {DESK_COLUMNS} FROM desks WHERE auto_launch = 1 ORDER BY name"
+            ))?;
+            let rows = stmt.query_map([], desk_from_row)?;
+            rows.map(|r| r?).collect()
+        })
+    }
+
+    /// Desk `name`, from memory once read (see [`DeskCache`]).
     pub fn desk(&self, name: &str) -> Result<Option<Desk>, StoreError> {
-        self.read(|c| load_desk(c, name))
+        let generation = {
+            let cache = self.desk_cache();
+            if let Some(desk) = cache.desks.get(name) {
+                return Ok(Some(desk.clone()));
+            }
+            cache.generation
+        };
+        let desk = self.read(|c| load_desk(c, name))?;
+        if let Some(desk) = &desk {
+            let mut cache = self.desk_cache();
+            if cache.generation == generation {
+                cache.desks.insert(name.to_owned(), desk.clone());
+            }
+        }
+        Ok(desk)
     }
 
     // ---- tasks ----------------------------------------------------------------------
@@ -624,7 +747,7 @@ impl Store {
                 .find(|t| t.id == task.id)
                 .cloned()
                 .unwrap_or(task);
-            fill_positions(c, std::slice::from_mut(&mut task))?;
+            position_of_newest(c, &mut task)?;
             if let Some(config) = webhook {
                 push::insert_config(c, &task, config, now)?;
             }
@@ -746,17 +869,40 @@ impl Store {
         desk: &DeskName,
         created_by: Timestamp,
     ) -> Result<Vec<Task>, StoreError> {
+        // Two bounded reads instead of one `OR`, which walks every open task of the desk:
+        // the range of those created by `created_by`, which holds the earliest whenever it
+        // is not empty, and only when it is empty the earliest alone.
         self.read(|c| {
-            let mut stmt = c.prepare_cached(
+            let mut expiring = c.prepare_cached(
                 "SELECT body FROM tasks WHERE desk = ?1 AND ended_at IS NULL \
-                 AND (created_at <= ?2 OR rowid = (SELECT rowid FROM tasks \
-                 WHERE desk = ?1 AND ended_at IS NULL ORDER BY created_at LIMIT 1)) \
-                 ORDER BY created_at",
+                 AND created_at <= ?2 ORDER BY created_at",
             )?;
-            let rows = stmt.query_map(params![desk.as_str(), created_by.as_millis()], |r| {
+            let rows = expiring.query_map(params![desk.as_str(), created_by.as_millis()], |r| {
                 r.get::<_, String>(0)
             })?;
+            let tasks = decode_tasks(rows)?;
+            if !tasks.is_empty() {
+                return Ok(tasks);
+            }
+            let mut earliest = c.prepare_cached(
+                "SELECT body FROM tasks WHERE desk = ?1 AND ended_at IS NULL \
+                 ORDER BY created_at LIMIT 1",
+            )?;
+            let rows = earliest.query_map([desk.as_str()], |r| r.get::<_, String>(0))?;
             decode_tasks(rows)
+        })
+    }
+
+    /// Whether `desk` has work a session would take ([`crate::autolaunch::has_work`]: a
+    /// queued task, or one that holds the desk), from two indexes, without reading the
+    /// desk's tasks: what the auto-launch loop asks of each desk on every change.
+    pub fn desk_has_work(&self, desk: &DeskName) -> Result<bool, StoreError> {
+        self.read(|c| {
+            Ok(c.prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM tasks WHERE desk = ?1 AND holds_desk = 1) \
+                 OR EXISTS (SELECT 1 FROM tasks WHERE desk = ?1 AND state = 'submitted')",
+            )?
+            .query_row([desk.as_str()], |r| r.get(0))?)
         })
     }
 
@@ -844,7 +990,7 @@ impl Store {
         new_desk: Option<NewDesk>,
         now: Timestamp,
     ) -> Result<Session, StoreError> {
-        self.write(move |c| {
+        self.desk_write(move |c| {
             let mut stmt = c.prepare_cached("SELECT body FROM sessions WHERE id = ?1")?;
             let body: Option<String> = stmt
                 .query_row([session.id.as_str()], |r| r.get(0))
@@ -1057,13 +1203,48 @@ impl Store {
 
     // ---- settings -------------------------------------------------------------------
 
-    /// The settings: the defaults overlaid with what the owner changed.
+    /// The settings: the defaults overlaid with what the owner changed. Read from the table
+    /// once, then from memory until a setting changes ([`SettingsCache`]).
     pub fn settings(&self) -> Result<Settings, StoreError> {
-        self.read(load_settings)
+        let generation = {
+            let cache = self.settings_cache();
+            if let Some(settings) = &cache.settings {
+                return Ok(settings.clone());
+            }
+            cache.generation
+        };
+        let settings = self.read(load_settings)?;
+        let mut cache = self.settings_cache();
+        if cache.generation == generation {
+            cache.settings = Some(settings.clone());
+        }
+        Ok(settings)
+    }
+
+    /// The settings if [`Store::settings`] has them in memory: never touches the database,
+    /// so an async caller may ask without moving to a blocking thread.
+    pub fn cached_settings(&self) -> Option<Settings> {
+        self.settings_cache().settings.clone()
+    }
+
+    fn settings_cache(&self) -> std::sync::MutexGuard<'_, SettingsCache> {
+        self.inner
+            .settings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Change one setting; an invalid value is refused and nothing is written.
     pub fn set_setting(&self, key: &str, value: &str) -> Result<Settings, StoreError> {
+        let written = self.set_setting_uncached(key, value);
+        // Whatever the outcome: the next read goes to the table.
+        let mut cache = self.settings_cache();
+        cache.generation = cache.generation.wrapping_add(1);
+        cache.settings = None;
+        written
+    }
+
+    fn set_setting_uncached(&self, key: &str, value: &str) -> Result<Settings, StoreError> {
         let (key, value) = (key.to_owned(), value.to_owned());
         self.write(move |c| {
             let mut settings = load_settings(c)?;
@@ -1329,12 +1510,31 @@ fn load_task_by_request(
     body.map(|b| decode_task(&b)).transpose()
 }
 
+/// A count the schema keeps (`task_counts`, see schema V6): `open` tasks by asker, `queued`
+/// tasks by desk. One row, whatever the count.
+fn kept_count(c: &Connection, scope: &str, name: &str) -> Result<u64, StoreError> {
+    let n: Option<i64> = c
+        .prepare_cached("SELECT n FROM task_counts WHERE scope = ?1 AND name = ?2")?
+        .query_row([scope, name], |r| r.get(0))
+        .optional()?;
+    Ok(n.unwrap_or(0).unsigned_abs())
+}
+
 /// How many open tasks `asker` has, on any desk.
 fn open_task_count_of_asker(c: &Connection, asker: &str) -> Result<u64, StoreError> {
-    let n: i64 = c
-        .prepare_cached("SELECT COUNT(*) FROM tasks WHERE asker = ?1 AND ended_at IS NULL")?
-        .query_row([asker], |r| r.get(0))?;
-    Ok(n.unsigned_abs())
+    kept_count(c, "open", asker)
+}
+
+/// The queue position of a task just submitted to `desk`, if it is queued: it has the
+/// desk's highest queue number (one more than any open task's), so every other queued task
+/// of the desk is ahead of it and its position is the desk's queued count, which the schema
+/// keeps, instead of a count of the queue ahead of it ([`fill_positions`]).
+fn position_of_newest(c: &Connection, task: &mut Task) -> Result<(), StoreError> {
+    task.queue_position = None;
+    if task.state() == TaskState::Submitted {
+        task.queue_position = u32::try_from(kept_count(c, "queued", task.desk.as_str())?).ok();
+    }
+    Ok(())
 }
 
 /// Task bodies as a query returns them, decoded.
@@ -1411,7 +1611,9 @@ fn update_task(c: &Connection, before: &Task, after: &Task) -> Result<(), StoreE
 fn start_next(c: &Connection, desk: &DeskName, now: Timestamp) -> Result<Vec<Task>, StoreError> {
     let holder: Option<String> = c
         .prepare_cached(
-            "SELECT body FROM tasks WHERE desk = ?1 AND holds_desk = 1 AND ended_at IS NULL LIMIT 1",
+            // Not `AND ended_at IS NULL` too (a holder is open by the rule): with it SQLite
+            // may walk the desk's open tasks on their index instead of the holders' index.
+            "SELECT body FROM tasks WHERE desk = ?1 AND holds_desk = 1 LIMIT 1",
         )?
         .query_row([desk.as_str()], |r| r.get(0))
         .optional()?;
@@ -1489,6 +1691,120 @@ fn load_settings(c: &Connection) -> Result<Settings, StoreError> {
 mod tests {
     use super::*;
 
+    /// (scope, name, count) rows.
+    type Counts = Vec<(String, String, i64)>;
+
+    /// The kept counts as they are, and as counting the tasks gives them, without zeros.
+    fn kept_and_counted(store: &Store) -> (Counts, Counts) {
+        store
+            .read(|c| {
+                let rows = |sql: &str| -> Result<Counts, StoreError> {
+                    let mut stmt = c.prepare(sql)?;
+                    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+                    Ok(rows.collect::<Result<_, _>>()?)
+                };
+                Ok((
+                    rows("SELECT scope, name, n FROM task_counts WHERE n != 0 ORDER BY scope, name")?,
+                    rows(
+                        "SELECT 'open', asker, COUNT(*) FROM tasks WHERE ended_at IS NULL GROUP BY asker \
+                         UNION ALL SELECT 'queued', desk, COUNT(*) FROM tasks WHERE state = 'submitted' \
+                         GROUP BY desk ORDER BY 1, 2",
+                    )?,
+                ))
+            })
+            .unwrap()
+    }
+
+    fn send(store: &Store, desk: &str, asker: &str, id: &str, now: Timestamp) -> Task {
+        let new = NewTask {
+            desk: desk.parse().unwrap(),
+            asker: asker.to_owned(),
+            request: crate::task::Message::user_text(id, "do it"),
+            context_id: None,
+            metadata: serde_json::Map::new(),
+        };
+        store.submit(new, now).unwrap().task
+    }
+
+    /// The counts a submit reads instead of counting (each asker's open tasks, each desk's
+    /// queued ones) stay equal to counting the tasks through submits, starts, a cancel in the
+    /// middle of a queue, ends, a block, a resend, a prune, and a migration from before them.
+    #[test]
+    fn the_kept_counts_stay_equal_to_counting_the_tasks() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let t0 = Timestamp::from_millis(1_700_000_000_000);
+        let store = Store::open(&path, StoreOptions::default()).unwrap();
+        for name in ["web", "api"] {
+            store
+                .add_desk(
+                    NewDesk {
+                        name: name.parse().unwrap(),
+                        agent: AgentKind::ClaudeCode,
+                        dir: dir.path().join(name),
+                        deliver_command: None,
+                    },
+                    t0,
+                )
+                .unwrap();
+        }
+        let check = |store: &Store, when: &str| {
+            let (kept, counted) = kept_and_counted(store);
+            assert_eq!(kept, counted, "after {when}");
+        };
+        let mut web = Vec::new();
+        for i in 0..5 {
+            let asker = if i % 2 == 0 { "a" } else { "b" };
+            web.push(send(&store, "web", asker, &format!("w{i}"), t0));
+        }
+        let api = send(&store, "api", "a", "p0", t0);
+        send(&store, "web", "a", "w0", t0); // a resend: nothing new
+        check(&store, "submits");
+        assert_eq!(web[4].queue_position, Some(4));
+        store
+            .apply(&web[2].id, Event::Cancel { reason: None }, t0)
+            .unwrap();
+        check(&store, "a cancel in the middle of the queue");
+        store
+            .apply(
+                &web[0].id,
+                Event::WorkerDone {
+                    summary: "ok".into(),
+                },
+                t0,
+            )
+            .unwrap();
+        check(&store, "an end that starts the next");
+        store
+            .apply(&api.id, Event::WorkerFailed { why: "no".into() }, t0)
+            .unwrap();
+        store.apply(&web[1].id, Event::Stall, t0).unwrap();
+        check(&store, "a failure and a stall");
+        let later = t0.plus(Duration::from_secs(30 * 86_400));
+        store
+            .prune_ended(later, Duration::from_secs(86_400))
+            .unwrap();
+        check(&store, "a prune");
+        assert_eq!(send(&store, "web", "b", "w9", t0).queue_position, Some(2));
+        check(&store, "a submit after all that");
+        store.close();
+        drop(store);
+
+        // As version 5 left it: the migration fills the counts from the tasks.
+        let c = Connection::open(&path).unwrap();
+        c.execute_batch(
+            "DROP TRIGGER task_counts_insert; DROP TRIGGER task_counts_delete; \
+             DROP TRIGGER task_counts_update_open; DROP TRIGGER task_counts_update_queued; \
+             DROP TABLE task_counts; DROP INDEX desks_auto_launch; PRAGMA user_version = 5;",
+        )
+        .unwrap();
+        drop(c);
+        let store = Store::open(&path, StoreOptions::default()).unwrap();
+        let (kept, _) = kept_and_counted(&store);
+        assert!(!kept.is_empty());
+        check(&store, "the migration");
+    }
+
     /// A desk's open and ended tasks and its sessions are read from an index, never by
     /// walking every task or session (the watchdog and the waiters read one desk per change).
     #[test]
@@ -1503,6 +1819,11 @@ mod tests {
                 ..Default::default()
             }),
             tasks_sql(&TaskFilter {
+                state: StateFilter::Unqueued,
+                desk: desk.clone(),
+                ..Default::default()
+            }),
+            tasks_sql(&TaskFilter {
                 state: StateFilter::Ended,
                 desk: desk.clone(),
                 ..Default::default()
@@ -1513,8 +1834,10 @@ mod tests {
                 ..Default::default()
             }),
             sessions_sql(true),
-            // The per-asker limit's count, on every submit.
-            "SELECT COUNT(*) FROM tasks WHERE asker = ?1 AND ended_at IS NULL".to_owned(),
+            // The watchdog's expiring tasks of a desk, on every change of the desk.
+            "SELECT body FROM tasks WHERE desk = ?1 AND ended_at IS NULL \
+             AND created_at <= ?2 ORDER BY created_at"
+                .to_owned(),
         ];
         for sql in queries {
             let plan: Vec<String> = store
@@ -1534,6 +1857,14 @@ mod tests {
                         .any(|p| p.starts_with("SCAN tasks") || p.starts_with("SCAN sessions")),
                 "{sql}: {plan:?}"
             );
+            // A desk's working and blocked tasks from their own index, not by walking its
+            // open tasks (the queue) in creation order.
+            if sql.contains("state != 'submitted'") {
+                assert!(
+                    plan.iter().any(|p| p.contains("tasks_unqueued_by_desk")),
+                    "{sql}: {plan:?}"
+                );
+            }
         }
     }
 }

@@ -221,12 +221,13 @@ impl Store {
     /// When the next queued delivery is due, if any is queued.
     pub fn push_next_due(&self) -> Result<Option<Timestamp>, StoreError> {
         self.read(|c| {
-            let at: Option<i64> = c.query_row(
-                "SELECT MIN(due_at) FROM push_deliveries \
-                 WHERE seq IN (SELECT MIN(seq) FROM push_deliveries GROUP BY task_id, config_id)",
-                [],
-                |r| r.get(0),
-            )?;
+            // From the statement cache: the push loop asks after every change of any task.
+            let at: Option<i64> = c
+                .prepare_cached(
+                    "SELECT MIN(due_at) FROM push_deliveries \
+                     WHERE seq IN (SELECT MIN(seq) FROM push_deliveries GROUP BY task_id, config_id)",
+                )?
+                .query_row([], |r| r.get(0))?;
             Ok(at.map(Timestamp::from_millis))
         })
     }

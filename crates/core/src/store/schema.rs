@@ -4,12 +4,19 @@
 use rusqlite_migration::{M, Migrations};
 
 pub(crate) fn migrations() -> Migrations<'static> {
-    Migrations::new(vec![M::up(V1), M::up(V2), M::up(V3), M::up(V4), M::up(V5)])
+    Migrations::new(vec![
+        M::up(V1),
+        M::up(V2),
+        M::up(V3),
+        M::up(V4),
+        M::up(V5),
+        M::up(V6),
+    ])
 }
 
 /// How many migrations this build knows; a database with a higher `user_version` was written
 /// by a newer Taskkeeper and is refused.
-pub(crate) const LATEST: i64 = 5;
+pub(crate) const LATEST: i64 = 6;
 
 const V1: &str = r#"
 CREATE TABLE desks (
@@ -137,11 +144,84 @@ CREATE INDEX tasks_open_by_desk_created ON tasks (desk, created_at) WHERE ended_
 CREATE INDEX tasks_open_by_asker ON tasks (asker) WHERE ended_at IS NULL;
 "#;
 
+/// Counts a submit needs, kept instead of counted (issue 13): each asker's open tasks (the
+/// per-asker limit) and each desk's queued tasks (the new task's place in the queue). A count
+/// over an index walks one entry per task; these are one row each. Triggers keep them in the
+/// same statement as the change to `tasks`, so every write (a submit, a transition, a prune)
+/// keeps them true without each caller remembering to. Filled here once from the tasks.
+/// `scope` is `open` (by asker) or `queued` (by desk); a row is never removed, so a count
+/// that falls to 0 stays as a row of 0. And the index of a desk's unqueued tasks gets their
+/// order, and the desks set to launch by themselves get an index.
+const V6: &str = r#"
+CREATE TABLE task_counts (
+    scope  TEXT NOT NULL,
+    name   TEXT NOT NULL,
+    n      INTEGER NOT NULL,
+    PRIMARY KEY (scope, name)
+) STRICT, WITHOUT ROWID;
+INSERT INTO task_counts (scope, name, n)
+    SELECT 'open', asker, COUNT(*) FROM tasks WHERE ended_at IS NULL GROUP BY asker;
+INSERT INTO task_counts (scope, name, n)
+    SELECT 'queued', desk, COUNT(*) FROM tasks WHERE state = 'submitted' GROUP BY desk;
+
+CREATE TRIGGER task_counts_insert AFTER INSERT ON tasks
+WHEN NEW.ended_at IS NULL OR NEW.state = 'submitted'
+BEGIN
+    INSERT INTO task_counts (scope, name, n) SELECT 'open', NEW.asker, 1
+        WHERE NEW.ended_at IS NULL
+        ON CONFLICT (scope, name) DO UPDATE SET n = n + 1;
+    INSERT INTO task_counts (scope, name, n) SELECT 'queued', NEW.desk, 1
+        WHERE NEW.state = 'submitted'
+        ON CONFLICT (scope, name) DO UPDATE SET n = n + 1;
+END;
+
+CREATE TRIGGER task_counts_delete AFTER DELETE ON tasks
+WHEN OLD.ended_at IS NULL OR OLD.state = 'submitted'
+BEGIN
+    UPDATE task_counts SET n = n - 1
+        WHERE scope = 'open' AND name = OLD.asker AND OLD.ended_at IS NULL;
+    UPDATE task_counts SET n = n - 1
+        WHERE scope = 'queued' AND name = OLD.desk AND OLD.state = 'submitted';
+END;
+
+-- Only a change that moves a task into or out of a count touches the counts.
+CREATE TRIGGER task_counts_update_open AFTER UPDATE OF ended_at, asker ON tasks
+WHEN (OLD.ended_at IS NULL) != (NEW.ended_at IS NULL) OR OLD.asker != NEW.asker
+BEGIN
+    UPDATE task_counts SET n = n - 1
+        WHERE scope = 'open' AND name = OLD.asker AND OLD.ended_at IS NULL;
+    INSERT INTO task_counts (scope, name, n) SELECT 'open', NEW.asker, 1
+        WHERE NEW.ended_at IS NULL
+        ON CONFLICT (scope, name) DO UPDATE SET n = n + 1;
+END;
+
+-- A desk's working and blocked tasks in creation order (what the watchdog and a session's
+-- claim read on every change of the desk): with `created_at` in this index SQLite reads
+-- them from it, instead of walking the desk's open tasks by creation time to skip the sort.
+DROP INDEX tasks_unqueued_by_desk;
+CREATE INDEX tasks_unqueued_by_desk ON tasks (desk, created_at)
+    WHERE ended_at IS NULL AND state != 'submitted';
+
+-- The desks set to launch a session by themselves, which the auto-launch loop reads on
+-- every change of any task, without walking every desk.
+CREATE INDEX desks_auto_launch ON desks (name) WHERE auto_launch = 1;
+
+CREATE TRIGGER task_counts_update_queued AFTER UPDATE OF state, desk ON tasks
+WHEN (OLD.state = 'submitted') != (NEW.state = 'submitted') OR OLD.desk != NEW.desk
+BEGIN
+    UPDATE task_counts SET n = n - 1
+        WHERE scope = 'queued' AND name = OLD.desk AND OLD.state = 'submitted';
+    INSERT INTO task_counts (scope, name, n) SELECT 'queued', NEW.desk, 1
+        WHERE NEW.state = 'submitted'
+        ON CONFLICT (scope, name) DO UPDATE SET n = n + 1;
+END;
+"#;
+
 #[cfg(test)]
 mod tests {
     #[test]
     fn migrations_are_valid() {
         super::migrations().validate().unwrap();
-        assert_eq!(super::LATEST, 5);
+        assert_eq!(super::LATEST, 6);
     }
 }

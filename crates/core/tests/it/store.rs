@@ -324,6 +324,67 @@ fn invalid_settings_are_refused_and_not_written() {
     assert_eq!(store.settings().unwrap().hourly_cap, 6);
 }
 
+/// Every A2A call asks for the settings: they are read from the table once and then from
+/// memory, and a change is seen by the next read, from this store or after a reopen.
+#[test]
+fn the_settings_are_read_once_until_one_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    assert_eq!(store.settings().unwrap().hourly_cap, 6);
+    let before = store.reads();
+    assert_eq!(store.settings().unwrap().hourly_cap, 6);
+    assert_eq!(store.reads() - before, Default::default(), "from memory");
+    store.set_setting("reminders.hourly_cap", "3").unwrap();
+    assert_eq!(store.settings().unwrap().hourly_cap, 3);
+    assert!(store.set_setting("reminders.hourly_cap", "lots").is_err());
+    assert_eq!(
+        store.settings().unwrap().hourly_cap,
+        3,
+        "a refusal changes nothing"
+    );
+    let before = store.reads();
+    assert_eq!(store.settings().unwrap().hourly_cap, 3);
+    assert_eq!(store.reads() - before, Default::default());
+    store.close();
+    drop(store);
+    assert_eq!(open(&dir).settings().unwrap().hourly_cap, 3);
+}
+
+/// Every A2A call names its desk: a desk is read once and then from memory, and each change
+/// of a desk (its delivery command, auto-launch, removal) is seen by the next read.
+#[test]
+fn a_desk_is_read_once_until_a_desk_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    assert!(store.desk("web").unwrap().is_none());
+    with_desk(&store, "web");
+    assert!(store.desk("web").unwrap().is_some(), "a desk added is seen");
+    let before = store.reads();
+    assert!(!store.desk("web").unwrap().unwrap().auto_launch);
+    assert_eq!(store.reads() - before, Default::default(), "from memory");
+    let web: taskkeeper_core::DeskName = "web".parse().unwrap();
+    store.set_auto_launch(&web, true).unwrap();
+    assert!(store.desk("web").unwrap().unwrap().auto_launch);
+    store
+        .set_deliver_command(&web, Some("notify-send".into()))
+        .unwrap();
+    assert_eq!(
+        store
+            .desk("web")
+            .unwrap()
+            .unwrap()
+            .deliver_command
+            .as_deref(),
+        Some("notify-send")
+    );
+    store.remove_desk(&web).unwrap();
+    assert!(
+        store.desk("web").unwrap().is_none(),
+        "a removed desk is gone"
+    );
+    assert!(store.cached_desk("web").is_none());
+}
+
 #[test]
 fn ended_tasks_are_pruned_after_the_keep_time() {
     let dir = tempfile::tempdir().unwrap();
@@ -370,6 +431,50 @@ fn ended_tasks_are_pruned_after_the_keep_time() {
     assert!(store.task(&old.id).unwrap().is_none());
     assert!(store.task(&young.id).unwrap().is_some());
     assert!(store.task(&open.id).unwrap().is_some());
+}
+
+/// Many concurrent reads share the pool's connections: one that finds them all busy waits
+/// for one instead of opening (and parsing the schema for) a connection it then drops. The
+/// A2A server does a read per GetTask on as many threads as there are calls in flight.
+#[test]
+fn concurrent_reads_open_no_more_connections_than_the_pool_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(
+        Store::open(
+            &dir.path().join("tasks.db"),
+            StoreOptions {
+                synchronous: Synchronous::Normal,
+                readers: 2,
+            },
+        )
+        .unwrap(),
+    );
+    with_desk(&store, "web");
+    let id = store
+        .submit(new_task("web", "a", "m1", "x"), T0)
+        .unwrap()
+        .task
+        .id;
+    let before = store.reads();
+    let handles: Vec<_> = (0..16)
+        .map(|_| {
+            let (store, id) = (Arc::clone(&store), id.clone());
+            thread::spawn(move || {
+                for _ in 0..50 {
+                    assert!(store.task(&id).unwrap().is_some());
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let read = store.reads() - before;
+    assert!(read.connections_opened <= 2, "{read:?}");
+    assert_eq!(read.tasks_decoded, 16 * 50);
+    // A read waiting for a connection when the store closes is told so.
+    store.close();
+    assert!(matches!(store.task(&id), Err(StoreError::Closed)));
 }
 
 #[test]
@@ -805,10 +910,29 @@ fn queue_costs(queued: usize) -> Vec<(&'static str, taskkeeper_core::store::Read
 fn submit_apply_get_and_list_read_the_same_at_any_queue_depth() {
     let shallow = queue_costs(3);
     let deep = queue_costs(90);
+    let counted = |costs: &[(&'static str, taskkeeper_core::store::Reads)]| {
+        costs
+            .iter()
+            .map(|(call, r)| (*call, r.statements, r.tasks_decoded))
+            .collect::<Vec<_>>()
+    };
     assert_eq!(
-        shallow, deep,
-        "what each call reads must not grow with the queue"
+        counted(&shallow),
+        counted(&deep),
+        "the statements and decoded tasks of each call must not grow with the queue"
     );
+    // A submit, a change and the watchdog's read of a desk do not walk the queue either: the
+    // same SQLite steps at any depth (the asker's open tasks and the new task's place come
+    // from kept counts, the expiring tasks from a bounded range). A GetTask or a page of a
+    // queued task counts the queue ahead of it on an index (steps, no decode).
+    for ((call, s), (_, d)) in shallow.iter().zip(&deep) {
+        if ["submit", "complete", "a desk for the watchdog"].contains(call) {
+            assert_eq!(
+                s.vm_steps, d.vm_steps,
+                "{call}: {s:?} at depth 3, {d:?} at 90"
+            );
+        }
+    }
     // What each call may read at most, at any depth: statements run and tasks decoded. A
     // submit and a change decode the task itself and at most the desk's holder and its first
     // queued task; a page decodes its own tasks.
@@ -817,7 +941,7 @@ fn submit_apply_get_and_list_read_the_same_at_any_queue_depth() {
         ("complete", 7, 2),
         ("get", 2, 1),
         ("page of 5", 3, 5),
-        ("a desk for the watchdog", 2, 2),
+        ("a desk for the watchdog", 3, 2),
     ];
     for ((call, reads), (name, statements, decoded)) in shallow.iter().zip(most) {
         assert_eq!(*call, name);
@@ -871,6 +995,7 @@ fn a_database_from_before_the_holder_column_keeps_its_working_task_holding_the_d
         let c = rusqlite::Connection::open(&path).unwrap();
         c.execute_batch(
             "DROP INDEX tasks_holding_desk; DROP INDEX tasks_queued_by_desk; DROP INDEX sessions_by_desk; DROP INDEX tasks_ended_by_desk; DROP INDEX tasks_unqueued_by_desk; DROP INDEX tasks_open_by_desk_created; DROP INDEX tasks_open_by_asker; \
+             DROP TRIGGER task_counts_insert; DROP TRIGGER task_counts_delete; DROP TRIGGER task_counts_update_open; DROP TRIGGER task_counts_update_queued; DROP TABLE task_counts; DROP INDEX desks_auto_launch; \
              ALTER TABLE tasks DROP COLUMN holds_desk; PRAGMA user_version = 4;",
         )
         .unwrap();
@@ -892,4 +1017,82 @@ fn a_database_from_before_the_holder_column_keeps_its_working_task_holding_the_d
         )
         .unwrap();
     assert_eq!(done.others[0].id, queued.id);
+}
+
+/// What the auto-launch loop asks of a desk on every change of any task: whether it has
+/// work, the same answer as `autolaunch::has_work` over the desk's open tasks, read without
+/// decoding a task and with the same steps at any queue depth.
+#[test]
+fn whether_a_desk_has_work_is_read_without_its_tasks_and_agrees_with_the_rule() {
+    let desk: taskkeeper_core::DeskName = "web".parse().unwrap();
+    let agrees = |store: &Store, when: &str| {
+        let open = store
+            .tasks(&TaskFilter {
+                state: StateFilter::Open,
+                desk: Some(desk.clone()),
+                ..Default::default()
+            })
+            .unwrap();
+        let before = store.reads();
+        let has = store.desk_has_work(&desk).unwrap();
+        let read = store.reads() - before;
+        assert_eq!(has, taskkeeper_core::autolaunch::has_work(&open), "{when}");
+        assert_eq!(read.tasks_decoded, 0, "{when}");
+        read
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    with_desk(&store, "web");
+    agrees(&store, "no task");
+    let first = store
+        .submit(new_task("web", "a", "m1", "x"), T0)
+        .unwrap()
+        .task;
+    agrees(&store, "one working");
+    store.apply(&first.id, Event::Stall, T0).unwrap();
+    agrees(&store, "stalled");
+    let second = store
+        .submit(new_task("web", "a", "m2", "y"), T0)
+        .unwrap()
+        .task;
+    store
+        .apply(
+            &second.id,
+            Event::WorkerBlocked {
+                need: "which port?".into(),
+            },
+            T0,
+        )
+        .unwrap();
+    agrees(&store, "stalled and blocked");
+
+    let (_d3, shallow) = desk_with_queue(3);
+    let (_d90, deep) = desk_with_queue(90);
+    assert_eq!(agrees(&shallow, "depth 3"), agrees(&deep, "depth 90"));
+}
+
+/// The desks set to launch by themselves come from their index: the same steps however many
+/// other desks there are (the auto-launch loop asks on every change of any task).
+#[test]
+fn the_auto_launch_desks_are_read_without_the_other_desks() {
+    let with_desks = |others: usize| {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(&dir);
+        for i in 0..others {
+            with_desk(&store, &format!("d{i:03}"));
+        }
+        with_desk(&store, "web");
+        store
+            .set_auto_launch(&"web".parse().unwrap(), true)
+            .unwrap();
+        let before = store.reads();
+        let desks = store.auto_launch_desks().unwrap();
+        let read = store.reads() - before;
+        let names: Vec<String> = desks.iter().map(|d| d.name.to_string()).collect();
+        assert_eq!(names, ["web"]);
+        (dir, read)
+    };
+    let (_a, few) = with_desks(3);
+    let (_b, many) = with_desks(60);
+    assert_eq!(few, many);
 }

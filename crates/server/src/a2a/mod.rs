@@ -257,12 +257,7 @@ async fn check_desk(a2a: &A2a, name: String) -> Result<DeskName, RpcError> {
         .map_err(|e: taskkeeper_core::desk::InvalidDeskName| {
             RpcError::unsupported(e.to_string())
         })?;
-    let lookup = parsed.clone();
-    match a2a
-        .tasks
-        .blocking(move |s, _| s.desk(lookup.as_str()))
-        .await
-    {
+    match a2a.tasks.desk(parsed.as_str()).await {
         Ok(Some(_)) => Ok(parsed),
         Ok(None) => Err(RpcError::unsupported(format!(
             "no desk named {parsed}; the machine card at /.well-known/agent-card.json lists the desks"
@@ -411,7 +406,7 @@ async fn own_task(ctx: &Ctx, id: &str) -> Result<Task, RpcError> {
 /// How much of a task a reply shows: the history the asker asked for, else the most recent
 /// `limits.reply_history` messages, so a long task is not sent whole with every answer.
 async fn reply_shape(ctx: &Ctx, history_length: Option<u32>, include_artifacts: bool) -> Shape {
-    let limits = match ctx.a2a.tasks.blocking(|s, _| s.settings()).await {
+    let limits = match ctx.a2a.tasks.settings().await {
         Ok(s) => s.limits,
         Err(_) => taskkeeper_core::settings::Limits::default(),
     };
@@ -428,9 +423,5 @@ async fn reply_shape(ctx: &Ctx, history_length: Option<u32>, include_artifacts: 
 pub(crate) async fn settings_of(
     ctx: &Ctx,
 ) -> Result<taskkeeper_core::settings::Settings, RpcError> {
-    ctx.a2a
-        .tasks
-        .blocking(|s, _| s.settings())
-        .await
-        .map_err(RpcError::from_store)
+    ctx.a2a.tasks.settings().await.map_err(RpcError::from_store)
 }

@@ -461,11 +461,17 @@ impl Pusher {
                 in_flight.remove(&key);
             }
             let now = self.tasks.now();
-            let due = match self.tasks.blocking(move |s, _| s.push_due(now, PASS)).await {
-                Ok(d) => d,
+            // What is due and when the next is, in one trip to the blocking pool: this runs
+            // after every change of any task.
+            let (due, next) = match self
+                .tasks
+                .blocking(move |s, _| Ok((s.push_due(now, PASS)?, s.push_next_due()?)))
+                .await
+            {
+                Ok(read) => read,
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot read the push queue; trying again soon");
-                    Vec::new()
+                    (Vec::new(), None)
                 }
             };
             for d in due {
@@ -480,12 +486,6 @@ impl Pusher {
                     let _ = done.send(key);
                 });
             }
-            let next = self
-                .tasks
-                .blocking(|s, _| s.push_next_due())
-                .await
-                .ok()
-                .flatten();
             // Something due is in flight: its end wakes the loop, not a timer.
             let sleep = next.filter(|at| *at > now).map(|at| at.since(now).min(CAP));
             let timer = async {

@@ -12,7 +12,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use taskkeeper_core::autolaunch::{self, Attempts, Decision};
-use taskkeeper_core::store::{StateFilter, TaskFilter};
 use taskkeeper_core::{DeskName, Timestamp};
 use tokio::sync::{Notify, watch};
 
@@ -23,6 +22,8 @@ use crate::owner::OwnerService;
 pub(crate) struct AutoLaunches {
     attempts: Mutex<HashMap<DeskName, Attempts>>,
     wake: Notify,
+    /// Looks done so far: a test waits on it to know the loop has looked since it asked.
+    looks: std::sync::atomic::AtomicU64,
 }
 
 /// The longest the loop sleeps while a desk's launch is held (the wall clock may jump).
@@ -43,6 +44,10 @@ impl AutoLaunches {
         self.wake.notify_one();
     }
 
+    pub(crate) fn looks(&self) -> u64 {
+        self.looks.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     fn launched(&self, desk: &DeskName, now: Timestamp) {
         self.lock().entry(desk.clone()).or_default().launched(now);
     }
@@ -55,18 +60,22 @@ impl AutoLaunches {
 /// Look at every desk set to launch by itself, launch where due; returns the earliest time
 /// a held launch becomes due.
 pub(crate) async fn tick(owner: &OwnerService, now: Timestamp) -> Option<Timestamp> {
+    // This runs on every change of any task: it reads only the desks set to launch (from
+    // their index), and of each whether it has work (two index lookups) and its sessions,
+    // never the tasks.
     let read = owner
         .tasks()
         .blocking(|s, _| {
-            let desks: Vec<_> = s.desks()?.into_iter().filter(|d| d.auto_launch).collect();
-            let open = s.tasks(&TaskFilter {
-                state: StateFilter::Open,
-                ..Default::default()
-            })?;
-            Ok((desks, open, s.sessions(None)?))
+            let mut desks = Vec::new();
+            for desk in s.auto_launch_desks()? {
+                let work = s.desk_has_work(&desk.name)?;
+                let live = autolaunch::has_live_session(&s.sessions(Some(&desk.name))?);
+                desks.push((desk, work, live));
+            }
+            Ok(desks)
         })
         .await;
-    let (desks, open, sessions) = match read {
+    let desks = match read {
         Ok(r) => r,
         Err(e) => {
             tracing::warn!(error = %e, "auto-launch could not read the desks; trying again soon");
@@ -75,9 +84,7 @@ pub(crate) async fn tick(owner: &OwnerService, now: Timestamp) -> Option<Timesta
     };
     let launches = owner.auto_launches();
     let mut next: Option<Timestamp> = None;
-    for desk in desks {
-        let work = autolaunch::has_work(open.iter().filter(|t| t.desk == desk.name));
-        let live = autolaunch::has_live_session(sessions.iter().filter(|s| s.desk == desk.name));
+    for (desk, work, live) in desks {
         match autolaunch::decide(true, work, live, launches.attempts(&desk.name), now) {
             Decision::Nothing | Decision::GaveUp => {}
             Decision::WaitUntil(at) => next = Some(next.map_or(at, |n| n.min(at))),
@@ -105,6 +112,9 @@ pub(crate) async fn run(owner: OwnerService, mut stop: watch::Receiver<bool>) {
     loop {
         let now = owner.tasks().now();
         let next = tick(&owner, now).await;
+        launches
+            .looks
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let sleep = next.map(|due| due.since(owner.tasks().now()).clamp(Duration::ZERO, CAP));
         let changed = async {
             tokio::select! {

@@ -313,3 +313,41 @@ fn a_desk_with_work_and_no_session_launches_one_by_itself_behind_its_guard() {
         (starts(&log) == 8).then_some(())
     });
 }
+
+/// The auto-launch loop looks again on every change of any task. It reads, of each desk set
+/// to launch, whether it has work (from the store's indexes) and its sessions: never the
+/// store's open tasks, which it used to decode all of on every look (issue 13).
+#[test]
+fn the_auto_launch_loop_reads_no_task_however_deep_the_queues() {
+    let d = TestDaemon::start();
+    d.with_desk("web");
+    d.with_desk("auto");
+    let (status, auto) = d.call(
+        "PATCH",
+        "/api/desks/auto",
+        Some(&json!({"autoLaunch": true})),
+    );
+    assert_eq!(status, 200, "{auto}");
+    let queued = 100;
+    for i in 0..queued {
+        d.add_task("web", &format!("task {i}"));
+    }
+    let looks = d.daemon().auto_launch_looks();
+    let before = d.daemon().store().reads();
+    d.daemon().wake_auto_launch();
+    until("the loop looked", || {
+        (d.daemon().auto_launch_looks() > looks).then_some(())
+    });
+    let read = d.daemon().store().reads() - before;
+    // The look itself decodes none; what the other loops still read of the last submits
+    // (the watchdog's desk: its working task, its earliest) is a few.
+    assert!(
+        read.tasks_decoded < queued / 2,
+        "a look decoded the queue: {read:?}"
+    );
+    assert_eq!(
+        desk(&d, "auto")["needsSession"],
+        false,
+        "no work, no launch"
+    );
+}
