@@ -29,6 +29,7 @@
 //! | `get_autostart` | | `bool` | (the app only) |
 //! | `set_autostart` | `enabled` | `bool` | (the app only) |
 //! | `ui_rendered` | `count` | | (the app's end-to-end test; the first one from a new page lets a held navigation go) |
+//! | `ui_first_frame` | | | (the page's first frame is on screen: the app logs how long after the open it came) |
 //!
 //! Commands live in this module rather than at the crate root because `#[tauri::command]` on a
 //! `pub fn` in `lib.rs` collides with the macro's own glue (E0255, docs/tauri.md §11).
@@ -282,6 +283,13 @@ pub fn ui_rendered<R: Runtime>(app: tauri::AppHandle<R>, count: u32) {
     crate::window::page_rendered(&app);
 }
 
+/// The page's first frame is on screen (its first animation frame, and the paint after it): the
+/// app logs the time since the window was asked for, by its own monotonic clock.
+#[tauri::command]
+pub fn ui_first_frame<R: Runtime>(app: tauri::AppHandle<R>) {
+    crate::window::first_frame(&app);
+}
+
 /// The invoke handler for every command above, for any runtime (the real one and the mock).
 pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'static {
     tauri::generate_handler![
@@ -311,5 +319,6 @@ pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'stat
         get_autostart,
         set_autostart,
         ui_rendered,
+        ui_first_frame,
     ]
 }

@@ -11,6 +11,9 @@
 //! * [`notifications`] — the daemon's notifier: one thread, never blocking the watchdog; the
 //!   notifications' actions.
 //! * [`shortcut`] — the global shortcut (`app.shortcut`) that shows and hides the window.
+//! * `webkit` (Linux) — ending WebKit's network process once no webview is left.
+//! * `light` (Linux) — the environment GTK and WebKit are started with, so that the app
+//!   hidden in the tray does not carry an OpenGL driver.
 //!
 //! Start-up order matters: the single-instance plugin runs first (inside `Builder::build`), so
 //! a second launch hands over before it opens the database or the port; then the daemon starts;
@@ -21,9 +24,13 @@
 
 pub mod commands;
 pub mod events;
+#[cfg(all(unix, not(target_os = "macos")))]
+mod light;
 pub mod notifications;
 pub mod shortcut;
 pub mod tray;
+#[cfg(all(unix, not(target_os = "macos")))]
+pub mod webkit;
 pub mod window;
 
 use std::process::ExitCode;
@@ -106,6 +113,12 @@ impl Flags {
 /// a session bus on Linux) shows the first one's window and exits 0.
 pub fn main() -> ExitCode {
     let launched = Instant::now();
+    #[cfg(all(unix, not(target_os = "macos")))]
+    if let Some(error) = light::restart_lighter() {
+        eprintln!(
+            "taskkeeper-app: could not restart with a lighter GTK and WebKit ({error}); going on as it is"
+        );
+    }
     // Before anything opens the data directory: `--version` changes nothing.
     let (flags, ignored) = match Flags::parse(std::env::args().skip(1)) {
         Start::Run { flags, ignored } => (flags, ignored),

@@ -249,13 +249,38 @@ fn log_count(log: &Path, needle: &str) -> usize {
 
 /// The app's processes whose command is WebKit's web process.
 fn web_processes(pgid: i32) -> usize {
+    webkit_processes(pgid, "WebKitWebProces")
+}
+
+/// The app's processes whose command (as the kernel shortens it, 15 bytes) is `comm`.
+fn webkit_processes(pgid: i32, comm: &str) -> usize {
     crate::harness::processes_in_group(pgid)
         .iter()
         .filter(|pid| {
-            fs::read_to_string(format!("/proc/{pid}/comm"))
-                .is_ok_and(|c| c.trim() == "WebKitWebProces")
+            fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == comm)
         })
         .count()
+}
+
+/// The app's processes running WebKit's network process.
+fn network_processes(pgid: i32) -> usize {
+    webkit_processes(pgid, "WebKitNetworkPr")
+}
+
+/// The shared libraries mapped into `pid` whose file name has one of `needles`.
+fn mapped_libraries(pid: i32, needles: &[&str]) -> Vec<String> {
+    let maps = fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+    let mut found: Vec<String> = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .filter(|path| {
+            let name = path.rsplit('/').next().unwrap_or(path);
+            needles.iter().any(|n| name.contains(n))
+        })
+        .map(str::to_owned)
+        .collect();
+    found.dedup();
+    found
 }
 
 /// The first `Notify` call with this summary, waiting for it.
@@ -337,8 +362,21 @@ fn the_tray_item_opens_the_window_and_each_notification_acts_through_the_owner_s
         host.tooltip(&item),
         ("Taskkeeper".into(), "nothing open".into())
     );
-    // Hidden from the start: no webview, no web process.
+    // Hidden from the start: no webview, no web process, and no OpenGL driver in the app
+    // (GTK started without its OpenGL probe: light.rs).
     assert_eq!(web_processes(pgid), 0, "a web process while hidden");
+    let environ = fs::read(format!("/proc/{pgid}/environ")).unwrap_or_default();
+    assert!(
+        environ.split(|b| *b == 0).any(|v| v == b"GDK_GL=disable"),
+        "the app did not restart with GTK's OpenGL off"
+    );
+    // (libEGL and libGLX themselves are linked by WebKit: only glvnd's dispatchers, small;
+    // the driver behind them is what a probe loads.)
+    let drivers = mapped_libraries(pgid, &["_mesa", "_dri.so", "libLLVM"]);
+    assert!(
+        drivers.is_empty(),
+        "OpenGL loaded while hidden: {drivers:?}"
+    );
 
     // A left click opens the window, a second hides it; a little later the webview goes.
     host.activate(&item);
@@ -357,10 +395,24 @@ fn the_tray_item_opens_the_window_and_each_notification_acts_through_the_owner_s
         (web_processes(pgid) == 0).then_some(())
     })
     .unwrap_or_else(|why| panic!("{why}:\n{}", app.diagnostics()));
+    // WebKit's network process goes too (webkit.rs), and comes back with the next webview.
+    app.wait_for_log("WebKit's network process ended", Duration::from_secs(20));
+    wait_for("the network process to go", Duration::from_secs(20), || {
+        (network_processes(pgid) == 0).then_some(())
+    })
+    .unwrap_or_else(|why| panic!("{why}:\n{}", app.diagnostics()));
     // The menu is on the item too (a panel's right button): its first entry opens the window.
     assert_eq!(host.click_menu(&item, "Open"), "Open — nothing open");
     app.wait("the window shown again", Duration::from_secs(30), || {
         log_count(&log, "window shown") == 2
+    });
+    // The new page draws and talks to the app as the first did: its first frame is reported
+    // with the time since the menu item, and its list is rendered again.
+    app.wait("the second first frame", Duration::from_secs(60), || {
+        log_count(&log, "ms after the open") == 2
+    });
+    app.wait("the list rendered again", Duration::from_secs(60), || {
+        log_count(&log, "ui rendered 0 open tasks") == 2
     });
     host.activate(&item);
     app.wait("the window hidden again", Duration::from_secs(10), || {
@@ -584,12 +636,14 @@ fn bench_the_hidden_weight_and_the_open_from_the_tray_menu() {
         took
     };
     let hide = |app: &mut RunningApp, gone: bool| {
-        let destroyed = log_count(&log, "webview destroyed");
+        let destroyed = log_count(&log, "network process ended");
         host.activate(&item);
         app.wait("the window hidden", Duration::from_secs(10), || !painted());
         if gone {
             app.wait("the webview destroyed", Duration::from_secs(30), || {
-                log_count(&log, "webview destroyed") > destroyed && web_processes(pgid) == 0
+                log_count(&log, "network process ended") > destroyed
+                    && web_processes(pgid) == 0
+                    && network_processes(pgid) == 0
             });
         }
     };
@@ -639,6 +693,15 @@ fn bench_the_hidden_weight_and_the_open_from_the_tray_menu() {
             in_app.push(Duration::from_secs_f64(end - start));
         }
     }
+    // The app's own monotonic clock: from the open to the page's first frame on screen.
+    let mut first_frames: Vec<Duration> = text
+        .lines()
+        .filter_map(|l| {
+            let (before, _) = l.split_once(" ms after the open")?;
+            before.rsplit(' ').next()?.parse().ok()
+        })
+        .map(Duration::from_millis)
+        .collect();
     let ms = |d: &Duration| d.as_secs_f64() * 1000.0;
     let summary = |v: &mut Vec<Duration>| {
         v.sort();
@@ -662,6 +725,11 @@ fn bench_the_hidden_weight_and_the_open_from_the_tray_menu() {
         "| the app's log: `tray menu` to the page's first render report (every cold open, {}) | {} |",
         in_app.len(),
         summary(&mut in_app)
+    );
+    println!(
+        "| the app's clock: the open to the page's first frame (`ui_first_frame`, every cold open, {}) | {} |",
+        first_frames.len(),
+        summary(&mut first_frames)
     );
     println!(
         "\n| {} s sample | RSS, all processes | PSS, all processes | processes |\n|---|---|---|---|",

@@ -6,4 +6,14 @@ import { browserEnv, createDataSource } from './data';
 import './style.css';
 
 const root = document.getElementById('app');
-if (root) render(<App data={createDataSource(browserEnv())} />, root);
+if (root) {
+  const data = createDataSource(browserEnv());
+  render(<App data={data} />, root);
+  // The first animation frame comes before the first paint; the task queued from it runs
+  // after that paint, so the app hears of a frame that is on screen.
+  requestAnimationFrame(() => {
+    setTimeout(() => {
+      data.reportFirstFrame().catch((err: unknown) => console.warn('ui_first_frame failed', err));
+    }, 0);
+  });
+}

@@ -14,7 +14,6 @@
 //! Every reminder, stall and expiry is recorded in the store before it is delivered, with
 //! the session's message number, so a restart resumes exactly and never repeats a message.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -65,42 +64,37 @@ pub struct Pass {
     pub wakes: u64,
     /// Desks with a due time after the last pass (the scheduler's state).
     pub scheduled: usize,
+    /// The most desks the last pass held at once (at most [`BATCH`]).
+    pub largest_read: usize,
+    /// Open tasks the last pass read (a desk's queue is not read, only what the plan needs).
+    pub tasks: usize,
+}
+
+/// What one pass did.
+#[derive(Debug, Clone, Copy, Default)]
+struct Done {
+    /// Desks it read and planned.
+    desks: usize,
+    largest_read: usize,
+    tasks: usize,
+    /// Whether it did anything.
+    acted: bool,
 }
 
 /// One desk as a pass reads it from the store: its sessions (newest first) and open tasks.
 type DeskState = (DeskName, Vec<Session>, Vec<Task>);
 
-/// Read what `look` names: every desk, or the desks named and those of the sessions named.
-/// One desk is read without its queue: its working and blocked tasks, and of its queued
-/// tasks those that expire by `now` and the earliest, which is all the plan looks at.
-fn read_desks(
-    s: &taskkeeper_core::Store,
-    look: Look,
-    created_by: Timestamp,
-) -> Result<Vec<DeskState>, StoreError> {
-    let open = |desk: Option<DeskName>| TaskFilter {
-        state: StateFilter::Open,
-        desk,
-        ..Default::default()
-    };
+/// How many desks a pass reads and plans at a time. A full pass walks every desk in use in
+/// batches of this many, so what it holds is one batch's sessions and tasks, never the whole
+/// store's (issue 13: reading 10,000 desks at once grew the process by 43 MiB, which the
+/// allocator kept after the read was dropped).
+pub const BATCH: usize = 64;
+
+/// The desks `look` names: every desk with a session or an open task, or the desks named and
+/// those of the sessions named.
+fn desks_to_read(s: &taskkeeper_core::Store, look: Look) -> Result<Vec<DeskName>, StoreError> {
     match look {
-        Look::All => {
-            let mut by_desk: HashMap<DeskName, (Vec<Session>, Vec<Task>)> = HashMap::new();
-            for session in s.sessions(None)? {
-                by_desk
-                    .entry(session.desk.clone())
-                    .or_default()
-                    .0
-                    .push(session);
-            }
-            for t in s.tasks(&open(None))? {
-                by_desk.entry(t.desk.clone()).or_default().1.push(t);
-            }
-            Ok(by_desk
-                .into_iter()
-                .map(|(desk, (sessions, tasks))| (desk, sessions, tasks))
-                .collect())
-        }
+        Look::All => s.desks_in_use(),
         Look::Some { desks, sessions } => {
             let mut names = desks;
             for id in &sessions {
@@ -108,25 +102,36 @@ fn read_desks(
                     names.insert(session.desk);
                 }
             }
-            names
-                .into_iter()
-                .map(|desk| {
-                    let sessions = s.sessions(Some(&desk))?;
-                    let mut tasks = s.tasks(&TaskFilter {
-                        state: StateFilter::Unqueued,
-                        desk: Some(desk.clone()),
-                        ..Default::default()
-                    })?;
-                    for t in s.expiring_tasks(&desk, created_by)? {
-                        if !tasks.iter().any(|held| held.id == t.id) {
-                            tasks.push(t);
-                        }
-                    }
-                    Ok((desk, sessions, tasks))
-                })
-                .collect()
+            Ok(names.into_iter().collect())
         }
     }
+}
+
+/// Read these desks. A desk is read without its queue: its working and blocked tasks, and of
+/// its queued tasks those that expire by `now` and the earliest, which is all the plan looks
+/// at.
+fn read_desks(
+    s: &taskkeeper_core::Store,
+    names: Vec<DeskName>,
+    created_by: Timestamp,
+) -> Result<Vec<DeskState>, StoreError> {
+    names
+        .into_iter()
+        .map(|desk| {
+            let sessions = s.sessions(Some(&desk))?;
+            let mut tasks = s.tasks(&TaskFilter {
+                state: StateFilter::Unqueued,
+                desk: Some(desk.clone()),
+                ..Default::default()
+            })?;
+            for t in s.expiring_tasks(&desk, created_by)? {
+                if !tasks.iter().any(|held| held.id == t.id) {
+                    tasks.push(t);
+                }
+            }
+            Ok((desk, sessions, tasks))
+        })
+        .collect()
 }
 
 impl Watchdog {
@@ -154,51 +159,56 @@ impl Watchdog {
     /// Returns the next due time and whether anything was done.
     pub async fn tick(&self, now: Timestamp) -> Result<(Option<Timestamp>, bool), StoreError> {
         let mut schedule = Schedule::default();
-        let (_, acted) = self.pass(now, Look::All, &mut schedule).await?;
-        Ok((schedule.next(), acted))
+        let done = self.pass(now, Look::All, &mut schedule).await?;
+        Ok((schedule.next(), done.acted))
     }
 
     /// Read and plan the desks `look` names at `now`, carry out what is due, and set their
-    /// due times in `schedule` (all of it, for [`Look::All`]). Returns how many desks it
-    /// planned and whether it did anything.
+    /// due times in `schedule` (all of it, for [`Look::All`]), [`BATCH`] desks at a time.
     async fn pass(
         &self,
         now: Timestamp,
         look: Look,
         schedule: &mut Schedule,
-    ) -> Result<(usize, bool), StoreError> {
+    ) -> Result<Done, StoreError> {
         let full = matches!(look, Look::All);
-        let (settings, desks) = self
+        let (settings, names) = self
             .tasks
-            .blocking(move |s, _| {
-                let settings = s.settings()?;
-                let created_by = watchdog::expired_if_created_by(now, &settings);
-                let desks = read_desks(s, look, created_by)?;
-                Ok((settings, desks))
-            })
+            .blocking(move |s, _| Ok((s.settings()?, desks_to_read(s, look)?)))
             .await?;
         if full {
             schedule.clear();
         }
-        let planned = desks.len();
-        let mut acted = false;
-        for (desk, sessions, open) in desks {
-            // The sessions that may hold tasks: the holder of each desk.
-            let holders = taskkeeper_core::session::holders(&sessions);
-            let open_refs: Vec<&Task> = open.iter().collect();
-            let pairs: Vec<(&Session, Vec<&Task>)> =
-                holders.iter().map(|s| (*s, open_refs.clone())).collect();
-            let plan = watchdog::plan(
-                now,
-                &settings,
-                settings.reminders_paused,
-                &pairs,
-                &open_refs,
-            );
-            schedule.set(desk, plan.next_due);
-            acted |= self.carry_out(now, &plan, &holders).await?;
+        let created_by = watchdog::expired_if_created_by(now, &settings);
+        let mut done = Done {
+            desks: names.len(),
+            ..Done::default()
+        };
+        for batch in names.chunks(BATCH) {
+            let batch = batch.to_vec();
+            let desks = self
+                .tasks
+                .blocking(move |s, _| read_desks(s, batch, created_by))
+                .await?;
+            done.largest_read = done.largest_read.max(desks.len());
+            for (desk, sessions, open) in desks {
+                done.tasks += open.len();
+                let holders = taskkeeper_core::session::holders(&sessions);
+                let open_refs: Vec<&Task> = open.iter().collect();
+                let pairs: Vec<(&Session, Vec<&Task>)> =
+                    holders.iter().map(|s| (*s, open_refs.clone())).collect();
+                let plan = watchdog::plan(
+                    now,
+                    &settings,
+                    settings.reminders_paused,
+                    &pairs,
+                    &open_refs,
+                );
+                schedule.set(desk, plan.next_due);
+                done.acted |= self.carry_out(now, &plan, &holders).await?;
+            }
         }
-        Ok((planned, acted))
+        Ok(done)
     }
 
     /// Do what `plan` says; whether anything was done. What it changes comes back through
@@ -362,7 +372,7 @@ impl Watchdog {
                     look = Look::All;
                     retry = Some(now.plus(CAP));
                     pass.clock_back = true;
-                    self.publish(&mut pass, now, 0, false, &schedule);
+                    self.publish(&mut pass, now, Done::default(), false, &schedule);
                     pass.clock_back = false;
                     continue;
                 }
@@ -382,15 +392,15 @@ impl Watchdog {
                 look.add(Ok(Change::Desk(desk)));
             }
             if look.is_empty() {
-                self.publish(&mut pass, now, 0, false, &schedule);
+                self.publish(&mut pass, now, Done::default(), false, &schedule);
                 continue;
             }
             let full = matches!(look, Look::All);
             let planning = std::mem::take(&mut look);
             match self.pass(now, planning, &mut schedule).await {
-                Ok((desks, _)) => {
+                Ok(done) => {
                     retry = None;
-                    self.publish(&mut pass, now, desks, full, &schedule);
+                    self.publish(&mut pass, now, done, full, &schedule);
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "the watchdog could not plan; trying again soon");
@@ -401,17 +411,12 @@ impl Watchdog {
         }
     }
 
-    fn publish(
-        &self,
-        pass: &mut Pass,
-        at: Timestamp,
-        desks: usize,
-        full: bool,
-        schedule: &Schedule,
-    ) {
+    fn publish(&self, pass: &mut Pass, at: Timestamp, done: Done, full: bool, schedule: &Schedule) {
         pass.number += 1;
         pass.at = Some(at);
-        pass.desks = desks;
+        pass.desks = done.desks;
+        pass.largest_read = done.largest_read;
+        pass.tasks = done.tasks;
         pass.full = full;
         pass.scheduled = schedule.len();
         if full || pass.clock_back {

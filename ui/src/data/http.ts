@@ -114,6 +114,7 @@ export function httpSource(env: Env, signedIn: Promise<SignIn>): DataSource {
     setAutostart: () => Promise.reject(new DataError('unsupported', 'Autostart is a setting of the tray app.')),
     subscribe: (listener) => followEvents(env, signedIn, listener),
     reportRendered: async () => {},
+    reportFirstFrame: async () => {},
   };
 }
 

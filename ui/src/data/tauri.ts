@@ -116,6 +116,9 @@ export function tauriSource(env: Env): DataSource {
     reportRendered: async (count) => {
       await call('ui_rendered', { count });
     },
+    reportFirstFrame: async () => {
+      await call('ui_first_frame');
+    },
   };
 }
 

@@ -647,6 +647,25 @@ impl Store {
         })
     }
 
+    /// The names of the desks that have a session or an open task, in name order (from the
+    /// sessions' and open tasks' desk indexes): what a full watchdog pass walks, a few desks at
+    /// a time, without loading every session and task at once.
+    pub fn desks_in_use(&self) -> Result<Vec<DeskName>, StoreError> {
+        self.read(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT desk FROM sessions UNION SELECT desk FROM tasks WHERE ended_at IS NULL \
+                 ORDER BY 1",
+            )?;
+            let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+            rows.map(|name| {
+                name?
+                    .parse()
+                    .map_err(|e: crate::desk::InvalidDeskName| StoreError::Decode(e.to_string()))
+            })
+            .collect()
+        })
+    }
+
     /// Desk `name`, from memory once read (see [`DeskCache`]).
     pub fn desk(&self, name: &str) -> Result<Option<Desk>, StoreError> {
         let generation = {
