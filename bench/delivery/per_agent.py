@@ -44,7 +44,7 @@ claude-tmux    a fresh TUI whose inbox socket is removed (as the paste test does
 A task a turn's end does not take is a MISS line (with what the daemon holds of it), not a
 stop of the bench. BENCH_KEEP_LOGS=DIR keeps each daemon's log there.
 
-Not here yet (the ways in are not on main): the headless Codex session (`codex app-server`,
+Not measured yet: the headless Codex session (`codex app-server`,
 see `codex_app_server`) and the headless Gemini session (`gemini --acp`, `gemini_acp`). The
 inbox socket and the Codex/Gemini TUI pastes are named in `not_measured` with the reason.
 
@@ -643,25 +643,26 @@ def cli_stop(kind: str, runs: int) -> tuple[list[float], list[float]]:
 
 
 def codex_app_server(runs: int):
-    """NOT YET: the headless Codex session (`codex app-server`, driven by JSON-RPC `turn/start`)
-    is being built on another branch and is not on main. When it lands: launch it at a desk,
+    """NOT YET: the headless Codex session (`codex app-server`, driven by JSON-RPC `turn/start`,
+    `crates/server/src/agents/codex/app_server.rs`) is not measured here yet: launch it at a desk,
     give it tasks as claude's stdin bench does (measure.bench_stdin), and beside it a reference
     writing `turn/start` to an app-server this script starts itself."""
-    raise NotImplementedError("codex app-server headless sessions are not on main yet")
+    raise NotImplementedError("codex app-server headless sessions are not measured yet")
 
 
 def gemini_acp(runs: int):
-    """NOT YET: the headless Gemini session (`gemini --acp`, `session/prompt`) is being built on
-    another branch and is not on main; the reference is `session/prompt` written directly."""
-    raise NotImplementedError("gemini --acp headless sessions are not on main yet")
+    """NOT YET: the headless Gemini session (`gemini --acp`, `session/prompt`,
+    `crates/server/src/agents/gemini/acp.rs`) is not measured here yet; the reference is
+    `session/prompt` written directly."""
+    raise NotImplementedError("gemini --acp headless sessions are not measured yet")
 
 
 NOT_MEASURED = {
     "claude-stdin": "in bench/delivery/measure.py (the stdin of a launched session)",
     "codex-tmux": "not measured yet (the Codex TUI in tmux)",
     "gemini-tmux": "not measured yet (the Gemini TUI in tmux)",
-    "codex-headless": "not on main: codex_app_server",
-    "gemini-headless": "not on main: gemini_acp",
+    "codex-headless": "not measured yet: codex_app_server",
+    "gemini-headless": "not measured yet: gemini_acp",
 }
 
 WAYS = {

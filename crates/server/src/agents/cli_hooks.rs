@@ -211,17 +211,7 @@ async fn handle(
             None
         }
         Happening::Ended => {
-            sessions.edge(id, Edge::Ended).await?;
-            let open = sessions.desk_tasks(&desk).await?.len();
-            if open > 0 {
-                sessions
-                    .notifier()
-                    .notice(crate::notify::Notice::SessionEnded {
-                        session: id.to_string(),
-                        desk: desk.to_string(),
-                        open_tasks: open,
-                    });
-            }
+            sessions.end(id, true).await?;
             None
         }
         Happening::Nothing => None,

@@ -214,12 +214,28 @@ impl Sessions {
         // Its own process group: stopping it stops the commands it started.
         #[cfg(unix)]
         command.process_group(0);
-        let mut child = command.spawn().map_err(|source| LaunchError::SpawnAgent {
+        let child = command.spawn().map_err(|source| LaunchError::SpawnAgent {
             program: spawn.program.clone(),
             agent: spawn.agent_name,
             env: spawn.program_env,
             source,
         })?;
+        self.start_launched(id, &desk, child, adapter, None, spawn.agent_name)
+            .await
+    }
+
+    /// Record a session just spawned (headless, its pid) and run it through its protocol. A
+    /// launch whose session cannot be recorded leaves nothing behind: not the process, not
+    /// `cleanup` (the file holding its MCP configuration, with the token).
+    pub(crate) async fn start_launched(
+        &self,
+        id: SessionId,
+        desk: &Desk,
+        mut child: tokio::process::Child,
+        adapter: Box<dyn Headless>,
+        cleanup: Option<PathBuf>,
+        agent: &'static str,
+    ) -> Result<Session, LaunchError> {
         let pid = child.id();
         let mut session = Session::new(
             id.clone(),
@@ -242,6 +258,9 @@ impl Sessions {
             Err(e) => {
                 headless::kill_group(pid, headless::Signal::SIGKILL);
                 let _ = child.start_kill();
+                if let Some(file) = &cleanup {
+                    let _ = std::fs::remove_file(file);
+                }
                 return Err(e.into());
             }
         };
@@ -250,10 +269,10 @@ impl Sessions {
             desk.name.clone(),
             child,
             adapter,
-            None,
-            spawn.agent_name,
+            cleanup,
+            agent,
         );
-        tracing::info!(session = %id, desk = %desk.name, pid, agent = spawn.agent_name, "launched a headless session");
+        tracing::info!(session = %id, desk = %desk.name, pid, agent, "launched a headless session");
         self.session_changed(&id);
         Ok(session)
     }

@@ -189,6 +189,24 @@ impl Sessions {
         Ok(session)
     }
 
+    /// The session ended, as its agent says: `Edge::Ended` folded in, and the owner told when
+    /// its desk still has open tasks (nobody works on them now) unless `tell_owner` is false
+    /// (Claude Code's `/clear`, where the same desk goes on in a new session).
+    pub async fn end(&self, id: &SessionId, tell_owner: bool) -> Result<Session, StoreError> {
+        let session = self.edge(id, Edge::Ended).await?;
+        if tell_owner {
+            let open = self.desk_tasks(&session.desk).await?.len();
+            if open > 0 {
+                self.notifier().notice(crate::notify::Notice::SessionEnded {
+                    session: id.to_string(),
+                    desk: session.desk.to_string(),
+                    open_tasks: open,
+                });
+            }
+        }
+        Ok(session)
+    }
+
     /// Fold an edge into a session and store it.
     pub async fn edge(&self, id: &SessionId, edge: Edge) -> Result<Session, StoreError> {
         self.edges(id, vec![edge]).await

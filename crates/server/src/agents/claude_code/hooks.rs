@@ -342,21 +342,9 @@ async fn handle(
             String::new()
         }
         "SessionEnd" => {
-            sessions.edge(id, Edge::Ended).await?;
             let reason = b.get("reason").and_then(Value::as_str).unwrap_or("");
             // After /clear the same desk goes on in a new session: nothing to tell.
-            if reason != "clear" {
-                let open = sessions.desk_tasks(&desk).await?.len();
-                if open > 0 {
-                    sessions
-                        .notifier()
-                        .notice(crate::notify::Notice::SessionEnded {
-                            session: id.to_string(),
-                            desk: desk.to_string(),
-                            open_tasks: open,
-                        });
-                }
-            }
+            sessions.end(id, reason != "clear").await?;
             String::new()
         }
         // Subagents run beside the main turn; they change nothing the watchdog asks.

@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use taskkeeper_core::delivery;
-use taskkeeper_core::session::{Edge, Reach, Session, SessionId};
+use taskkeeper_core::session::{Edge, Session, SessionId};
 use taskkeeper_core::{AgentKind, StoreError};
 use tokio::sync::{Notify, mpsc};
 
@@ -300,53 +300,22 @@ impl Sessions {
         // Its own process group: stopping it stops the background commands it started.
         #[cfg(unix)]
         command.process_group(0);
-        let mut child = command.spawn().map_err(|source| {
+        let child = command.spawn().map_err(|source| {
             let _ = std::fs::remove_file(&mcp);
             LaunchError::Spawn {
                 program: config.program.clone(),
                 source,
             }
         })?;
-        let pid = child.id();
-        let mut session = Session::new(
-            id.clone(),
-            desk.name.clone(),
-            AgentKind::ClaudeCode,
-            desk.dir.clone(),
-            self.tasks().now(),
-        );
-        session.reach = Reach {
-            pid,
-            headless: true,
-            ..Reach::default()
-        };
-        let session = match self
-            .tasks()
-            .blocking(move |s, _| s.put_session(session))
-            .await
-        {
-            Ok(s) => s,
-            Err(e) => {
-                // Nothing may be left of a launch that did not happen: not the process,
-                // not the file holding the token.
-                kill_group(pid, Signal::SIGKILL);
-                let _ = child.start_kill();
-                let _ = std::fs::remove_file(&mcp);
-                return Err(e.into());
-            }
-        };
-
-        self.run_launched(
-            id.clone(),
-            desk.name.clone(),
+        self.start_launched(
+            id,
+            &desk,
             child,
             Box::new(StreamJson::default()),
             Some(mcp),
             "Claude Code",
-        );
-        tracing::info!(session = %id, desk = %desk.name, pid, "launched a headless Claude Code session");
-        self.session_changed(&id);
-        Ok(session)
+        )
+        .await
     }
 
     /// Stop a session this daemon launched: its stdin closes (it finishes the message it is on
