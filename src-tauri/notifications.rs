@@ -209,6 +209,9 @@ type OnClick = Box<dyn Fn(&Click) + Send + Sync>;
 struct Link {
     owner: OnceLock<OwnerService>,
     on_click: OnceLock<OnClick>,
+    /// Notices the thread has dealt with (shown, coalesced or left out by the settings):
+    /// what a test waits for instead of sleeping.
+    handled: std::sync::atomic::AtomicU64,
 }
 
 /// The app's [`Notifier`]: see the module docs.
@@ -262,6 +265,11 @@ impl DesktopNotifier {
     pub fn subscribe(&self) -> broadcast::Receiver<Notice> {
         self.page.subscribe()
     }
+
+    /// How many notices the notifier thread has dealt with so far, shown or not.
+    pub fn handled(&self) -> u64 {
+        self.link.handled.load(std::sync::atomic::Ordering::SeqCst)
+    }
 }
 
 impl Notifier for DesktopNotifier {
@@ -288,39 +296,47 @@ fn run(notices: Receiver<Notice>, mut desktop: impl Desktop, clicks: &Clicks, li
     while let Ok(first) = notices.recv() {
         let mut batch = vec![first];
         batch.extend(notices.try_iter());
-        if batch.len() > 1 {
-            tracing::debug!(
-                notices = batch.len(),
-                "coalescing notices into one notification"
-            );
-        }
-        let shown = Shown::read(link);
-        if !shown.enabled {
-            tracing::info!("desktop notifications are off (notifications.enabled); not shown");
-            continue;
-        }
-        let before = batch.len();
-        batch.retain(|n| n.kind().is_none_or(|k| shown.kinds.contains(&k)));
-        if batch.is_empty() {
-            tracing::info!(
-                notices = before,
-                "these kinds of notification are off; not shown"
-            );
-            continue;
-        }
-        let note = render(&batch);
-        match desktop.show(&note, clicks) {
-            Ok(()) => tracing::info!(summary = %note.summary, "desktop notification shown"),
-            Err(Undelivered::NoService(why)) => tracing::warn!(
-                "no desktop notification service ({why}); the tray icon shows it instead: {}",
-                note.summary
-            ),
-            Err(Undelivered::Failed(why)) => {
-                tracing::warn!("desktop notification failed ({why}): {}", note.summary);
-            }
-        }
+        let count = batch.len() as u64;
+        deliver(batch, &mut desktop, clicks, link);
+        link.handled
+            .fetch_add(count, std::sync::atomic::Ordering::SeqCst);
     }
     tracing::debug!("notifier thread stopped");
+}
+
+/// One batch of notices: as one notification, unless the settings leave them out.
+fn deliver(mut batch: Vec<Notice>, desktop: &mut impl Desktop, clicks: &Clicks, link: &Link) {
+    if batch.len() > 1 {
+        tracing::debug!(
+            notices = batch.len(),
+            "coalescing notices into one notification"
+        );
+    }
+    let shown = Shown::read(link);
+    if !shown.enabled {
+        tracing::info!("desktop notifications are off (notifications.enabled); not shown");
+        return;
+    }
+    let before = batch.len();
+    batch.retain(|n| n.kind().is_none_or(|k| shown.kinds.contains(&k)));
+    if batch.is_empty() {
+        tracing::info!(
+            notices = before,
+            "these kinds of notification are off; not shown"
+        );
+        return;
+    }
+    let note = render(&batch);
+    match desktop.show(&note, clicks) {
+        Ok(()) => tracing::info!(summary = %note.summary, "desktop notification shown"),
+        Err(Undelivered::NoService(why)) => tracing::warn!(
+            "no desktop notification service ({why}); the tray icon shows it instead: {}",
+            note.summary
+        ),
+        Err(Undelivered::Failed(why)) => {
+            tracing::warn!("desktop notification failed ({why}): {}", note.summary);
+        }
+    }
 }
 
 /// Which notifications the settings let through.
