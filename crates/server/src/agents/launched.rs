@@ -555,3 +555,11 @@ pub(crate) fn rpc(message: &Value) -> Rpc<'_> {
 pub(crate) fn joined(texts: &[String]) -> String {
     texts.join("\n\n")
 }
+
+/// The agent binary a launch runs: the path in `var` (e.g. `TASKKEEPER_CODEX`) when it is set
+/// and not empty, else `default` on the PATH.
+pub(crate) fn program_from_env(var: &str, default: &str) -> PathBuf {
+    std::env::var_os(var)
+        .filter(|p| !p.is_empty())
+        .map_or_else(|| PathBuf::from(default), PathBuf::from)
+}

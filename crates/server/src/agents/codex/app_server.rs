@@ -23,20 +23,21 @@ use crate::agents::launched::{
 /// The name of Taskkeeper's MCP server in the session's configuration.
 const MCP_NAME: &str = "taskkeeper";
 
+/// The variable naming the Codex binary a launch runs.
+const PROGRAM_ENV: &str = "TASKKEEPER_CODEX";
+
 pub(crate) fn spawn(program: &std::path::Path) -> Spawn {
     Spawn {
         program: program.to_owned(),
         args: vec!["app-server".to_owned()],
-        program_env: "TASKKEEPER_CODEX",
+        program_env: PROGRAM_ENV,
         agent_name: "Codex CLI",
     }
 }
 
 /// `TASKKEEPER_CODEX`, else `codex` on the PATH.
 pub fn program_from_env() -> PathBuf {
-    std::env::var_os("TASKKEEPER_CODEX")
-        .filter(|p| !p.is_empty())
-        .map_or_else(|| PathBuf::from("codex"), PathBuf::from)
+    crate::agents::launched::program_from_env(PROGRAM_ENV, "codex")
 }
 
 /// Where the handshake is.

@@ -27,20 +27,21 @@ use crate::agents::launched::{
 /// The name of Taskkeeper's MCP server in the session.
 const MCP_NAME: &str = "taskkeeper";
 
+/// The variable naming the Gemini binary a launch runs.
+const PROGRAM_ENV: &str = "TASKKEEPER_GEMINI";
+
 pub(crate) fn spawn(program: &std::path::Path) -> Spawn {
     Spawn {
         program: program.to_owned(),
         args: vec!["--acp".to_owned()],
-        program_env: "TASKKEEPER_GEMINI",
+        program_env: PROGRAM_ENV,
         agent_name: "Gemini CLI",
     }
 }
 
 /// `TASKKEEPER_GEMINI`, else `gemini` on the PATH.
 pub fn program_from_env() -> PathBuf {
-    std::env::var_os("TASKKEEPER_GEMINI")
-        .filter(|p| !p.is_empty())
-        .map_or_else(|| PathBuf::from("gemini"), PathBuf::from)
+    crate::agents::launched::program_from_env(PROGRAM_ENV, "gemini")
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -81,9 +81,7 @@ pub struct LaunchConfig {
 impl LaunchConfig {
     /// `TASKKEEPER_CLAUDE`, else `claude` on the PATH.
     pub fn program_from_env() -> PathBuf {
-        std::env::var_os("TASKKEEPER_CLAUDE")
-            .filter(|p| !p.is_empty())
-            .map_or_else(|| PathBuf::from("claude"), PathBuf::from)
+        crate::agents::launched::program_from_env("TASKKEEPER_CLAUDE", "claude")
     }
 }
 
