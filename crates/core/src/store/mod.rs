@@ -138,6 +138,14 @@ impl From<serde_json::Error> for StoreError {
     }
 }
 
+/// What a desk holds of open work ([`Store::desk_loads`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeskLoad {
+    pub open_tasks: usize,
+    /// A queued task, or one that holds the desk: work a session would take.
+    pub has_work: bool,
+}
+
 /// A desk to add.
 #[derive(Debug, Clone)]
 pub struct NewDesk {
@@ -657,12 +665,7 @@ impl Store {
                  ORDER BY 1",
             )?;
             let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
-            rows.map(|name| {
-                name?
-                    .parse()
-                    .map_err(|e: crate::desk::InvalidDeskName| StoreError::Decode(e.to_string()))
-            })
-            .collect()
+            rows.map(|name| desk_name(name?)).collect()
         })
     }
 
@@ -922,6 +925,36 @@ impl Store {
                  OR EXISTS (SELECT 1 FROM tasks WHERE desk = ?1 AND state = 'submitted')",
             )?
             .query_row([desk.as_str()], |r| r.get(0))?)
+        })
+    }
+
+    /// What each desk holds of open work, by desk name: how many open tasks, and whether it has
+    /// work a session would take (as [`Store::desk_has_work`]). Counted on the open tasks'
+    /// indexes, not one task decoded: what the owner's desk list shows of every desk.
+    pub fn desk_loads(&self) -> Result<BTreeMap<DeskName, DeskLoad>, StoreError> {
+        self.read(|c| {
+            let mut loads = BTreeMap::new();
+            let mut open = c.prepare_cached(
+                "SELECT desk, COUNT(*) FROM tasks WHERE ended_at IS NULL GROUP BY desk",
+            )?;
+            for row in open.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))? {
+                let (name, n) = row?;
+                let load = DeskLoad {
+                    open_tasks: usize::try_from(n).unwrap_or(0),
+                    has_work: false,
+                };
+                loads.insert(desk_name(name)?, load);
+            }
+            let mut working = c.prepare_cached(
+                "SELECT desk FROM tasks WHERE holds_desk = 1 \
+                 UNION SELECT desk FROM tasks WHERE state = 'submitted'",
+            )?;
+            for name in working.query_map([], |r| r.get::<_, String>(0))? {
+                if let Some(load) = loads.get_mut(&desk_name(name?)?) {
+                    load.has_work = true;
+                }
+            }
+            Ok(loads)
         })
     }
 
@@ -1444,6 +1477,12 @@ fn sessions_sql(desk_given: bool) -> String {
 /// The columns [`desk_from_row`] reads, in its order.
 const DESK_COLUMNS: &str = "name, agent, dir, created_at, deliver_command, auto_launch";
 
+/// A desk name as stored: a name that no longer parses is a damaged record.
+fn desk_name(name: String) -> Result<DeskName, StoreError> {
+    name.parse()
+        .map_err(|e: crate::desk::InvalidDeskName| StoreError::Decode(e.to_string()))
+}
+
 fn desk_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Desk, StoreError>> {
     let name: String = r.get(0)?;
     let agent: String = r.get(1)?;
@@ -1453,9 +1492,7 @@ fn desk_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Result<Desk, StoreEr
     let auto_launch: bool = r.get(5)?;
     Ok((|| {
         Ok(Desk {
-            name: name
-                .parse()
-                .map_err(|e: crate::desk::InvalidDeskName| StoreError::Decode(e.to_string()))?,
+            name: desk_name(name)?,
             agent: agent
                 .parse()
                 .map_err(|e: crate::desk::UnknownAgentKind| StoreError::Decode(e.to_string()))?,

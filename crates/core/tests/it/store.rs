@@ -1019,9 +1019,9 @@ fn a_database_from_before_the_holder_column_keeps_its_working_task_holding_the_d
     assert_eq!(done.others[0].id, queued.id);
 }
 
-/// What the auto-launch loop asks of a desk on every change of any task: whether it has
-/// work, the same answer as `autolaunch::has_work` over the desk's open tasks, read without
-/// decoding a task and with the same steps at any queue depth.
+/// What the auto-launch loop asks of a desk on every change of any task, and the owner's desk
+/// list of every desk: whether it has work, the same answer as `autolaunch::has_work` over the
+/// desk's open tasks, read without decoding a task and with the same steps at any queue depth.
 #[test]
 fn whether_a_desk_has_work_is_read_without_its_tasks_and_agrees_with_the_rule() {
     let desk: taskkeeper_core::DeskName = "web".parse().unwrap();
@@ -1038,6 +1038,17 @@ fn whether_a_desk_has_work_is_read_without_its_tasks_and_agrees_with_the_rule() 
         let read = store.reads() - before;
         assert_eq!(has, taskkeeper_core::autolaunch::has_work(&open), "{when}");
         assert_eq!(read.tasks_decoded, 0, "{when}");
+        // The owner's desk list reads every desk's load the same way.
+        let before = store.reads();
+        let load = store
+            .desk_loads()
+            .unwrap()
+            .get(&desk)
+            .copied()
+            .unwrap_or_default();
+        assert_eq!((store.reads() - before).tasks_decoded, 0, "{when}");
+        assert_eq!(load.has_work, has, "{when}");
+        assert_eq!(load.open_tasks, open.len(), "{when}");
         read
     };
     let dir = tempfile::tempdir().unwrap();

@@ -3,7 +3,7 @@
 
 use std::str::FromStr;
 
-use taskkeeper_core::store::{NewDesk, StateFilter, TaskFilter};
+use taskkeeper_core::store::NewDesk;
 use taskkeeper_core::{AgentKind, DeskName, StoreError};
 
 use super::{OwnerError, OwnerService, given, non_empty, parse_desk};
@@ -26,28 +26,19 @@ impl OwnerService {
     /// The desks, each with its open tasks and whether it has a live session (a desk with
     /// work and none is shown as such: nothing moves until a session is launched).
     pub async fn list_desks(&self) -> Result<Vec<DeskView>, OwnerError> {
-        let (desks, open, sessions, now) = self
-            .blocking(|s, now| {
-                let open = s.tasks(&TaskFilter {
-                    state: StateFilter::Open,
-                    desk: None,
-                    asker: None,
-                    limit: None,
-                })?;
-                Ok((s.desks()?, open, s.sessions(None)?, now))
-            })
+        let (desks, loads, sessions, now) = self
+            .blocking(|s, now| Ok((s.desks()?, s.desk_loads()?, s.sessions(None)?, now)))
             .await?;
         Ok(desks
             .iter()
             .map(|d| {
                 let mut view = DeskView::from(d);
-                let desk_tasks: Vec<_> = open.iter().filter(|t| t.desk == d.name).collect();
-                view.open_tasks = desk_tasks.len();
+                let load = loads.get(&d.name).copied().unwrap_or_default();
+                view.open_tasks = load.open_tasks;
                 view.live_session = taskkeeper_core::autolaunch::has_live_session(
                     sessions.iter().filter(|x| x.desk == d.name),
                 );
-                view.needs_session = !view.live_session
-                    && taskkeeper_core::autolaunch::has_work(desk_tasks.iter().copied());
+                view.needs_session = !view.live_session && load.has_work;
                 crate::owner::autolaunch::describe(&mut view, &d.name, &self.auto_launches, now);
                 view
             })

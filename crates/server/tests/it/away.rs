@@ -317,6 +317,33 @@ fn a_desk_with_work_and_no_session_launches_one_by_itself_behind_its_guard() {
 /// The auto-launch loop looks again on every change of any task. It reads, of each desk set
 /// to launch, whether it has work (from the store's indexes) and its sessions: never the
 /// store's open tasks, which it used to decode all of on every look (issue 13).
+/// The window's desk list shows each desk's open count and whether it needs a session
+/// without decoding the tasks behind them, however deep the queues.
+#[test]
+fn the_desk_list_counts_open_tasks_without_reading_them() {
+    let d = TestDaemon::start();
+    d.with_desk("web");
+    d.with_desk("idle");
+    let queued = 40;
+    for i in 0..queued {
+        d.add_task("web", &format!("task {i}"));
+    }
+    let before = d.daemon().store().reads();
+    let (status, list) = d.call("GET", "/api/desks", None);
+    let read = d.daemon().store().reads() - before;
+    assert_eq!(status, 200, "{list}");
+    let web = desk(&d, "web");
+    assert_eq!(web["openTasks"], queued, "{web}");
+    assert_eq!(web["needsSession"], true, "{web}");
+    assert_eq!(desk(&d, "idle")["openTasks"], 0);
+    assert_eq!(desk(&d, "idle")["needsSession"], false);
+    // What the other loops still read of the last submits is a few, never the queue.
+    assert!(
+        read.tasks_decoded < queued / 2,
+        "the desk list decoded the queue: {read:?}"
+    );
+}
+
 #[test]
 fn the_auto_launch_loop_reads_no_task_however_deep_the_queues() {
     let d = TestDaemon::start();
