@@ -210,6 +210,76 @@ mod tests {
         }
     }
 
+    /// A kind that launches headless says how, with its own binary; the others launch
+    /// nothing (and leave nothing behind).
+    #[test]
+    fn each_kind_that_launches_headless_says_how() {
+        use crate::http::auth::Credentials;
+        use crate::token::Token;
+        let dir = tempfile::tempdir().unwrap();
+        let worker = Token::new("worker-token");
+        let config = LaunchConfig {
+            program: "/opt/bin/claude".into(),
+            codex: "/opt/bin/codex".into(),
+            gemini: "/opt/bin/gemini".into(),
+            port: 4100,
+            credentials: Credentials::new(Token::new("owner-token"), worker.clone(), &[]),
+            worker_token: worker,
+            dir: dir.path().to_owned(),
+        };
+        let id = SessionId::generate();
+        let mut programs = Vec::new();
+        for a in adapters() {
+            let kind = a.kind();
+            let desk = Desk {
+                name: "web".parse().unwrap(),
+                agent: kind,
+                dir: dir.path().to_owned(),
+                deliver_command: None,
+                auto_launch: false,
+                created_at: taskkeeper_core::Timestamp::from_millis(0),
+            };
+            let launch = a.launch(&desk, &config, &id).unwrap();
+            assert_eq!(
+                launch.is_some(),
+                a.capabilities().launches_headless,
+                "{kind}"
+            );
+            let Some(launch) = launch else { continue };
+            // Its own binary, which no other kind runs.
+            let program = launch.spawn.program.to_string_lossy().into_owned();
+            assert!(program.starts_with("/opt/bin/"), "{kind}: {program}");
+            assert!(!programs.contains(&program), "{kind}: {program}");
+            programs.push(program);
+            assert!(
+                launch.spawn.program_env.starts_with("TASKKEEPER_"),
+                "{kind}"
+            );
+            // What it is given in proves the session, and no token is on its command line.
+            assert!(
+                !launch.spawn.args.iter().any(|a| a.contains("worker-token")),
+                "{kind}: {:?}",
+                launch.spawn.args
+            );
+            match &launch.cleanup {
+                Some(file) => {
+                    let text = std::fs::read_to_string(file).unwrap();
+                    assert!(text.contains(id.as_str()), "{kind}: {text}");
+                    assert!(launch.spawn.args.iter().any(|a| a == id.as_str()), "{kind}");
+                }
+                None => assert!(
+                    launch.env.iter().any(|(var, value)| *var
+                        == crate::agents::headers::LAUNCHED_SESSION_ENV
+                        && value == id.as_str()),
+                    "{kind}: its hooks stay silent"
+                ),
+            }
+        }
+        assert_eq!(programs.len(), 3, "{programs:?}");
+        // Claude Code's file is the only one written.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
     #[test]
     fn the_kinds_that_launch_headless_are_named_in_a_sentence() {
         assert_eq!(

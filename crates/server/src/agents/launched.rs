@@ -11,8 +11,9 @@
 //! exchanges. How a kind is started (program, arguments, environment, a file to remove
 //! afterwards) is its adapter's ([`crate::agents::adapter::Launch`]); [`Sessions::launch`]
 //! starts any kind the same way, in its own process group with a scrubbed environment. The
-//! runner ([`Sessions::run_launched`]) then does the I/O the same way for every kind: writes and reads the lines, records the edges, carries a permission request
-//! to the owner, and ends the session when the process ends.
+//! runner ([`Sessions::run_launched`]) then does the I/O the same way for every kind: writes
+//! and reads the lines, records the edges, carries a permission request to the owner, and
+//! ends the session when the process ends.
 //!
 //! A task that arrives while a turn runs waits in the protocol for the turn's end (Codex's
 //! `turn/start` into a running turn would join it; Gemini's `session/prompt` would cancel
@@ -157,7 +158,7 @@ pub struct Spawn {
 
 impl Sessions {
     /// Launch a headless session at `desk`, of the desk's kind, as its adapter says
-    /// ([`crate::agents::adapter::Adapter::launch`]): its tasks and reminders go to the
+    /// (`Adapter::launch`): its tasks and reminders go to the
     /// session's stdin, and the session ends when the process does.
     pub async fn launch(&self, desk: &str) -> Result<Session, LaunchError> {
         let config = self

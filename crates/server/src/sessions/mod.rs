@@ -372,7 +372,7 @@ pub fn reconcile_stored(
 }
 
 /// A level signal for a session, of those its kind has
-/// ([`crate::agents::adapter::Adapter::level_signals`]), where one can be read: the process
+/// (its adapter's `level_signals`), where one can be read: the process
 /// is gone, or the agent's own status file says idle, busy or waiting. The file is written a
 /// moment after the hooks fire, so a file older than the session's last change is stale and
 /// says nothing.

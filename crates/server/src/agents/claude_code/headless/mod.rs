@@ -9,8 +9,9 @@
 //! [`StreamEdges`], which translates the events into [`Edge`]s (a pure function over the
 //! events, tested on a recorded stream); here is how `claude -p` is started ([`launch`], the
 //! Claude Code adapter's launch), and the registry of launched sessions ([`Launched`]); the
-//! shared runner spawns and drives the process and ends the session when it ends. Delivery itself goes through the one ranked list in
-//! [`taskkeeper_core::delivery::ranked`] like every other method.
+//! shared runner spawns and drives the process and ends the session when it ends. Delivery
+//! itself goes through the one ranked list in [`taskkeeper_core::delivery::ranked`] like
+//! every other method.
 //!
 //! Tools the project's settings do not allow are asked of the owner
 //! (`--permission-prompt-tool stdio`): the session waits on the owner, the request is shown
