@@ -1,22 +1,39 @@
-//! What a Codex CLI or Gemini CLI hook means for its session, and what Taskkeeper's hook
-//! prints back to it: the two agents' vocabularies (docs/agents.md §3, §7) translated into
-//! one set of [`Happening`]s, so the intake (`crates/server/src/agent_hooks.rs`) does the same
-//! thing for both and only the words differ. Pure: a payload in, a meaning out; the store
-//! and the delivery are the server's.
-//!
-//! Claude Code's hooks are read by its own intake (`crates/server/src/hooks.rs`), which has
-//! more to read (background work, rate limits, the waiter).
+//! What a hook of Claude Code, Codex CLI or Gemini CLI means for its session, and what
+//! Taskkeeper's hook prints back to it: the three agents' vocabularies (claude-code.md §2,
+//! §4; agents.md §3, §7) translated into one set of [`Happening`]s, so the server's one hook
+//! intake (`crates/server/src/agents/hooks.rs`) does the same thing for every agent and only
+//! the words differ. Pure: a payload in, a meaning out; the store and the delivery are the
+//! server's, and which agent has which hooks is its adapter's (`crates/server/src/agents/adapter.rs`).
 
 use serde_json::{Value, json};
 
 use crate::desk::AgentKind;
+use crate::session::SelfWake;
 
 /// An agent whose hooks this module reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HookAgent {
+    ClaudeCode,
     Codex,
     Gemini,
 }
+
+/// Hook events Claude Code sends that its intake understands (`taskkeeper connect
+/// claude-code` installs them).
+pub const CLAUDE_CODE_EVENTS: [&str; 12] = [
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PermissionRequest",
+    "Notification",
+    "Stop",
+    "StopFailure",
+    "SessionEnd",
+    "SubagentStart",
+    "SubagentStop",
+];
 
 /// Hook events `taskkeeper connect` installs for Codex CLI (in `hooks.json`); `Interrupt`
 /// (Esc) is Codex's own, which Claude Code lacks.
@@ -44,9 +61,13 @@ pub const GEMINI_EVENTS: [&str; 7] = [
 /// The name Taskkeeper's MCP server has in every agent's configuration.
 pub const MCP_SERVER: &str = "taskkeeper";
 
+/// What the prompt of a turn a background command's end starts begins with (Claude Code).
+const TASK_NOTIFICATION: &str = "<task-notification>";
+
 impl HookAgent {
     pub fn kind(self) -> AgentKind {
         match self {
+            Self::ClaudeCode => AgentKind::ClaudeCode,
             Self::Codex => AgentKind::Codex,
             Self::Gemini => AgentKind::Gemini,
         }
@@ -55,6 +76,7 @@ impl HookAgent {
     /// The hook events `connect` installs for this agent.
     pub fn events(self) -> &'static [&'static str] {
         match self {
+            Self::ClaudeCode => &CLAUDE_CODE_EVENTS,
             Self::Codex => &CODEX_EVENTS,
             Self::Gemini => &GEMINI_EVENTS,
         }
@@ -65,15 +87,15 @@ impl HookAgent {
         self.kind().as_str()
     }
 
-    /// Is the tool a hook names one of Taskkeeper's MCP tools? Codex names MCP tools
-    /// `mcp__<server>__<tool>`; Gemini `mcp_<server>_<tool>` and says the server too.
+    /// Is the tool a hook names one of Taskkeeper's MCP tools? Claude Code and Codex name MCP
+    /// tools `mcp__<server>__<tool>`; Gemini `mcp_<server>_<tool>` and says the server too.
     fn our_tool(self, payload: &Value) -> bool {
         let tool = payload
             .get("tool_name")
             .and_then(Value::as_str)
             .unwrap_or("");
         match self {
-            Self::Codex => tool.starts_with("mcp__taskkeeper__"),
+            Self::ClaudeCode | Self::Codex => tool.starts_with("mcp__taskkeeper__"),
             Self::Gemini => {
                 let server = ["/mcp_context/server_name", "/server_name", "/mcp_server"]
                     .iter()
@@ -94,24 +116,39 @@ pub enum Happening {
     Started,
     /// A turn starts (the owner's prompt, or words Taskkeeper put in).
     TurnStarted,
+    /// A turn starts because a background command ended (Claude Code's `<task-notification>`
+    /// prompt): neither the owner's nor Taskkeeper's.
+    TurnStartedByBackground,
     /// A tool is about to run; `ours`: one of Taskkeeper's tools, whose input gets the
     /// calling session and its proof (the model cannot write the proof).
     ToolStarting { ours: bool },
     /// A tool ran.
     ToolDone,
+    /// A tool ran and left a command running in the background, by this id (Claude Code).
+    BackgroundStarted { id: String },
     /// The agent shows the owner a prompt (a tool awaiting approval).
     WaitingOnOwner,
     /// The turn ended with these last words: the moment to hand over waiting work.
     /// `continued`: this end follows a handover (or another hook's block) in the same turn.
+    /// `background`: the background commands still running (Claude Code lists them at Stop);
+    /// `wakes`: what the session scheduled to start a turn by itself (Claude Code's
+    /// `session_crons`).
     TurnEnded {
         last_words: Option<String>,
         continued: bool,
+        background: Vec<String>,
+        wakes: Vec<SelfWake>,
     },
+    /// The turn ended on an API error (Claude Code's `StopFailure`); `rate_limited`: the
+    /// error was a rate limit.
+    TurnFailed { rate_limited: bool },
     /// The owner interrupted the turn (Codex's `Interrupt`): stopped by the owner, with no
     /// last words, and nothing is handed over into it.
     Interrupted,
     /// The session ended.
     Ended,
+    /// The session ended for the same desk to go on in a new one (Claude Code's `/clear`).
+    Cleared,
     /// An event that changes nothing for the session.
     Nothing,
 }
@@ -141,13 +178,121 @@ fn text(payload: &Value, field: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// The wake-ups a Claude Code Stop lists as scheduled by the session itself
+/// (`session_crons`, ≥ 2.1.145: `id`, `schedule`, `recurring`, `prompt`); absent or
+/// malformed entries list nothing.
+pub fn self_wakes(stop: &Value) -> Vec<SelfWake> {
+    stop.get("session_crons")
+        .and_then(Value::as_array)
+        .map(|crons| {
+            crons
+                .iter()
+                .filter_map(|c| {
+                    Some(SelfWake {
+                        schedule: c.get("schedule")?.as_str()?.to_owned(),
+                        recurring: c.get("recurring").and_then(Value::as_bool).unwrap_or(false),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The background commands a Claude Code Stop lists as still running.
+fn running_background(stop: &Value) -> Vec<String> {
+    stop.get("background_tasks")
+        .and_then(Value::as_array)
+        .map(|tasks| {
+            tasks
+                .iter()
+                .filter(|t| {
+                    !matches!(
+                        t.get("status").and_then(Value::as_str),
+                        Some("completed" | "failed" | "stopped" | "killed")
+                    )
+                })
+                .filter_map(|t| t.get("id").and_then(Value::as_str).map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// What a Claude Code hook payload means for its session.
+fn read_claude_code(event: &str, payload: &Value) -> Option<Happening> {
+    let agent = HookAgent::ClaudeCode;
+    Some(match event {
+        "SessionStart" => Happening::Started,
+        "UserPromptSubmit" => {
+            let prompt = payload.get("prompt").and_then(Value::as_str).unwrap_or("");
+            if prompt.trim_start().starts_with(TASK_NOTIFICATION) {
+                Happening::TurnStartedByBackground
+            } else {
+                Happening::TurnStarted
+            }
+        }
+        "PreToolUse" => Happening::ToolStarting {
+            ours: agent.our_tool(payload),
+        },
+        "PostToolUse" | "PostToolUseFailure" => match payload
+            .pointer("/tool_response/backgroundTaskId")
+            .and_then(Value::as_str)
+        {
+            Some(id) => Happening::BackgroundStarted { id: id.to_owned() },
+            None => Happening::ToolDone,
+        },
+        "PermissionRequest" => Happening::WaitingOnOwner,
+        "Notification" => match payload.get("notification_type").and_then(Value::as_str) {
+            Some("permission_prompt" | "elicitation_dialog" | "agent_needs_input") => {
+                Happening::WaitingOnOwner
+            }
+            _ => Happening::Nothing,
+        },
+        // Claude Code's last words are kept as they are, even blank.
+        "Stop" => Happening::TurnEnded {
+            last_words: payload
+                .get("last_assistant_message")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            continued: continued(payload),
+            background: running_background(payload),
+            wakes: self_wakes(payload),
+        },
+        "StopFailure" => Happening::TurnFailed {
+            rate_limited: payload.get("error").and_then(Value::as_str) == Some("rate_limit"),
+        },
+        "SessionEnd" => match payload.get("reason").and_then(Value::as_str) {
+            Some("clear") => Happening::Cleared,
+            _ => Happening::Ended,
+        },
+        // Subagents run beside the main turn; they change nothing the watchdog asks.
+        "SubagentStart" | "SubagentStop" => Happening::Nothing,
+        _ => return None,
+    })
+}
+
+fn continued(payload: &Value) -> bool {
+    payload
+        .get("stop_hook_active")
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+}
+
 /// What a hook payload means for its session.
 pub fn read(agent: HookAgent, payload: &Value) -> Result<Happening, UnreadableHook> {
     let event = event_of(payload)?;
-    let continued = payload
-        .get("stop_hook_active")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
+    let unknown = || UnreadableHook::UnknownEvent {
+        agent: agent.as_str(),
+        event: event.to_owned(),
+    };
+    if agent == HookAgent::ClaudeCode {
+        return read_claude_code(event, payload).ok_or_else(unknown);
+    }
+    let turn_ended = |field| Happening::TurnEnded {
+        last_words: text(payload, field),
+        continued: continued(payload),
+        background: Vec::new(),
+        wakes: Vec::new(),
+    };
     let happening = match (agent, event) {
         (_, "SessionStart") => Happening::Started,
         (HookAgent::Codex, "UserPromptSubmit") | (HookAgent::Gemini, "BeforeAgent") => {
@@ -159,14 +304,8 @@ pub fn read(agent: HookAgent, payload: &Value) -> Result<Happening, UnreadableHo
             }
         }
         (HookAgent::Codex, "PostToolUse") | (HookAgent::Gemini, "AfterTool") => Happening::ToolDone,
-        (HookAgent::Codex, "Stop") => Happening::TurnEnded {
-            last_words: text(payload, "last_assistant_message"),
-            continued,
-        },
-        (HookAgent::Gemini, "AfterAgent") => Happening::TurnEnded {
-            last_words: text(payload, "prompt_response"),
-            continued,
-        },
+        (HookAgent::Codex, "Stop") => turn_ended("last_assistant_message"),
+        (HookAgent::Gemini, "AfterAgent") => turn_ended("prompt_response"),
         (HookAgent::Codex, "Interrupt") => Happening::Interrupted,
         (HookAgent::Gemini, "Notification") => {
             if text(payload, "notification_type").as_deref() == Some("ToolPermission") {
@@ -181,39 +320,40 @@ pub fn read(agent: HookAgent, payload: &Value) -> Result<Happening, UnreadableHo
             "BeforeModel" | "AfterModel" | "BeforeToolSelection" | "PreCompress",
         ) => Happening::Nothing,
         (HookAgent::Codex, "PermissionRequest") => Happening::WaitingOnOwner,
-        _ => {
-            return Err(UnreadableHook::UnknownEvent {
-                agent: agent.as_str(),
-                event: event.to_owned(),
-            });
-        }
+        _ => return Err(unknown()),
     };
     Ok(happening)
 }
 
-/// What the hook prints so the session starts with `note` in its context.
-pub fn context_answer(_agent: HookAgent, note: &str) -> Value {
-    // Both take Claude Code's shape for SessionStart.
-    json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": note}})
+/// What the hook prints so the session starts with `note` in its context, and, where the
+/// agent takes one, `first` as its first user message (Claude Code's `initialUserMessage`).
+pub fn context_answer(_agent: HookAgent, note: &str, first: Option<&str>) -> Value {
+    // All three take Claude Code's shape for SessionStart.
+    let mut out = json!({"hookEventName": "SessionStart", "additionalContext": note});
+    if let Some(text) = first {
+        out["initialUserMessage"] = json!(text);
+    }
+    json!({ "hookSpecificOutput": out })
 }
 
 /// What the hook prints so the turn that is ending goes on with `text` as its next prompt:
-/// Codex continues on a Stop `block`, Gemini on an AfterAgent `deny`.
+/// Claude Code and Codex continue on a Stop `block`, Gemini on an AfterAgent `deny`.
 pub fn handover_answer(agent: HookAgent, text: &str) -> Value {
     let decision = match agent {
-        HookAgent::Codex => "block",
+        HookAgent::ClaudeCode | HookAgent::Codex => "block",
         HookAgent::Gemini => "deny",
     };
     json!({"decision": decision, "reason": text})
 }
 
 /// What the hook prints so one of our tools runs with `input` (the model's arguments plus
-/// the session and its proof) instead of the model's own. Codex takes Claude Code's
-/// `updatedInput`, and only beside `permissionDecision: "allow"` (Codex 0.171.0 fails the
-/// hook otherwise); Gemini merges `tool_input` over the model's arguments.
+/// the session and its proof) instead of the model's own. Claude Code and Codex take
+/// `updatedInput` (it replaces the whole input), and Codex only beside `permissionDecision:
+/// "allow"` (Codex 0.171.0 fails the hook otherwise); Gemini merges `tool_input` over the
+/// model's arguments.
 pub fn tool_input_answer(agent: HookAgent, input: Value) -> Value {
     match agent {
-        HookAgent::Codex => json!({"hookSpecificOutput": {
+        HookAgent::ClaudeCode | HookAgent::Codex => json!({"hookSpecificOutput": {
             "hookEventName": "PreToolUse",
             "permissionDecision": "allow",
             "permissionDecisionReason": "Taskkeeper's own tool",
@@ -257,6 +397,130 @@ mod tests {
         p
     }
 
+    // A Claude Code session shaped as claude-code.md §4 records 2.1.332's payloads.
+    fn claude(event: &str, extra: Value) -> Value {
+        let mut p = json!({
+            "session_id": "3c1e-session", "transcript_path": "/h/.claude/projects/web/s.jsonl",
+            "cwd": "/work/web", "permission_mode": "default", "hook_event_name": event,
+        });
+        if let (Value::Object(p), Value::Object(extra)) = (&mut p, extra) {
+            p.extend(extra);
+        }
+        p
+    }
+
+    #[test]
+    fn a_claude_code_turn_with_background_work_a_wake_up_and_a_clear() {
+        let seq = [
+            claude("SessionStart", json!({"source": "startup", "model": "m"})),
+            claude("UserPromptSubmit", json!({"prompt": "build it"})),
+            claude(
+                "PreToolUse",
+                json!({"tool_name": "mcp__taskkeeper__task_update", "tool_input": {"task_id": "t"}, "tool_use_id": "u1"}),
+            ),
+            claude(
+                "PostToolUse",
+                json!({"tool_name": "Bash", "tool_input": {"command": "npm run watch", "run_in_background": true},
+                       "tool_response": {"stdout": "", "backgroundTaskId": "bg-1"}}),
+            ),
+            claude(
+                "PostToolUseFailure",
+                json!({"tool_name": "Bash", "tool_input": {}, "error": "exit 1", "is_interrupt": false}),
+            ),
+            claude(
+                "PermissionRequest",
+                json!({"tool_name": "Bash", "tool_input": {}}),
+            ),
+            claude(
+                "Notification",
+                json!({"message": "Claude needs your permission", "notification_type": "permission_prompt"}),
+            ),
+            claude(
+                "Notification",
+                json!({"message": "idle", "notification_type": "idle_prompt"}),
+            ),
+            claude(
+                "SubagentStart",
+                json!({"agent_id": "a1", "agent_type": "Explore"}),
+            ),
+            claude(
+                "Stop",
+                json!({"stop_hook_active": false, "last_assistant_message": "Watching the build.",
+                       "background_tasks": [
+                           {"id": "bg-1", "type": "shell", "status": "running", "command": "npm run watch"},
+                           {"id": "bg-0", "type": "shell", "status": "completed"}],
+                       "session_crons": [{"id": "c1", "schedule": "*/5 * * * *", "recurring": true, "prompt": "check"}]}),
+            ),
+            claude(
+                "UserPromptSubmit",
+                json!({"prompt": "<task-notification>bg-1 completed</task-notification>"}),
+            ),
+            claude("StopFailure", json!({"error": "rate_limit"})),
+            claude("StopFailure", json!({"error": "server_error"})),
+            claude("SessionEnd", json!({"reason": "clear"})),
+            claude("SessionEnd", json!({"reason": "prompt_input_exit"})),
+        ];
+        assert_eq!(
+            all(HookAgent::ClaudeCode, &seq),
+            [
+                Happening::Started,
+                Happening::TurnStarted,
+                Happening::ToolStarting { ours: true },
+                Happening::BackgroundStarted { id: "bg-1".into() },
+                Happening::ToolDone,
+                Happening::WaitingOnOwner,
+                Happening::WaitingOnOwner,
+                Happening::Nothing,
+                Happening::Nothing,
+                Happening::TurnEnded {
+                    last_words: Some("Watching the build.".into()),
+                    continued: false,
+                    background: vec!["bg-1".into()],
+                    wakes: vec![SelfWake {
+                        schedule: "*/5 * * * *".into(),
+                        recurring: true
+                    }],
+                },
+                Happening::TurnStartedByBackground,
+                Happening::TurnFailed { rate_limited: true },
+                Happening::TurnFailed {
+                    rate_limited: false
+                },
+                Happening::Cleared,
+                Happening::Ended,
+            ]
+        );
+    }
+
+    #[test]
+    fn a_claude_code_interrupt_has_no_closing_event_and_another_agents_event_is_refused() {
+        // Esc mid-tool: no PostToolUse and no Stop; the next prompt opens a new turn, and the
+        // level signal (the status file) tells the idle in between.
+        let seq = [
+            claude("UserPromptSubmit", json!({"prompt": "long"})),
+            claude(
+                "PreToolUse",
+                json!({"tool_name": "Bash", "tool_input": {"command": "sleep 100"}, "tool_use_id": "u2"}),
+            ),
+            claude("UserPromptSubmit", json!({"prompt": "again"})),
+        ];
+        assert_eq!(
+            all(HookAgent::ClaudeCode, &seq),
+            [
+                Happening::TurnStarted,
+                Happening::ToolStarting { ours: false },
+                Happening::TurnStarted,
+            ]
+        );
+        let err = read(HookAgent::ClaudeCode, &claude("AfterAgent", json!({}))).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "unknown claude-code hook event \"AfterAgent\""
+        );
+        // A wake-up list that is not one lists nothing.
+        assert_eq!(self_wakes(&json!({"session_crons": [{"id": "x"}, 3]})), []);
+    }
+
     #[test]
     fn a_codex_turn_with_our_tool_and_a_handover() {
         let seq = [
@@ -297,11 +561,15 @@ mod tests {
                 Happening::ToolStarting { ours: true },
                 Happening::TurnEnded {
                     last_words: Some("Done.".into()),
-                    continued: false
+                    continued: false,
+                    background: vec![],
+                    wakes: vec![],
                 },
                 Happening::TurnEnded {
                     last_words: Some("Also done.".into()),
-                    continued: true
+                    continued: true,
+                    background: vec![],
+                    wakes: vec![],
                 },
                 Happening::Ended,
             ]
@@ -381,7 +649,9 @@ mod tests {
                 Happening::WaitingOnOwner,
                 Happening::TurnEnded {
                     last_words: Some("Done.".into()),
-                    continued: false
+                    continued: false,
+                    background: vec![],
+                    wakes: vec![],
                 },
                 Happening::TurnStarted,
                 Happening::TurnStarted,
@@ -440,6 +710,14 @@ mod tests {
         assert_eq!(
             tool_input_answer(HookAgent::Codex, json!({"a": 1}))["hookSpecificOutput"]["updatedInput"],
             json!({"a": 1})
+        );
+        assert_eq!(
+            handover_answer(HookAgent::ClaudeCode, "task"),
+            json!({"decision": "block", "reason": "task"})
+        );
+        assert_eq!(
+            context_answer(HookAgent::ClaudeCode, "note", Some("first"))["hookSpecificOutput"],
+            json!({"hookEventName": "SessionStart", "additionalContext": "note", "initialUserMessage": "first"})
         );
     }
 }

@@ -392,24 +392,32 @@ pub struct Means {
     pub command: bool,
 }
 
+/// Whether `method` can reach a session with these means right now.
+fn available(m: Means, method: Method) -> bool {
+    match method {
+        Method::StartMessage => m.at_start,
+        Method::Handover => m.at_stop,
+        Method::Waiter => m.waiter,
+        Method::Stdin => m.stdin,
+        Method::Inbox => m.inbox,
+        Method::Paste => m.tmux_pane,
+        Method::Command => m.command,
+    }
+}
+
 /// The methods that can reach the session, best first; the one rule of which method is
-/// tried and what the next one is when a delivery is not confirmed. A session Taskkeeper
-/// launched is reached through its stdin only: nothing else knows it.
-pub fn ranked(m: Means) -> Vec<Method> {
+/// tried and what the next one is when a delivery is not confirmed. `ways` are the ways into
+/// the session's kind of agent, best first (its adapter's, in the server); of those, the ones
+/// its means allow, in that order. A session Taskkeeper launched is reached through its stdin
+/// only, whatever its kind: nothing else knows it.
+pub fn ranked(ways: &[Method], m: Means) -> Vec<Method> {
     if m.stdin {
         return vec![Method::Stdin];
     }
-    [
-        (m.at_start, Method::StartMessage),
-        (m.at_stop, Method::Handover),
-        (m.waiter, Method::Waiter),
-        (m.inbox, Method::Inbox),
-        (m.tmux_pane, Method::Paste),
-        (m.command, Method::Command),
-    ]
-    .into_iter()
-    .filter_map(|(available, method)| available.then_some(method))
-    .collect()
+    ways.iter()
+        .copied()
+        .filter(|&method| available(m, method))
+        .collect()
 }
 
 #[cfg(test)]
@@ -693,6 +701,17 @@ mod tests {
         );
     }
 
+    /// Every way in, in the order the design ranks them for an agent that has them all.
+    const EVERY_WAY: [Method; 7] = [
+        Method::StartMessage,
+        Method::Handover,
+        Method::Waiter,
+        Method::Stdin,
+        Method::Inbox,
+        Method::Paste,
+        Method::Command,
+    ];
+
     #[test]
     fn methods_are_ranked_as_the_design_says() {
         let all = Means {
@@ -704,6 +723,7 @@ mod tests {
             tmux_pane: true,
             command: true,
         };
+        let ranked = |m| ranked(&EVERY_WAY, m);
         assert_eq!(
             ranked(all),
             [
@@ -736,5 +756,32 @@ mod tests {
         assert_eq!(ranked(Means { stdin: true, ..all }), [Method::Stdin]);
         assert_eq!(ranked(Means::default()), []);
         assert!(ranked(idle_in_tmux).iter().all(|m| m.is_push()));
+    }
+
+    #[test]
+    fn only_the_ways_of_the_agent_are_ranked_and_in_its_order() {
+        let all = Means {
+            at_start: true,
+            at_stop: true,
+            waiter: true,
+            stdin: false,
+            inbox: true,
+            tmux_pane: true,
+            command: true,
+        };
+        // An agent without a waiter or an inbox: means it cannot have are never ranked.
+        let ways = [Method::Handover, Method::Paste, Method::Command];
+        assert_eq!(ranked(&ways, all), ways);
+        // The agent's order, not another's.
+        assert_eq!(
+            ranked(&[Method::Command, Method::Paste], all),
+            [Method::Command, Method::Paste]
+        );
+        // A launched session is told on its stdin, even by a kind that lists it last or not.
+        assert_eq!(
+            ranked(&[Method::Paste], Means { stdin: true, ..all }),
+            [Method::Stdin]
+        );
+        assert_eq!(ranked(&[], all), []);
     }
 }

@@ -63,10 +63,13 @@ impl fmt::Display for DeskName {
     }
 }
 
-/// Which kind of agent works at a desk; it picks the adapter and the first rung of the ladder.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// Which kind of agent works at a desk; it picks the adapter (the server's `agents::adapter`,
+/// where every fact about a kind lives) and the first rung of the ladder. A desk added
+/// without one is a Claude Code desk (the default).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum AgentKind {
+    #[default]
     ClaudeCode,
     Codex,
     Gemini,

@@ -5,6 +5,8 @@
 //!
 //! An agent that reports nothing still gets its tasks through the desk's command (see
 //! [`crate::sessions`]); it is just never reminded, because nobody can tell it is quiet.
+//! [`Generic`] is its adapter: no hooks of its own, no handover, reached by a paste or the
+//! desk's command, never launched.
 
 use std::path::PathBuf;
 
@@ -16,6 +18,10 @@ use serde::Deserialize;
 use taskkeeper_core::AgentKind;
 use taskkeeper_core::session::{Edge, SessionId, TurnOrigin, check_dir};
 
+use taskkeeper_core::delivery::Method;
+
+use crate::agents::adapter::{Adapter, Capabilities, Launch, LevelSignal, adapter};
+use crate::agents::claude_code::headless::{LaunchConfig, LaunchError};
 use crate::agents::intake::{bad, reach_of, store_error};
 use crate::owner::api::SessionView;
 use crate::sessions::Sessions;
@@ -64,11 +70,11 @@ pub(crate) async fn report(
         return bad(format!("cwd: {e}"));
     }
     let agent = match report.agent.as_deref().map(str::parse::<AgentKind>) {
-        None => AgentKind::Generic,
-        Some(Ok(AgentKind::ClaudeCode)) => {
-            return bad(
-                "claude-code sessions report through their hooks (`taskkeeper connect claude-code`)",
-            );
+        None => Generic.kind(),
+        Some(Ok(kind)) if !adapter(kind).capabilities().reports_generically => {
+            return bad(format!(
+                "{kind} sessions report through their hooks (`taskkeeper connect {kind}`)"
+            ));
         }
         Some(Ok(kind)) => kind,
         Some(Err(e)) => return bad(e.to_string()),
@@ -126,4 +132,65 @@ pub(crate) async fn report(
     };
     tracing::debug!(session = %id, event = %report.event, desk = %session.desk, "session report");
     (StatusCode::OK, axum::Json(SessionView::from(&session))).into_response()
+}
+
+/// The adapter of an agent Taskkeeper has no adapter of its own for.
+pub(crate) struct Generic;
+
+impl Adapter for Generic {
+    fn kind(&self) -> AgentKind {
+        AgentKind::Generic
+    }
+
+    fn name(&self) -> &'static str {
+        "another agent"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            reports_generically: true,
+            ..Capabilities::default()
+        }
+    }
+
+    fn ways_in(&self) -> &'static [Method] {
+        &[Method::Paste, Method::Command]
+    }
+
+    fn level_signals(&self) -> &'static [LevelSignal] {
+        &[LevelSignal::ProcessGone]
+    }
+
+    fn launch(
+        &self,
+        _desk: &taskkeeper_core::Desk,
+        _config: &LaunchConfig,
+        _id: &SessionId,
+    ) -> Result<Option<Launch>, LaunchError> {
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn another_agent_is_reached_by_a_paste_or_its_command_and_reports_itself() {
+        assert_eq!(
+            Generic.capabilities(),
+            Capabilities {
+                reports_generically: true,
+                ..Capabilities::default()
+            }
+        );
+        assert_eq!(Generic.ways_in(), [Method::Paste, Method::Command]);
+        assert_eq!(Generic.vocabulary(), None);
+        let err = Generic
+            .on_hook(&json!({"hook_event_name": "Stop"}))
+            .unwrap_err();
+        assert_eq!(err.to_string(), "unknown generic hook event \"Stop\"");
+    }
 }

@@ -8,12 +8,12 @@
 //! [`super::gemini::acp`]). A [`Headless`] is that protocol as a plain state machine: what
 //! to write first, what a task becomes on stdin, what a line read means as session
 //! [`Edge`]s, what ends it cleanly. It does no I/O, so each kind's is tested on recorded
-//! exchanges. How a kind is started (program, arguments, environment) is its own module's
-//! ([`Spawn`] here for Codex and Gemini; Claude Code's `launch`, which also writes its private
-//! MCP configuration file); each starts it in its own process group with a scrubbed
-//! environment. The runner ([`Sessions::run_launched`]) then does the I/O the same way for
-//! every kind: writes and reads the lines, records the edges, carries a permission request
-//! to the owner, and ends the session when the process ends.
+//! exchanges. How a kind is started (program, arguments, environment, a file to remove
+//! afterwards) is its adapter's ([`crate::agents::adapter::Launch`]); [`Sessions::launch`]
+//! starts any kind the same way, in its own process group with a scrubbed environment. The
+//! runner ([`Sessions::run_launched`]) then does the I/O the same way for every kind: writes
+//! and reads the lines, records the edges, carries a permission request to the owner, and
+//! ends the session when the process ends.
 //!
 //! A task that arrives while a turn runs waits in the protocol for the turn's end (Codex's
 //! `turn/start` into a running turn would join it; Gemini's `session/prompt` would cancel
@@ -31,10 +31,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 use taskkeeper_core::session::{Edge, Reach, Session, SessionId};
-use taskkeeper_core::{AgentKind, Desk, DeskName, delivery};
+use taskkeeper_core::{Desk, DeskName, StoreError};
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::sync::{Notify, mpsc};
 
+use crate::agents::adapter::{Launch, adapter, kinds_that};
 use crate::agents::claude_code::headless::{self, LaunchConfig, LaunchError, Permission};
 use crate::agents::headers;
 use crate::sessions::Sessions;
@@ -153,49 +154,47 @@ pub struct Spawn {
     pub args: Vec<String>,
     /// The environment variable that names another binary, for the error that says so.
     pub program_env: &'static str,
-    pub agent_name: &'static str,
-}
-
-/// The adapter for a desk's kind, when Taskkeeper launches that kind through this runner.
-fn adapter(
-    desk: &Desk,
-    config: &LaunchConfig,
-    access: McpAccess,
-) -> Option<(Spawn, Box<dyn Headless>)> {
-    let note = delivery::session_note(desk);
-    match desk.agent {
-        AgentKind::Codex => Some((
-            super::codex::app_server::spawn(&config.codex),
-            Box::new(super::codex::app_server::AppServer::new(
-                desk.dir.clone(),
-                note,
-                access,
-            )),
-        )),
-        AgentKind::Gemini => Some((
-            super::gemini::acp::spawn(&config.gemini),
-            Box::new(super::gemini::acp::Acp::new(desk.dir.clone(), note, access)),
-        )),
-        AgentKind::ClaudeCode | AgentKind::Generic => None,
-    }
 }
 
 impl Sessions {
-    /// Launch a headless session of a Codex or Gemini desk (checked by the caller: the desk
-    /// exists, its directory too, the daemon is not stopping).
-    pub(crate) async fn launch_headless(
-        &self,
-        desk: Desk,
-        config: LaunchConfig,
-    ) -> Result<Session, LaunchError> {
+    /// Launch a headless session at `desk`, of the desk's kind, as its adapter says
+    /// (`Adapter::launch`): its tasks and reminders go to the
+    /// session's stdin, and the session ends when the process does.
+    pub async fn launch(&self, desk: &str) -> Result<Session, LaunchError> {
+        let config = self
+            .launch_config()
+            .ok_or(LaunchError::Unavailable)?
+            .clone();
+        if *self.stopping().borrow() {
+            return Err(LaunchError::Unavailable);
+        }
+        let name = desk.to_owned();
+        let desk = self
+            .tasks()
+            .blocking(move |s, _| s.desk(&name))
+            .await?
+            .ok_or_else(|| StoreError::NoSuchDesk(desk.to_owned()))?;
+        if !desk.dir.is_dir() {
+            return Err(LaunchError::NoDirectory {
+                desk: desk.name.to_string(),
+                dir: desk.dir.clone(),
+            });
+        }
         let id = SessionId::generate();
-        let access = McpAccess::for_session(&config, &id);
-        let Some((spawn, adapter)) = adapter(&desk, &config, access) else {
+        let kind = adapter(desk.agent);
+        let Some(launch) = kind.launch(&desk, &config, &id)? else {
             return Err(LaunchError::NotHeadless {
                 desk: desk.name.to_string(),
                 agent: desk.agent,
+                kinds: kinds_that(|c| c.launches_headless),
             });
         };
+        let Launch {
+            spawn,
+            env,
+            protocol,
+            cleanup,
+        } = launch;
         let mut command = tokio::process::Command::new(&spawn.program);
         command
             .args(&spawn.args)
@@ -208,19 +207,22 @@ impl Sessions {
             command.env_remove(var);
         }
         crate::child_env::scrub_secrets(&mut command);
-        command
-            .env("TASKKEEPER_DESK", desk.name.as_str())
-            .env(headers::LAUNCHED_SESSION_ENV, id.as_str());
+        command.envs(env).env("TASKKEEPER_DESK", desk.name.as_str());
         // Its own process group: stopping it stops the commands it started.
         #[cfg(unix)]
         command.process_group(0);
-        let child = command.spawn().map_err(|source| LaunchError::SpawnAgent {
-            program: spawn.program.clone(),
-            agent: spawn.agent_name,
-            env: spawn.program_env,
-            source,
+        let child = command.spawn().map_err(|source| {
+            if let Some(file) = &cleanup {
+                let _ = std::fs::remove_file(file);
+            }
+            LaunchError::SpawnAgent {
+                program: spawn.program.clone(),
+                agent: kind.name(),
+                env: spawn.program_env,
+                source,
+            }
         })?;
-        self.start_launched(id, &desk, child, adapter, None, spawn.agent_name)
+        self.start_launched(id, &desk, child, protocol, cleanup, kind.name())
             .await
     }
 

@@ -1,25 +1,33 @@
 //! The agents Taskkeeper serves, each an adapter from its world to the agent-neutral sessions
-//! and delivery: Claude Code (its hooks, and headless sessions it launches), Codex CLI and
-//! Gemini CLI (their hooks, [`cli_hooks`]), any other agent through the generic report
+//! and delivery behind one interface ([`adapter`]): Claude Code (its hooks, its waiter, and
+//! headless sessions it launches), Codex CLI and Gemini CLI (their hooks, and headless
+//! sessions over their app server and ACP), any other agent through the generic report
 //! ([`generic`]), and `taskkeeper connect`, which wires each into the agent's own settings.
-//! The workers' room for every hook is here; what the intakes share is [`intake`].
+//! The workers' room for every hook is here: one route per kind with hooks of its own, all
+//! taken by the one intake ([`hooks`]); what the intakes share is [`intake`].
 
+pub(crate) mod adapter;
 pub mod claude_code;
-pub(crate) mod cli_hooks;
 pub(crate) mod codex {
-    //! The Codex CLI adapter's parts besides its hooks ([`super::cli_hooks`]).
+    //! The Codex CLI adapter ([`adapter`]) and its headless sessions ([`app_server`]).
+    pub(crate) mod adapter;
     pub(crate) mod app_server;
 }
 pub(crate) mod gemini {
-    //! The Gemini CLI adapter's parts besides its hooks ([`super::cli_hooks`]).
+    //! The Gemini CLI adapter ([`adapter`]) and its headless sessions ([`acp`]).
     pub(crate) mod acp;
+    pub(crate) mod adapter;
 }
 pub mod connect;
 pub mod generic;
 pub mod headers;
+pub(crate) mod hooks;
 pub(crate) mod intake;
 pub(crate) mod launched;
 
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::routing::post;
 
 use crate::http::auth::Credentials;
@@ -28,27 +36,29 @@ use crate::sessions::Sessions;
 
 /// The hook intake: the agent sessions of this machine (the worker token) and the owner.
 pub(crate) fn room(sessions: Sessions, credentials: Credentials) -> Room {
-    Room::new(Access::Workers)
-        .route("POST", "/hooks/generic", post(generic::report))
-        .route(
+    let mut room =
+        Room::new(Access::Workers).route("POST", "/hooks/generic", post(generic::report));
+    for a in adapter::adapters() {
+        let Some(path) = a.hook_route() else {
+            continue;
+        };
+        let kind = a.kind();
+        let handler = move |State(sessions): State<Sessions>,
+                            axum::Extension(credentials): axum::Extension<Credentials>,
+                            headers: HeaderMap,
+                            body: Bytes| async move {
+            hooks::intake(kind, &sessions, &credentials, &headers, &body).await
+        };
+        room = room.route(
             "POST",
-            "/hooks/claude-code",
-            post(claude_code::hooks::hook).layer(axum::Extension(credentials.clone())),
-        )
-        .route(
-            "POST",
-            "/hooks/claude-code/wait",
-            post(claude_code::hooks::wait),
-        )
-        .route(
-            "POST",
-            "/hooks/codex",
-            post(cli_hooks::codex).layer(axum::Extension(credentials.clone())),
-        )
-        .route(
-            "POST",
-            "/hooks/gemini",
-            post(cli_hooks::gemini).layer(axum::Extension(credentials.clone())),
-        )
-        .with_state(sessions)
+            path,
+            post(handler).layer(axum::Extension(credentials.clone())),
+        );
+    }
+    room.route(
+        "POST",
+        "/hooks/claude-code/wait",
+        post(claude_code::hooks::wait),
+    )
+    .with_state(sessions)
 }

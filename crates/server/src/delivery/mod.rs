@@ -2,7 +2,8 @@
 //! or a cancel notice) is marked delivered by a transition in the store, at the version that
 //! was told, which succeeds once (`Sessions::record_told`); whoever wins that claim (the Stop
 //! hook's handover, the waiter, the push loop) delivers the text and nobody else does. Which
-//! means is tried first, and which next, is [`taskkeeper_core::delivery::ranked`]'s decision.
+//! means is tried first, and which next, is [`taskkeeper_core::delivery::ranked`]'s decision,
+//! among the ways the session's kind of agent has (its adapter's [`ranked`]).
 //!
 //! What they write comes from askers, foreign agents: every pushed text goes through
 //! [`taskkeeper_core::delivery::terminal_safe`] at the write, so no escape sequence reaches a
@@ -21,6 +22,7 @@ use taskkeeper_core::session::{Session, SessionId};
 use taskkeeper_core::store::{StateFilter, TaskFilter};
 use taskkeeper_core::{Desk, DeskName, Event, StoreError, Task, TaskState};
 
+use crate::agents::adapter::adapter;
 use crate::sessions::{Sessions, lock};
 
 pub(crate) use push::Look;
@@ -43,6 +45,12 @@ pub(crate) fn telling(
         tracing::warn!(task = %t.id, error = %e, "the asker's files could not be saved");
     }
     delivery::telling(t, to, files.root())
+}
+
+/// The ways into `session` that its `means` allow, best first: [`delivery::ranked`] over
+/// the ways its kind has ([`crate::agents::adapter::Adapter::ways_in`]).
+pub(crate) fn ranked(session: &Session, means: Means) -> Vec<Method> {
+    delivery::ranked(adapter(session.agent).ways_in(), means)
 }
 
 impl Sessions {
@@ -136,7 +144,7 @@ impl Sessions {
         Ok(texts)
     }
 
-    /// What can reach `session` right now, for [`delivery::ranked`] to order: the one account
+    /// What can reach `session` right now, for [`ranked`] to order: the one account
     /// of a session's means, which the push loop, the waiter and the Stop handover all rank
     /// (the handover and the waiter add themselves: `at_stop`, `waiter`).
     pub(crate) fn means(&self, session: &Session, desk: Option<&Desk>) -> Means {
@@ -171,7 +179,7 @@ impl Sessions {
             .tasks
             .blocking(move |s, _| s.desk(name.as_str()))
             .await?;
-        Ok(delivery::ranked(add(self.means(session, desk.as_ref())))
+        Ok(ranked(session, add(self.means(session, desk.as_ref())))
             .first()
             .copied())
     }
@@ -203,7 +211,7 @@ impl Sessions {
     }
 
     /// The SessionStart hook's first user message (for an agent that takes one, see
-    /// `agents::claude_code::hooks::takes_start_message`): claim what the desk has waiting,
+    /// `agents::adapter::Adapter::starts_with_message`): claim what the desk has waiting,
     /// for the session to start its first turn with. The turn it starts is Taskkeeper's.
     /// Like the handover, it acts only when the ranking puts it first.
     pub async fn start_message(&self, session: &Session) -> Result<Option<String>, StoreError> {

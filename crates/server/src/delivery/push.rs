@@ -122,9 +122,9 @@ pub(crate) enum Pushed {
 }
 
 impl Sessions {
-    /// The methods that can reach `session` right now, best first ([`delivery::ranked`]).
+    /// The methods that can reach `session` right now, best first ([`super::ranked`]).
     fn methods(&self, session: &Session, desk: &Desk) -> Vec<Method> {
-        delivery::ranked(self.means(session, Some(desk)))
+        super::ranked(session, self.means(session, Some(desk)))
     }
 
     /// Pushes what idle sessions (and desks with a command and no live session) have to be

@@ -85,7 +85,7 @@ impl OwnerService {
         let deliver_command = checked_command(deliver_command)?;
         let agent = match agent {
             Some(a) => AgentKind::from_str(a).map_err(|e| OwnerError::invalid(e.to_string()))?,
-            None => AgentKind::ClaudeCode,
+            None => AgentKind::default(),
         };
         non_empty("dir", dir)?;
         let dir = std::path::PathBuf::from(dir);

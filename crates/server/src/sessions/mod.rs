@@ -371,15 +371,23 @@ pub fn reconcile_stored(
     })
 }
 
-/// A level signal for a session, where one can be read: the process is gone, or the agent's
-/// own status file says idle, busy or waiting. The file is written a moment after the hooks
-/// fire, so a file older than the session's last change is stale and says nothing.
+/// A level signal for a session, of those its kind has
+/// (its adapter's `level_signals`), where one can be read: the process
+/// is gone, or the agent's own status file says idle, busy or waiting. The file is written a
+/// moment after the hooks fire, so a file older than the session's last change is stale and
+/// says nothing.
 pub fn level_of(session: &Session) -> Option<Level> {
+    use crate::agents::adapter::{LevelSignal, adapter};
+    let signals = adapter(session.agent).level_signals();
     #[cfg(target_os = "linux")]
-    if let Some(pid) = session.reach.pid
+    if signals.contains(&LevelSignal::ProcessGone)
+        && let Some(pid) = session.reach.pid
         && !Path::new(&format!("/proc/{pid}")).exists()
     {
         return Some(Level::Gone);
+    }
+    if !signals.contains(&LevelSignal::StatusFile) {
+        return None;
     }
     let path = session.reach.status_file.as_ref()?;
     let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok()?;

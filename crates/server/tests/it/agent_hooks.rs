@@ -2,7 +2,8 @@
 //! sequences shaped as docs/agents.md records them: the activity they give a session (an
 //! interrupt with no closing event included), the handover at a turn's end in each agent's
 //! words, the session proof our tool calls get and what it lets `task_update` end over MCP,
-//! and payloads each intake refuses.
+//! payloads each intake refuses, and the level signals (its adapter's) a session is corrected
+//! from.
 
 use serde_json::{Value, json};
 
@@ -375,4 +376,56 @@ fn a_codex_interrupt_at_a_permission_prompt_ends_the_wait_on_the_owner() {
     a.ok("019a-thread", "Interrupt", json!({"turn_id": "t1"}));
     assert_eq!(a.activity("019a-thread"), "stopped-by-owner");
     assert_eq!(d.task(&task)["waitingOnOwner"], false);
+}
+
+/// A session is corrected only from the level signals its kind has (its adapter's): a Codex
+/// TUI started from a Claude Code terminal inherits that session's environment, so its hooks
+/// can name Claude Code's status file; what that file says is Claude Code's session, not this
+/// one, and it never makes the Codex session look idle.
+#[test]
+fn a_codex_session_is_corrected_only_by_its_own_level_signals() {
+    let d = TestDaemon::start();
+    let codex = Agent::codex(&d);
+    let status_file = d.data_dir.join("claude-session.json");
+    let id = "019a0000-0000-7000-8000-0000000000c1";
+    let body = json!({"session_id": id, "hook_event_name": "UserPromptSubmit", "cwd": codex.cwd,
+        "transcript_path": "/tmp/t.jsonl", "turn_id": "t1", "prompt": "go"});
+    let (status, out) = d.raw(
+        "POST",
+        "/hooks/codex",
+        &d.host(),
+        &[
+            (
+                "Authorization".to_owned(),
+                format!("Bearer {}", d.daemon().worker_token().as_str()),
+            ),
+            ("Content-Type".to_owned(), "application/json".to_owned()),
+            (
+                "X-Taskkeeper-Status-File".to_owned(),
+                status_file.to_string_lossy().into_owned(),
+            ),
+        ],
+        &body.to_string(),
+    );
+    assert_eq!(status, 200, "{out}");
+    assert_eq!(codex.activity(id), "busy");
+    // Written after the session's last change, so a Claude Code session would read it.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(&status_file, r#"{"status":"idle"}"#).unwrap();
+    // Reading the sessions reconciles each with its level signals.
+    assert_eq!(
+        codex.activity(id),
+        "busy",
+        "Claude Code's status file is no level signal of a Codex session"
+    );
+    codex.ok(
+        id,
+        "Stop",
+        json!({"turn_id": "t1", "stop_hook_active": false, "last_assistant_message": "Done."}),
+    );
+    assert_eq!(
+        codex.activity(id),
+        "idle",
+        "its own hooks still tell its turns"
+    );
 }

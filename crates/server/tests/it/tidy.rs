@@ -473,3 +473,84 @@ fn no_file_of_the_daemon_is_longer_than_a_sitting() {
         "split these by what their parts do (over {MOST} lines): {long:?}"
     );
 }
+
+/// Each place in `text` (code before its tests, comments out) that decides by a particular
+/// kind of agent: a match arm on an `AgentKind` variant, a comparison with one, a `matches!`
+/// over one, or a hook vocabulary (`HookAgent::`).
+fn kind_decisions(text: &str) -> Vec<String> {
+    let code = text.split("#[cfg(test)]").next().unwrap_or("");
+    let decision = Regex::new(
+        r"AgentKind::[A-Z][A-Za-z]*\)*\s*(?:=>|\|)|[!=]=\s*(?:taskkeeper_core::)?AgentKind::[A-Z]|matches!\([^)]*AgentKind::[A-Z]|HookAgent::[A-Z]",
+    )
+    .unwrap();
+    code.lines()
+        .enumerate()
+        .filter_map(|(n, line)| {
+            let line = line.split("//").next().unwrap_or("");
+            decision
+                .find(line)
+                .map(|m| format!("{}: {}", n + 1, m.as_str()))
+        })
+        .collect()
+}
+
+#[test]
+fn the_scan_for_kind_decisions_finds_a_match_a_comparison_and_a_vocabulary() {
+    let found = kind_decisions(
+        "match desk.agent {\n    AgentKind::Codex => 1,\n    AgentKind::ClaudeCode | AgentKind::Generic => 2,\n}\n\
+         if desk.agent != AgentKind::ClaudeCode {}\n\
+         Some(Ok(AgentKind::ClaudeCode)) => return,\n\
+         let a = HookAgent::Gemini;\n\
+         let kind = AgentKind::Generic; // a value, not a decision\n\
+         // AgentKind::Codex => in a comment\n\
+         #[cfg(test)]\nmod tests { fn t() { let _ = AgentKind::Codex == k; } }",
+    );
+    assert_eq!(
+        found,
+        [
+            "2: AgentKind::Codex =>",
+            "3: AgentKind::ClaudeCode |",
+            "5: != AgentKind::C",
+            "6: AgentKind::ClaudeCode)) =>",
+            "7: HookAgent::G",
+        ]
+    );
+}
+
+/// Every fact about a kind of agent is its adapter's (`crates/server/src/agents/adapter.rs`,
+/// and one `adapter.rs` per kind under `agents/`): the rest of the daemon, the hook intakes,
+/// the launcher and delivery included, asks `adapter(kind)` and decides by nothing else, so
+/// adding an agent is one new module and one line in the lookup. Core defines the kinds
+/// (`desk.rs`) and their hook vocabularies (`agent_hooks.rs`); the one other per-kind fact in
+/// core is an owner's setting named by its kind (`reminders.first_after.claude-code`, in
+/// `settings.rs`).
+#[test]
+fn only_the_agents_adapters_decide_by_the_kind_of_agent() {
+    let core = root().join("crates/core/src");
+    let allowed = [
+        core.join("desk.rs"),
+        core.join("agent_hooks.rs"),
+        core.join("settings.rs"),
+    ];
+    let agents = root().join("crates/server/src/agents");
+    let mut found = Vec::new();
+    let mut scanned = 0;
+    for path in product_sources() {
+        let ours = path.starts_with(root().join("crates/server/src")) || path.starts_with(&core);
+        let an_adapter = path.starts_with(&agents) && path.ends_with("adapter.rs");
+        if !ours || an_adapter || allowed.contains(&path) {
+            continue;
+        }
+        scanned += 1;
+        let text = std::fs::read_to_string(&path).unwrap();
+        for place in kind_decisions(&text) {
+            found.push(format!("{}:{place}", shown(&path)));
+        }
+    }
+    assert!(scanned > 40, "the tree was read");
+    assert!(
+        found.is_empty(),
+        "a decision by the kind of agent outside its adapter; ask \
+         `agents::adapter::adapter(kind)` (add a capability or a method there) instead: {found:?}"
+    );
+}

@@ -31,7 +31,6 @@ pub(crate) fn spawn(program: &std::path::Path) -> Spawn {
         program: program.to_owned(),
         args: vec!["app-server".to_owned()],
         program_env: PROGRAM_ENV,
-        agent_name: "Codex CLI",
     }
 }
 

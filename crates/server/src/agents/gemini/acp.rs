@@ -35,7 +35,6 @@ pub(crate) fn spawn(program: &std::path::Path) -> Spawn {
         program: program.to_owned(),
         args: vec!["--acp".to_owned()],
         program_env: PROGRAM_ENV,
-        agent_name: "Gemini CLI",
     }
 }
 

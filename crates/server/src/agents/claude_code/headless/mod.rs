@@ -7,10 +7,11 @@
 //! This module is the adapter for that stream. [`StreamJson`] is its protocol behind the one
 //! interface every launched kind implements ([`crate::agents::launched::Headless`]), over
 //! [`StreamEdges`], which translates the events into [`Edge`]s (a pure function over the
-//! events, tested on a recorded stream); here is how `claude -p` is started, and the registry
-//! of launched sessions ([`Launched`]); the shared runner drives the process and ends the
-//! session when it ends. Delivery itself goes through the one ranked list in
-//! [`taskkeeper_core::delivery::ranked`] like every other method.
+//! events, tested on a recorded stream); here is how `claude -p` is started ([`launch`], the
+//! Claude Code adapter's launch), and the registry of launched sessions ([`Launched`]); the
+//! shared runner spawns and drives the process and ends the session when it ends. Delivery
+//! itself goes through the one ranked list in [`taskkeeper_core::delivery::ranked`] like
+//! every other method.
 //!
 //! Tools the project's settings do not allow are asked of the owner
 //! (`--permission-prompt-tool stdio`): the session waits on the owner, the request is shown
@@ -24,13 +25,12 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use taskkeeper_core::delivery;
 use taskkeeper_core::session::{Edge, Session, SessionId};
-use taskkeeper_core::{AgentKind, StoreError};
+use taskkeeper_core::{AgentKind, Desk, StoreError};
 use tokio::sync::{Notify, mpsc};
 
 mod process;
@@ -41,7 +41,8 @@ pub(crate) use process::write_stdin;
 pub(crate) use process::{Signal, keep_tail, kill_group, stop_child};
 pub use stream::{INPUT_SHOWN, Permission, StreamEdges, StreamJson};
 
-use crate::agents::launched::Input;
+use crate::agents::adapter::Launch;
+use crate::agents::launched::{Input, Spawn};
 use crate::sessions::Sessions;
 
 /// How long a stopped session has to finish after its stdin closed before it is killed.
@@ -78,10 +79,13 @@ pub struct LaunchConfig {
     pub dir: PathBuf,
 }
 
+/// The variable that names another `claude` binary.
+const PROGRAM_ENV: &str = "TASKKEEPER_CLAUDE";
+
 impl LaunchConfig {
     /// `TASKKEEPER_CLAUDE`, else `claude` on the PATH.
     pub fn program_from_env() -> PathBuf {
-        crate::agents::launched::program_from_env("TASKKEEPER_CLAUDE", "claude")
+        crate::agents::launched::program_from_env(PROGRAM_ENV, "claude")
     }
 }
 
@@ -90,18 +94,16 @@ pub enum LaunchError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(
-        "desk {desk} is a {agent} desk; Taskkeeper launches headless sessions for claude-code, codex and gemini desks (re-add the desk with --agent to name its agent)"
+        "desk {desk} is a {agent} desk; Taskkeeper launches headless sessions for {kinds} desks (re-add the desk with --agent to name its agent)"
     )]
-    NotHeadless { desk: String, agent: AgentKind },
+    NotHeadless {
+        desk: String,
+        agent: AgentKind,
+        /// The kinds it does launch, as a sentence names them.
+        kinds: String,
+    },
     #[error("desk {desk}'s directory {dir} does not exist; create it or re-add the desk")]
     NoDirectory { desk: String, dir: PathBuf },
-    #[error(
-        "cannot start {program}: {source}; install Claude Code, or point TASKKEEPER_CLAUDE at its binary"
-    )]
-    Spawn {
-        program: PathBuf,
-        source: std::io::Error,
-    },
     #[error("cannot start {program}: {source}; install {agent}, or point {env} at its binary")]
     SpawnAgent {
         program: PathBuf,
@@ -132,6 +134,48 @@ pub enum LaunchError {
         asked: String,
         answered: String,
     },
+}
+
+/// How a headless Claude Code session `id` is launched at `desk` (the Claude Code adapter's
+/// launch): `claude -p` speaking stream-json, with the session's id, the desk's note as
+/// system prompt, and its MCP configuration in a private file (removed when it is gone).
+pub(crate) fn launch(
+    desk: &Desk,
+    config: &LaunchConfig,
+    id: &SessionId,
+) -> Result<Launch, LaunchError> {
+    let mcp = write_mcp_config(config, id)?;
+    let mut args: Vec<String> = [
+        "-p",
+        "--verbose",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--session-id",
+        id.as_str(),
+        "--allowedTools",
+        "mcp__taskkeeper",
+        "--permission-prompt-tool",
+        "stdio",
+        "--append-system-prompt",
+        &delivery::session_note(desk),
+        "--mcp-config",
+    ]
+    .map(str::to_owned)
+    .into();
+    args.push(mcp.to_string_lossy().into_owned());
+    Ok(Launch {
+        spawn: Spawn {
+            program: config.program.clone(),
+            args,
+            program_env: PROGRAM_ENV,
+        },
+        // The authoritative turn signals (claude-code.md §10).
+        env: vec![("CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS", "1".to_owned())],
+        protocol: Box::new(StreamJson::default()),
+        cleanup: Some(mcp),
+    })
 }
 
 /// The sessions this process launched: their stdin, and how to stop them.
@@ -224,7 +268,7 @@ impl From<LaunchError> for crate::owner::OwnerError {
             L::NothingAsked(_) | L::AskedSomethingElse { .. } => {
                 crate::owner::OwnerErrorKind::Conflict
             }
-            L::Spawn { .. } | L::SpawnAgent { .. } | L::Config { .. } | L::Unavailable => {
+            L::SpawnAgent { .. } | L::Config { .. } | L::Unavailable => {
                 crate::owner::OwnerErrorKind::Internal
             }
         };
@@ -236,86 +280,6 @@ impl From<LaunchError> for crate::owner::OwnerError {
 }
 
 impl Sessions {
-    /// Launch a headless Claude Code session at `desk`: its tasks and reminders go to the
-    /// session's stdin, and the session ends when the process does.
-    pub async fn launch(&self, desk: &str) -> Result<Session, LaunchError> {
-        let config = self
-            .launch_config()
-            .ok_or(LaunchError::Unavailable)?
-            .clone();
-        if *self.stopping().borrow() {
-            return Err(LaunchError::Unavailable);
-        }
-        let name = desk.to_owned();
-        let desk = self
-            .tasks()
-            .blocking(move |s, _| s.desk(&name))
-            .await?
-            .ok_or_else(|| StoreError::NoSuchDesk(desk.to_owned()))?;
-        if !desk.dir.is_dir() {
-            return Err(LaunchError::NoDirectory {
-                desk: desk.name.to_string(),
-                dir: desk.dir.clone(),
-            });
-        }
-        if desk.agent != AgentKind::ClaudeCode {
-            return self.launch_headless(desk, config).await;
-        }
-        let id = SessionId::generate();
-        let mcp = write_mcp_config(&config, &id)?;
-        let mut command = tokio::process::Command::new(&config.program);
-        command
-            .args([
-                "-p",
-                "--verbose",
-                "--input-format",
-                "stream-json",
-                "--output-format",
-                "stream-json",
-                "--session-id",
-                id.as_str(),
-                "--allowedTools",
-                "mcp__taskkeeper",
-                "--permission-prompt-tool",
-                "stdio",
-                "--append-system-prompt",
-                &delivery::session_note(&desk),
-                "--mcp-config",
-            ])
-            .arg(&mcp)
-            .current_dir(&desk.dir)
-            // The authoritative turn signals (claude-code.md §10).
-            .env("CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS", "1")
-            .env("TASKKEEPER_DESK", desk.name.as_str())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        for var in STRIPPED_ENV {
-            command.env_remove(var);
-        }
-        crate::child_env::scrub_secrets(&mut command);
-        // Its own process group: stopping it stops the background commands it started.
-        #[cfg(unix)]
-        command.process_group(0);
-        let child = command.spawn().map_err(|source| {
-            let _ = std::fs::remove_file(&mcp);
-            LaunchError::Spawn {
-                program: config.program.clone(),
-                source,
-            }
-        })?;
-        self.start_launched(
-            id,
-            &desk,
-            child,
-            Box::new(StreamJson::default()),
-            Some(mcp),
-            "Claude Code",
-        )
-        .await
-    }
-
     /// Stop a session this daemon launched: its stdin closes (it finishes the message it is on
     /// and exits), and it is killed if it has not exited after a grace period.
     pub async fn stop_launched(&self, id: &SessionId) -> Result<(), LaunchError> {

@@ -1,0 +1,292 @@
+//! The one interface every kind of agent implements (claude-code.md §17), and the one lookup
+//! from a kind to its adapter ([`adapter`]). The rest of the daemon is agent-neutral: it asks
+//! the adapter what a hook means, which level signals a session has, which ways lead into
+//! it and in which order, how a headless session of it is launched, and what the kind can
+//! do, instead of knowing per-kind facts itself. Each kind's adapter lives in that kind's
+//! module (`claude_code/adapter.rs`, `codex/adapter.rs`, `gemini/adapter.rs`, `generic.rs`):
+//! adding an agent is a new module and one line in [`adapter`] (and its kind in core's
+//! `AgentKind`, with its hook vocabulary in `core::agent_hooks` if it has hooks).
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+use taskkeeper_core::agent_hooks::{self, Happening, HookAgent, UnreadableHook};
+use taskkeeper_core::delivery::Method;
+use taskkeeper_core::session::SessionId;
+use taskkeeper_core::{AgentKind, Desk};
+
+use crate::agents::claude_code::headless::{LaunchConfig, LaunchError};
+use crate::agents::launched::{Headless, Spawn};
+
+/// What a kind of agent can do, as far as Taskkeeper's rules ask.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Its hooks say when the owner interrupts a turn (Codex's `Interrupt`); without it an
+    /// interrupt is seen only in a level signal, or when the next turn starts.
+    pub has_interrupt_event: bool,
+    /// The end of its turn lists the background commands still running (Claude Code's
+    /// `background_tasks` at Stop), so a session waiting on them is not quiet.
+    pub has_background_tasks_in_stop: bool,
+    /// The end of its turn lists what the session scheduled to wake itself (Claude Code's
+    /// `session_crons`), so it is not quiet until that is due.
+    pub lists_self_wakes: bool,
+    /// The hook at the end of its turn can continue the turn with a handover.
+    pub stop_can_continue: bool,
+    /// Something besides a paste starts a turn in an idle interactive session of it (Claude
+    /// Code's waiter and inbox socket).
+    pub can_wake_idle: bool,
+    /// Its SessionStart hook's answer can carry the session's first user message (Claude
+    /// Code's `initialUserMessage`, in `-p` sessions).
+    pub takes_start_message: bool,
+    /// Taskkeeper can launch a headless session of it.
+    pub launches_headless: bool,
+    /// Its sessions may report through the generic intake (`taskkeeper report`); one whose
+    /// hooks say more is refused there, so nothing reports it twice.
+    pub reports_generically: bool,
+}
+
+/// A level signal a session can be read from, to correct what its hooks said (a hook that
+/// did not fire, an interrupt with no closing event).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LevelSignal {
+    /// The process its hooks named is gone: the session ended.
+    ProcessGone,
+    /// The agent's own status file says idle, busy or waiting (Claude Code's, named by its
+    /// hook helper).
+    StatusFile,
+}
+
+/// How to launch one headless session: the process, what to add to its environment, its
+/// protocol on the pipes, and a file of it to remove when it is gone.
+pub(crate) struct Launch {
+    pub spawn: Spawn,
+    pub env: Vec<(&'static str, String)>,
+    pub protocol: Box<dyn Headless>,
+    pub cleanup: Option<PathBuf>,
+}
+
+/// One kind of agent, as the daemon needs to know it.
+pub(crate) trait Adapter: Sync {
+    fn kind(&self) -> AgentKind;
+
+    /// Its name as the owner reads it ("Claude Code").
+    fn name(&self) -> &'static str;
+
+    fn capabilities(&self) -> Capabilities;
+
+    /// The ways into a session of this kind, best first; `core::delivery::ranked` keeps the
+    /// ones a session's means allow, in this order.
+    fn ways_in(&self) -> &'static [Method];
+
+    fn level_signals(&self) -> &'static [LevelSignal];
+
+    /// Its hooks' vocabulary, when it has hooks of its own (`core::agent_hooks`).
+    fn vocabulary(&self) -> Option<HookAgent> {
+        None
+    }
+
+    /// The route its hooks come to (`/hooks/<kind>`), when it has hooks of its own.
+    fn hook_route(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// What one hook payload of its means for its session.
+    fn on_hook(&self, payload: &Value) -> Result<Happening, UnreadableHook> {
+        match self.vocabulary() {
+            Some(agent) => agent_hooks::read(agent, payload),
+            None => Err(UnreadableHook::UnknownEvent {
+                agent: self.kind().as_str(),
+                event: agent_hooks::event_of(payload)?.to_owned(),
+            }),
+        }
+    }
+
+    /// Whether the session this SessionStart hook (`payload`, run with Claude Code's
+    /// `entrypoint`) starts takes its first task in the hook's answer; only a kind that
+    /// [`Capabilities::takes_start_message`] is asked.
+    fn starts_with_message(&self, _entrypoint: Option<&str>, _payload: &Value) -> bool {
+        false
+    }
+
+    /// How to launch a headless session `id` of this kind at `desk`; `None` for a kind
+    /// Taskkeeper does not launch.
+    fn launch(
+        &self,
+        desk: &Desk,
+        config: &LaunchConfig,
+        id: &SessionId,
+    ) -> Result<Option<Launch>, LaunchError>;
+}
+
+/// The adapter of a kind of agent: the one lookup.
+pub(crate) fn adapter(kind: AgentKind) -> &'static dyn Adapter {
+    match kind {
+        AgentKind::ClaudeCode => &super::claude_code::adapter::ClaudeCode,
+        AgentKind::Codex => &super::codex::adapter::Codex,
+        AgentKind::Gemini => &super::gemini::adapter::Gemini,
+        AgentKind::Generic => &super::generic::Generic,
+    }
+}
+
+/// Every adapter, in `AgentKind::ALL`'s order.
+pub(crate) fn adapters() -> impl Iterator<Item = &'static dyn Adapter> {
+    AgentKind::ALL.into_iter().map(adapter)
+}
+
+/// The kinds whose capabilities have `which`, as a sentence names them ("a, b and c").
+pub(crate) fn kinds_that(which: impl Fn(Capabilities) -> bool) -> String {
+    let names: Vec<&str> = adapters()
+        .filter(|a| which(a.capabilities()))
+        .map(|a| a.kind().as_str())
+        .collect();
+    match names.split_last() {
+        None => String::new(),
+        Some((last, [])) => (*last).to_owned(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_has_its_own_adapter() {
+        for kind in AgentKind::ALL {
+            assert_eq!(adapter(kind).kind(), kind, "{kind}'s adapter says it is");
+        }
+    }
+
+    #[test]
+    fn a_kind_with_hooks_takes_them_at_its_own_route_in_its_own_words() {
+        for a in adapters() {
+            let kind = a.kind();
+            match a.vocabulary() {
+                Some(words) => {
+                    assert_eq!(words.kind(), kind);
+                    assert_eq!(
+                        a.hook_route().map(str::to_owned),
+                        Some(format!("/hooks/{kind}"))
+                    );
+                }
+                None => assert_eq!(a.hook_route(), None, "{kind} has no hooks of its own"),
+            }
+        }
+    }
+
+    /// The flags say what the ways in do: a kind whose turn can be continued has the
+    /// handover, one that can wake an idle session has a way besides the paste, one that takes
+    /// a start message has that way, and every kind can be reached by its desk's command.
+    #[test]
+    fn the_flags_agree_with_the_ways_in() {
+        for a in adapters() {
+            let (caps, ways, kind) = (a.capabilities(), a.ways_in(), a.kind());
+            assert_eq!(
+                caps.stop_can_continue,
+                ways.contains(&Method::Handover),
+                "{kind}"
+            );
+            assert_eq!(
+                caps.can_wake_idle,
+                ways.iter()
+                    .any(|w| matches!(w, Method::Waiter | Method::Inbox)),
+                "{kind}"
+            );
+            assert_eq!(
+                caps.takes_start_message,
+                ways.contains(&Method::StartMessage),
+                "{kind}"
+            );
+            assert_eq!(
+                caps.launches_headless,
+                ways.contains(&Method::Stdin),
+                "{kind}"
+            );
+            assert_eq!(ways.last(), Some(&Method::Command), "{kind}");
+            assert!(
+                a.level_signals().contains(&LevelSignal::ProcessGone),
+                "{kind}"
+            );
+        }
+    }
+
+    /// A kind that launches headless says how, with its own binary; the others launch
+    /// nothing (and leave nothing behind).
+    #[test]
+    fn each_kind_that_launches_headless_says_how() {
+        use crate::http::auth::Credentials;
+        use crate::token::Token;
+        let dir = tempfile::tempdir().unwrap();
+        let worker = Token::new("worker-token");
+        let config = LaunchConfig {
+            program: "/opt/bin/claude".into(),
+            codex: "/opt/bin/codex".into(),
+            gemini: "/opt/bin/gemini".into(),
+            port: 4100,
+            credentials: Credentials::new(Token::new("owner-token"), worker.clone(), &[]),
+            worker_token: worker,
+            dir: dir.path().to_owned(),
+        };
+        let id = SessionId::generate();
+        let mut programs = Vec::new();
+        for a in adapters() {
+            let kind = a.kind();
+            let desk = Desk {
+                name: "web".parse().unwrap(),
+                agent: kind,
+                dir: dir.path().to_owned(),
+                deliver_command: None,
+                auto_launch: false,
+                created_at: taskkeeper_core::Timestamp::from_millis(0),
+            };
+            let launch = a.launch(&desk, &config, &id).unwrap();
+            assert_eq!(
+                launch.is_some(),
+                a.capabilities().launches_headless,
+                "{kind}"
+            );
+            let Some(launch) = launch else { continue };
+            // Its own binary, which no other kind runs.
+            let program = launch.spawn.program.to_string_lossy().into_owned();
+            assert!(program.starts_with("/opt/bin/"), "{kind}: {program}");
+            assert!(!programs.contains(&program), "{kind}: {program}");
+            programs.push(program);
+            assert!(
+                launch.spawn.program_env.starts_with("TASKKEEPER_"),
+                "{kind}"
+            );
+            // What it is given in proves the session, and no token is on its command line.
+            assert!(
+                !launch.spawn.args.iter().any(|a| a.contains("worker-token")),
+                "{kind}: {:?}",
+                launch.spawn.args
+            );
+            match &launch.cleanup {
+                Some(file) => {
+                    let text = std::fs::read_to_string(file).unwrap();
+                    assert!(text.contains(id.as_str()), "{kind}: {text}");
+                    assert!(launch.spawn.args.iter().any(|a| a == id.as_str()), "{kind}");
+                }
+                None => assert!(
+                    launch.env.iter().any(|(var, value)| *var
+                        == crate::agents::headers::LAUNCHED_SESSION_ENV
+                        && value == id.as_str()),
+                    "{kind}: its hooks stay silent"
+                ),
+            }
+        }
+        assert_eq!(programs.len(), 3, "{programs:?}");
+        // Claude Code's file is the only one written.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn the_kinds_that_launch_headless_are_named_in_a_sentence() {
+        assert_eq!(
+            kinds_that(|c| c.launches_headless),
+            "claude-code, codex and gemini"
+        );
+        assert_eq!(kinds_that(|c| c.has_interrupt_event), "codex");
+        assert_eq!(kinds_that(|_| false), "");
+    }
+}

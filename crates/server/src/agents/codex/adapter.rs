@@ -1,0 +1,116 @@
+//! The Codex CLI adapter (agents.md §3): its hooks (`core::agent_hooks`, Codex's words, with
+//! an `Interrupt` event of its own), the Stop handover, the tmux paste into an idle TUI, and
+//! headless sessions as `codex app-server` ([`super::app_server`]).
+
+use taskkeeper_core::agent_hooks::HookAgent;
+use taskkeeper_core::delivery::{self, Method};
+use taskkeeper_core::session::SessionId;
+use taskkeeper_core::{AgentKind, Desk};
+
+use super::app_server::{self, AppServer};
+use crate::agents::adapter::{Adapter, Capabilities, Launch, LevelSignal};
+use crate::agents::claude_code::headless::{LaunchConfig, LaunchError};
+use crate::agents::headers;
+use crate::agents::launched::McpAccess;
+
+pub(crate) struct Codex;
+
+impl Adapter for Codex {
+    fn kind(&self) -> AgentKind {
+        AgentKind::Codex
+    }
+
+    fn name(&self) -> &'static str {
+        "Codex CLI"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            has_interrupt_event: true,
+            stop_can_continue: true,
+            launches_headless: true,
+            reports_generically: true,
+            ..Capabilities::default()
+        }
+    }
+
+    fn ways_in(&self) -> &'static [Method] {
+        &[
+            Method::Handover,
+            Method::Stdin,
+            Method::Paste,
+            Method::Command,
+        ]
+    }
+
+    fn level_signals(&self) -> &'static [LevelSignal] {
+        &[LevelSignal::ProcessGone]
+    }
+
+    fn vocabulary(&self) -> Option<HookAgent> {
+        Some(HookAgent::Codex)
+    }
+
+    fn hook_route(&self) -> Option<&'static str> {
+        Some("/hooks/codex")
+    }
+
+    fn launch(
+        &self,
+        desk: &Desk,
+        config: &LaunchConfig,
+        id: &SessionId,
+    ) -> Result<Option<Launch>, LaunchError> {
+        let protocol = AppServer::new(
+            desk.dir.clone(),
+            delivery::session_note(desk),
+            McpAccess::for_session(config, id),
+        );
+        Ok(Some(Launch {
+            spawn: app_server::spawn(&config.codex),
+            // Its hooks stay silent: the daemon drives this session itself.
+            env: vec![(headers::LAUNCHED_SESSION_ENV, id.as_str().to_owned())],
+            protocol: Box::new(protocol),
+            cleanup: None,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use taskkeeper_core::agent_hooks::Happening;
+
+    use super::*;
+
+    #[test]
+    fn codex_says_when_it_is_interrupted_and_is_woken_only_by_a_paste() {
+        let caps = Codex.capabilities();
+        assert!(caps.has_interrupt_event && caps.stop_can_continue && caps.launches_headless);
+        assert!(!caps.can_wake_idle && !caps.takes_start_message);
+        assert!(!caps.has_background_tasks_in_stop && !caps.lists_self_wakes);
+        assert_eq!(
+            Codex.ways_in(),
+            [
+                Method::Handover,
+                Method::Stdin,
+                Method::Paste,
+                Method::Command
+            ]
+        );
+    }
+
+    #[test]
+    fn a_codex_hook_means_what_codex_says() {
+        let hook = |event: &str| json!({"session_id": "019a", "cwd": "/w", "hook_event_name": event, "turn_id": "t"});
+        assert_eq!(
+            Codex.on_hook(&hook("Interrupt")).unwrap(),
+            Happening::Interrupted
+        );
+        assert_eq!(
+            Codex.on_hook(&hook("UserPromptSubmit")).unwrap(),
+            Happening::TurnStarted
+        );
+        assert!(Codex.on_hook(&hook("AfterAgent")).is_err());
+    }
+}
