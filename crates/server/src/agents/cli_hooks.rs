@@ -26,25 +26,25 @@ use taskkeeper_core::session::{Edge, SessionId, TurnOrigin, check_dir};
 use taskkeeper_core::{Session, StoreError, delivery};
 
 use crate::agents::intake::{bad, reach_of, store_error};
+use crate::delivery::Delivery;
 use crate::http::auth::Credentials;
-use crate::sessions::Sessions;
 
 pub(crate) async fn codex(
-    State(sessions): State<Sessions>,
+    State(delivery): State<Delivery>,
     axum::Extension(credentials): axum::Extension<Credentials>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    intake(HookAgent::Codex, &sessions, &credentials, &headers, &body).await
+    intake(HookAgent::Codex, &delivery, &credentials, &headers, &body).await
 }
 
 pub(crate) async fn gemini(
-    State(sessions): State<Sessions>,
+    State(delivery): State<Delivery>,
     axum::Extension(credentials): axum::Extension<Credentials>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    intake(HookAgent::Gemini, &sessions, &credentials, &headers, &body).await
+    intake(HookAgent::Gemini, &delivery, &credentials, &headers, &body).await
 }
 
 /// A hook payload, checked.
@@ -79,11 +79,12 @@ fn parse(agent: HookAgent, body: &[u8]) -> Result<Hook, String> {
 
 async fn intake(
     agent: HookAgent,
-    sessions: &Sessions,
+    delivery: &Delivery,
     credentials: &Credentials,
     headers: &HeaderMap,
     body: &[u8],
 ) -> Response {
+    let sessions = delivery.sessions();
     let hook = match parse(agent, body) {
         Ok(h) => h,
         Err(message) => return bad(message),
@@ -108,7 +109,7 @@ async fn intake(
         // (installed for the owner's interactive sessions) only fill in the session.
         return answer(fill_session(agent, &hook, credentials));
     }
-    match handle(agent, sessions, credentials, &hook, session).await {
+    match handle(agent, delivery, credentials, &hook, session).await {
         Ok(out) => answer(out),
         Err(e) => store_error(e),
     }
@@ -143,11 +144,12 @@ fn fill_session(agent: HookAgent, hook: &Hook, credentials: &Credentials) -> Opt
 /// Fold the hook into the session; returns what the hook prints.
 async fn handle(
     agent: HookAgent,
-    sessions: &Sessions,
+    delivery: &Delivery,
     credentials: &Credentials,
     hook: &Hook,
     session: Session,
 ) -> Result<Option<Value>, StoreError> {
+    let sessions = delivery.sessions();
     let id = &session.id;
     let desk = session.desk.clone();
     Ok(match &hook.happening {
@@ -163,10 +165,10 @@ async fn handle(
             Some(agent_hooks::context_answer(agent, &note))
         }
         Happening::TurnStarted => {
-            let origin = if sessions.take_expected(id) {
+            let origin = if delivery.take_expected(id) {
                 TurnOrigin::Taskkeeper
             } else {
-                sessions.owner_wrote(id);
+                delivery.owner_wrote(id);
                 TurnOrigin::Owner
             };
             sessions.edge(id, Edge::TurnStarted { origin }).await?;
@@ -193,7 +195,7 @@ async fn handle(
             // handover starts in one step. A continued turn ends here again; the handover
             // claims only what is still waiting (and counts handovers in a row), so it cannot
             // loop.
-            let handed = sessions.handover(&session).await?;
+            let handed = delivery.handover(&session).await?;
             let mut edges = vec![Edge::TurnEnded {
                 last_words: last_words.clone(),
                 background: Vec::new(),

@@ -17,8 +17,8 @@ use taskkeeper_core::AgentKind;
 use taskkeeper_core::session::{Edge, SessionId, TurnOrigin, check_dir};
 
 use crate::agents::intake::{bad, reach_of, store_error};
+use crate::delivery::Delivery;
 use crate::owner::api::SessionView;
-use crate::sessions::Sessions;
 
 /// One report: `POST /hooks/generic`.
 #[derive(Debug, Deserialize)]
@@ -45,10 +45,11 @@ pub struct Report {
 pub const EVENTS: [&str; 5] = ["started", "turn-started", "turn-ended", "waiting", "ended"];
 
 pub(crate) async fn report(
-    State(sessions): State<Sessions>,
+    State(delivery): State<Delivery>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let sessions = delivery.sessions();
     let report: Report = match serde_json::from_slice(&body) {
         Ok(r) => r,
         Err(e) => return bad(format!("not a session report: {e}")),
@@ -101,7 +102,7 @@ pub(crate) async fn report(
     let edge = match report.event.as_str() {
         "started" => Edge::Started,
         "turn-started" => Edge::TurnStarted {
-            origin: if sessions.take_expected(&id) {
+            origin: if delivery.take_expected(&id) {
                 TurnOrigin::Taskkeeper
             } else {
                 TurnOrigin::Owner

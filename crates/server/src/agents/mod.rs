@@ -22,12 +22,12 @@ pub(crate) mod launched;
 
 use axum::routing::post;
 
+use crate::delivery::Delivery;
 use crate::http::auth::Credentials;
 use crate::http::routes::{Access, Room};
-use crate::sessions::Sessions;
 
 /// The hook intake: the agent sessions of this machine (the worker token) and the owner.
-pub(crate) fn room(sessions: Sessions, credentials: Credentials) -> Room {
+pub(crate) fn room(delivery: Delivery, credentials: Credentials) -> Room {
     Room::new(Access::Workers)
         .route("POST", "/hooks/generic", post(generic::report))
         .route(
@@ -50,5 +50,5 @@ pub(crate) fn room(sessions: Sessions, credentials: Credentials) -> Room {
             "/hooks/gemini",
             post(cli_hooks::gemini).layer(axum::Extension(credentials.clone())),
         )
-        .with_state(sessions)
+        .with_state(delivery)
 }

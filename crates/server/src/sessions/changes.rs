@@ -81,6 +81,11 @@ impl Interest {
 }
 
 impl Sessions {
+    /// Follow one session or desk: the receiver changes when it does.
+    pub(crate) fn follow(&self, what: Interested) -> watch::Receiver<u64> {
+        self.inner.interest.follow(what)
+    }
+
     /// Anything may have changed (an owner action): every follower looks again.
     pub fn poke(&self) {
         self.inner.interest.tell_all();

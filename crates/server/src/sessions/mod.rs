@@ -1,12 +1,13 @@
 //! The sessions registry: attaching a session to a desk, folding its agent-neutral edges in,
 //! and correcting it from a level signal (`reconcile`), so the rest of the daemon asks one
 //! place what a session is doing. Adapters (`agents`) translate their world into calls here;
-//! nothing here knows a hook's JSON. Who hears a change is [`changes`]; getting text into a
-//! session is `delivery`.
+//! nothing here knows a hook's JSON, a launched process or a way into a session. Who hears a
+//! change is [`changes`]; getting text into a session is `delivery`, and launching one is
+//! `agents::launched`: both are services over this registry.
 
 mod changes;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -17,7 +18,6 @@ use taskkeeper_core::store::{NewDesk, StateFilter, TaskFilter};
 use taskkeeper_core::{AgentKind, DeskName, Event, StoreError, Task, TaskState};
 use tokio::sync::broadcast;
 
-use crate::agents::claude_code::headless::{LaunchConfig, Launched};
 use crate::tasks::Tasks;
 
 pub use changes::Change;
@@ -27,9 +27,6 @@ pub(crate) use changes::Interested;
 pub struct Sessions {
     pub(crate) tasks: Tasks,
     pub(crate) inner: Arc<Inner>,
-    /// How to launch headless sessions (none in tests that need none).
-    pub(crate) launch: Option<Arc<LaunchConfig>>,
-    pub(crate) launched: Arc<Launched>,
     /// The daemon is stopping: waiters leave so the graceful shutdown is not held up.
     pub(crate) stop: tokio::sync::watch::Receiver<bool>,
     pub(crate) notifier: Arc<dyn crate::notify::Notifier>,
@@ -44,23 +41,9 @@ pub(crate) struct Inner {
     pub(crate) changes: broadcast::Sender<Change>,
     /// Counts changes of what the owner sees of sessions (activity, a permission request).
     pub(crate) shown: Generation,
-    /// How often a waiter woke and looked again (tests count it).
-    pub(crate) waiter_wakes: std::sync::atomic::AtomicU64,
-    /// The newest waiter's generation per session: an older waiter is superseded.
-    pub(crate) waiters: Mutex<HashMap<SessionId, u64>>,
-    /// Turns started per session (in this process): a waiter leaves when a turn starts.
+    /// Turns started per session (in this process), counted as the edges are folded in:
+    /// delivery confirms a push by a turn starting, and a waiter leaves when one starts.
     pub(crate) turns: Mutex<HashMap<SessionId, u64>>,
-    /// Sessions whose next turn Taskkeeper started (a delivery is on its way in).
-    pub(crate) expecting: Mutex<HashSet<SessionId>>,
-    /// Stop-hook handovers in a row per session (Claude Code overrides the eighth).
-    pub(crate) handovers: Mutex<HashMap<SessionId, u32>>,
-    /// Sessions with a waiter waiting right now: the waiter delivers, not the paste.
-    pub(crate) waiting: Mutex<HashSet<SessionId>>,
-    /// What is being (or was, unconfirmed) pushed to each session or desk: never sent twice.
-    pub(crate) pushed: Mutex<HashMap<String, Vec<String>>>,
-    /// Sessions and desks a push is going to right now: one at a time, so a task that
-    /// arrives meanwhile is not sent again alongside the one on its way.
-    pub(crate) in_flight: Mutex<HashSet<String>>,
 }
 
 impl Default for Inner {
@@ -69,14 +52,7 @@ impl Default for Inner {
             interest: Interest::default(),
             changes: broadcast::channel(CHANGES_CHANNEL).0,
             shown: Generation::default(),
-            waiter_wakes: std::sync::atomic::AtomicU64::new(0),
-            waiters: Mutex::default(),
             turns: Mutex::default(),
-            expecting: Mutex::default(),
-            handovers: Mutex::default(),
-            waiting: Mutex::default(),
-            pushed: Mutex::default(),
-            in_flight: Mutex::default(),
         }
     }
 }
@@ -90,28 +66,22 @@ impl Sessions {
         tasks: Tasks,
         stop: tokio::sync::watch::Receiver<bool>,
         notifier: Arc<dyn crate::notify::Notifier>,
-        launch: Option<LaunchConfig>,
     ) -> Self {
         Self {
             tasks,
             inner: Arc::new(Inner::default()),
-            launch: launch.map(Arc::new),
-            launched: Arc::default(),
             stop,
             notifier,
         }
     }
 
-    pub(crate) fn launch_config(&self) -> Option<&LaunchConfig> {
-        self.launch.as_deref()
-    }
-
-    pub(crate) fn launched(&self) -> &Launched {
-        &self.launched
-    }
-
     pub(crate) fn stopping(&self) -> tokio::sync::watch::Receiver<bool> {
         self.stop.clone()
+    }
+
+    /// How many turns session `id` has started in this process.
+    pub(crate) fn turns(&self, id: &SessionId) -> u64 {
+        *lock(&self.inner.turns).get(id).unwrap_or(&0)
     }
 
     pub fn notifier(&self) -> &Arc<dyn crate::notify::Notifier> {

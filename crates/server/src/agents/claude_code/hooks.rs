@@ -19,9 +19,9 @@ use taskkeeper_core::{AgentKind, StoreError, Timestamp, delivery};
 
 use crate::agents::headers as names;
 use crate::agents::intake::{bad, reach_of, store_error};
+use crate::delivery::Delivery;
 use crate::delivery::WaitOutcome;
 use crate::http::auth::Credentials;
-use crate::sessions::Sessions;
 
 /// The events this adapter understands.
 const EVENTS: [&str; 12] = [
@@ -83,11 +83,12 @@ fn parse(body: &[u8]) -> Result<Hook, Box<Response>> {
 }
 
 pub(crate) async fn hook(
-    State(sessions): State<Sessions>,
+    State(delivery): State<Delivery>,
     axum::Extension(credentials): axum::Extension<Credentials>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let sessions = delivery.sessions();
     let hook = match parse(&body) {
         Ok(h) => h,
         Err(refusal) => return *refusal,
@@ -117,7 +118,7 @@ pub(crate) async fn hook(
         return (StatusCode::OK, fill_session(&hook, &credentials)).into_response();
     }
     match handle(
-        &sessions,
+        &delivery,
         &credentials,
         &hook,
         entrypoint.as_deref(),
@@ -193,12 +194,13 @@ pub(crate) fn self_wakes(stop: &Value) -> Vec<SelfWake> {
 
 /// Returns what the hook prints.
 async fn handle(
-    sessions: &Sessions,
+    delivery: &Delivery,
     credentials: &Credentials,
     hook: &Hook,
     entrypoint: Option<&str>,
     session: taskkeeper_core::Session,
 ) -> Result<String, StoreError> {
+    let sessions = delivery.sessions();
     let b = &hook.body;
     let id = &session.id;
     let desk = session.desk.clone();
@@ -217,7 +219,7 @@ async fn handle(
             };
             let source = b.get("source").and_then(Value::as_str).unwrap_or("");
             let first = if takes_start_message(entrypoint, source) {
-                sessions.start_message(&session).await?
+                delivery.start_message(&session).await?
             } else {
                 None
             };
@@ -230,12 +232,12 @@ async fn handle(
         }
         "UserPromptSubmit" => {
             let prompt = b.get("prompt").and_then(Value::as_str).unwrap_or("");
-            let origin = if sessions.take_expected(id) {
+            let origin = if delivery.take_expected(id) {
                 TurnOrigin::Taskkeeper
             } else if prompt.trim_start().starts_with("<task-notification>") {
                 TurnOrigin::Background
             } else {
-                sessions.owner_wrote(id);
+                delivery.owner_wrote(id);
                 TurnOrigin::Owner
             };
             sessions.edge(id, Edge::TurnStarted { origin }).await?;
@@ -302,7 +304,7 @@ async fn handle(
             // Hand over first, then store the turn's end (and the new turn the handover
             // starts) in one step: a waiter only ever sees an idle session with nothing left
             // to claim, or a busy one.
-            let handed = sessions.handover(&session).await?;
+            let handed = delivery.handover(&session).await?;
             let wakes_at = taskkeeper_core::session::next_wake(
                 &self_wakes(b),
                 sessions.tasks().now(),
@@ -354,10 +356,11 @@ async fn handle(
 
 /// The waiter's long poll: `{"action":"deliver","text":...}` or `{"action":"leave","why":...}`.
 pub(crate) async fn wait(
-    State(sessions): State<Sessions>,
+    State(delivery): State<Delivery>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let sessions = delivery.sessions();
     let hook = match parse(&body) {
         Ok(h) => h,
         Err(refusal) => return *refusal,
@@ -379,7 +382,7 @@ pub(crate) async fn wait(
         )
         .into_response();
     }
-    match sessions.wait(&hook.session).await {
+    match delivery.wait(&hook.session).await {
         Ok(WaitOutcome::Deliver(text)) => {
             tracing::info!(session = %hook.session, "waiter wakes the session");
             axum::Json(json!({"action": "deliver", "text": text})).into_response()

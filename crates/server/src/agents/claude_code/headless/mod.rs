@@ -42,7 +42,7 @@ pub(crate) use process::{Signal, keep_tail, kill_group, stop_child};
 pub use stream::{INPUT_SHOWN, Permission, StreamEdges, StreamJson};
 
 use crate::agents::launched::Input;
-use crate::sessions::Sessions;
+use crate::agents::launched::Launcher;
 
 /// How long a stopped session has to finish after its stdin closed before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(10);
@@ -213,6 +213,17 @@ impl Launched {
     }
 }
 
+/// Delivery writes to what the launcher holds.
+impl crate::delivery::Stdins for Launched {
+    fn holds(&self, id: &SessionId) -> bool {
+        Launched::holds(self, id)
+    }
+
+    fn send(&self, id: &SessionId, text: &str) -> bool {
+        Launched::send(self, id, text)
+    }
+}
+
 /// A launch refused or failed, as the owner's tools show it.
 impl From<LaunchError> for crate::owner::OwnerError {
     fn from(e: LaunchError) -> Self {
@@ -235,7 +246,7 @@ impl From<LaunchError> for crate::owner::OwnerError {
     }
 }
 
-impl Sessions {
+impl Launcher {
     /// Launch a headless Claude Code session at `desk`: its tasks and reminders go to the
     /// session's stdin, and the session ends when the process does.
     pub async fn launch(&self, desk: &str) -> Result<Session, LaunchError> {
@@ -243,11 +254,12 @@ impl Sessions {
             .launch_config()
             .ok_or(LaunchError::Unavailable)?
             .clone();
-        if *self.stopping().borrow() {
+        if *self.sessions().stopping().borrow() {
             return Err(LaunchError::Unavailable);
         }
         let name = desk.to_owned();
         let desk = self
+            .sessions()
             .tasks()
             .blocking(move |s, _| s.desk(&name))
             .await?
@@ -351,6 +363,7 @@ impl Sessions {
     /// end them.
     pub(crate) async fn end_orphaned_headless(&self) -> Result<(), StoreError> {
         let orphans: Vec<Session> = self
+            .sessions()
             .tasks()
             .blocking(|s, _| s.sessions(None))
             .await?
@@ -360,7 +373,7 @@ impl Sessions {
         for s in orphans {
             tracing::info!(session = %s.id, "a headless session of an earlier run ended with it");
             // Its desk's tasks wait on the owner no more (`Sessions::edges`).
-            self.edge(&s.id, Edge::Ended).await?;
+            self.sessions().edge(&s.id, Edge::Ended).await?;
         }
         Ok(())
     }
@@ -404,7 +417,7 @@ impl Sessions {
         tracing::info!(session = %id, tool = %permission.tool, allow, "the owner answered a permission request");
         // Answered, the turn goes on; the desk's tasks wait on the owner no more
         // (`Sessions::edges`).
-        self.edge(id, Edge::ToolActivity).await?;
+        self.sessions().edge(id, Edge::ToolActivity).await?;
         Ok(())
     }
 }
