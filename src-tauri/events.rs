@@ -17,7 +17,7 @@ use std::time::Duration;
 use serde::Serialize;
 use taskkeeper_server::OwnerService;
 use taskkeeper_server::notify::Notice;
-use taskkeeper_server::owner::api::TaskView;
+use taskkeeper_server::owner::api::{NoticeView, TaskView};
 use tauri::{AppHandle, Emitter as _, Runtime};
 use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::time::Instant;
@@ -131,7 +131,7 @@ pub async fn forward_notices<R: Runtime>(
     loop {
         match notices.recv().await {
             Ok(notice) => {
-                if let Err(error) = app.emit(NOTICE, &notice) {
+                if let Err(error) = app.emit(NOTICE, NoticeView::from(&notice)) {
                     tracing::debug!(%error, "could not emit a notice");
                 }
             }

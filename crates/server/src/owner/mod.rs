@@ -351,8 +351,8 @@ impl OwnerService {
     }
 
     /// The digest's counts, without taking it.
-    pub async fn digest_counts(&self) -> Result<crate::owner::api::DigestCounts, OwnerError> {
-        Ok(self.digest(false).await?.counts)
+    pub async fn digest_counts(&self) -> Result<taskkeeper_core::digest::Counts, OwnerError> {
+        Ok(self.digest(false).await?.counts.into())
     }
 
     /// Fill in the timelines of the open tasks among `views` (`core::watchdog::timeline`),
