@@ -27,7 +27,6 @@ use taskkeeper_core::{Desk, DeskName, Event, StoreError, Task, TaskState};
 
 use crate::sessions::{Sessions, lock};
 
-pub(crate) use push::Look;
 pub use waiter::WaitOutcome;
 
 /// Claude Code ends a turn anyway after eight Stop-hook blocks in a row.

@@ -9,11 +9,10 @@ use std::time::Duration;
 use taskkeeper_core::delivery::{self, Method};
 use taskkeeper_core::session::{Session, SessionId};
 use taskkeeper_core::{Desk, DeskName, StoreError, Task};
-use tokio::sync::broadcast;
 
 use super::Delivery;
 use super::telling;
-use crate::sessions::{Change, Interested, lock};
+use crate::sessions::{Interested, Look, drain, lock};
 
 /// A session this young may not have painted its prompt box yet; keys sent now get lost.
 pub(crate) const SETTLE: Duration = Duration::from_secs(2);
@@ -23,49 +22,6 @@ pub(crate) const VERIFY: Duration = Duration::from_secs(5);
 /// How long a failed push waits before the same text is tried again (when trying again
 /// cannot double it: a command that failed, a stdin that was gone).
 pub(crate) const RETRY: Duration = Duration::from_secs(60);
-
-/// What a delivery pass looks at.
-#[derive(Debug)]
-pub(crate) enum Look {
-    All,
-    Some {
-        desks: HashSet<DeskName>,
-        sessions: HashSet<SessionId>,
-    },
-}
-
-impl Default for Look {
-    fn default() -> Self {
-        Look::Some {
-            desks: HashSet::new(),
-            sessions: HashSet::new(),
-        }
-    }
-}
-
-impl Look {
-    /// Nothing to look at.
-    pub(crate) fn is_empty(&self) -> bool {
-        matches!(self, Look::Some { desks, sessions } if desks.is_empty() && sessions.is_empty())
-    }
-
-    /// Take in one change as the changes feed answered.
-    pub(crate) fn add(&mut self, change: Result<Change, broadcast::error::RecvError>) {
-        let Look::Some { desks, sessions } = self else {
-            return;
-        };
-        match change {
-            Ok(Change::Desk(d)) => {
-                desks.insert(d);
-            }
-            Ok(Change::Session(id)) => {
-                sessions.insert(id);
-            }
-            // All, or fell behind: look at everything. (Closed: the daemon is going.)
-            Ok(Change::All) | Err(_) => *self = Look::All,
-        }
-    }
-}
 
 /// Whom a push goes to: a live session, or a desk with a command and no live session.
 #[derive(Debug, Clone)]
@@ -159,7 +115,7 @@ impl Delivery {
                 _ = stop.wait_for(|s| *s) => return,
             }
             // Everything that came meanwhile goes into the same pass.
-            crate::watchdog::drain(&mut changes, &mut look);
+            drain(&mut changes, &mut look);
         }
     }
 

@@ -21,7 +21,7 @@ use tokio::sync::broadcast;
 use crate::tasks::Tasks;
 
 pub use changes::Change;
-pub(crate) use changes::Interested;
+pub(crate) use changes::{Interested, Look, drain};
 
 #[derive(Clone, Debug)]
 pub struct Sessions {
