@@ -67,7 +67,7 @@ pub(crate) struct State {
 /// The stdins Taskkeeper holds, of the sessions it launched: the launcher keeps them
 /// (`agents::launched`), delivery only asks and writes, so delivery needs nothing of the
 /// agents.
-pub trait Stdins: Send + Sync + std::fmt::Debug {
+pub(crate) trait Stdins: Send + Sync + std::fmt::Debug {
     /// Whether Taskkeeper holds the session's stdin.
     fn holds(&self, id: &SessionId) -> bool;
     /// Queue `text` as a task for the session; false when its stdin is gone.
@@ -75,7 +75,7 @@ pub trait Stdins: Send + Sync + std::fmt::Debug {
 }
 
 impl Delivery {
-    pub fn new(sessions: Sessions, stdins: Arc<dyn Stdins>) -> Self {
+    pub(crate) fn new(sessions: Sessions, stdins: Arc<dyn Stdins>) -> Self {
         Self {
             sessions,
             state: Arc::default(),

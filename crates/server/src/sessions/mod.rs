@@ -23,6 +23,8 @@ use crate::tasks::Tasks;
 pub use changes::Change;
 pub(crate) use changes::{Interested, Look, drain};
 
+/// The sessions registry service: what every session is doing, the waiting-on-owner mark that
+/// follows it, and who hears a change. `Delivery` and the launcher each hold one.
 #[derive(Clone, Debug)]
 pub struct Sessions {
     pub(crate) tasks: Tasks,
