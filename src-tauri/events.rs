@@ -12,14 +12,16 @@
 //! Events carry no secrets and change nothing; the page re-reads through the commands when it
 //! needs more.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
 use taskkeeper_server::OwnerService;
 use taskkeeper_server::notify::Notice;
-use taskkeeper_server::owner::api::TaskView;
+use taskkeeper_server::owner::api::{NoticeView, TaskView};
 use tauri::{AppHandle, Emitter as _, Runtime};
 use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 /// A task changed; the payload is the task as the owner API shows it.
@@ -66,17 +68,62 @@ pub fn navigate<R: Runtime>(app: &AppHandle<R>, to: &Navigate) {
     }
 }
 
+/// What the forwarder of [`SESSIONS`] events has done so far: those who must know that no
+/// event is left to come (tests) wait on it instead of sleeping.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Forwarding {
+    /// The forwarder follows the daemon's feeds: every change from now on reaches the page.
+    pub following: bool,
+    /// The owner's count of session changes (`OwnerService::session_changes`) as the
+    /// forwarder last read it: every change up to it is in an event sent, or in the pending one.
+    pub seen: u64,
+    /// An event is pending: the changes of this gap fold into it.
+    pub pending: bool,
+    /// [`SESSIONS`] events sent to the page.
+    pub sent: u64,
+}
+
+/// The forwarder's [`Forwarding`], published on every step.
+#[derive(Debug, Clone)]
+pub struct Forwarded(Arc<watch::Sender<Forwarding>>);
+
+impl Default for Forwarded {
+    fn default() -> Self {
+        Self(Arc::new(watch::Sender::new(Forwarding::default())))
+    }
+}
+
+impl Forwarded {
+    /// Follows what the forwarder has done.
+    pub fn follow(&self) -> watch::Receiver<Forwarding> {
+        self.0.subscribe()
+    }
+
+    fn update(&self, step: impl FnOnce(&mut Forwarding)) {
+        self.0.send_modify(step);
+    }
+}
+
 /// Forwards every task change to the page as [`TASK`], every settings change as [`SETTINGS`]
 /// (so a pause made in a browser or with the CLI shows in the window at once), and session
 /// changes as [`SESSIONS`] (so a headless session's permission request shows at once), until
 /// the daemon stops. If this loop ever lags behind the task feed, the skipped changes are
-/// lost, but the next one still arrives and the page re-reads what it shows.
-pub async fn forward_task_changes<R: Runtime>(app: AppHandle<R>, owner: OwnerService) {
+/// lost, but the next one still arrives and the page re-reads what it shows. What it did with
+/// session changes goes to `forwarded`.
+pub async fn forward_task_changes<R: Runtime>(
+    app: AppHandle<R>,
+    owner: OwnerService,
+    forwarded: Forwarded,
+) {
     let mut changes = owner.changes();
     let mut settings = owner.settings_changes();
     settings.mark_unchanged();
     let mut sessions = owner.session_changes();
-    sessions.mark_unchanged();
+    let seen = *sessions.borrow_and_update();
+    forwarded.update(|f| {
+        f.following = true;
+        f.seen = seen;
+    });
     // When the pending [`SESSIONS`] event goes out; while one is pending, more session changes
     // fold into it (the wait doesn't hold up task and settings changes).
     let mut sessions_due: Option<Instant> = None;
@@ -87,13 +134,19 @@ pub async fn forward_task_changes<R: Runtime>(app: AppHandle<R>, owner: OwnerSer
                     return;
                 }
                 sessions_due = Some(Instant::now() + SESSIONS_GAP);
+                forwarded.update(|f| f.pending = true);
             }
             () = tokio::time::sleep_until(sessions_due.unwrap_or_else(Instant::now)), if sessions_due.is_some() => {
                 sessions_due = None;
-                sessions.mark_unchanged();
+                let seen = *sessions.borrow_and_update();
                 if let Err(error) = app.emit(SESSIONS, serde_json::json!({})) {
                     tracing::debug!(%error, "could not emit a session change");
                 }
+                forwarded.update(|f| {
+                    f.pending = false;
+                    f.seen = seen;
+                    f.sent += 1;
+                });
             }
             change = changes.recv() => match change {
                 Ok(task) => {
@@ -131,7 +184,7 @@ pub async fn forward_notices<R: Runtime>(
     loop {
         match notices.recv().await {
             Ok(notice) => {
-                if let Err(error) = app.emit(NOTICE, &notice) {
+                if let Err(error) = app.emit(NOTICE, NoticeView::from(&notice)) {
                     tracing::debug!(%error, "could not emit a notice");
                 }
             }

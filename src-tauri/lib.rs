@@ -205,7 +205,11 @@ fn run(mut config: DaemonConfig, flags: Flags, launched: Instant) -> anyhow::Res
                 "tray ready"
             );
             tauri::async_runtime::spawn(tray::follow(tray, owner.clone()));
-            tauri::async_runtime::spawn(events::forward_task_changes(handle.clone(), owner));
+            tauri::async_runtime::spawn(events::forward_task_changes(
+                handle.clone(),
+                owner,
+                events::Forwarded::default(),
+            ));
             tauri::async_runtime::spawn(events::forward_notices(handle.clone(), notices));
             #[cfg(unix)]
             tauri::async_runtime::spawn(exit_on_signal(handle.clone()));

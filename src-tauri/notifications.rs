@@ -36,6 +36,7 @@ use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use taskkeeper_core::Message;
 use taskkeeper_core::settings::NoticeKind;
 use taskkeeper_server::OwnerService;
 use taskkeeper_server::notify::{Notice, Notifier};
@@ -441,7 +442,9 @@ pub fn render(batch: &[Notice]) -> Note {
         .iter()
         .take(SHOWN)
         .map(|n| match n {
-            Notice::Stalled { task } => format!("{}: {}", task.desk, first_line(&task.request)),
+            Notice::Stalled { task } => {
+                format!("{}: {}", task.desk, first_line(&task.request_text()))
+            }
             Notice::SessionEnded {
                 desk, open_tasks, ..
             } => format!(
@@ -452,7 +455,11 @@ pub fn render(batch: &[Notice]) -> Note {
             Notice::Digest { counts } => format!("Digest: {}", digest_line(counts)),
             Notice::Blocked { task } => format!("{}: waits on its asker", task.desk),
             Notice::Finished { task } => {
-                format!("{}: finished {}", task.desk, first_line(&task.request))
+                format!(
+                    "{}: finished {}",
+                    task.desk,
+                    first_line(&task.request_text())
+                )
             }
         })
         .collect();
@@ -480,21 +487,21 @@ pub fn render(batch: &[Notice]) -> Note {
 fn render_one(notice: &Notice) -> Note {
     match notice {
         Notice::Stalled { task } => {
-            let click = Click::Task(task.id.clone());
+            let click = Click::Task(task.id.to_string());
             Note {
                 summary: format!("Task stalled at {}", task.desk),
-                body: first_line(&task.request),
+                body: first_line(&task.request_text()),
                 buttons: vec![
                     open_button(&click),
                     Button {
                         key: "remind",
                         label: "Remind now",
-                        act: Act::Remind(task.id.clone()),
+                        act: Act::Remind(task.id.to_string()),
                     },
                     Button {
                         key: "snooze",
                         label: "Snooze 1 h",
-                        act: Act::Snooze(task.id.clone()),
+                        act: Act::Snooze(task.id.to_string()),
                     },
                 ],
                 click,
@@ -553,19 +560,25 @@ fn render_one(notice: &Notice) -> Note {
             }
         }
         Notice::Blocked { task } => {
-            let click = Click::Task(task.id.clone());
+            let click = Click::Task(task.id.to_string());
             Note {
                 summary: format!("Task at {} waits on its asker", task.desk),
-                body: first_line(task.status_text.as_deref().unwrap_or(&task.request)),
+                body: first_line(
+                    &task
+                        .status
+                        .message
+                        .as_ref()
+                        .map_or_else(|| task.request_text(), Message::text),
+                ),
                 buttons: vec![open_button(&click)],
                 click,
             }
         }
         Notice::Finished { task } => {
-            let click = Click::Task(task.id.clone());
+            let click = Click::Task(task.id.to_string());
             Note {
                 summary: format!("Task finished at {}", task.desk),
-                body: first_line(&task.request),
+                body: first_line(&task.request_text()),
                 buttons: vec![open_button(&click)],
                 click,
             }
@@ -580,7 +593,7 @@ fn render_one(notice: &Notice) -> Note {
 }
 
 /// The digest's counts in one line, only those that are not zero.
-fn digest_line(c: &taskkeeper_server::owner::api::DigestCounts) -> String {
+fn digest_line(c: &taskkeeper_core::digest::Counts) -> String {
     let parts: Vec<String> = [
         (c.stalled, "stalled"),
         (c.finished, "finished"),

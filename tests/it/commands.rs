@@ -661,6 +661,25 @@ fn listen(app: &App<MockRuntime>, event: &'static str) -> mpsc::Receiver<Value> 
     rx
 }
 
+/// Waits (up to 5 s) until the app's sessions forwarder has done what `done` says; what it
+/// has done then.
+fn until(
+    forwarding: &mut tokio::sync::watch::Receiver<events::Forwarding>,
+    what: &str,
+    done: impl Fn(&events::Forwarding) -> bool,
+) -> events::Forwarding {
+    // The timer is made inside the runtime that polls it.
+    let reached = block_on(async {
+        tokio::time::timeout(Duration::from_secs(5), forwarding.wait_for(|f| done(f)))
+            .await
+            .map(|f| f.map(|f| *f))
+    });
+    match reached {
+        Ok(Ok(f)) => f,
+        _ => panic!("the sessions forwarder never got to: {what}"),
+    }
+}
+
 #[test]
 fn task_and_session_changes_notices_and_navigation_reach_the_page_as_events() {
     let f = Fixture::new();
@@ -671,14 +690,17 @@ fn task_and_session_changes_notices_and_navigation_reach_the_page_as_events() {
     let navigation = listen(&f.app, events::NAVIGATE);
     let sessions = listen(&f.app, events::SESSIONS);
 
+    let forwarded = events::Forwarded::default();
+    let mut forwarding = forwarded.follow();
     tauri::async_runtime::spawn(events::forward_task_changes(
         handle.clone(),
         f.owner.clone(),
+        forwarded.clone(),
     ));
     let (notice_tx, notice_rx) = tokio::sync::broadcast::channel(4);
     tauri::async_runtime::spawn(events::forward_notices(handle.clone(), notice_rx));
-    // The forwarders subscribe when they first run.
-    std::thread::sleep(Duration::from_millis(200));
+    // The task forwarder subscribes when it first runs (the notices' receiver is subscribed).
+    until(&mut forwarding, "following the feeds", |f| f.following);
 
     let work = f.desk("web");
     let task = block_on(f.owner.create_task("web", "Add a --json flag", None)).unwrap();
@@ -713,6 +735,7 @@ fn task_and_session_changes_notices_and_navigation_reach_the_page_as_events() {
 
     // A session starting and getting busy is a hint to re-read the sessions; a burst of session
     // changes is folded into one event per gap, and none follow once nothing changes.
+    let before = forwarding.borrow().sent;
     f.http()
         .hook("s-1", &work, "SessionStart", json!({"source": "startup"}));
     f.http()
@@ -721,11 +744,20 @@ fn task_and_session_changes_notices_and_navigation_reach_the_page_as_events() {
         sessions.recv_timeout(Duration::from_secs(5)).unwrap(),
         json!({})
     );
-    std::thread::sleep(events::SESSIONS_GAP * 3);
-    while sessions.try_recv().is_ok() {}
-    assert!(
-        sessions.recv_timeout(events::SESSIONS_GAP * 2).is_err(),
-        "a sessions event with no session change"
+    // Once the forwarder has put every session change so far into an event sent and has none
+    // pending, no event is left to come: what the page got is all it gets.
+    let changed = *f.owner.session_changes().borrow();
+    let idle = until(&mut forwarding, "every session change sent", |f| {
+        !f.pending && f.seen >= changed
+    });
+    let mut got = 1;
+    while sessions.try_recv().is_ok() {
+        got += 1;
+    }
+    assert_eq!(
+        got,
+        idle.sent - before,
+        "the page got other sessions events than the forwarder sent"
     );
 
     events::navigate(&handle, &Navigate::SETTINGS);

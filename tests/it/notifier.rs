@@ -5,27 +5,33 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::json;
 use taskkeeper_app_lib::notifications::{
     Act, Click, Clicks, Desktop, DesktopNotifier, Note, Undelivered, body_markup, render,
 };
+use taskkeeper_core::{Message, NewTask, Task, TaskId, TaskState, Timestamp};
 use taskkeeper_server::notify::{Notice, Notifier as _};
-use taskkeeper_server::owner::api::TaskView;
 use taskkeeper_server::{Daemon, DaemonConfig};
 use tauri::async_runtime::block_on;
 
+/// A task as the store keeps it, in `state`, with the worker's status text if any.
+fn task(id: &str, desk: &str, request: &str, state: TaskState, status: Option<&str>) -> Box<Task> {
+    let now = Timestamp::parse_rfc3339("2026-11-30T10:00:00Z").unwrap();
+    let new = NewTask {
+        desk: desk.parse().unwrap(),
+        asker: "owner".into(),
+        request: Message::user_text("m-1", request),
+        context_id: Some("c".into()),
+        metadata: Default::default(),
+    };
+    let mut task = Task::submit(TaskId::from(id), new, 1, now);
+    task.status.state = state;
+    task.status.message = status.map(|text| Message::agent_text("m-2", text));
+    Box::new(task)
+}
+
 fn stalled(id: &str, desk: &str, request: &str) -> Notice {
-    let task: TaskView = serde_json::from_value(json!({
-        "id": id, "contextId": "c", "desk": desk, "asker": "owner", "state": "working",
-        "request": request, "createdAt": "2026-11-30T10:00:00Z", "updatedAt": "2026-11-30T10:00:00Z",
-        "queuePosition": null, "remindersSent": 2, "lastReminderAt": null,
-        "stalledAt": "2026-11-30T10:03:00Z", "expiredAt": null, "acknowledgedAt": null,
-        "lastWords": null, "waitingOnOwner": false, "deliveredAt": null, "statusText": null,
-        "version": 4
-    }))
-    .unwrap();
     Notice::Stalled {
-        task: Box::new(task),
+        task: task(id, desk, request, TaskState::Working, None),
     }
 }
 
@@ -119,16 +125,12 @@ fn buttons(note: &Note) -> Vec<(&str, &str)> {
 }
 
 fn task_notice(kind: &str, id: &str, state: &str, status: Option<&str>) -> Notice {
-    let task: TaskView = serde_json::from_value(json!({
-        "id": id, "contextId": "c", "desk": "web", "asker": "bot", "state": state,
-        "request": "Port the parser", "createdAt": "2026-11-30T10:00:00Z",
-        "updatedAt": "2026-11-30T10:00:00Z", "queuePosition": null, "remindersSent": 0,
-        "lastReminderAt": null, "stalledAt": null, "expiredAt": null, "acknowledgedAt": null,
-        "lastWords": null, "waitingOnOwner": false, "deliveredAt": null, "statusText": status,
-        "version": 4
-    }))
-    .unwrap();
-    let task = Box::new(task);
+    let state = match state {
+        "input-required" => TaskState::InputRequired,
+        "completed" => TaskState::Completed,
+        other => panic!("no task state {other} in these tests"),
+    };
+    let task = task(id, "web", "Port the parser", state, status);
     match kind {
         "blocked" => Notice::Blocked { task },
         _ => Notice::Finished { task },

@@ -276,7 +276,7 @@ fn open_waiters(b: &Bench, waiters: usize) -> Res<Vec<std::thread::JoinHandle<()
         .map(|i| taskkeeper_core::SessionId::from(format!("session-{i:04}")))
         .collect();
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !ids.iter().all(|id| daemon.sessions().has_waiter(id)) {
+    while !ids.iter().all(|id| daemon.delivery().has_waiter(id)) {
         if Instant::now() > deadline {
             return Err("the waiters did not all open".into());
         }
@@ -294,9 +294,9 @@ fn main() -> Res<()> {
     let (with_waiters, wakes) = {
         let b = Bench::start()?;
         let handles = open_waiters(&b, o.waiters)?;
-        let before = b.daemon.as_ref().map_or(0, |d| d.sessions().waiter_wakes());
+        let before = b.daemon.as_ref().map_or(0, |d| d.delivery().waiter_wakes());
         let p = free_desks(&b, o.calls, "free")?;
-        let wakes = b.daemon.as_ref().map_or(0, |d| d.sessions().waiter_wakes()) - before;
+        let wakes = b.daemon.as_ref().map_or(0, |d| d.delivery().waiter_wakes()) - before;
         drop(b);
         for h in handles {
             let _ = h.join();

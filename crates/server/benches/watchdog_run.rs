@@ -229,7 +229,7 @@ fn main() -> Res<()> {
     let notifier: Arc<dyn Notifier> = Arc::new(EventNotifier::new(None));
     let files = taskkeeper_server::files::Files::new(dir.path(), 0);
     let tasks = Tasks::new(store.clone(), clock.clone(), files);
-    let sessions = Sessions::new(tasks.clone(), stopped.clone(), notifier.clone(), None);
+    let sessions = Sessions::new(tasks.clone(), stopped.clone(), notifier.clone());
     let dog = Watchdog::new(
         tasks,
         sessions.clone(),

@@ -297,7 +297,7 @@ fn main() -> Res<()> {
     let notifier: Arc<dyn Notifier> = Arc::new(EventNotifier::new(None));
     let files = taskkeeper_server::files::Files::new(db.parent().unwrap_or(&db), 0);
     let tasks = Tasks::new(store.clone(), Arc::new(clock.clone()), files);
-    let sessions = Sessions::new(tasks.clone(), stopped, notifier.clone(), None);
+    let sessions = Sessions::new(tasks.clone(), stopped, notifier.clone());
     let dog = Watchdog::new(
         tasks,
         sessions,

@@ -60,7 +60,7 @@ pub struct Daemon {
     conformance: Option<JoinHandle<()>>,
     watchdog: JoinHandle<()>,
     watchdog_passes: watch::Receiver<crate::watchdog::Pass>,
-    sessions: crate::sessions::Sessions,
+    delivery: crate::delivery::Delivery,
     pusher: JoinHandle<()>,
     push_wake: crate::a2a::push::Waker,
     digest_wake: Arc<tokio::sync::Notify>,
@@ -175,17 +175,20 @@ impl Daemon {
             worker_token: worker_token.clone(),
             dir: config.data_dir.join("launched"),
         };
-        let sessions = crate::sessions::Sessions::new(
-            tasks.clone(),
-            stopped.clone(),
-            notifier.clone(),
-            Some(launch),
-        );
-        sessions.end_orphaned_headless().await?;
+        let sessions =
+            crate::sessions::Sessions::new(tasks.clone(), stopped.clone(), notifier.clone());
+        // The launcher keeps what it launched; delivery writes to those stdins.
+        let launched = Arc::new(crate::agents::claude_code::headless::Launched::default());
+        let delivery = crate::delivery::Delivery::new(sessions.clone(), launched.clone(), |kind| {
+            crate::agents::adapter::adapter(kind).ways_in()
+        });
+        let launcher =
+            crate::agents::launched::Launcher::new(delivery.clone(), launched, Some(launch));
+        launcher.end_orphaned_headless().await?;
         let owner = OwnerService::new(
             tasks.clone(),
             credentials.clone(),
-            sessions.clone(),
+            launcher,
             stopped.clone(),
             crate::owner::agents::Machine {
                 home: config.home.clone(),
@@ -205,7 +208,7 @@ impl Daemon {
                 owner: owner.clone(),
                 a2a,
                 mcp,
-                sessions: sessions.clone(),
+                delivery: delivery.clone(),
                 credentials: credentials.clone(),
                 notices: notices.clone(),
                 ui,
@@ -216,7 +219,7 @@ impl Daemon {
         tokio::spawn(crate::notify::follow_tasks(tasks.feed(), notifier.clone()));
         // Waiters re-check whenever a task changes.
         tokio::spawn(sessions.clone().follow_tasks(stopped.clone()));
-        tokio::spawn(sessions.clone().deliver_loop());
+        tokio::spawn(delivery.clone().deliver_loop());
         let watchdog = crate::watchdog::Watchdog::new(
             tasks.clone(),
             sessions.clone(),
@@ -294,7 +297,7 @@ impl Daemon {
             conformance,
             watchdog,
             watchdog_passes,
-            sessions,
+            delivery,
             pusher,
             push_wake,
             digest_wake,
@@ -310,9 +313,9 @@ impl Daemon {
         self.watchdog_passes.clone()
     }
 
-    /// The sessions' service (tests count its waiters' wakes).
-    pub fn sessions(&self) -> &crate::sessions::Sessions {
-        &self.sessions
+    /// The delivery service (tests count its waiters' wakes).
+    pub fn delivery(&self) -> &crate::delivery::Delivery {
+        &self.delivery
     }
 
     pub fn owner(&self) -> OwnerService {
@@ -346,8 +349,7 @@ impl Daemon {
 
     /// Whether session `id` has an asyncRewake waiter parked: the signal tests wait on.
     pub fn has_waiter(&self, id: &str) -> bool {
-        self.owner
-            .sessions()
+        self.delivery
             .has_waiter(&taskkeeper_core::SessionId::from(id))
     }
 
@@ -381,7 +383,7 @@ impl Daemon {
     /// Stop accepting requests, let those in flight finish, and stop.
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
-        self.owner.sessions().stop_all_launched().await;
+        self.owner.launcher().stop_all_launched().await;
         let _ = self.server.await;
         let _ = self.housekeeping.await;
         let _ = self.watchdog.await;

@@ -3,27 +3,23 @@
 //! task feed, [`follow_tasks`]) when a worker says a task is blocked on its asker or finished.
 //! The headless daemon logs it and publishes it on the owner's event stream (`/api/events`);
 //! the tray app adds a desktop notification, by kind ([`Notice::kind`], one setting each).
+//!
+//! A notice carries core data (the task as stored), so telling the owner needs nothing of
+//! the owner API: its wire form is the owner's (`owner::api::NoticeView`), made where a
+//! notice leaves the daemon (the event stream, the app's window).
 
 use std::sync::Arc;
 
-use serde::Serialize;
+use taskkeeper_core::digest::Counts;
 use taskkeeper_core::settings::NoticeKind;
 use taskkeeper_core::{Task, TaskState};
 use tokio::sync::broadcast;
 
-use crate::owner::api::TaskView;
-
 /// Something the owner should hear about.
-#[derive(Debug, Clone, Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(
-    tag = "kind",
-    rename_all = "kebab-case",
-    rename_all_fields = "camelCase"
-)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Notice {
     Stalled {
-        task: Box<TaskView>,
+        task: Box<Task>,
     },
     SessionEnded {
         session: String,
@@ -38,21 +34,19 @@ pub enum Notice {
         description: Option<String>,
         /// The session's id for the request, so an answer from a notification answers this
         /// one and no later request.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        #[cfg_attr(test, ts(optional))]
         request_id: Option<String>,
     },
     /// The digest is offered (at login or its time of day): its counts; the view shows it.
     Digest {
-        counts: crate::owner::api::DigestCounts,
+        counts: Counts,
     },
     /// The worker said what it needs from the asker: the task is INPUT_REQUIRED.
     Blocked {
-        task: Box<TaskView>,
+        task: Box<Task>,
     },
     /// The worker finished the task: COMPLETED.
     Finished {
-        task: Box<TaskView>,
+        task: Box<Task>,
     },
 }
 
@@ -79,7 +73,7 @@ impl Notice {
         if task.status.timestamp != task.updated_at {
             return None;
         }
-        let view = || Box::new(TaskView::from(task));
+        let view = || Box::new(task.clone());
         match task.state() {
             TaskState::InputRequired => Some(Notice::Blocked { task: view() }),
             TaskState::Completed => Some(Notice::Finished { task: view() }),
@@ -111,7 +105,7 @@ pub trait Notifier: Send + Sync + std::fmt::Debug {
 
     fn stalled(&self, task: &Task) {
         self.notice(Notice::Stalled {
-            task: Box::new(TaskView::from(task)),
+            task: Box::new(task.clone()),
         });
     }
 }

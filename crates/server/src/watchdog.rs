@@ -20,11 +20,10 @@ use std::time::Duration;
 use taskkeeper_core::store::{StateFilter, TaskFilter};
 use taskkeeper_core::watchdog::{self, Plan, Schedule, Wake};
 use taskkeeper_core::{DeskName, Event, Session, StoreError, Task, TaskId, Timestamp, delivery};
-use tokio::sync::{Notify, broadcast, watch};
+use tokio::sync::{Notify, watch};
 
-use crate::delivery::Look;
 use crate::notify::Notifier;
-use crate::sessions::{Change, Sessions};
+use crate::sessions::{Change, Look, Sessions, drain};
 use crate::tasks::Tasks;
 
 /// The longest sleep while something is due.
@@ -423,20 +422,5 @@ impl Watchdog {
             pass.looked_at_all = Some((pass.number, at));
         }
         self.passes.send_replace(*pass);
-    }
-}
-
-/// Take in every change already queued, so one pass handles them all.
-pub(crate) fn drain(changes: &mut broadcast::Receiver<Change>, look: &mut Look) {
-    loop {
-        match changes.try_recv() {
-            Ok(change) => look.add(Ok(change)),
-            Err(broadcast::error::TryRecvError::Empty | broadcast::error::TryRecvError::Closed) => {
-                return;
-            }
-            Err(broadcast::error::TryRecvError::Lagged(n)) => {
-                look.add(Err(broadcast::error::RecvError::Lagged(n)));
-            }
-        }
     }
 }

@@ -23,8 +23,8 @@ use taskkeeper_core::delivery::Method;
 use crate::agents::adapter::{Adapter, Capabilities, Launch, LevelSignal, adapter};
 use crate::agents::claude_code::headless::{LaunchConfig, LaunchError};
 use crate::agents::intake::{bad, reach_of, store_error};
+use crate::delivery::Delivery;
 use crate::owner::api::SessionView;
-use crate::sessions::Sessions;
 
 /// One report: `POST /hooks/generic`.
 #[derive(Debug, Deserialize)]
@@ -51,10 +51,11 @@ pub struct Report {
 pub const EVENTS: [&str; 5] = ["started", "turn-started", "turn-ended", "waiting", "ended"];
 
 pub(crate) async fn report(
-    State(sessions): State<Sessions>,
+    State(delivery): State<Delivery>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let sessions = delivery.sessions();
     let report: Report = match serde_json::from_slice(&body) {
         Ok(r) => r,
         Err(e) => return bad(format!("not a session report: {e}")),
@@ -86,7 +87,7 @@ pub(crate) async fn report(
             EVENTS.join(", ")
         ));
     }
-    let (desk_hint, reach) = reach_of(&headers);
+    let (desk_hint, reach) = reach_of(agent, &headers);
     // Refused before anything of the report is taken in.
     match sessions.tasks().get_session(&id).await {
         Ok(Some(s)) if s.reach.headless => {
@@ -107,7 +108,7 @@ pub(crate) async fn report(
     let edge = match report.event.as_str() {
         "started" => Edge::Started,
         "turn-started" => Edge::TurnStarted {
-            origin: if sessions.take_expected(&id) {
+            origin: if delivery.take_expected(&id) {
                 TurnOrigin::Taskkeeper
             } else {
                 TurnOrigin::Owner

@@ -11,7 +11,7 @@
 //!   proof for it added (the model cannot write the proof, so its arguments cannot make it
 //!   another session; see the MCP module);
 //! - at a turn's end, waiting work as the turn's next prompt (the handover: Claude Code's and
-//!   Codex's Stop `block`, Gemini's AfterAgent `deny`), claimed by `Sessions::handover`.
+//!   Codex's Stop `block`, Gemini's AfterAgent `deny`), claimed by `Delivery::handover`.
 //!
 //! All come through the workers' room (the worker token). A payload the adapter cannot read
 //! is answered 400 and changes nothing; the helper prints nothing either way, so a session is
@@ -29,8 +29,8 @@ use taskkeeper_core::{AgentKind, Session, StoreError, delivery};
 use crate::agents::adapter::{Adapter, adapter};
 use crate::agents::headers as names;
 use crate::agents::intake::{bad, reach_of, store_error};
+use crate::delivery::Delivery;
 use crate::http::auth::Credentials;
-use crate::sessions::Sessions;
 
 /// How long a rate limit holds reminders back when the agent does not say.
 const RATE_LIMIT_PAUSE: std::time::Duration = std::time::Duration::from_secs(15 * 60);
@@ -69,11 +69,12 @@ pub(crate) fn parse(adapter: &dyn Adapter, body: &[u8]) -> Result<Hook, String> 
 /// One hook of a `kind` of agent.
 pub(crate) async fn intake(
     kind: AgentKind,
-    sessions: &Sessions,
+    delivery: &Delivery,
     credentials: &Credentials,
     headers: &HeaderMap,
     body: &[u8],
 ) -> Response {
+    let sessions = delivery.sessions();
     let adapter = adapter(kind);
     let Some(words) = adapter.vocabulary() else {
         return bad(format!(
@@ -84,7 +85,7 @@ pub(crate) async fn intake(
         Ok(h) => h,
         Err(message) => return bad(message),
     };
-    let (desk_hint, reach) = reach_of(headers);
+    let (desk_hint, reach) = reach_of(kind, headers);
     let known = sessions.tasks().get_session(&hook.session).await;
     let cwd = match (&hook.cwd, &known) {
         (Some(c), _) => c.clone(),
@@ -108,7 +109,7 @@ pub(crate) async fn intake(
     match fold(
         adapter,
         words,
-        sessions,
+        delivery,
         credentials,
         &hook,
         entrypoint,
@@ -151,12 +152,13 @@ fn fill_session(words: HookAgent, hook: &Hook, credentials: &Credentials) -> Opt
 async fn fold(
     adapter: &dyn Adapter,
     words: HookAgent,
-    sessions: &Sessions,
+    delivery: &Delivery,
     credentials: &Credentials,
     hook: &Hook,
     entrypoint: Option<&str>,
     session: Session,
 ) -> Result<Option<Value>, StoreError> {
+    let sessions = delivery.sessions();
     let id = &session.id;
     let desk = session.desk.clone();
     let caps = adapter.capabilities();
@@ -174,7 +176,7 @@ async fn fold(
             let first = if caps.takes_start_message
                 && adapter.starts_with_message(entrypoint, &hook.body)
             {
-                sessions.start_message(&session).await?
+                delivery.start_message(&session).await?
             } else {
                 None
             };
@@ -184,12 +186,12 @@ async fn fold(
             Some(agent_hooks::context_answer(words, &note, first.as_deref()))
         }
         Happening::TurnStarted | Happening::TurnStartedByBackground => {
-            let origin = if sessions.take_expected(id) {
+            let origin = if delivery.take_expected(id) {
                 TurnOrigin::Taskkeeper
             } else if hook.happening == Happening::TurnStartedByBackground {
                 TurnOrigin::Background
             } else {
-                sessions.owner_wrote(id);
+                delivery.owner_wrote(id);
                 TurnOrigin::Owner
             };
             sessions.edge(id, Edge::TurnStarted { origin }).await?;
@@ -228,7 +230,7 @@ async fn fold(
             // one step: a waiter only ever sees an idle session with nothing left to claim, or
             // a busy one. A continued turn ends here again; the handover claims only what is
             // still waiting (and counts handovers in a row), so it cannot loop.
-            let handed = sessions.handover(&session).await?;
+            let handed = delivery.handover(&session).await?;
             let mut edges = vec![Edge::TurnEnded {
                 last_words: last_words.clone(),
                 background: background.clone(),

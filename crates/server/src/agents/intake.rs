@@ -5,9 +5,10 @@
 
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse as _, Response};
-use taskkeeper_core::StoreError;
 use taskkeeper_core::session::Reach;
+use taskkeeper_core::{AgentKind, StoreError};
 
+use crate::agents::adapter::{LevelSignal, adapter};
 use crate::agents::headers;
 use crate::owner::{OwnerError, OwnerErrorKind};
 
@@ -25,8 +26,10 @@ pub(crate) fn store_error(e: StoreError) -> Response {
     OwnerError::from(e).into_response()
 }
 
-/// What the helper's environment adds.
-pub(crate) fn reach_of(request: &HeaderMap) -> (Option<String>, Reach) {
+/// What the helper's environment adds, of what a session of `kind` has: a status file only
+/// where its adapter reads one (`level_signals`), so a session started from a Claude Code
+/// terminal is never corrected by that terminal's file.
+pub(crate) fn reach_of(kind: AgentKind, request: &HeaderMap) -> (Option<String>, Reach) {
     let h = |name: &str| {
         request
             .get(name)
@@ -41,7 +44,11 @@ pub(crate) fn reach_of(request: &HeaderMap) -> (Option<String>, Reach) {
         messaging_socket: h(headers::MESSAGING_SOCKET),
         messaging_token: h(headers::MESSAGING_TOKEN),
         tmux_socket,
-        status_file: h(headers::STATUS_FILE),
+        status_file: h(headers::STATUS_FILE).filter(|_| {
+            adapter(kind)
+                .level_signals()
+                .contains(&LevelSignal::StatusFile)
+        }),
         headless: false,
     };
     (h(headers::DESK), reach)

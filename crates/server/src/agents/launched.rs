@@ -9,9 +9,9 @@
 //! to write first, what a task becomes on stdin, what a line read means as session
 //! [`Edge`]s, what ends it cleanly. It does no I/O, so each kind's is tested on recorded
 //! exchanges. How a kind is started (program, arguments, environment, a file to remove
-//! afterwards) is its adapter's ([`crate::agents::adapter::Launch`]); [`Sessions::launch`]
+//! afterwards) is its adapter's ([`crate::agents::adapter::Launch`]); [`Launcher::launch`]
 //! starts any kind the same way, in its own process group with a scrubbed environment. The
-//! runner ([`Sessions::run_launched`]) then does the I/O the same way for every kind: writes
+//! runner ([`Launcher::run_launched`]) then does the I/O the same way for every kind: writes
 //! and reads the lines, records the edges, carries a permission request to the owner, and
 //! ends the session when the process ends.
 //!
@@ -36,8 +36,9 @@ use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::sync::{Notify, mpsc};
 
 use crate::agents::adapter::{Launch, adapter, kinds_that};
-use crate::agents::claude_code::headless::{self, LaunchConfig, LaunchError, Permission};
+use crate::agents::claude_code::headless::{self, LaunchConfig, LaunchError, Launched, Permission};
 use crate::agents::headers;
+use crate::delivery::Delivery;
 use crate::sessions::Sessions;
 
 /// What one message read or one input written changes.
@@ -54,7 +55,7 @@ pub struct Step {
 }
 
 /// What a launched session asks of the owner: it waits until the owner answers
-/// ([`Sessions::answer_permission`]), or until it withdraws the request.
+/// ([`Launcher::answer_permission`]), or until it withdraws the request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ask {
     Permission(Permission),
@@ -106,7 +107,7 @@ impl Step {
 /// The protocol of one launched agent kind, as a state machine over its messages.
 ///
 /// `expected` answers whether Taskkeeper wrote what starts the turn that is starting (asked
-/// only when one starts; see [`Sessions::take_expected`]).
+/// only when one starts; see [`crate::delivery::Delivery::take_expected`]).
 pub trait Headless: Send {
     /// The lines to write as soon as the process runs (a handshake), if any.
     fn open(&mut self) -> Vec<String>;
@@ -156,20 +157,58 @@ pub struct Spawn {
     pub program_env: &'static str,
 }
 
-impl Sessions {
+/// The launcher: the service that starts the sessions Taskkeeper owns and runs them through
+/// their protocol, over the sessions registry (what they do) and delivery (whose turn it
+/// started). It keeps how to launch ([`LaunchConfig`], none where nothing is launched) and
+/// the registry of what it launched ([`Launched`], whose stdins delivery writes to).
+#[derive(Clone, Debug)]
+pub struct Launcher {
+    delivery: Delivery,
+    config: Option<Arc<LaunchConfig>>,
+    launched: Arc<Launched>,
+}
+
+impl Launcher {
+    /// A launcher over `delivery`, holding `launched` (the registry `delivery` writes to).
+    pub(crate) fn new(
+        delivery: Delivery,
+        launched: Arc<Launched>,
+        config: Option<LaunchConfig>,
+    ) -> Self {
+        Self {
+            delivery,
+            config: config.map(Arc::new),
+            launched,
+        }
+    }
+
+    /// The sessions registry its sessions are recorded in.
+    pub fn sessions(&self) -> &Sessions {
+        self.delivery.sessions()
+    }
+
+    pub(crate) fn launch_config(&self) -> Option<&LaunchConfig> {
+        self.config.as_deref()
+    }
+
+    pub(crate) fn launched(&self) -> &Launched {
+        &self.launched
+    }
+
     /// Launch a headless session at `desk`, of the desk's kind, as its adapter says
-    /// (`Adapter::launch`): its tasks and reminders go to the
-    /// session's stdin, and the session ends when the process does.
+    /// (`Adapter::launch`): its tasks and reminders go to the session's stdin, and the
+    /// session ends when the process does.
     pub async fn launch(&self, desk: &str) -> Result<Session, LaunchError> {
         let config = self
             .launch_config()
             .ok_or(LaunchError::Unavailable)?
             .clone();
-        if *self.stopping().borrow() {
+        if *self.sessions().stopping().borrow() {
             return Err(LaunchError::Unavailable);
         }
         let name = desk.to_owned();
         let desk = self
+            .sessions()
             .tasks()
             .blocking(move |s, _| s.desk(&name))
             .await?
@@ -244,7 +283,7 @@ impl Sessions {
             desk.name.clone(),
             desk.agent,
             desk.dir.clone(),
-            self.tasks().now(),
+            self.sessions().tasks().now(),
         );
         session.reach = Reach {
             pid,
@@ -252,6 +291,7 @@ impl Sessions {
             ..Reach::default()
         };
         let session = match self
+            .sessions()
             .tasks()
             .blocking(move |s, _| s.put_session(session))
             .await
@@ -275,7 +315,7 @@ impl Sessions {
             agent,
         );
         tracing::info!(session = %id, desk = %desk.name, pid, agent, "launched a headless session");
-        self.session_changed(&id);
+        self.sessions().session_changed(&id);
         Ok(session)
     }
 
@@ -341,7 +381,7 @@ impl Sessions {
         while taking || reading {
             let step = tokio::select! {
                 given = input.recv(), if taking => match given {
-                    Some(Input::Task(text)) => adapter.input(&text, &mut || self.take_expected(&id)),
+                    Some(Input::Task(text)) => adapter.input(&text, &mut || self.delivery.take_expected(&id)),
                     Some(Input::Line(line)) => Step::write(line),
                     None => {
                         taking = false;
@@ -352,7 +392,7 @@ impl Sessions {
                 },
                 line = lines.next_line(), if reading => match line {
                     Ok(Some(line)) => match serde_json::from_str::<Value>(&line) {
-                        Ok(message) => adapter.read(&message, &mut || self.take_expected(&id)),
+                        Ok(message) => adapter.read(&message, &mut || self.delivery.take_expected(&id)),
                         Err(_) => {
                             tracing::debug!(session = %id, line = %line.chars().take(200).collect::<String>(), "not a JSON message");
                             continue;
@@ -383,10 +423,10 @@ impl Sessions {
                         ..
                     } = edge
                     {
-                        self.worker_said(&desk, words).await;
+                        self.sessions().worker_said(&desk, words).await;
                     }
                 }
-                if let Err(e) = self.edges(&id, step.edges).await {
+                if let Err(e) = self.sessions().edges(&id, step.edges).await {
                     tracing::warn!(session = %id, error = %e, "recording a headless session's activity failed");
                 }
             }
@@ -406,7 +446,7 @@ impl Sessions {
         match ask {
             Ask::Permission(permission) => {
                 tracing::info!(session = %id, tool = %permission.tool, "a headless session asks the owner to allow a tool");
-                if let Err(e) = self.edge(id, Edge::WaitingOnOwner).await {
+                if let Err(e) = self.sessions().edge(id, Edge::WaitingOnOwner).await {
                     tracing::warn!(session = %id, error = %e, "recording a permission request failed");
                 }
                 let notice = crate::notify::Notice::PermissionAsked {
@@ -417,17 +457,17 @@ impl Sessions {
                     request_id: Some(permission.request_id.clone()),
                 };
                 self.launched().ask(id, permission);
-                self.notifier().notice(notice);
+                self.sessions().notifier().notice(notice);
             }
             Ask::Withdrawn(request_id) => {
                 if self.launched().withdraw(id, &request_id)
-                    && let Err(e) = self.edge(id, Edge::ToolActivity).await
+                    && let Err(e) = self.sessions().edge(id, Edge::ToolActivity).await
                 {
                     tracing::warn!(session = %id, error = %e, "recording a withdrawn permission request failed");
                 }
             }
         }
-        self.session_changed(id);
+        self.sessions().session_changed(id);
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -441,7 +481,7 @@ impl Sessions {
         cleanup: Option<PathBuf>,
         agent: &'static str,
     ) {
-        let mut daemon_stops = self.stopping();
+        let mut daemon_stops = self.sessions().stopping();
         let pid = child.id();
         let status = tokio::select! {
             status = child.wait() => status,
@@ -475,7 +515,7 @@ impl Sessions {
         }
         // A request it made will not be answered now: its desk's tasks wait on the owner no
         // more (`Sessions::edges`).
-        if let Err(e) = self.edge(&id, Edge::Ended).await {
+        if let Err(e) = self.sessions().edge(&id, Edge::Ended).await {
             tracing::debug!(session = %id, error = %e, "could not record a headless session's end");
         }
     }

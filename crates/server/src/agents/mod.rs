@@ -30,12 +30,12 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::routing::post;
 
+use crate::delivery::Delivery;
 use crate::http::auth::Credentials;
 use crate::http::routes::{Access, Room};
-use crate::sessions::Sessions;
 
 /// The hook intake: the agent sessions of this machine (the worker token) and the owner.
-pub(crate) fn room(sessions: Sessions, credentials: Credentials) -> Room {
+pub(crate) fn room(delivery: Delivery, credentials: Credentials) -> Room {
     let mut room =
         Room::new(Access::Workers).route("POST", "/hooks/generic", post(generic::report));
     for a in adapter::adapters() {
@@ -43,11 +43,11 @@ pub(crate) fn room(sessions: Sessions, credentials: Credentials) -> Room {
             continue;
         };
         let kind = a.kind();
-        let handler = move |State(sessions): State<Sessions>,
+        let handler = move |State(delivery): State<Delivery>,
                             axum::Extension(credentials): axum::Extension<Credentials>,
                             headers: HeaderMap,
                             body: Bytes| async move {
-            hooks::intake(kind, &sessions, &credentials, &headers, &body).await
+            hooks::intake(kind, &delivery, &credentials, &headers, &body).await
         };
         room = room.route(
             "POST",
@@ -60,5 +60,5 @@ pub(crate) fn room(sessions: Sessions, credentials: Credentials) -> Room {
         "/hooks/claude-code/wait",
         post(claude_code::hooks::wait),
     )
-    .with_state(sessions)
+    .with_state(delivery)
 }

@@ -9,8 +9,9 @@ use taskkeeper_core::Desk;
 use taskkeeper_core::delivery::{self};
 use taskkeeper_core::session::Session;
 
+use super::Delivery;
 use super::push::{Parcel, Pushed};
-use crate::sessions::{Sessions, lock};
+use crate::sessions::lock;
 
 /// How long the desk's command may take.
 pub(crate) const COMMAND_DEADLINE: Duration = Duration::from_secs(30);
@@ -61,7 +62,7 @@ async fn run_shell(
     }
 }
 
-impl Sessions {
+impl Delivery {
     /// The desk's command, run by `sh -c` in the desk's directory with the text on its stdin
     /// and the task ids, desk and session in its environment; exit status 0 is the
     /// confirmation.
@@ -95,7 +96,7 @@ impl Sessions {
             Ok(()) => Pushed::Delivered,
             Err(why) => {
                 if let Some(s) = session {
-                    lock(&self.inner.expecting).remove(&s.id);
+                    lock(&self.state.expecting).remove(&s.id);
                 }
                 Pushed::Failed(format!("the desk's command `{command}`: {why}"))
             }

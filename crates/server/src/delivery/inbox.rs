@@ -21,8 +21,9 @@ use serde_json::json;
 use taskkeeper_core::Session;
 use taskkeeper_core::delivery;
 
+use super::Delivery;
 use super::push::Pushed;
-use crate::sessions::{Sessions, lock};
+use crate::sessions::lock;
 
 /// Connecting and writing take far less; a socket that does not take the message this fast
 /// is not a way in now.
@@ -98,7 +99,7 @@ async fn write(path: &Path, payload: &str) -> Result<(), String> {
         .map_err(|_| format!("{shown} did not take the message within {WRITE_DEADLINE:?}"))?
 }
 
-impl Sessions {
+impl Delivery {
     /// The text as a message on the session's own inbox socket, confirmed by the turn it
     /// starts. Not connected or not written: not delivered, the next way is tried. Written
     /// but no turn: it may still be queued there, so it is never sent again.
@@ -111,16 +112,16 @@ impl Sessions {
             }
         };
         let text = delivery::terminal_safe(text);
-        let turn0 = *lock(&self.inner.turns).get(&session.id).unwrap_or(&0);
+        let turn0 = self.sessions.turns(&session.id);
         self.expect_turn(&session.id);
         if let Err(why) = write(&path, &lines(session, &text)).await {
-            lock(&self.inner.expecting).remove(&session.id);
+            lock(&self.state.expecting).remove(&session.id);
             return Pushed::Failed(why);
         }
         if self.turn_started(&session.id, turn0).await {
             return Pushed::Delivered;
         }
-        lock(&self.inner.expecting).remove(&session.id);
+        lock(&self.state.expecting).remove(&session.id);
         Pushed::Unconfirmed(format!(
             "no turn started after the message on {}",
             path.display()

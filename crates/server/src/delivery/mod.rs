@@ -1,9 +1,9 @@
 //! Getting a task's text into a session, and the one rule every way in obeys: an item (a task,
 //! or a cancel notice) is marked delivered by a transition in the store, at the version that
-//! was told, which succeeds once (`Sessions::record_told`); whoever wins that claim (the Stop
+//! was told, which succeeds once (`Delivery::record_told`); whoever wins that claim (the Stop
 //! hook's handover, the waiter, the push loop) delivers the text and nobody else does. Which
 //! means is tried first, and which next, is [`taskkeeper_core::delivery::ranked`]'s decision,
-//! among the ways the session's kind of agent has (its adapter's [`ranked`]).
+//! among the ways the session's kind of agent has ([`Delivery::ranked`]).
 //!
 //! What they write comes from askers, foreign agents: every pushed text goes through
 //! [`taskkeeper_core::delivery::terminal_safe`] at the write, so no escape sequence reaches a
@@ -17,19 +17,91 @@ mod stdin;
 mod tmux;
 mod waiter;
 
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+
 use taskkeeper_core::delivery::{self, Means, Method};
 use taskkeeper_core::session::{Session, SessionId};
 use taskkeeper_core::store::{StateFilter, TaskFilter};
-use taskkeeper_core::{Desk, DeskName, Event, StoreError, Task, TaskState};
+use taskkeeper_core::{AgentKind, Desk, DeskName, Event, StoreError, Task, TaskState};
 
-use crate::agents::adapter::adapter;
 use crate::sessions::{Sessions, lock};
 
-pub(crate) use push::Look;
 pub use waiter::WaitOutcome;
 
 /// Claude Code ends a turn anyway after eight Stop-hook blocks in a row.
 pub(crate) const MAX_HANDOVERS_IN_A_ROW: u32 = 7;
+
+/// The delivery service over the sessions registry: every way a task's text gets into a
+/// session, and the state only delivery keeps (who waits, who is expected to start a turn,
+/// what is on its way). Hook intakes, the launcher and the daemon's push loop hold one.
+#[derive(Clone, Debug)]
+pub struct Delivery {
+    sessions: Sessions,
+    state: Arc<State>,
+    /// The stdins of the sessions Taskkeeper launched (the launcher's registry).
+    stdins: Arc<dyn Stdins>,
+    /// The ways into a session of each kind, best first: its adapter's, given by the daemon,
+    /// so delivery knows no agent.
+    ways_in: WaysIn,
+}
+
+/// The ways into a session of a kind of agent, best first (an adapter's `ways_in`).
+pub(crate) type WaysIn = fn(AgentKind) -> &'static [Method];
+
+/// What delivery remembers in this process (none of it is stored: a restart starts over,
+/// and the store's claim rule keeps that safe).
+#[derive(Debug, Default)]
+pub(crate) struct State {
+    /// How often a waiter woke and looked again (tests count it).
+    waiter_wakes: AtomicU64,
+    /// The newest waiter's generation per session: an older waiter is superseded.
+    waiters: Mutex<HashMap<SessionId, u64>>,
+    /// Sessions whose next turn Taskkeeper started (a delivery is on its way in).
+    expecting: Mutex<HashSet<SessionId>>,
+    /// Stop-hook handovers in a row per session (Claude Code overrides the eighth).
+    handovers: Mutex<HashMap<SessionId, u32>>,
+    /// Sessions with a waiter waiting right now: the waiter delivers, not the paste.
+    waiting: Mutex<HashSet<SessionId>>,
+    /// What is being (or was, unconfirmed) pushed to each session or desk: never sent twice.
+    pushed: Mutex<HashMap<String, Vec<String>>>,
+    /// Sessions and desks a push is going to right now: one at a time, so a task that
+    /// arrives meanwhile is not sent again alongside the one on its way.
+    in_flight: Mutex<HashSet<String>>,
+}
+
+/// The stdins Taskkeeper holds, of the sessions it launched: the launcher keeps them
+/// (`agents::launched`), delivery only asks and writes, so delivery needs nothing of the
+/// agents.
+pub(crate) trait Stdins: Send + Sync + std::fmt::Debug {
+    /// Whether Taskkeeper holds the session's stdin.
+    fn holds(&self, id: &SessionId) -> bool;
+    /// Queue `text` as a task for the session; false when its stdin is gone.
+    fn send(&self, id: &SessionId, text: &str) -> bool;
+}
+
+impl Delivery {
+    pub(crate) fn new(sessions: Sessions, stdins: Arc<dyn Stdins>, ways_in: WaysIn) -> Self {
+        Self {
+            sessions,
+            state: Arc::default(),
+            stdins,
+            ways_in,
+        }
+    }
+
+    /// The ways into `session` that its `means` allow, best first: [`delivery::ranked`] over
+    /// the ways its kind has.
+    pub(crate) fn ranked(&self, session: &Session, means: Means) -> Vec<Method> {
+        delivery::ranked((self.ways_in)(session.agent), means)
+    }
+
+    /// The sessions registry it delivers into.
+    pub fn sessions(&self) -> &Sessions {
+        &self.sessions
+    }
+}
 
 /// How an item is told ([`delivery::telling`]: its text, and the transition that records it
 /// was told). The asker's file parts are saved (if a crash came between the commit and the
@@ -47,13 +119,7 @@ pub(crate) fn telling(
     delivery::telling(t, to, files.root())
 }
 
-/// The ways into `session` that its `means` allow, best first: [`delivery::ranked`] over
-/// the ways its kind has ([`crate::agents::adapter::Adapter::ways_in`]).
-pub(crate) fn ranked(session: &Session, means: Means) -> Vec<Method> {
-    delivery::ranked(adapter(session.agent).ways_in(), means)
-}
-
-impl Sessions {
+impl Delivery {
     /// Take the session's recorded watchdog message, if it has one not yet delivered.
     /// With `seq`, only the message of that number (the one that was sent): a newer one
     /// stays to be delivered.
@@ -63,7 +129,8 @@ impl Sessions {
         seq: Option<u64>,
     ) -> Result<Option<String>, StoreError> {
         let id = id.clone();
-        self.tasks
+        self.sessions
+            .tasks
             .blocking(move |s, _| {
                 let taken = s.update_session(&id, move |session| {
                     let ours = session
@@ -85,22 +152,24 @@ impl Sessions {
 
     /// Who started the turn that is starting: Taskkeeper, if it was expecting one.
     pub fn take_expected(&self, id: &SessionId) -> bool {
-        lock(&self.inner.expecting).remove(id)
+        lock(&self.state.expecting).remove(id)
     }
 
     pub(crate) fn expect_turn(&self, id: &SessionId) {
-        lock(&self.inner.expecting).insert(id.clone());
+        lock(&self.state.expecting).insert(id.clone());
     }
 
     /// What the desk's session has still to be told, without claiming it.
     pub(crate) async fn undelivered(&self, desk: &DeskName) -> Result<Vec<Task>, StoreError> {
         let mut due: Vec<Task> = self
+            .sessions
             .desk_unqueued_tasks(desk)
             .await?
             .into_iter()
             .filter(Task::to_deliver)
             .collect();
         let ended = self
+            .sessions
             .tasks
             .list(TaskFilter {
                 state: StateFilter::Ended,
@@ -134,8 +203,8 @@ impl Sessions {
     ) -> Result<Vec<String>, StoreError> {
         let mut texts = Vec::new();
         for t in items {
-            let (event, text) = telling(t, to, self.tasks.files());
-            match self.tasks.apply_at(&t.id, t.version, event).await {
+            let (event, text) = telling(t, to, self.sessions.tasks.files());
+            match self.sessions.tasks.apply_at(&t.id, t.version, event).await {
                 Ok(c) if c.changed => texts.push(text),
                 Ok(_) | Err(StoreError::Transition(_) | StoreError::Conflict(_)) => {}
                 Err(e) => return Err(e),
@@ -151,10 +220,10 @@ impl Sessions {
         Means {
             at_start: false,
             at_stop: false,
-            waiter: lock(&self.inner.waiting).contains(&session.id),
+            waiter: lock(&self.state.waiting).contains(&session.id),
             // A session Taskkeeper launched is reached through its stdin only, also while its
             // stdin is not (or no longer) held: nothing else knows it.
-            stdin: session.reach.headless || self.launched.holds(&session.id),
+            stdin: session.reach.headless || self.stdins.holds(&session.id),
             // Whether it is the session's own is checked right before each write.
             inbox: cfg!(unix)
                 && session.reach.messaging_socket.is_some()
@@ -176,10 +245,12 @@ impl Sessions {
     ) -> Result<Option<Method>, StoreError> {
         let name = session.desk.clone();
         let desk = self
+            .sessions
             .tasks
             .blocking(move |s, _| s.desk(name.as_str()))
             .await?;
-        Ok(ranked(session, add(self.means(session, desk.as_ref())))
+        Ok(self
+            .ranked(session, add(self.means(session, desk.as_ref())))
             .first()
             .copied())
     }
@@ -194,18 +265,18 @@ impl Sessions {
         if self.first_method(session, at_stop).await? != Some(Method::Handover) {
             return Ok(None);
         }
-        let in_a_row = *lock(&self.inner.handovers).get(&session.id).unwrap_or(&0);
+        let in_a_row = *lock(&self.state.handovers).get(&session.id).unwrap_or(&0);
         if in_a_row >= MAX_HANDOVERS_IN_A_ROW {
-            lock(&self.inner.handovers).remove(&session.id);
+            lock(&self.state.handovers).remove(&session.id);
             return Ok(None);
         }
         let text = self.claim(session).await?;
         if text.is_some() {
-            *lock(&self.inner.handovers)
+            *lock(&self.state.handovers)
                 .entry(session.id.clone())
                 .or_insert(0) += 1;
         } else {
-            lock(&self.inner.handovers).remove(&session.id);
+            lock(&self.state.handovers).remove(&session.id);
         }
         Ok(text)
     }

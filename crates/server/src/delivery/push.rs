@@ -9,10 +9,10 @@ use std::time::Duration;
 use taskkeeper_core::delivery::{self, Method};
 use taskkeeper_core::session::{Session, SessionId};
 use taskkeeper_core::{Desk, DeskName, StoreError, Task};
-use tokio::sync::broadcast;
 
+use super::Delivery;
 use super::telling;
-use crate::sessions::{Change, Interested, Sessions, lock};
+use crate::sessions::{Interested, Look, drain, lock};
 
 /// A session this young may not have painted its prompt box yet; keys sent now get lost.
 pub(crate) const SETTLE: Duration = Duration::from_secs(2);
@@ -22,49 +22,6 @@ pub(crate) const VERIFY: Duration = Duration::from_secs(5);
 /// How long a failed push waits before the same text is tried again (when trying again
 /// cannot double it: a command that failed, a stdin that was gone).
 pub(crate) const RETRY: Duration = Duration::from_secs(60);
-
-/// What a delivery pass looks at.
-#[derive(Debug)]
-pub(crate) enum Look {
-    All,
-    Some {
-        desks: HashSet<DeskName>,
-        sessions: HashSet<SessionId>,
-    },
-}
-
-impl Default for Look {
-    fn default() -> Self {
-        Look::Some {
-            desks: HashSet::new(),
-            sessions: HashSet::new(),
-        }
-    }
-}
-
-impl Look {
-    /// Nothing to look at.
-    pub(crate) fn is_empty(&self) -> bool {
-        matches!(self, Look::Some { desks, sessions } if desks.is_empty() && sessions.is_empty())
-    }
-
-    /// Take in one change as the changes feed answered.
-    pub(crate) fn add(&mut self, change: Result<Change, broadcast::error::RecvError>) {
-        let Look::Some { desks, sessions } = self else {
-            return;
-        };
-        match change {
-            Ok(Change::Desk(d)) => {
-                desks.insert(d);
-            }
-            Ok(Change::Session(id)) => {
-                sessions.insert(id);
-            }
-            // All, or fell behind: look at everything. (Closed: the daemon is going.)
-            Ok(Change::All) | Err(_) => *self = Look::All,
-        }
-    }
-}
 
 /// Whom a push goes to: a live session, or a desk with a command and no live session.
 #[derive(Debug, Clone)]
@@ -121,10 +78,10 @@ pub(crate) enum Pushed {
     Failed(String),
 }
 
-impl Sessions {
-    /// The methods that can reach `session` right now, best first ([`super::ranked`]).
+impl Delivery {
+    /// The methods that can reach `session` right now, best first ([`Delivery::ranked`]).
     fn methods(&self, session: &Session, desk: &Desk) -> Vec<Method> {
-        super::ranked(session, self.means(session, Some(desk)))
+        self.ranked(session, self.means(session, Some(desk)))
     }
 
     /// Pushes what idle sessions (and desks with a command and no live session) have to be
@@ -134,9 +91,9 @@ impl Sessions {
     /// The first pass looks at every desk; after it, a pass looks only at the desks and
     /// sessions that changed since the one before (a timer's recheck looks at all again).
     pub async fn deliver_loop(self) {
-        let mut stop = self.stop.clone();
+        let mut stop = self.sessions.stopping();
         // Subscribed before the first pass: a change while a pass runs goes to the next one.
-        let mut changes = self.changes();
+        let mut changes = self.sessions.changes();
         let mut look = Look::All;
         loop {
             let recheck = match self.deliver_pass(std::mem::take(&mut look)).await {
@@ -158,15 +115,16 @@ impl Sessions {
                 _ = stop.wait_for(|s| *s) => return,
             }
             // Everything that came meanwhile goes into the same pass.
-            crate::watchdog::drain(&mut changes, &mut look);
+            drain(&mut changes, &mut look);
         }
     }
 
     /// One pass over what `look` names; returns when to look again for a session that was
     /// too fresh to paste into.
     async fn deliver_pass(&self, look: Look) -> Result<Option<Duration>, StoreError> {
-        let now = self.tasks.now();
+        let now = self.sessions.tasks.now();
         let (sessions, desks) = self
+            .sessions
             .tasks
             .blocking(move |s, _| match look {
                 Look::All => Ok((s.sessions(None)?, s.desks()?)),
@@ -255,20 +213,20 @@ impl Sessions {
             {
                 parcel_key.push(format!("command:{c}"));
             }
-            if lock(&self.inner.pushed).get(&target_key) == Some(&parcel_key)
-                || !lock(&self.inner.in_flight).insert(target_key.clone())
+            if lock(&self.state.pushed).get(&target_key) == Some(&parcel_key)
+                || !lock(&self.state.in_flight).insert(target_key.clone())
             {
                 continue;
             }
-            lock(&self.inner.pushed).insert(target_key.clone(), parcel_key.clone());
+            lock(&self.state.pushed).insert(target_key.clone(), parcel_key.clone());
             let this = self.clone();
             tokio::spawn(async move {
                 let desk = target.desk.name.clone();
                 this.push(target, methods, parcel, target_key.clone(), parcel_key)
                     .await;
-                lock(&this.inner.in_flight).remove(&target_key);
+                lock(&this.state.in_flight).remove(&target_key);
                 // What arrived while this push was on its way goes next.
-                this.desk_changed(&desk);
+                this.sessions.desk_changed(&desk);
             });
         }
         Ok(recheck)
@@ -283,7 +241,7 @@ impl Sessions {
         target_key: String,
         parcel_key: Vec<String>,
     ) {
-        let text = parcel.text(self.tasks.files());
+        let text = parcel.text(self.sessions.tasks.files());
         let mut may_have_landed = false;
         for method in methods.into_iter().filter(|m| m.is_push()) {
             let outcome = match (method, &target.session) {
@@ -320,12 +278,12 @@ impl Sessions {
             let desk = target.desk.name.clone();
             tokio::spawn(async move {
                 tokio::time::sleep(RETRY).await;
-                let mut pushed = lock(&this.inner.pushed);
+                let mut pushed = lock(&this.state.pushed);
                 if pushed.get(&target_key) == Some(&parcel_key) {
                     pushed.remove(&target_key);
                 }
                 drop(pushed);
-                this.desk_changed(&desk);
+                this.sessions.desk_changed(&desk);
             });
         }
     }
@@ -348,10 +306,10 @@ impl Sessions {
     /// Has the session started a turn since `turn0` (within [`VERIFY`])?
     pub(crate) async fn turn_started(&self, id: &SessionId, turn0: u64) -> bool {
         let deadline = tokio::time::Instant::now() + VERIFY;
-        let mut own = self.inner.interest.follow(Interested::Session(id.clone()));
+        let mut own = self.sessions.follow(Interested::Session(id.clone()));
         while tokio::time::Instant::now() < deadline {
             own.borrow_and_update();
-            if *lock(&self.inner.turns).get(id).unwrap_or(&0) != turn0 {
+            if self.sessions.turns(id) != turn0 {
                 return true;
             }
             let _ = tokio::time::timeout(Duration::from_millis(200), own.changed()).await;

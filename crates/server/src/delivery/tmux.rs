@@ -7,8 +7,9 @@ use std::time::Duration;
 use taskkeeper_core::delivery::{self};
 use taskkeeper_core::session::Session;
 
+use super::Delivery;
 use super::push::Pushed;
-use crate::sessions::{Sessions, lock};
+use crate::sessions::lock;
 
 /// `pid` and its ancestors, nearest first, up to the first process (or a bound, against a
 /// table that changes while it is read).
@@ -65,7 +66,7 @@ async fn tmux(socket: &str, args: &[&str]) -> Result<String, String> {
     }
 }
 
-impl Sessions {
+impl Delivery {
     /// The tmux paste: the text (bracketed), a separate Enter, and the turn it starts; Enter
     /// is pressed once more if no turn starts. Only into a pane of the session's own process,
     /// checked right before each paste: a later report may have moved the reach elsewhere.
@@ -82,7 +83,7 @@ impl Sessions {
             }
         };
         let text = &delivery::terminal_safe(text);
-        let turn0 = *lock(&self.inner.turns).get(&session.id).unwrap_or(&0);
+        let turn0 = self.sessions.turns(&session.id);
         self.expect_turn(&session.id);
         let pasted = async {
             tmux(socket, &["set-buffer", "-b", "taskkeeper", "--", text]).await?;
@@ -93,13 +94,13 @@ impl Sessions {
             .await
         };
         if let Err(e) = pasted.await {
-            lock(&self.inner.expecting).remove(&session.id);
+            lock(&self.state.expecting).remove(&session.id);
             return Pushed::Failed(e);
         }
         for attempt in 0..2 {
             tokio::time::sleep(Duration::from_millis(150)).await;
             if let Err(e) = tmux(socket, &["send-keys", "-t", pane, "Enter"]).await {
-                lock(&self.inner.expecting).remove(&session.id);
+                lock(&self.state.expecting).remove(&session.id);
                 return Pushed::Unconfirmed(e);
             }
             if self.turn_started(&session.id, turn0).await {
@@ -107,7 +108,7 @@ impl Sessions {
                 return Pushed::Delivered;
             }
         }
-        lock(&self.inner.expecting).remove(&session.id);
+        lock(&self.state.expecting).remove(&session.id);
         Pushed::Unconfirmed(format!(
             "no turn started in pane {pane} after the paste and two Enters"
         ))

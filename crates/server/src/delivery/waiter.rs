@@ -9,10 +9,11 @@ use taskkeeper_core::session::SessionId;
 use taskkeeper_core::{DeskName, StoreError};
 use tokio::sync::watch;
 
-use crate::sessions::{Inner, Interested, Sessions, lock};
+use super::{Delivery, State};
+use crate::sessions::{Interested, lock};
 
 /// Unregisters a waiter when its long poll ends, however it ends.
-struct Waiting<'a>(&'a Inner, SessionId);
+struct Waiting<'a>(&'a State, SessionId);
 
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
@@ -29,42 +30,42 @@ pub enum WaitOutcome {
     Leave(&'static str),
 }
 
-impl Sessions {
+impl Delivery {
     /// How many times a waiter has woken to look again, since the start.
     pub fn waiter_wakes(&self) -> u64 {
-        self.inner
+        self.state
             .waiter_wakes
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// A turn the owner typed resets the handover count.
     pub fn owner_wrote(&self, id: &SessionId) {
-        lock(&self.inner.handovers).remove(id);
+        lock(&self.state.handovers).remove(id);
     }
 
     /// Whether an asyncRewake waiter of `id` is parked (tests wait on it instead of a sleep).
     pub fn has_waiter(&self, id: &SessionId) -> bool {
-        lock(&self.inner.waiting).contains(id)
+        lock(&self.state.waiting).contains(id)
     }
 
     /// The asyncRewake waiter: wait until the idle session has something to be told, then
     /// claim it; leave when superseded, when a turn starts, or when the session ends.
     pub async fn wait(&self, id: &SessionId) -> Result<WaitOutcome, StoreError> {
         let generation = {
-            let mut waiters = lock(&self.inner.waiters);
+            let mut waiters = lock(&self.state.waiters);
             let g = waiters.entry(id.clone()).or_insert(0);
             *g += 1;
             *g
         };
-        let turn0 = *lock(&self.inner.turns).get(id).unwrap_or(&0);
-        lock(&self.inner.waiting).insert(id.clone());
-        let _registered = Waiting(&self.inner, id.clone());
+        let turn0 = self.sessions.turns(id);
+        lock(&self.state.waiting).insert(id.clone());
+        let _registered = Waiting(&self.state, id.clone());
         // Let an older waiter see it was superseded (before following the session, so this
         // waiter does not wake for its own arrival).
-        self.session_touched(id);
+        self.sessions.session_touched(id);
         // Only its own session and its desk's tasks concern a waiter; the desk is followed
         // from the first read of the session on.
-        let mut own = self.inner.interest.follow(Interested::Session(id.clone()));
+        let mut own = self.sessions.follow(Interested::Session(id.clone()));
         let mut desk: Option<(DeskName, watch::Receiver<u64>)> = None;
         let mut first = true;
         loop {
@@ -73,27 +74,24 @@ impl Sessions {
                 rx.borrow_and_update();
             }
             if !first {
-                self.inner
+                self.state
                     .waiter_wakes
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
             first = false;
-            if lock(&self.inner.waiters).get(id) != Some(&generation) {
+            if lock(&self.state.waiters).get(id) != Some(&generation) {
                 return Ok(WaitOutcome::Leave("a newer waiter took over"));
             }
-            if *lock(&self.inner.turns).get(id).unwrap_or(&0) != turn0 {
+            if self.sessions.turns(id) != turn0 {
                 return Ok(WaitOutcome::Leave("the session started a turn"));
             }
-            let session = match self.tasks.get_session(id).await? {
+            let session = match self.sessions.tasks.get_session(id).await? {
                 Some(s) if s.is_live() => s,
                 _ => return Ok(WaitOutcome::Leave("the session ended")),
             };
             if desk.as_ref().is_none_or(|(d, _)| *d != session.desk) {
                 // Followed before the claim below reads the desk: nothing falls between.
-                let rx = self
-                    .inner
-                    .interest
-                    .follow(Interested::Desk(session.desk.clone()));
+                let rx = self.sessions.follow(Interested::Desk(session.desk.clone()));
                 desk = Some((session.desk.clone(), rx));
             }
             // The ranking decides whether a waiter is the way in (a launched session is told
@@ -123,7 +121,7 @@ impl Sessions {
             }
             // The cap lets a level signal (a killed process) be noticed while nothing else
             // happens.
-            let mut stop = self.stop.clone();
+            let mut stop = self.sessions.stopping();
             let changed = async {
                 match desk.as_mut() {
                     Some((_, rx)) => tokio::select! {
@@ -139,7 +137,7 @@ impl Sessions {
                 _ = tokio::time::timeout(Duration::from_secs(30), changed) => {}
                 _ = stop.wait_for(|s| *s) => return Ok(WaitOutcome::Leave("the daemon is stopping")),
             }
-            self.reconcile(id).await?;
+            self.sessions.reconcile(id).await?;
         }
     }
 }

@@ -30,7 +30,7 @@ pub(crate) struct Areas {
     pub owner: OwnerService,
     pub a2a: crate::a2a::A2a,
     pub mcp: Room,
-    pub sessions: crate::sessions::Sessions,
+    pub delivery: crate::delivery::Delivery,
     pub credentials: crate::http::auth::Credentials,
     pub notices: Arc<crate::notify::EventNotifier>,
     pub ui: crate::http::ui::UiState,
@@ -43,7 +43,7 @@ pub(crate) fn router(areas: Areas, guard_state: Arc<Guard>) -> (Router, Vec<Rout
         owner,
         a2a,
         mcp,
-        sessions,
+        delivery,
         credentials,
         notices,
         ui,
@@ -57,7 +57,7 @@ pub(crate) fn router(areas: Areas, guard_state: Arc<Guard>) -> (Router, Vec<Rout
         .room(crate::owner::room(owner))
         .room(events)
         .rooms(crate::a2a::rooms(a2a))
-        .room(crate::agents::room(sessions, credentials))
+        .room(crate::agents::room(delivery, credentials))
         .room(mcp)
         .rooms(crate::http::ui::rooms(ui))
         .into_parts();

@@ -6,7 +6,9 @@ use taskkeeper_core::task::PartContent;
 use taskkeeper_core::{Desk, Message, Role, Task, Timestamp};
 
 mod names;
+mod notice;
 pub use names::{ActivityView, HoldView, MessageFrom, StepKind, TaskStateView, TurnOriginView};
+pub use notice::NoticeView;
 
 /// A task as the owner's list shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -71,7 +71,7 @@ impl OwnerService {
         &self,
         desk: &DeskName,
     ) -> Result<taskkeeper_core::Session, OwnerError> {
-        Ok(self.sessions.launch(desk.as_str()).await?)
+        Ok(self.launcher.launch(desk.as_str()).await?)
     }
 
     pub async fn add_desk(
@@ -126,7 +126,7 @@ impl OwnerService {
     /// Launch a headless session at a desk (Claude Code, Codex or Gemini, by the desk's
     /// agent); Taskkeeper speaks to it on its stdin.
     pub async fn launch_session(&self, desk: &str) -> Result<SessionView, OwnerError> {
-        let session = self.sessions.launch(desk).await?;
+        let session = self.launcher.launch(desk).await?;
         // The owner acted: a desk that gave up launching by itself tries again.
         self.auto_launches.reset(&session.desk);
         Ok(self.session_view(&session))
@@ -143,7 +143,7 @@ impl OwnerService {
     ) -> Result<SessionView, OwnerError> {
         let id = taskkeeper_core::SessionId::from(id);
         let message = given(message);
-        self.sessions
+        self.launcher
             .answer_permission(&id, allow, message.as_deref(), request_id.as_deref())
             .await?;
         let session = self
@@ -158,7 +158,7 @@ impl OwnerService {
     fn session_view(&self, session: &taskkeeper_core::Session) -> SessionView {
         let mut view = SessionView::from(session);
         view.permission = self
-            .sessions
+            .launcher
             .launched()
             .asked(&session.id)
             .map(|p| crate::owner::api::PermissionView::from(&p));
@@ -168,7 +168,7 @@ impl OwnerService {
     /// Stop a session Taskkeeper launched.
     pub async fn stop_session(&self, id: &str) -> Result<(), OwnerError> {
         Ok(self
-            .sessions
+            .launcher
             .stop_launched(&taskkeeper_core::SessionId::from(id))
             .await?)
     }

@@ -56,8 +56,7 @@ async fn offer(
                 tracing::warn!(error = %e, "could not record the digest's offer");
                 return Some(now.plus(CAP));
             }
-            let any = counts != crate::owner::api::DigestCounts::default();
-            if any {
+            if !counts.is_empty() {
                 notifier.notice(Notice::Digest { counts });
             }
         }

@@ -64,7 +64,7 @@ pub(crate) async fn events(
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
                 },
                 r = notes.recv() => match r {
-                    Ok(n) => Event::default().event("notice").json_data(n),
+                    Ok(n) => Event::default().event("notice").json_data(crate::owner::api::NoticeView::from(&n)),
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
                 },

@@ -35,6 +35,8 @@ pub struct OwnerService {
     tasks: Tasks,
     credentials: Credentials,
     sessions: crate::sessions::Sessions,
+    /// Launches, answers and stops the sessions Taskkeeper owns.
+    launcher: crate::agents::launched::Launcher,
     /// Poked when a setting or an owner action moves the watchdog's next due time.
     schedule: std::sync::Arc<tokio::sync::Notify>,
     /// Counts settings changes, for those who show a setting (the tray, the owner's events).
@@ -121,14 +123,15 @@ impl OwnerService {
     pub(crate) fn new(
         tasks: Tasks,
         credentials: Credentials,
-        sessions: crate::sessions::Sessions,
+        launcher: crate::agents::launched::Launcher,
         stop: tokio::sync::watch::Receiver<bool>,
         machine: crate::owner::agents::Machine,
     ) -> Self {
         Self {
             tasks,
             credentials,
-            sessions,
+            sessions: launcher.sessions().clone(),
+            launcher,
             schedule: std::sync::Arc::default(),
             settings_changed: std::sync::Arc::new(tokio::sync::watch::Sender::new(0)),
             stop,
@@ -149,8 +152,8 @@ impl OwnerService {
         self.machine.clone()
     }
 
-    pub(crate) fn sessions(&self) -> &crate::sessions::Sessions {
-        &self.sessions
+    pub(crate) fn launcher(&self) -> &crate::agents::launched::Launcher {
+        &self.launcher
     }
 
     pub(crate) fn stopping(&self) -> tokio::sync::watch::Receiver<bool> {
@@ -348,8 +351,8 @@ impl OwnerService {
     }
 
     /// The digest's counts, without taking it.
-    pub async fn digest_counts(&self) -> Result<crate::owner::api::DigestCounts, OwnerError> {
-        Ok(self.digest(false).await?.counts)
+    pub async fn digest_counts(&self) -> Result<taskkeeper_core::digest::Counts, OwnerError> {
+        Ok(self.digest(false).await?.counts.into())
     }
 
     /// Fill in the timelines of the open tasks among `views` (`core::watchdog::timeline`),

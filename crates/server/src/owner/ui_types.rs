@@ -79,7 +79,7 @@ fn decls(cfg: &Config) -> Vec<Decl> {
         decl::<api::AgentChange>(cfg),
         decl::<api::ConnectRequest>(cfg),
         // The event stream's notices.
-        decl::<crate::notify::Notice>(cfg),
+        decl::<api::NoticeView>(cfg),
         // Errors.
         decl::<crate::OwnerErrorKind>(cfg),
         decl::<crate::OwnerError>(cfg),

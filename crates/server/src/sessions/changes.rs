@@ -1,8 +1,9 @@
 //! Who hears which change: one watch channel per followed session and desk, and a broadcast
 //! of [`Change`]s for the loops that follow everything, so a change costs what its followers
-//! cost, not what every waiter costs. The task service's feed is relayed here by desk.
+//! cost, not what every waiter costs. The task service's feed is relayed here by desk. What
+//! a loop's pass looks at after some changes is [`Look`], the push loop's and the watchdog's.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
 use taskkeeper_core::DeskName;
@@ -80,7 +81,71 @@ impl Interest {
     }
 }
 
+/// What a pass of a loop that follows every change looks at (the push loop's, the
+/// watchdog's): everything, or the desks and sessions the changes named.
+#[derive(Debug)]
+pub(crate) enum Look {
+    All,
+    Some {
+        desks: HashSet<DeskName>,
+        sessions: HashSet<SessionId>,
+    },
+}
+
+impl Default for Look {
+    fn default() -> Self {
+        Look::Some {
+            desks: HashSet::new(),
+            sessions: HashSet::new(),
+        }
+    }
+}
+
+impl Look {
+    /// Nothing to look at.
+    pub(crate) fn is_empty(&self) -> bool {
+        matches!(self, Look::Some { desks, sessions } if desks.is_empty() && sessions.is_empty())
+    }
+
+    /// Take in one change as the changes feed answered.
+    pub(crate) fn add(&mut self, change: Result<Change, broadcast::error::RecvError>) {
+        let Look::Some { desks, sessions } = self else {
+            return;
+        };
+        match change {
+            Ok(Change::Desk(d)) => {
+                desks.insert(d);
+            }
+            Ok(Change::Session(id)) => {
+                sessions.insert(id);
+            }
+            // All, or fell behind: look at everything. (Closed: the daemon is going.)
+            Ok(Change::All) | Err(_) => *self = Look::All,
+        }
+    }
+}
+
+/// Take in every change already queued, so one pass handles them all.
+pub(crate) fn drain(changes: &mut broadcast::Receiver<Change>, look: &mut Look) {
+    loop {
+        match changes.try_recv() {
+            Ok(change) => look.add(Ok(change)),
+            Err(broadcast::error::TryRecvError::Empty | broadcast::error::TryRecvError::Closed) => {
+                return;
+            }
+            Err(broadcast::error::TryRecvError::Lagged(n)) => {
+                look.add(Err(broadcast::error::RecvError::Lagged(n)));
+            }
+        }
+    }
+}
+
 impl Sessions {
+    /// Follow one session or desk: the receiver changes when it does.
+    pub(crate) fn follow(&self, what: Interested) -> watch::Receiver<u64> {
+        self.inner.interest.follow(what)
+    }
+
     /// Anything may have changed (an owner action): every follower looks again.
     pub fn poke(&self) {
         self.inner.interest.tell_all();

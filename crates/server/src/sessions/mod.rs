@@ -1,12 +1,13 @@
 //! The sessions registry: attaching a session to a desk, folding its agent-neutral edges in,
 //! and correcting it from a level signal (`reconcile`), so the rest of the daemon asks one
 //! place what a session is doing. Adapters (`agents`) translate their world into calls here;
-//! nothing here knows a hook's JSON. Who hears a change is [`changes`]; getting text into a
-//! session is `delivery`.
+//! nothing here knows a hook's JSON, a launched process or a way into a session. Who hears a
+//! change is [`changes`]; getting text into a session is `delivery`, and launching one is
+//! `agents::launched`: both are services over this registry.
 
 mod changes;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -17,19 +18,17 @@ use taskkeeper_core::store::{NewDesk, StateFilter, TaskFilter};
 use taskkeeper_core::{AgentKind, DeskName, Event, StoreError, Task, TaskState};
 use tokio::sync::broadcast;
 
-use crate::agents::claude_code::headless::{LaunchConfig, Launched};
 use crate::tasks::Tasks;
 
 pub use changes::Change;
-pub(crate) use changes::Interested;
+pub(crate) use changes::{Interested, Look, drain};
 
+/// The sessions registry service: what every session is doing, the waiting-on-owner mark that
+/// follows it, and who hears a change. `Delivery` and the launcher each hold one.
 #[derive(Clone, Debug)]
 pub struct Sessions {
     pub(crate) tasks: Tasks,
     pub(crate) inner: Arc<Inner>,
-    /// How to launch headless sessions (none in tests that need none).
-    pub(crate) launch: Option<Arc<LaunchConfig>>,
-    pub(crate) launched: Arc<Launched>,
     /// The daemon is stopping: waiters leave so the graceful shutdown is not held up.
     pub(crate) stop: tokio::sync::watch::Receiver<bool>,
     pub(crate) notifier: Arc<dyn crate::notify::Notifier>,
@@ -44,23 +43,9 @@ pub(crate) struct Inner {
     pub(crate) changes: broadcast::Sender<Change>,
     /// Counts changes of what the owner sees of sessions (activity, a permission request).
     pub(crate) shown: Generation,
-    /// How often a waiter woke and looked again (tests count it).
-    pub(crate) waiter_wakes: std::sync::atomic::AtomicU64,
-    /// The newest waiter's generation per session: an older waiter is superseded.
-    pub(crate) waiters: Mutex<HashMap<SessionId, u64>>,
-    /// Turns started per session (in this process): a waiter leaves when a turn starts.
+    /// Turns started per session (in this process), counted as the edges are folded in:
+    /// delivery confirms a push by a turn starting, and a waiter leaves when one starts.
     pub(crate) turns: Mutex<HashMap<SessionId, u64>>,
-    /// Sessions whose next turn Taskkeeper started (a delivery is on its way in).
-    pub(crate) expecting: Mutex<HashSet<SessionId>>,
-    /// Stop-hook handovers in a row per session (Claude Code overrides the eighth).
-    pub(crate) handovers: Mutex<HashMap<SessionId, u32>>,
-    /// Sessions with a waiter waiting right now: the waiter delivers, not the paste.
-    pub(crate) waiting: Mutex<HashSet<SessionId>>,
-    /// What is being (or was, unconfirmed) pushed to each session or desk: never sent twice.
-    pub(crate) pushed: Mutex<HashMap<String, Vec<String>>>,
-    /// Sessions and desks a push is going to right now: one at a time, so a task that
-    /// arrives meanwhile is not sent again alongside the one on its way.
-    pub(crate) in_flight: Mutex<HashSet<String>>,
 }
 
 impl Default for Inner {
@@ -69,14 +54,7 @@ impl Default for Inner {
             interest: Interest::default(),
             changes: broadcast::channel(CHANGES_CHANNEL).0,
             shown: Generation::default(),
-            waiter_wakes: std::sync::atomic::AtomicU64::new(0),
-            waiters: Mutex::default(),
             turns: Mutex::default(),
-            expecting: Mutex::default(),
-            handovers: Mutex::default(),
-            waiting: Mutex::default(),
-            pushed: Mutex::default(),
-            in_flight: Mutex::default(),
         }
     }
 }
@@ -90,28 +68,22 @@ impl Sessions {
         tasks: Tasks,
         stop: tokio::sync::watch::Receiver<bool>,
         notifier: Arc<dyn crate::notify::Notifier>,
-        launch: Option<LaunchConfig>,
     ) -> Self {
         Self {
             tasks,
             inner: Arc::new(Inner::default()),
-            launch: launch.map(Arc::new),
-            launched: Arc::default(),
             stop,
             notifier,
         }
     }
 
-    pub(crate) fn launch_config(&self) -> Option<&LaunchConfig> {
-        self.launch.as_deref()
-    }
-
-    pub(crate) fn launched(&self) -> &Launched {
-        &self.launched
-    }
-
     pub(crate) fn stopping(&self) -> tokio::sync::watch::Receiver<bool> {
         self.stop.clone()
+    }
+
+    /// How many turns session `id` has started in this process.
+    pub(crate) fn turns(&self, id: &SessionId) -> u64 {
+        *lock(&self.inner.turns).get(id).unwrap_or(&0)
     }
 
     pub fn notifier(&self) -> &Arc<dyn crate::notify::Notifier> {
@@ -371,23 +343,17 @@ pub fn reconcile_stored(
     })
 }
 
-/// A level signal for a session, of those its kind has
-/// (its adapter's `level_signals`), where one can be read: the process
-/// is gone, or the agent's own status file says idle, busy or waiting. The file is written a
-/// moment after the hooks fire, so a file older than the session's last change is stale and
-/// says nothing.
+/// A level signal for a session, where one can be read: the process is gone, or the agent's
+/// own status file says idle, busy or waiting. Which of them a session has is its adapter's
+/// (`level_signals`), decided when its hooks say how to reach it: a kind without a status
+/// file never has one recorded. The file is written a moment after the hooks fire, so a file
+/// older than the session's last change is stale and says nothing.
 pub fn level_of(session: &Session) -> Option<Level> {
-    use crate::agents::adapter::{LevelSignal, adapter};
-    let signals = adapter(session.agent).level_signals();
     #[cfg(target_os = "linux")]
-    if signals.contains(&LevelSignal::ProcessGone)
-        && let Some(pid) = session.reach.pid
+    if let Some(pid) = session.reach.pid
         && !Path::new(&format!("/proc/{pid}")).exists()
     {
         return Some(Level::Gone);
-    }
-    if !signals.contains(&LevelSignal::StatusFile) {
-        return None;
     }
     let path = session.reach.status_file.as_ref()?;
     let modified = std::fs::metadata(path).and_then(|m| m.modified()).ok()?;

@@ -674,13 +674,13 @@ fn a_waiter_wakes_only_for_its_own_desk() {
     h.ok("s-1", "SessionStart", json!({"source": "startup"}));
     d.with_desk("other");
     let waiter = h.waiter();
-    let sessions = d.daemon().sessions();
+    let delivery = d.daemon().delivery();
     crate::support::until("the waiter", || {
-        sessions
+        delivery
             .has_waiter(&taskkeeper_core::SessionId::from("s-1"))
             .then_some(())
     });
-    let before = sessions.waiter_wakes();
+    let before = delivery.waiter_wakes();
     for i in 0..20 {
         h.new_task("other", &format!("Elsewhere {i}"));
     }
@@ -691,7 +691,7 @@ fn a_waiter_wakes_only_for_its_own_desk() {
         answer.contains(&format!("Task {mine} from owner")),
         "{answer}"
     );
-    let wakes = sessions.waiter_wakes() - before;
+    let wakes = delivery.waiter_wakes() - before;
     assert!(
         wakes <= 1,
         "the waiter woke {wakes} times for one change of its desk"

@@ -1,8 +1,9 @@
 //! Rules about the source tree itself, checked by reading it (rust-analyzer's "tidy" idea):
 //! every module says why it exists, the code map names every part of the daemon and no part
 //! of it is too long to read at a sitting, only the task service writes tasks, only the
-//! sessions registry marks a desk waiting on the owner, and every reference to a design note
-//! resolves to a file (and a section) inside the repository.
+//! sessions registry marks a desk waiting on the owner, the daemon's lower areas reach no
+//! area above them (no import cycle), and every reference to a design note resolves to a
+//! file (and a section) inside the repository.
 
 use std::path::{Path, PathBuf};
 
@@ -169,6 +170,103 @@ fn only_the_sessions_registry_marks_a_desk_waiting_on_the_owner() {
         found.is_empty(),
         "the waiting-on-owner mark is set or cleared outside the sessions registry; fold an \
          edge into the session instead (`Sessions::edge`), and the mark follows: {found:?}"
+    );
+}
+
+/// The daemon's areas that must not reach an area above them: each row an area and the areas
+/// it may not name. These are the edges that made import cycles (sessions ↔ agents through
+/// the launcher, notify ↔ owner through the notice's task view, delivery ↔ watchdog through
+/// the change feed's helpers): a lower area that needs something of a higher one gets it
+/// passed in (`delivery::Stdins`) or leaves the conversion to it (`owner::api::NoticeView`).
+const MAY_NOT_NAME: &[(&str, &[&str])] = &[
+    (
+        "notify",
+        &[
+            "owner", "http", "agents", "a2a", "mcp", "sessions", "delivery", "watchdog",
+        ],
+    ),
+    (
+        "sessions",
+        &[
+            "owner", "http", "agents", "a2a", "mcp", "delivery", "watchdog",
+        ],
+    ),
+    (
+        "delivery",
+        &["owner", "http", "agents", "a2a", "mcp", "watchdog"],
+    ),
+    (
+        "watchdog",
+        &["owner", "http", "agents", "a2a", "mcp", "delivery"],
+    ),
+];
+
+/// The daemon's areas `text` names (`crate::area`, in a `use` or inline), comments left out.
+fn areas_named(text: &str) -> std::collections::BTreeSet<String> {
+    let path = Regex::new(r"\bcrate::([a-z_][a-z0-9_]*)").unwrap();
+    text.lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .flat_map(|code| {
+            path.captures_iter(code)
+                .map(|c| c[1].to_owned())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// The area a file of `crates/server/src` belongs to: its first directory, or its name.
+fn area_of(relative: &Path) -> String {
+    let first = relative.components().next().map_or_else(String::new, |c| {
+        c.as_os_str().to_string_lossy().into_owned()
+    });
+    first.trim_end_matches(".rs").to_owned()
+}
+
+#[test]
+fn the_import_scan_finds_a_path_into_another_area() {
+    let named = areas_named(
+        "use crate::owner::api::TaskView;\n\
+         let n = crate::notify::Notice::SessionEnded { .. };\n\
+         // crate::http in a comment is fine\n\
+         use crate::sessions::{Sessions, lock}; // crate::agents here too",
+    );
+    assert_eq!(
+        named.into_iter().collect::<Vec<_>>(),
+        ["notify", "owner", "sessions"]
+    );
+    assert_eq!(area_of(Path::new("delivery/push.rs")), "delivery");
+    assert_eq!(area_of(Path::new("notify.rs")), "notify");
+}
+
+#[test]
+fn no_lower_area_of_the_daemon_reaches_one_above_it() {
+    let src = root().join("crates/server/src");
+    let mut sources = Vec::new();
+    files(&src, &[".rs"], &mut sources);
+    let mut found = Vec::new();
+    let mut scanned = std::collections::BTreeSet::new();
+    for path in &sources {
+        let area = area_of(path.strip_prefix(&src).unwrap());
+        let Some((_, barred)) = MAY_NOT_NAME.iter().find(|(a, _)| *a == area) else {
+            continue;
+        };
+        scanned.insert(area.clone());
+        let text = std::fs::read_to_string(path).unwrap();
+        for named in areas_named(&text) {
+            if barred.contains(&named.as_str()) {
+                found.push(format!("{} names crate::{named}", shown(path)));
+            }
+        }
+    }
+    assert_eq!(
+        scanned.len(),
+        MAY_NOT_NAME.len(),
+        "the scan found every area it checks: {scanned:?}"
+    );
+    assert!(
+        found.is_empty(),
+        "a lower area of the daemon reaches one above it, which makes an import cycle; pass \
+         what it needs in (as `delivery::Stdins` is) or let the higher area convert: {found:?}"
     );
 }
 

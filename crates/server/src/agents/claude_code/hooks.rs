@@ -18,8 +18,8 @@ use crate::agents::adapter::Adapter as _;
 use crate::agents::headers as names;
 use crate::agents::hooks::parse;
 use crate::agents::intake::{bad, reach_of, store_error};
+use crate::delivery::Delivery;
 use crate::delivery::WaitOutcome;
-use crate::sessions::Sessions;
 
 /// Whether the session runs in non-interactive mode: `claude -p`, which the Agent SDK runs
 /// too (`CLAUDE_CODE_ENTRYPOINT` `sdk-cli`, `sdk-ts`, `sdk-py`; an interactive one is `cli`).
@@ -37,15 +37,16 @@ pub(crate) fn takes_start_message(entrypoint: Option<&str>, source: &str) -> boo
 
 /// The waiter's long poll: `{"action":"deliver","text":...}` or `{"action":"leave","why":...}`.
 pub(crate) async fn wait(
-    State(sessions): State<Sessions>,
+    State(delivery): State<Delivery>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let sessions = delivery.sessions();
     let hook = match parse(&ClaudeCode, &body) {
         Ok(h) => h,
         Err(message) => return bad(message),
     };
-    let (desk_hint, reach) = reach_of(&headers);
+    let (desk_hint, reach) = reach_of(ClaudeCode.kind(), &headers);
     if let Some(cwd) = &hook.cwd
         && let Err(e) = sessions
             .attach(&hook.session, cwd, desk_hint, reach, ClaudeCode.kind())
@@ -62,7 +63,7 @@ pub(crate) async fn wait(
         )
         .into_response();
     }
-    match sessions.wait(&hook.session).await {
+    match delivery.wait(&hook.session).await {
         Ok(WaitOutcome::Deliver(text)) => {
             tracing::info!(session = %hook.session, "waiter wakes the session");
             axum::Json(json!({"action": "deliver", "text": text})).into_response()

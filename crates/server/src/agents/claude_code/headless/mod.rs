@@ -42,8 +42,7 @@ pub(crate) use process::{Signal, keep_tail, kill_group, stop_child};
 pub use stream::{INPUT_SHOWN, Permission, StreamEdges, StreamJson};
 
 use crate::agents::adapter::Launch;
-use crate::agents::launched::{Input, Spawn};
-use crate::sessions::Sessions;
+use crate::agents::launched::{Input, Launcher, Spawn};
 
 /// How long a stopped session has to finish after its stdin closed before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(10);
@@ -257,6 +256,17 @@ impl Launched {
     }
 }
 
+/// Delivery writes to what the launcher holds.
+impl crate::delivery::Stdins for Launched {
+    fn holds(&self, id: &SessionId) -> bool {
+        Launched::holds(self, id)
+    }
+
+    fn send(&self, id: &SessionId, text: &str) -> bool {
+        Launched::send(self, id, text)
+    }
+}
+
 /// A launch refused or failed, as the owner's tools show it.
 impl From<LaunchError> for crate::owner::OwnerError {
     fn from(e: LaunchError) -> Self {
@@ -279,7 +289,7 @@ impl From<LaunchError> for crate::owner::OwnerError {
     }
 }
 
-impl Sessions {
+impl Launcher {
     /// Stop a session this daemon launched: its stdin closes (it finishes the message it is on
     /// and exits), and it is killed if it has not exited after a grace period.
     pub async fn stop_launched(&self, id: &SessionId) -> Result<(), LaunchError> {
@@ -315,6 +325,7 @@ impl Sessions {
     /// end them.
     pub(crate) async fn end_orphaned_headless(&self) -> Result<(), StoreError> {
         let orphans: Vec<Session> = self
+            .sessions()
             .tasks()
             .blocking(|s, _| s.sessions(None))
             .await?
@@ -324,7 +335,7 @@ impl Sessions {
         for s in orphans {
             tracing::info!(session = %s.id, "a headless session of an earlier run ended with it");
             // Its desk's tasks wait on the owner no more (`Sessions::edges`).
-            self.edge(&s.id, Edge::Ended).await?;
+            self.sessions().edge(&s.id, Edge::Ended).await?;
         }
         Ok(())
     }
@@ -368,7 +379,7 @@ impl Sessions {
         tracing::info!(session = %id, tool = %permission.tool, allow, "the owner answered a permission request");
         // Answered, the turn goes on; the desk's tasks wait on the owner no more
         // (`Sessions::edges`).
-        self.edge(id, Edge::ToolActivity).await?;
+        self.sessions().edge(id, Edge::ToolActivity).await?;
         Ok(())
     }
 }
