@@ -137,7 +137,14 @@ pub fn hook(agent: Agent) -> ExitCode {
     }
     let req = match agent {
         Agent::ClaudeCode => request("/hooks/claude-code"),
-        Agent::Codex => request_with("/hooks/codex", None, false),
+        // Codex runs its hooks in the app server that runs the session: its home names
+        // where that server's control socket is (a way to wake the idle session).
+        Agent::Codex => request_with("/hooks/codex", None, false).map(|req| {
+            match env("CODEX_HOME").or_else(|| env("HOME").map(|h| format!("{h}/.codex"))) {
+                Some(home) => req.header(headers::CODEX_HOME, home),
+                None => req,
+            }
+        }),
         Agent::Gemini => request_with("/hooks/gemini", None, false),
     };
     let answer = req.and_then(|req| {

@@ -88,7 +88,10 @@ async fn intake(
         Ok(h) => h,
         Err(message) => return bad(message),
     };
-    let (desk_hint, reach) = reach_of(headers);
+    let (desk_hint, mut reach) = reach_of(headers);
+    if agent == HookAgent::Codex {
+        reach.app_server_socket = codex_socket(headers);
+    }
     let known = sessions.tasks().get_session(&hook.session).await;
     let cwd = match (&hook.cwd, &known) {
         (Some(c), _) => c.clone(),
@@ -112,6 +115,21 @@ async fn intake(
         Ok(out) => answer(out),
         Err(e) => store_error(e),
     }
+}
+
+/// The control socket of the app server a Codex hook runs in, from its Codex home (an
+/// absolute path, or nothing).
+fn codex_socket(headers: &HeaderMap) -> Option<String> {
+    let home = headers
+        .get(crate::agents::headers::CODEX_HOME)
+        .and_then(|v| v.to_str().ok())
+        .map(std::path::Path::new)
+        .filter(|h| h.is_absolute())?;
+    Some(
+        crate::agents::codex::app_server::control_socket(home)
+            .to_string_lossy()
+            .into_owned(),
+    )
 }
 
 fn answer(out: Option<Value>) -> Response {

@@ -42,6 +42,8 @@ pub(crate) fn reach_of(request: &HeaderMap) -> (Option<String>, Reach) {
         messaging_token: h(headers::MESSAGING_TOKEN),
         tmux_socket,
         status_file: h(headers::STATUS_FILE),
+        // Only a Codex hook's home names one (`cli_hooks`).
+        app_server_socket: None,
         headless: false,
     };
     (h(headers::DESK), reach)

@@ -8,6 +8,8 @@
 //! [`taskkeeper_core::delivery::terminal_safe`] at the write, so no escape sequence reaches a
 //! terminal or a stdin.
 
+#[cfg(unix)]
+mod app_server;
 mod command;
 #[cfg(unix)]
 mod inbox;
@@ -151,6 +153,9 @@ impl Sessions {
             inbox: cfg!(unix)
                 && session.reach.messaging_socket.is_some()
                 && session.reach.pid.is_some(),
+            // Likewise checked before each write, and the app server asked whether it runs
+            // the session.
+            app_server: cfg!(unix) && session.reach.app_server_socket.is_some(),
             // Without a pid the pane's owner cannot be checked: it is never pasted into.
             tmux_pane: session.reach.tmux_pane.is_some()
                 && session.reach.tmux_socket.is_some()
