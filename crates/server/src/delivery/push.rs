@@ -210,7 +210,8 @@ impl Sessions {
                 // A waiter (or nothing) answers for this session.
                 None | Some(Method::StartMessage | Method::Handover | Method::Waiter) => continue,
                 // A session this young may not take a message yet (and its SessionStart
-                // hook may be handing it the first task in its answer).
+                // hook may be handing it the first task in its answer; Codex may still be
+                // closing the turn whose Stop just made it idle).
                 Some(Method::Inbox | Method::AppServer | Method::Paste) => {
                     let young = now.since(session.since);
                     if young < SETTLE {
