@@ -8,7 +8,9 @@
 //! break or slow a session.
 //!
 //! `hook codex` and `hook gemini` are the same for Codex CLI and Gemini CLI (each to its own
-//! intake; the answer is in that agent's words).
+//! intake; the answer is in that agent's words). `hook codex` also sends the Codex home
+//! (`CODEX_HOME`, else `~/.codex`): Codex runs the hooks in the app server that runs the
+//! session, and the home names that server's control socket.
 //!
 //! `report` is the same forwarding for agents without an adapter, in agent-neutral words.
 //!
