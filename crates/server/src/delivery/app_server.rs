@@ -52,6 +52,11 @@ const DEADLINE: Duration = Duration::from_secs(5);
 /// The session's app-server socket, when it is a Codex control socket owned by this
 /// daemon's user.
 pub(crate) fn owned_socket(session: &Session) -> Result<PathBuf, String> {
+    socket_of_user(session, nix::unistd::getuid().as_raw())
+}
+
+/// The session's app-server socket, when it is a Codex control socket owned by user `me`.
+fn socket_of_user(session: &Session, me: u32) -> Result<PathBuf, String> {
     let Some(socket) = &session.reach.app_server_socket else {
         return Err("no app-server socket is known".into());
     };
@@ -66,7 +71,6 @@ pub(crate) fn owned_socket(session: &Session) -> Result<PathBuf, String> {
     if !meta.file_type().is_socket() {
         return Err(format!("{socket} is not a socket"));
     }
-    let me = nix::unistd::getuid().as_raw();
     if meta.uid() != me {
         return Err(format!(
             "{socket} belongs to user {}, not to this daemon's user {me}",
@@ -357,6 +361,12 @@ mod tests {
             let e = owned_socket(&session(&socket)).unwrap_err();
             assert!(e.contains(why), "{socket}: {e}");
         }
+        let me = nix::unistd::getuid().as_raw();
+        let e = socket_of_user(&session(own), me.wrapping_add(1)).unwrap_err();
+        assert!(
+            e.contains(&format!("belongs to user {me}, not to this daemon's user")),
+            "another user's socket: {e}"
+        );
         let mut none = session(own);
         none.reach.app_server_socket = None;
         assert!(

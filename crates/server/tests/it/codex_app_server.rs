@@ -108,24 +108,29 @@ impl AppServer {
 
 const THREAD: &str = "019a2327-6d1b-7992-bdec-66b72e75f717";
 
-/// A desk of Codex and a Codex hook as `taskkeeper hook codex` forwards it, with its home.
+/// A desk of Codex (or another agent) and its hook as `taskkeeper hook` forwards it.
 struct Codex<'a> {
     d: &'a TestDaemon,
     cwd: String,
+    route: &'static str,
 }
 
 impl<'a> Codex<'a> {
     fn at_desk(d: &'a TestDaemon, desk: &str) -> Self {
+        Self::of_kind(d, desk, "codex", "/hooks/codex")
+    }
+
+    fn of_kind(d: &'a TestDaemon, desk: &str, agent: &str, route: &'static str) -> Self {
         let cwd = d.data_dir.join(desk);
         std::fs::create_dir_all(&cwd).unwrap();
         let cwd = cwd.to_string_lossy().into_owned();
         let (status, body) = d.call(
             "POST",
             "/api/desks",
-            Some(&json!({"name": desk, "dir": cwd, "agent": "codex"})),
+            Some(&json!({"name": desk, "dir": cwd, "agent": agent})),
         );
         assert_eq!(status, 201, "{body}");
-        Self { d, cwd }
+        Self { d, cwd, route }
     }
 
     fn hook(&self, event: &str, extra: Value, headers: &[(&str, String)]) {
@@ -142,13 +147,9 @@ impl<'a> Codex<'a> {
             ("Content-Type".to_owned(), "application/json".to_owned()),
         ];
         sent.extend(headers.iter().map(|(k, v)| ((*k).to_owned(), v.clone())));
-        let (status, out) = self.d.raw(
-            "POST",
-            "/hooks/codex",
-            &self.d.host(),
-            &sent,
-            &body.to_string(),
-        );
+        let (status, out) =
+            self.d
+                .raw("POST", self.route, &self.d.host(), &sent, &body.to_string());
         assert_eq!(status, 200, "{event}: {out}");
     }
 
@@ -402,4 +403,24 @@ fn a_busy_thread_gets_no_turn_start_and_its_turns_end_hands_the_task_over() {
         &[],
     );
     assert!(d.task(&id)["deliveredAt"].is_string(), "{}", d.task(&id));
+}
+
+/// Only a Codex hook names an app server: the same header on a Gemini hook is not a way in,
+/// and the paste delivers without the app server being asked.
+#[test]
+fn a_codex_home_on_another_agents_hook_is_no_way_in() {
+    let d = TestDaemon::start();
+    let gemini = Codex::of_kind(&d, "web", "gemini", "/hooks/gemini");
+    let app = AppServer::bind(&d.data_dir.join("home/.codex"), ours);
+    let pane = Pane::start(&d.data_dir);
+    let mut reach = pane.reach().to_vec();
+    reach.push(home_of(&app));
+    gemini.starts(&reach);
+    let id = new_task(&d, "web", "Add a --json flag");
+    until("the paste", || {
+        pane.screen()
+            .contains(&format!("[Taskkeeper] Task {id} from owner"))
+            .then_some(())
+    });
+    assert_eq!(app.methods(), Vec::<String>::new(), "never connected");
 }
