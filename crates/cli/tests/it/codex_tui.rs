@@ -38,6 +38,21 @@ impl Drop for Killed {
     }
 }
 
+/// Codex's control socket, a link to a socket under `/tmp/codex-daemon-<uid>/`: what it
+/// links to goes with the test (Codex leaves it behind when its server is killed).
+struct ControlSocket(PathBuf);
+
+impl Drop for ControlSocket {
+    fn drop(&mut self) {
+        if let Ok(target) = fs::read_link(&self.0) {
+            let _ = fs::remove_file(&target);
+            let mut lock = target.into_os_string();
+            lock.push(".lock");
+            let _ = fs::remove_file(lock);
+        }
+    }
+}
+
 /// A tmux server on its own socket, killed with the test.
 struct Tmux(PathBuf);
 
@@ -124,6 +139,7 @@ fn tui_scenario(program: &Path) {
     ok(connect.output().unwrap());
 
     // The shared app server; the session's hooks run in it.
+    let socket = ControlSocket(codex_home.join("app-server-control/app-server-control.sock"));
     let log = fs::File::create(dir.path().join("app-server.log")).unwrap();
     let _server = Killed(
         Command::new(program)
@@ -137,9 +153,8 @@ fn tui_scenario(program: &Path) {
             .spawn()
             .unwrap(),
     );
-    let socket = codex_home.join("app-server-control/app-server-control.sock");
     wait_for("the app server's control socket", &String::new, || {
-        fs::metadata(&socket).is_ok().then_some(())
+        fs::metadata(&socket.0).is_ok().then_some(())
     });
     let tmux = Tmux(dir.path().join("tmux.sock"));
     let command = format!(

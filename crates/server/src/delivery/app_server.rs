@@ -6,7 +6,9 @@
 //! which shows the prompt and the reply as its own. The session's hooks run in that server,
 //! so their `CODEX_HOME` names where its control socket is
 //! (`agents::codex::app_server::control_socket`); the session id the hooks report is the
-//! thread's id.
+//! thread's id. (Seen with 0.171.0: the TUI starts that daemon unless it runs with
+//! `--no-daemon` or `--dangerously-bypass-hook-trust`, which keep the thread in-process; it
+//! runs a TUI's hooks, SessionStart too, from the session's first turn on.)
 //!
 //! The socket speaks WebSocket framing over a Unix socket; JSON-RPC inside, as on the
 //! headless app server's stdio (`agents::codex::app_server`). What is checked before the
