@@ -93,6 +93,23 @@ enum Refusal {
     Broken(String),
 }
 
+/// Why a request got no result.
+#[derive(Debug)]
+enum CallError {
+    /// The app server answered it with an error: it did not do it.
+    Refused(String),
+    /// No answer came (closed, broken): whether it did it is not known.
+    Lost(String),
+}
+
+impl CallError {
+    fn why(self) -> String {
+        match self {
+            Self::Refused(why) | Self::Lost(why) => why,
+        }
+    }
+}
+
 /// One JSON-RPC conversation with an app server over its socket.
 struct Client {
     ws: WebSocketStream<UnixStream>,
@@ -121,21 +138,26 @@ impl Client {
 
     /// The result of one request; the app server's notifications meanwhile are passed over
     /// and a request of its own is refused (nothing here serves one).
-    async fn call(&mut self, method: &str, params: Value) -> Result<Value, String> {
+    async fn call(&mut self, method: &str, params: Value) -> Result<Value, CallError> {
         let id = self.next_id;
         self.next_id += 1;
-        self.write(request(id, method, params)).await?;
+        self.write(request(id, method, params))
+            .await
+            .map_err(CallError::Lost)?;
+        let closed = || CallError::Lost(format!("the app server closed before answering {method}"));
         loop {
             let frame = match self.ws.next().await {
                 Some(Ok(frame)) => frame,
-                Some(Err(e)) => return Err(format!("the app server's answer to {method}: {e}")),
-                None => return Err(format!("the app server closed before answering {method}")),
+                Some(Err(e)) => {
+                    return Err(CallError::Lost(format!(
+                        "the app server's answer to {method}: {e}"
+                    )));
+                }
+                None => return Err(closed()),
             };
             let text = match &frame {
                 Message::Text(t) => t.as_str(),
-                Message::Close(_) => {
-                    return Err(format!("the app server closed before answering {method}"));
-                }
+                Message::Close(_) => return Err(closed()),
                 _ => continue,
             };
             let Ok(message) = serde_json::from_str::<Value>(text) else {
@@ -148,14 +170,18 @@ impl Client {
                     error,
                 } if got == id => {
                     return match error {
-                        Some(e) => Err(format!("the app server refused {method}: {e}")),
+                        Some(e) => Err(CallError::Refused(format!(
+                            "the app server refused {method}: {e}"
+                        ))),
                         None => Ok(result.cloned().unwrap_or(Value::Null)),
                     };
                 }
                 Rpc::Request { id, method } => {
                     let refused = json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601,
                         "message": format!("{method} is not served by Taskkeeper's delivery connection")}});
-                    self.write(refused.to_string()).await?;
+                    self.write(refused.to_string())
+                        .await
+                        .map_err(CallError::Lost)?;
                 }
                 _ => {}
             }
@@ -168,7 +194,7 @@ impl Client {
         let hello = self
             .call("initialize", codex::initialize_params())
             .await
-            .map_err(Refusal::Broken)?;
+            .map_err(|e| Refusal::Broken(e.why()))?;
         let home = hello.get("codexHome").and_then(Value::as_str);
         if home.map(Path::new) != Some(codex_home) {
             return Err(Refusal::NotOurs(format!(
@@ -186,7 +212,7 @@ impl Client {
         let loaded = self
             .call("thread/loaded/list", json!({}))
             .await
-            .map_err(Refusal::Broken)?;
+            .map_err(|e| Refusal::Broken(e.why()))?;
         let holds = loaded
             .get("data")
             .and_then(Value::as_array)
@@ -199,7 +225,7 @@ impl Client {
         let read = self
             .call("thread/read", json!({"threadId": thread}))
             .await
-            .map_err(Refusal::Broken)?;
+            .map_err(|e| Refusal::Broken(e.why()))?;
         match read.pointer("/thread/status/type").and_then(Value::as_str) {
             Some("idle") => Ok(()),
             Some("active") => Err(Refusal::Busy),
@@ -210,8 +236,12 @@ impl Client {
         }
     }
 
-    async fn close(mut self) {
-        let _ = self.ws.close(None).await;
+    /// Said goodbye to on its own: what the app server answered stands whatever the close
+    /// takes.
+    fn close(mut self) {
+        tokio::spawn(async move {
+            let _ = tokio::time::timeout(DEADLINE, self.ws.close(None)).await;
+        });
     }
 }
 
@@ -228,7 +258,7 @@ async fn start_turn(
         .ok_or_else(|| Refusal::NotOurs(format!("{} names no Codex home", path.display())))?;
     let mut client = Client::connect(path).await.map_err(Refusal::Broken)?;
     if let Err(refusal) = client.ready(codex_home, thread).await {
-        client.close().await;
+        client.close();
         return Err(refusal);
     }
     before_write();
@@ -240,12 +270,14 @@ async fn start_turn(
                 .and_then(Value::as_str)
                 .map(str::to_owned)
         });
-    client.close().await;
+    client.close();
     match started {
         Ok(Some(turn)) => Ok(Ok(turn)),
         Ok(None) => Ok(Err("the app server answered turn/start with no turn".into())),
         // Refused: no turn started, nothing landed.
-        Err(why) => Err(Refusal::Broken(why)),
+        Err(CallError::Refused(why)) => Err(Refusal::Broken(why)),
+        // It may have started one.
+        Err(CallError::Lost(why)) => Ok(Err(why)),
     }
 }
 

@@ -23,6 +23,8 @@ struct Script {
     loaded: Vec<String>,
     /// Their status (`idle`, `active`).
     status: &'static str,
+    /// `turn/start` is answered with an error.
+    refuse_turns: bool,
 }
 
 /// A stand-in Codex app server on `<home>/app-server-control/app-server-control.sock`: what
@@ -61,6 +63,12 @@ impl AppServer {
                         Some("thread/read") => json!({"thread": {
                             "id": message["params"]["threadId"],
                             "status": {"type": script.status, "activeFlags": []}}}),
+                        Some("turn/start") if script.refuse_turns => {
+                            let refused = json!({"id": message["id"], "error":
+                                {"code": -32600, "message": "thread is closing"}});
+                            let _ = ws.send(tungstenite::Message::text(refused.to_string()));
+                            continue;
+                        }
                         Some("turn/start") => {
                             json!({"turn": {"id": "turn-1", "status": "inProgress", "items": []}})
                         }
@@ -170,6 +178,7 @@ fn ours(home: &Path) -> Script {
         home: home.to_string_lossy().into_owned(),
         loaded: vec!["019a2327-0000-7000-8000-000000000000".into(), THREAD.into()],
         status: "idle",
+        refuse_turns: false,
     }
 }
 
@@ -334,17 +343,22 @@ impl Drop for Pane {
 }
 
 /// An app server that is not the session's, by the Codex home it runs or by the threads it
-/// holds, gets no `turn/start`; the paste, ranked after it, delivers.
+/// holds, gets no `turn/start`; the paste, ranked after it, delivers. So it does when the
+/// app server refuses the `turn/start`: no turn started, nothing was delivered.
 #[test]
 fn an_app_server_that_does_not_run_the_session_is_refused_and_the_paste_delivers() {
     type Lie = fn(&Path) -> Script;
-    let lies: [(&str, Lie); 2] = [
+    let lies: [(&str, Lie); 3] = [
         ("another home", |home| Script {
             home: home.join("elsewhere").to_string_lossy().into_owned(),
             ..ours(home)
         }),
         ("not its thread", |home| Script {
             loaded: vec!["019a2327-0000-7000-8000-000000000000".into()],
+            ..ours(home)
+        }),
+        ("turn/start refused", |home| Script {
+            refuse_turns: true,
             ..ours(home)
         }),
     ];
@@ -366,11 +380,12 @@ fn an_app_server_that_does_not_run_the_session_is_refused_and_the_paste_delivers
             "{lie}: {screen}"
         );
         let asked = app.first_connection();
-        assert!(
-            !asked.contains(&"turn/start".to_owned()),
-            "{lie}: the app server was written to: {asked:?}"
-        );
-        assert!(!app.methods().contains(&"turn/start".to_owned()), "{lie}");
+        let turns = app.methods().iter().filter(|m| *m == "turn/start").count();
+        if lie == "turn/start refused" {
+            assert_eq!(turns, 1, "{asked:?}");
+        } else {
+            assert_eq!(turns, 0, "{lie}: the app server was written to: {asked:?}");
+        }
     }
 }
 
