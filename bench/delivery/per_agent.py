@@ -40,6 +40,19 @@ claude-inbox   a fresh TUI (no Stop yet, so no waiter), non-essential traffic on
                this script, with the session id and token a SessionStart hook saw.
 claude-tmux    a fresh TUI whose inbox socket is removed (as the paste test does): the tmux
                paste. Reference: the same paste done by this script. One TUI per run.
+codex-app-server  an idle Codex TUI in tmux (`codex --remote unix://` on an app server this
+               script starts, `codex app-server --listen unix://`, as Codex's shared daemon
+               runs it) at a connected desk, after a warm-up turn (Codex runs a TUI's hooks
+               from its first turn on): Taskkeeper's `turn/start` into its thread on the
+               control socket. Timed from the task's submit to the request carrying it.
+               Reference: the same TUI and app server, no Taskkeeper; this script connects
+               to the socket and writes `initialize` and `turn/start` itself (a minimal
+               WebSocket client by hand: the standard library has none). Both wait 3 s of
+               idleness before each submit.
+codex-app-server-hooked  the same, but the reference's TUI is at a connected desk too, so
+               Codex runs Taskkeeper's UserPromptSubmit hook (`taskkeeper hook codex`)
+               before it sends the request on both sides, and the difference is the
+               delivery's own.
 
 A task a turn's end does not take is a MISS line (with what the daemon holds of it), not a
 stop of the bench. BENCH_KEEP_LOGS=DIR keeps each daemon's log there.
@@ -639,6 +652,147 @@ def cli_stop(kind: str, runs: int) -> tuple[list[float], list[float]]:
     return ours, raw
 
 
+class UnixWebSocket:
+    """Just enough WebSocket (RFC 6455) over a Unix socket for the reference: text frames,
+    masked out, unmasked in. The standard library has no WebSocket client."""
+
+    def __init__(self, path: str) -> None:
+        import base64
+        import socket as so
+        self.s = so.socket(so.AF_UNIX, so.SOCK_STREAM)
+        self.s.settimeout(30)
+        self.s.connect(path)
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.s.sendall((f"GET / HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                        f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += self.s.recv(1)
+        if b" 101 " not in head.split(b"\r\n")[0]:
+            sys.exit(f"codex-app-server reference: no WebSocket on {path}: {head[:200]!r}")
+
+    def _read(self, n: int) -> bytes:
+        out = b""
+        while len(out) < n:
+            chunk = self.s.recv(n - len(out))
+            if not chunk:
+                raise EOFError("the app server closed")
+            out += chunk
+        return out
+
+    def send(self, message: dict) -> None:
+        import struct
+        data = json.dumps(message).encode()
+        mask = os.urandom(4)
+        n = len(data)
+        head = bytes([0x81]) + (bytes([0x80 | n]) if n < 126 else bytes([0x80 | 126]) + struct.pack(">H", n))
+        self.s.sendall(head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data)))
+
+    def answer(self, id: int) -> dict:
+        import struct
+        while True:
+            h = self._read(2)
+            n = h[1] & 0x7F
+            if n == 126:
+                n = struct.unpack(">H", self._read(2))[0]
+            elif n == 127:
+                n = struct.unpack(">Q", self._read(8))[0]
+            body = self._read(n)
+            if h[0] & 0x0F == 1:
+                m = json.loads(body)
+                if m.get("id") == id:
+                    return m
+
+    def close(self) -> None:
+        self.s.close()
+
+
+def codex_tui_world(tag: str, taskkeeper: bool):
+    """A Codex home, its app server and a TUI joined to it in tmux, after a warm-up turn."""
+    w, fake, env = agent_world("codex", tag)
+    env["TERM"] = "xterm-256color"
+    d = None
+    if taskkeeper:
+        d = daemon_for(w, env, "codex")
+        env = connect(w, env, d, "codex")
+    server = subprocess.Popen([str(CODEX), "app-server", "--listen", "unix://"], env=env, cwd=w.web,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sock = w.home / ".codex/app-server-control/app-server-control.sock"
+    measure.wait_until("the app server's socket", sock.exists, 60)
+    t = Tmux(w, f"cd '{w.web}' && exec '{CODEX}' --remote unix://", env)
+    measure.wait_until("the prompt box", lambda: "Ask Codex" in t.screen(), 120)
+    time.sleep(1.0)
+    t.paste("warm up")
+    measure.wait_until("the warm-up turn", lambda: first_with(fake.turns("codex"), "warm up", "text"), 120)
+    return w, fake, env, d, server, t, sock
+
+
+def codex_tui_idle(t: Tmux) -> bool:
+    s = t.screen()
+    return "? for shortcuts" in s and "esc to interrupt" not in s
+
+
+def codex_tui_app_server(runs: int, hooked_reference: bool = False) -> tuple[list[float], list[float]]:
+    ours: list[float] = []
+    w, fake, env, d, server, t, _ = codex_tui_world("cxtui", True)
+    try:
+        for i in range(runs + 1):
+            def idle() -> bool:
+                ss = d.call("GET", "/api/sessions")["sessions"]
+                return codex_tui_idle(t) and any(s["activity"] == "idle" for s in ss)
+            measure.wait_until("an idle session", idle, 120)
+            time.sleep(3.0)
+            t0 = time.time()
+            task = d.call("POST", "/api/tasks", {"desk": "web", "text": f"BENCH-{i}"})
+            e = measure.wait_until("the task", lambda: first_with(fake.turns("codex"), task["id"], "text"), 120)
+            wait_state(d, task["id"])
+            if i >= 1:
+                ours.append(e["t"] - t0)
+    finally:
+        methods(w)
+        t.stop()
+        server.terminate()
+        server.wait(timeout=10)
+        d.stop()
+        fake.stop()
+        w.done()
+    raw: list[float] = []
+    w, fake, env, d, server, t, sock = codex_tui_world("cxtuiref", hooked_reference)
+    try:
+        rollouts = list((w.home / ".codex/sessions").rglob("rollout-*.jsonl"))
+        threads = [f.stem[-36:] for f in rollouts]
+        if not threads:
+            sys.exit("codex-app-server reference: the TUI's thread wrote no rollout")
+        for i in range(runs + 1):
+            measure.wait_until("an idle TUI", lambda: codex_tui_idle(t), 120)
+            time.sleep(3.0)
+            marker = f"RAW-{i}-{os.getpid()}"
+            t0 = time.time()
+            c = UnixWebSocket(str(sock))
+            c.send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                    "params": {"clientInfo": {"name": "bench", "title": "bench", "version": "0"}}})
+            c.answer(1)
+            c.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+            c.send({"jsonrpc": "2.0", "id": 2, "method": "turn/start",
+                    "params": {"threadId": threads[0], "input": [{"type": "text", "text": marker}]}})
+            started = c.answer(2)
+            c.close()
+            if "error" in started:
+                sys.exit(f"codex-app-server reference: turn/start refused: {started}")
+            e = measure.wait_until("the turn", lambda: first_with(fake.turns("codex"), marker, "text"), 120)
+            if i >= 1:
+                raw.append(e["t"] - t0)
+    finally:
+        t.stop()
+        server.terminate()
+        server.wait(timeout=10)
+        if d:
+            d.stop()
+        fake.stop()
+        w.done()
+    return ours, raw
+
+
 # ---- Not measured here, and why ------------------------------------------------------------
 
 
@@ -659,7 +813,7 @@ def gemini_acp(runs: int):
 
 NOT_MEASURED = {
     "claude-stdin": "in bench/delivery/measure.py (the stdin of a launched session)",
-    "codex-tmux": "not measured yet (the Codex TUI in tmux)",
+    "codex-tmux": "not measured yet (the Codex TUI in tmux: its hooks name no pid, so no pane is pasted into)",
     "gemini-tmux": "not measured yet (the Gemini TUI in tmux)",
     "codex-headless": "not measured yet: codex_app_server",
     "gemini-headless": "not measured yet: gemini_acp",
@@ -673,6 +827,8 @@ WAYS = {
     "claude-waiter": claude_tmux,
     "claude-inbox": lambda n: claude_fresh(n, inbox=True),
     "claude-tmux": lambda n: claude_fresh(n, inbox=False),
+    "codex-app-server": codex_tui_app_server,
+    "codex-app-server-hooked": lambda n: codex_tui_app_server(n, hooked_reference=True),
 }
 
 

@@ -8,7 +8,9 @@
 //! break or slow a session.
 //!
 //! `hook codex` and `hook gemini` are the same for Codex CLI and Gemini CLI (each to its own
-//! intake; the answer is in that agent's words).
+//! intake; the answer is in that agent's words). `hook codex` also sends the Codex home
+//! (`CODEX_HOME`, else `~/.codex`): Codex runs the hooks in the app server that runs the
+//! session, and the home names that server's control socket.
 //!
 //! `report` is the same forwarding for agents without an adapter, in agent-neutral words.
 //!
@@ -137,7 +139,14 @@ pub fn hook(agent: Agent) -> ExitCode {
     }
     let req = match agent {
         Agent::ClaudeCode => request("/hooks/claude-code"),
-        Agent::Codex => request_with("/hooks/codex", None, false),
+        // Codex runs its hooks in the app server that runs the session: its home names
+        // where that server's control socket is (a way to wake the idle session).
+        Agent::Codex => request_with("/hooks/codex", None, false).map(|req| {
+            match env("CODEX_HOME").or_else(|| env("HOME").map(|h| format!("{h}/.codex"))) {
+                Some(home) => req.header(headers::CODEX_HOME, home),
+                None => req,
+            }
+        }),
         Agent::Gemini => request_with("/hooks/gemini", None, false),
     };
     let answer = req.and_then(|req| {

@@ -344,6 +344,9 @@ pub enum Method {
     /// A message on the session's inbox socket (Claude Code's `CLAUDE_CODE_MESSAGING_SOCKET`),
     /// which starts a turn in an idle session.
     Inbox,
+    /// A `turn/start` into the session's thread on the Codex app server that runs it (a TUI's
+    /// shared app server, on its control socket), which starts a turn in an idle session.
+    AppServer,
     /// A bracketed paste and a separate Enter into the session's tmux pane.
     Paste,
     /// The desk's configured command, with the text on its stdin.
@@ -358,6 +361,7 @@ impl Method {
             Self::Waiter => "waiter",
             Self::Stdin => "stdin",
             Self::Inbox => "inbox socket",
+            Self::AppServer => "app-server turn/start",
             Self::Paste => "tmux paste",
             Self::Command => "command",
         }
@@ -367,7 +371,7 @@ impl Method {
     pub fn is_push(self) -> bool {
         matches!(
             self,
-            Self::Stdin | Self::Inbox | Self::Paste | Self::Command
+            Self::Stdin | Self::Inbox | Self::AppServer | Self::Paste | Self::Command
         )
     }
 }
@@ -386,6 +390,8 @@ pub struct Means {
     pub stdin: bool,
     /// Its hooks reported an inbox socket of its own.
     pub inbox: bool,
+    /// Its hooks reported the control socket of the Codex app server that runs it.
+    pub app_server: bool,
     /// Its hooks reported a tmux pane.
     pub tmux_pane: bool,
     /// Its desk has a delivery command.
@@ -400,6 +406,7 @@ fn available(m: Means, method: Method) -> bool {
         Method::Waiter => m.waiter,
         Method::Stdin => m.stdin,
         Method::Inbox => m.inbox,
+        Method::AppServer => m.app_server,
         Method::Paste => m.tmux_pane,
         Method::Command => m.command,
     }
@@ -702,12 +709,13 @@ mod tests {
     }
 
     /// Every way in, in the order the design ranks them for an agent that has them all.
-    const EVERY_WAY: [Method; 7] = [
+    const EVERY_WAY: [Method; 8] = [
         Method::StartMessage,
         Method::Handover,
         Method::Waiter,
         Method::Stdin,
         Method::Inbox,
+        Method::AppServer,
         Method::Paste,
         Method::Command,
     ];
@@ -720,6 +728,7 @@ mod tests {
             waiter: true,
             stdin: false,
             inbox: true,
+            app_server: true,
             tmux_pane: true,
             command: true,
         };
@@ -731,6 +740,7 @@ mod tests {
                 Method::Handover,
                 Method::Waiter,
                 Method::Inbox,
+                Method::AppServer,
                 Method::Paste,
                 Method::Command
             ]
@@ -743,12 +753,26 @@ mod tests {
         };
         assert_eq!(
             ranked(idle_in_tmux),
-            [Method::Inbox, Method::Paste, Method::Command],
-            "the inbox socket wakes an idle session before a paste is tried"
+            [
+                Method::Inbox,
+                Method::AppServer,
+                Method::Paste,
+                Method::Command
+            ],
+            "the inbox socket and the app server wake an idle session before a paste is tried"
         );
         assert_eq!(
             ranked(Means {
                 inbox: false,
+                ..idle_in_tmux
+            }),
+            [Method::AppServer, Method::Paste, Method::Command],
+            "a Codex TUI's app server is tried before its pane"
+        );
+        assert_eq!(
+            ranked(Means {
+                inbox: false,
+                app_server: false,
                 ..idle_in_tmux
             }),
             [Method::Paste, Method::Command]
@@ -766,6 +790,7 @@ mod tests {
             waiter: true,
             stdin: false,
             inbox: true,
+            app_server: true,
             tmux_pane: true,
             command: true,
         };

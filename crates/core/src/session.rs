@@ -229,6 +229,11 @@ pub struct Reach {
     /// `CLAUDE_CODE_MESSAGING_TOKEN`), sent as the first line of what Taskkeeper writes there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub messaging_token: Option<String>,
+    /// The control socket of the Codex app server that runs the session
+    /// (`$CODEX_HOME/app-server-control/app-server-control.sock`, from the hook's
+    /// `CODEX_HOME`), where a `turn/start` into its thread wakes it when it is idle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_server_socket: Option<String>,
     /// Taskkeeper launched this session headless and speaks to it on its stdin; its
     /// activity comes from its own event stream, not from hooks.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -245,9 +250,11 @@ impl Reach {
             tmux_socket,
             status_file,
             messaging_token,
+            app_server_socket,
             headless,
         } = newer;
         self.headless |= headless;
+        self.app_server_socket = app_server_socket.or(self.app_server_socket.take());
         self.messaging_token = messaging_token.or(self.messaging_token.take());
         self.tmux_pane = tmux_pane.or(self.tmux_pane.take());
         self.pid = pid.or(self.pid);

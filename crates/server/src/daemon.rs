@@ -179,9 +179,12 @@ impl Daemon {
             crate::sessions::Sessions::new(tasks.clone(), stopped.clone(), notifier.clone());
         // The launcher keeps what it launched; delivery writes to those stdins.
         let launched = Arc::new(crate::agents::claude_code::headless::Launched::default());
-        let delivery = crate::delivery::Delivery::new(sessions.clone(), launched.clone(), |kind| {
-            crate::agents::adapter::adapter(kind).ways_in()
-        });
+        let delivery = crate::delivery::Delivery::new(
+            sessions.clone(),
+            launched.clone(),
+            |kind| crate::agents::adapter::adapter(kind).ways_in(),
+            app_server_way(),
+        );
         let launcher =
             crate::agents::launched::Launcher::new(delivery.clone(), launched, Some(launch));
         launcher.end_orphaned_headless().await?;
@@ -460,5 +463,31 @@ async fn prune_due(tasks: &Tasks, files: &crate::files::Files) -> Option<Duratio
             tracing::warn!(error = %e, "pruning ended tasks failed; trying again in an hour");
             Some(Duration::from_secs(3600))
         }
+    }
+}
+
+/// How delivery reaches an idle session through its agent's own server: Codex's app server,
+/// where it runs (a Unix socket).
+fn app_server_way() -> std::sync::Arc<dyn crate::delivery::AppServerWay> {
+    #[cfg(unix)]
+    return std::sync::Arc::new(crate::agents::codex::wake::CodexAppServer);
+    #[cfg(not(unix))]
+    return std::sync::Arc::new(NoAppServer);
+}
+
+/// Where no app server is reached (no Unix sockets): the way is never taken.
+#[cfg(not(unix))]
+#[derive(Debug)]
+struct NoAppServer;
+
+#[cfg(not(unix))]
+impl crate::delivery::AppServerWay for NoAppServer {
+    fn start_turn<'a>(
+        &'a self,
+        _session: &'a taskkeeper_core::Session,
+        _text: &'a str,
+        _written: &'a (dyn Fn() + Send + Sync),
+    ) -> futures_util::future::BoxFuture<'a, crate::delivery::Pushed> {
+        Box::pin(async { crate::delivery::Pushed::Failed("no app server on this system".into()) })
     }
 }

@@ -6,6 +6,7 @@
 mod claude;
 mod cli;
 mod codex_gemini;
+mod codex_tui;
 mod connect;
 mod durability;
 mod generic;

@@ -85,6 +85,13 @@ pub(crate) trait Adapter: Sync {
         None
     }
 
+    /// The control socket of the app server its interactive sessions run in, from what its
+    /// hook helper sent (Codex's home), when it has one: the way to start a turn in an idle
+    /// session ([`Method::AppServer`]).
+    fn app_server_socket(&self, _hook_headers: &axum::http::HeaderMap) -> Option<String> {
+        None
+    }
+
     /// The route its hooks come to (`/hooks/<kind>`), when it has hooks of its own.
     fn hook_route(&self) -> Option<&'static str> {
         None
@@ -189,7 +196,7 @@ mod tests {
             assert_eq!(
                 caps.can_wake_idle,
                 ways.iter()
-                    .any(|w| matches!(w, Method::Waiter | Method::Inbox)),
+                    .any(|w| matches!(w, Method::Waiter | Method::Inbox | Method::AppServer)),
                 "{kind}"
             );
             assert_eq!(

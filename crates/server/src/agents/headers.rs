@@ -15,6 +15,9 @@ pub const PID: &str = "x-taskkeeper-pid";
 pub const MESSAGING_SOCKET: &str = "x-taskkeeper-messaging-socket";
 /// The token of Claude Code's inbox socket (`CLAUDE_CODE_MESSAGING_TOKEN`).
 pub const MESSAGING_TOKEN: &str = "x-taskkeeper-messaging-token";
+/// The Codex home of a Codex hook (`CODEX_HOME`, else `~/.codex`), where the app server that
+/// runs the session keeps its control socket.
+pub const CODEX_HOME: &str = "x-taskkeeper-codex-home";
 /// How Claude Code runs (`CLAUDE_CODE_ENTRYPOINT`: `cli` interactive, `sdk-*` for `-p`).
 pub const ENTRYPOINT: &str = "x-taskkeeper-entrypoint";
 /// Claude Code's own status file for the session.

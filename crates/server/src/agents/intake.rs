@@ -49,6 +49,8 @@ pub(crate) fn reach_of(kind: AgentKind, request: &HeaderMap) -> (Option<String>,
                 .level_signals()
                 .contains(&LevelSignal::StatusFile)
         }),
+        // Only the kind's adapter knows an app server of its own (`Adapter::app_server_socket`).
+        app_server_socket: adapter(kind).app_server_socket(request),
         headless: false,
     };
     (h(headers::DESK), reach)

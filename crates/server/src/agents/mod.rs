@@ -9,9 +9,12 @@
 pub(crate) mod adapter;
 pub mod claude_code;
 pub(crate) mod codex {
-    //! The Codex CLI adapter ([`adapter`]) and its headless sessions ([`app_server`]).
+    //! The Codex CLI adapter ([`adapter`]), its headless sessions ([`app_server`]) and the
+    //! way into an idle TUI through the app server that runs it ([`wake`]).
     pub(crate) mod adapter;
     pub(crate) mod app_server;
+    #[cfg(unix)]
+    pub(crate) mod wake;
 }
 pub(crate) mod gemini {
     //! The Gemini CLI adapter ([`adapter`]) and its headless sessions ([`acp`]).

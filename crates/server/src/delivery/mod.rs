@@ -9,6 +9,7 @@
 //! [`taskkeeper_core::delivery::terminal_safe`] at the write, so no escape sequence reaches a
 //! terminal or a stdin.
 
+#[cfg(unix)]
 mod command;
 #[cfg(unix)]
 mod inbox;
@@ -28,6 +29,7 @@ use taskkeeper_core::{AgentKind, Desk, DeskName, Event, StoreError, Task, TaskSt
 
 use crate::sessions::{Sessions, lock};
 
+pub(crate) use push::Pushed;
 pub use waiter::WaitOutcome;
 
 /// Claude Code ends a turn anyway after eight Stop-hook blocks in a row.
@@ -45,6 +47,23 @@ pub struct Delivery {
     /// The ways into a session of each kind, best first: its adapter's, given by the daemon,
     /// so delivery knows no agent.
     ways_in: WaysIn,
+    /// The agent's own server as a way into an idle session ([`Method::AppServer`]).
+    app_server: Arc<dyn AppServerWay>,
+}
+
+/// A way into an idle session that the agent's own server offers (Codex's app server,
+/// [`Method::AppServer`]): the agents provide it (`agents::codex::wake`), delivery asks it
+/// and keeps the claim, so delivery needs nothing of the agents.
+pub(crate) trait AppServerWay: Send + Sync + std::fmt::Debug {
+    /// Start a turn in `session` with `text` (already made terminal-safe or not: the way
+    /// makes it so); `written` is called once the request is written, from when a turn may
+    /// start.
+    fn start_turn<'a>(
+        &'a self,
+        session: &'a Session,
+        text: &'a str,
+        written: &'a (dyn Fn() + Send + Sync),
+    ) -> futures_util::future::BoxFuture<'a, Pushed>;
 }
 
 /// The ways into a session of a kind of agent, best first (an adapter's `ways_in`).
@@ -82,13 +101,30 @@ pub(crate) trait Stdins: Send + Sync + std::fmt::Debug {
 }
 
 impl Delivery {
-    pub(crate) fn new(sessions: Sessions, stdins: Arc<dyn Stdins>, ways_in: WaysIn) -> Self {
+    pub(crate) fn new(
+        sessions: Sessions,
+        stdins: Arc<dyn Stdins>,
+        ways_in: WaysIn,
+        app_server: Arc<dyn AppServerWay>,
+    ) -> Self {
         Self {
             sessions,
             state: Arc::default(),
             stdins,
             ways_in,
+            app_server,
         }
+    }
+
+    /// The text as a turn the session's own app server starts ([`AppServerWay`]); the turn
+    /// is Taskkeeper's once the request is written, and not, if nothing was delivered.
+    pub(crate) async fn send_app_server(&self, session: &Session, text: &str) -> Pushed {
+        let expect = || self.expect_turn(&session.id);
+        let outcome = self.app_server.start_turn(session, text, &expect).await;
+        if !matches!(outcome, Pushed::Delivered) {
+            lock(&self.state.expecting).remove(&session.id);
+        }
+        outcome
     }
 
     /// The ways into `session` that its `means` allow, best first: [`delivery::ranked`] over
@@ -228,6 +264,9 @@ impl Delivery {
             inbox: cfg!(unix)
                 && session.reach.messaging_socket.is_some()
                 && session.reach.pid.is_some(),
+            // Likewise checked before each write, and the app server asked whether it runs
+            // the session.
+            app_server: cfg!(unix) && session.reach.app_server_socket.is_some(),
             // Without a pid the pane's owner cannot be checked: it is never pasted into.
             tmux_pane: session.reach.tmux_pane.is_some()
                 && session.reach.tmux_socket.is_some()

@@ -76,6 +76,9 @@ pub(crate) enum Pushed {
     Unconfirmed(String),
     /// Not delivered: it may be tried again later.
     Failed(String),
+    /// Not delivered, and no other way is tried now: the session is busy after all (its
+    /// turn's end hands it over); tried again later.
+    Later(String),
 }
 
 impl Delivery {
@@ -165,8 +168,9 @@ impl Delivery {
                 // A waiter (or nothing) answers for this session.
                 None | Some(Method::StartMessage | Method::Handover | Method::Waiter) => continue,
                 // A session this young may not take a message yet (and its SessionStart
-                // hook may be handing it the first task in its answer).
-                Some(Method::Inbox | Method::Paste) => {
+                // hook may be handing it the first task in its answer; Codex may still be
+                // closing the turn whose Stop just made it idle).
+                Some(Method::Inbox | Method::AppServer | Method::Paste) => {
                     let young = now.since(session.since);
                     if young < SETTLE {
                         recheck = Some(recheck.map_or(SETTLE - young, |r| r.min(SETTLE - young)));
@@ -248,6 +252,7 @@ impl Delivery {
                 (Method::Stdin, Some(session)) => self.send_stdin(session, &text).await,
                 #[cfg(unix)]
                 (Method::Inbox, Some(session)) => self.send_inbox(session, &text).await,
+                (Method::AppServer, Some(session)) => self.send_app_server(session, &text).await,
                 (Method::Paste, Some(session)) => self.paste(session, &text).await,
                 (Method::Command, session) => {
                     self.run_command(&target.desk, session.as_ref(), &parcel, &text)
@@ -269,6 +274,10 @@ impl Delivery {
                 }
                 Pushed::Failed(why) => {
                     tracing::warn!(target = %target_key, method = method.as_str(), %why, "delivery failed; trying the next method");
+                }
+                Pushed::Later(why) => {
+                    tracing::info!(target = %target_key, method = method.as_str(), %why, "delivery put off");
+                    break;
                 }
             }
         }

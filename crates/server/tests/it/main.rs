@@ -8,6 +8,7 @@ mod agents;
 mod away;
 mod cards;
 mod claude_ways;
+mod codex_app_server;
 mod conformance;
 mod delivery;
 mod files;

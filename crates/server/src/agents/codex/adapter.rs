@@ -1,5 +1,6 @@
 //! The Codex CLI adapter (agents.md §3): its hooks (`core::agent_hooks`, Codex's words, with
-//! an `Interrupt` event of its own), the Stop handover, the tmux paste into an idle TUI, and
+//! an `Interrupt` event of its own), the Stop handover, a `turn/start` into an idle TUI's
+//! thread on the app server that runs it ([`super::wake`]), then the tmux paste, and
 //! headless sessions as `codex app-server` ([`super::app_server`]).
 
 use taskkeeper_core::agent_hooks::HookAgent;
@@ -28,6 +29,7 @@ impl Adapter for Codex {
         Capabilities {
             has_interrupt_event: true,
             stop_can_continue: true,
+            can_wake_idle: true,
             launches_headless: true,
             reports_generically: true,
             ..Capabilities::default()
@@ -38,9 +40,23 @@ impl Adapter for Codex {
         &[
             Method::Handover,
             Method::Stdin,
+            Method::AppServer,
             Method::Paste,
             Method::Command,
         ]
+    }
+
+    fn app_server_socket(&self, hook_headers: &axum::http::HeaderMap) -> Option<String> {
+        let home = hook_headers
+            .get(headers::CODEX_HOME)
+            .and_then(|v| v.to_str().ok())
+            .map(std::path::Path::new)
+            .filter(|h| h.is_absolute())?;
+        Some(
+            app_server::control_socket(home)
+                .to_string_lossy()
+                .into_owned(),
+        )
     }
 
     fn level_signals(&self) -> &'static [LevelSignal] {
@@ -84,16 +100,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn codex_says_when_it_is_interrupted_and_is_woken_only_by_a_paste() {
+    fn codex_says_when_it_is_interrupted_and_is_woken_by_its_app_server_before_a_paste() {
         let caps = Codex.capabilities();
         assert!(caps.has_interrupt_event && caps.stop_can_continue && caps.launches_headless);
-        assert!(!caps.can_wake_idle && !caps.takes_start_message);
+        assert!(caps.can_wake_idle && !caps.takes_start_message);
         assert!(!caps.has_background_tasks_in_stop && !caps.lists_self_wakes);
         assert_eq!(
             Codex.ways_in(),
             [
                 Method::Handover,
                 Method::Stdin,
+                Method::AppServer,
                 Method::Paste,
                 Method::Command
             ]

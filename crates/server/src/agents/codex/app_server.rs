@@ -39,6 +39,28 @@ pub fn program_from_env() -> PathBuf {
     crate::agents::launched::program_from_env(PROGRAM_ENV, "codex")
 }
 
+/// Where a Codex home keeps the control socket of its shared app server (the one an
+/// interactive TUI runs its thread in), relative to the home.
+pub(crate) const CONTROL_SOCKET: &str = "app-server-control/app-server-control.sock";
+
+/// The control socket of the app server that runs the sessions of `codex_home` (their hooks'
+/// `CODEX_HOME`).
+pub(crate) fn control_socket(codex_home: &std::path::Path) -> PathBuf {
+    codex_home.join(CONTROL_SOCKET)
+}
+
+/// How Taskkeeper names itself to a Codex app server.
+pub(crate) fn initialize_params() -> Value {
+    json!({"clientInfo": {"name": "taskkeeper", "title": "Taskkeeper",
+                          "version": env!("CARGO_PKG_VERSION")}})
+}
+
+/// A turn into `thread` whose one input is `text`: what Taskkeeper tells a session goes in
+/// as that text and nowhere else in the request.
+pub(crate) fn turn_start_params(thread: &str, text: &str) -> Value {
+    json!({"threadId": thread, "input": [{"type": "text", "text": text}]})
+}
+
 /// Where the handshake is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -127,11 +149,7 @@ impl AppServer {
         let text = joined(&std::mem::take(&mut self.waiting));
         let id = self.id();
         self.turn_asked = Some(id);
-        Step::write(request(
-            id,
-            "turn/start",
-            json!({"threadId": thread, "input": [{"type": "text", "text": text}]}),
-        ))
+        Step::write(request(id, "turn/start", turn_start_params(&thread, &text)))
     }
 
     fn ours(&self, params: &Value) -> bool {
