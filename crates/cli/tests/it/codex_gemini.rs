@@ -35,13 +35,13 @@ const INSIDE: &str = "TASKKEEPER_TEST_NETNS";
 const RUN: Duration = Duration::from_secs(120);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(crate) enum Kind {
     Codex,
     Gemini,
 }
 
 impl Kind {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Codex => "codex",
             Self::Gemini => "gemini",
@@ -78,7 +78,7 @@ fn target_dir() -> PathBuf {
 
 /// `npm install` of the pinned package into `<target>/<name>`, built under a temporary name
 /// and renamed into place, one installer at a time across processes.
-fn install(kind: Kind) -> PathBuf {
+pub(crate) fn install(kind: Kind) -> PathBuf {
     let (package, name) = kind.package();
     let root = target_dir();
     let dir = root.join(name);
@@ -166,14 +166,14 @@ pub(crate) fn in_a_loopback_namespace(name: &str) -> bool {
 }
 
 /// The fake model, as a child process killed on drop.
-struct FakeModel {
+pub(crate) struct FakeModel {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
     log: PathBuf,
 }
 
 impl FakeModel {
-    fn start(dir: &Path) -> Self {
+    pub(crate) fn start(dir: &Path) -> Self {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/agents/fake_model.py");
         let log = dir.join("model.jsonl");
         let mut child = Command::new("python3")
@@ -192,7 +192,7 @@ impl FakeModel {
         Self { child, port, log }
     }
 
-    fn requests(&self) -> Vec<Value> {
+    pub(crate) fn requests(&self) -> Vec<Value> {
         fs::read_to_string(&self.log)
             .unwrap_or_default()
             .lines()
@@ -209,7 +209,13 @@ impl Drop for FakeModel {
 }
 
 /// One POST with a bearer token and a long read timeout: (status, body).
-fn post(port: u16, path: &str, token: &str, body: &str, wait: Duration) -> (u16, String) {
+pub(crate) fn post(
+    port: u16,
+    path: &str,
+    token: &str,
+    body: &str,
+    wait: Duration,
+) -> (u16, String) {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(wait)).unwrap();
     write!(
@@ -229,7 +235,7 @@ fn post(port: u16, path: &str, token: &str, body: &str, wait: Duration) -> (u16,
     )
 }
 
-fn task_id(out: &std::process::Output) -> String {
+pub(crate) fn task_id(out: &std::process::Output) -> String {
     let text = stdout(out);
     let id = text
         .split(|c: char| !(c.is_ascii_hexdigit() || c == '-'))
@@ -239,7 +245,7 @@ fn task_id(out: &std::process::Output) -> String {
 }
 
 /// What the agent needs to run offline against the fake, before `connect` adds ours.
-fn offline_config(kind: Kind, home: &Path, work: &Path, model: u16) {
+pub(crate) fn offline_config(kind: Kind, home: &Path, work: &Path, model: u16) {
     match kind {
         Kind::Codex => {
             let codex = home.join(".codex");

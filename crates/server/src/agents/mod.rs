@@ -4,6 +4,7 @@
 //! ([`generic`]), and `taskkeeper connect`, which wires each into the agent's own settings.
 //! The workers' room for every hook is here; what the intakes share is [`intake`].
 
+pub(crate) mod asking;
 pub mod claude_code;
 pub(crate) mod cli_hooks;
 pub(crate) mod codex {
