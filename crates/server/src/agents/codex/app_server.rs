@@ -165,20 +165,38 @@ impl AppServer {
     /// A request from Codex: an approval of this thread's becomes the owner's question; any
     /// other is refused at once, so Codex never waits on an answer that will not come.
     fn requested(&mut self, id: &Value, method: &str, params: &Value) -> Step {
+        // What it is, in a line: Codex's reason when it gives one, else the command or the
+        // files it changes.
+        let reason = params
+            .get("reason")
+            .and_then(Value::as_str)
+            .filter(|r| !r.trim().is_empty())
+            .map(str::to_owned);
         let asked = match method {
             "item/commandExecution/requestApproval" if self.ours(params) => {
                 let input = json!({"command": params.get("command"), "cwd": params.get("cwd")});
-                Some(("command", input))
+                let command = params
+                    .get("command")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                Some(("command", reason.or(command), input))
             }
             "item/fileChange/requestApproval" if self.ours(params) => {
                 let item = params.get("itemId").and_then(Value::as_str).unwrap_or("");
-                let input = json!({"changes": self.changes.get(item),
-                                   "grantRoot": params.get("grantRoot")});
-                Some(("file change", input))
+                let changes = self.changes.get(item);
+                let paths: Vec<&str> = changes
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|c| c.get("path").and_then(Value::as_str))
+                    .collect();
+                let input = json!({"changes": changes, "grantRoot": params.get("grantRoot")});
+                let files = (!paths.is_empty()).then(|| paths.join(", "));
+                Some(("file change", reason.or(files), input))
             }
             _ => None,
         };
-        let Some((tool, input)) = asked else {
+        let Some((tool, description, input)) = asked else {
             return Step::write(not_served(id, method));
         };
         let answer = |decision: &str| {
@@ -187,10 +205,7 @@ impl AppServer {
         let permission = Permission::rpc(
             id_text(id),
             tool.to_owned(),
-            params
-                .get("reason")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
+            description,
             &input,
             answer("accept"),
             answer("decline"),
@@ -574,7 +589,12 @@ mod tests {
                     "params": {"threadId": "T", "command": "make"}}),
             &mut yes,
         );
-        assert_eq!(asked(first).request_id, "0");
+        let first = asked(first);
+        assert_eq!(
+            (first.request_id.as_str(), first.description.as_deref()),
+            ("0", Some("make")),
+            "without a reason, the command says what it is"
+        );
         let second = s.read(
             &json!({"method": "item/fileChange/requestApproval", "id": 1,
                     "params": {"threadId": "T", "itemId": "call_2", "reason": null}}),
@@ -586,8 +606,12 @@ mod tests {
             &mut yes,
         ));
         assert_eq!(
-            (next.request_id.as_str(), next.tool.as_str()),
-            ("1", "file change")
+            (
+                next.request_id.as_str(),
+                next.tool.as_str(),
+                next.description.as_deref()
+            ),
+            ("1", "file change", Some("/w/a.txt"))
         );
         assert!(
             next.input.contains("+hello"),
