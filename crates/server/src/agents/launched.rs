@@ -66,8 +66,9 @@ pub enum Ask {
 pub(crate) enum Input {
     /// A task or reminder, for the protocol to write as it writes input.
     Task(String),
-    /// A line written as it is (the owner's answer, in the protocol's words already).
-    Line(String),
+    /// The owner's answer to request `request_id`, written as it is (in the protocol's words
+    /// already); then the protocol hears that it is answered ([`Headless::answered`]).
+    Answer { request_id: String, line: String },
 }
 
 impl Step {
@@ -117,6 +118,11 @@ pub trait Headless: Send {
     /// The lines that end the session cleanly before its stdin closes (its stdin closing
     /// then ends the process).
     fn stop(&mut self) -> Vec<String>;
+    /// The owner's answer to request `request_id` is on its way to the session: what the
+    /// session asks next, if it asked more than one thing at once.
+    fn answered(&mut self, _request_id: &str) -> Step {
+        Step::default()
+    }
 }
 
 /// How a launched session's MCP client reaches Taskkeeper: the URL and the headers that
@@ -340,7 +346,9 @@ impl Sessions {
             let step = tokio::select! {
                 given = input.recv(), if taking => match given {
                     Some(Input::Task(text)) => adapter.input(&text, &mut || self.take_expected(&id)),
-                    Some(Input::Line(line)) => Step::write(line),
+                    Some(Input::Answer { request_id, line }) => {
+                        Step::write(line).then(adapter.answered(&request_id))
+                    }
                     None => {
                         taking = false;
                         write_lines(&stdin, adapter.stop());

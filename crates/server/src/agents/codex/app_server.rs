@@ -352,6 +352,13 @@ impl Headless for AppServer {
         }
     }
 
+    fn answered(&mut self, request_id: &str) -> Step {
+        Step {
+            ask: self.questions.settled(request_id),
+            ..Step::default()
+        }
+    }
+
     fn stop(&mut self) -> Vec<String> {
         self.stopping = true;
         match (&self.thread, &self.turn) {
@@ -555,12 +562,13 @@ mod tests {
             json!({"jsonrpc": "2.0", "id": 0, "result": {"decision": "accept"}})
         );
         assert_eq!(answer(false)["result"]["decision"], "decline");
-        // Codex says it is settled once answered: nothing more is asked.
+        // Answered, it is settled; Codex's word that it is settled then changes nothing.
+        assert_eq!(s.answered("0").ask, Some(Ask::Withdrawn("0".into())));
         let resolved = s.read(
             &json!({"method": "serverRequest/resolved", "params": {"threadId": "T", "requestId": 0}}),
             &mut yes,
         );
-        assert_eq!(resolved.ask, Some(Ask::Withdrawn("0".into())));
+        assert_eq!(resolved, Step::default());
         // Another thread's request is not this session's to ask.
         let other = s.read(
             &json!({"method": "item/commandExecution/requestApproval", "id": 1,

@@ -329,6 +329,13 @@ impl Headless for Acp {
         }
     }
 
+    fn answered(&mut self, request_id: &str) -> Step {
+        Step {
+            ask: self.questions.settled(request_id),
+            ..Step::default()
+        }
+    }
+
     fn stop(&mut self) -> Vec<String> {
         self.stopping = true;
         match (&self.session, self.prompt) {
@@ -521,6 +528,28 @@ mod tests {
             .write,
         );
         assert_eq!(unknown[0]["error"]["code"], -32601);
+    }
+
+    /// Gemini reports nothing more of a call the owner rejected: the answer itself settles
+    /// it, so what Gemini asks next is asked, not held until the prompt ends.
+    #[test]
+    fn the_owners_answer_settles_a_request_and_asks_the_next() {
+        let mut s = ready("");
+        let mut yes = || true;
+        s.input("task", &mut yes);
+        asked(s.read(&asks(5, "run_shell_command__a", "rm x"), &mut yes));
+        assert_eq!(
+            s.read(&asks(6, "run_shell_command__b", "ls"), &mut yes).ask,
+            None
+        );
+        assert_eq!(
+            asked(s.answered("run_shell_command__a")).request_id,
+            "run_shell_command__b"
+        );
+        assert_eq!(
+            s.answered("run_shell_command__b").ask,
+            Some(Ask::Withdrawn("run_shell_command__b".into()))
+        );
     }
 
     #[test]
