@@ -4,8 +4,9 @@
 //! Such an agent can ask several things at once (tool calls run in parallel), and each waits
 //! for its own answer; the owner sees, and answers, one question per session
 //! ([`crate::agents::claude_code::headless::Launched`] holds one). So the others wait here in
-//! order, each asked when the one before is settled: answered (the agent says so on its
-//! stdout) or given up by the agent. When the turn ends, whatever was asked is moot.
+//! order, each asked when the one before is settled: answered by the owner, or settled by the
+//! agent itself (Codex's `serverRequest/resolved`). When the turn ends, whatever was asked is
+//! moot.
 
 use std::collections::VecDeque;
 
@@ -68,11 +69,6 @@ impl Questions {
             .chain(self.queued.iter().map(|(rpc_id, _)| rpc_id.clone()))
             .collect()
     }
-
-    /// The request asked of the owner now.
-    pub(crate) fn current(&self) -> Option<&str> {
-        self.current.as_ref().map(|(id, _)| id.as_str())
-    }
 }
 
 /// A JSON-RPC id as the text a request is known by ("7", or the string itself).
@@ -111,9 +107,8 @@ mod tests {
         assert_eq!(q.pending(), [json!(1), json!(2)]);
         assert_eq!(q.settled("9"), None, "not one of ours");
         assert!(is_asked(q.settled("1"), "2"));
-        assert_eq!(q.current(), Some("2"));
+        assert_eq!(q.pending(), [json!(2)]);
         assert_eq!(q.settled("2"), Some(Ask::Withdrawn("2".into())));
-        assert_eq!(q.current(), None);
         assert!(q.pending().is_empty());
     }
 

@@ -13,16 +13,15 @@
 //! the turn's end. Gemini asks the client before a tool it does not trust
 //! (`session/request_permission`, a JSON-RPC request that waits for its answer): Taskkeeper's
 //! own tools are allowed at once, any other becomes the owner's question
-//! ([`Ask`](crate::agents::launched::Ask)), as a headless Claude Code session's do, and is
-//! answered with the option of the owner's choice
-//! (allow once, reject once: a rejected tool does not run, and the model reads that the user
-//! cancelled it; ACP's answer has no room for the owner's message). A tool is Taskkeeper's by
-//! the name Gemini gives the call (`mcp_taskkeeper_…`, the prefix of its `toolCallId`), never
-//! by words in its title or input, which the model writes. The request is settled when
-//! Gemini reports the call again (`tool_call_update`), which asks the next one waiting
-//! ([`Questions`]), or when the prompt ends. Stopping cancels the running prompt
-//! (`session/cancel`) and answers what still waits `cancelled`, as ACP asks of a client that
-//! cancels; closing stdin ends the process.
+//! ([`Ask`](crate::agents::launched::Ask)), as a headless Claude Code session's do, answered
+//! with the option of the owner's choice (allow once, or reject once: a rejected tool does not
+//! run, and the model reads that the user cancelled it; ACP's answer has no room for the
+//! owner's message). A tool is Taskkeeper's by the name Gemini gives the call
+//! (`mcp_taskkeeper_…`, the part of its `toolCallId` before `__`), never by words in its
+//! title or input, nor by the call id the model may choose, which follows. The owner's answer
+//! or the prompt's end settles a request, and the next one waiting is asked ([`Questions`]).
+//! Stopping cancels the running prompt (`session/cancel`) and answers what still waits
+//! `cancelled`, as ACP asks of a client that cancels; closing stdin ends the process.
 
 use std::path::PathBuf;
 
@@ -308,21 +307,6 @@ impl Headless for Acp {
                 {
                     self.words.push_str(text);
                 }
-                // The call asked about is reported again once it is answered (running,
-                // done or refused).
-                if kind == Some("tool_call_update")
-                    && let Some(call) = update
-                        .and_then(|u| u.get("toolCallId"))
-                        .and_then(Value::as_str)
-                    && self.questions.current() == Some(call)
-                    && update.and_then(|u| u.get("status")).and_then(Value::as_str)
-                        != Some("pending")
-                {
-                    return Step {
-                        ask: self.questions.settled(call),
-                        ..Step::default()
-                    };
-                }
                 Step::default()
             }
             Rpc::Notification { .. } | Rpc::Other => Step::default(),
@@ -553,45 +537,35 @@ mod tests {
     }
 
     #[test]
-    fn a_request_is_settled_by_the_calls_next_report_or_the_prompts_end() {
+    fn the_prompts_end_withdraws_what_waits_and_a_stop_answers_it_cancelled() {
         let mut s = ready("");
         let mut yes = || true;
         s.input("task", &mut yes);
-        assert_eq!(
-            asked(s.read(&asks(5, "run_shell_command__a", "make"), &mut yes)).request_id,
-            "run_shell_command__a"
-        );
+        asked(s.read(&asks(5, "run_shell_command__a", "make"), &mut yes));
         assert_eq!(
             s.read(&asks(6, "run_shell_command__b", "make test"), &mut yes)
                 .ask,
             None,
             "one at a time"
         );
-        let update = |call: &str, status: &str| {
-            json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "S",
-                "update": {"sessionUpdate": "tool_call_update", "toolCallId": call, "status": status}}})
-        };
-        assert_eq!(
-            s.read(&update("run_shell_command__a", "pending"), &mut yes)
-                .ask,
-            None
-        );
-        let next = asked(s.read(&update("run_shell_command__a", "completed"), &mut yes));
-        assert_eq!(next.request_id, "run_shell_command__b");
-        // Without options to choose from, the answer is `cancelled`.
-        let bare = json!({"jsonrpc": "2.0", "id": 7, "method": "session/request_permission",
-            "params": {"sessionId": "S", "toolCall": {"toolCallId": "write_file__c"}}});
-        s.read(&bare, &mut yes);
         let ended = s.read(
             &json!({"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn"}}),
             &mut yes,
         );
         assert_eq!(
             ended.ask,
-            Some(Ask::Withdrawn("run_shell_command__b".into()))
+            Some(Ask::Withdrawn("run_shell_command__a".into()))
         );
         assert!(matches!(ended.edges[..], [Edge::TurnEnded { .. }]));
-        // Stopping while one waits cancels the prompt and answers the request `cancelled`.
+        assert_eq!(
+            s.answered("run_shell_command__b").ask,
+            None,
+            "gone with the turn"
+        );
+        // Without options to choose from, the answer is `cancelled`; stopping while it waits
+        // cancels the prompt and answers the request `cancelled`.
+        let bare = json!({"jsonrpc": "2.0", "id": 7, "method": "session/request_permission",
+            "params": {"sessionId": "S", "toolCall": {"toolCallId": "write_file__c"}}});
         s.input("again", &mut yes);
         let waiting = asked(s.read(&bare, &mut yes));
         assert_eq!(
