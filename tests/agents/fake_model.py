@@ -9,7 +9,8 @@ It answers every request from the last thing the session said or got:
 - a prompt holding "RUN SHELL: <command>" (to the line's end): the agent's own shell tool running
   that command (Codex's exec_command, Gemini's run_shell_command), ahead of any task in it; the
   shell's result then ends the prompt's task with task_update: done when it ran, failed when
-  the agent refused to run it;
+  the agent refused to run it (Gemini's shell call carries a model-chosen id that names
+  Taskkeeper's tool, which must not make it Taskkeeper's);
 - anything else: "Hello.".
 Each request, with what was answered, is one line of the JSONL log (the tests' evidence), with
 "t" (when it arrived) and "t_answer" (when its answer was sent), for bench/delivery/per_agent.py.
