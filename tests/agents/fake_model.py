@@ -30,6 +30,8 @@ LOCK = threading.Lock()
 TASK = re.compile(r"\[Taskkeeper\] Task ([0-9a-f-]{36})")
 OTHER = re.compile(r"END OTHER ([0-9a-f-]{36})")
 SHELL = re.compile(r"RUN SHELL: ([^\n]+)")
+# What Taskkeeper steers into a Codex turn with the owner's denial: read with the tool's result.
+OWNER_NOTE = "[Taskkeeper] The owner did not allow it:"
 COUNT = [0]
 
 
@@ -80,16 +82,25 @@ def text_of(content):
 # ---- Codex: POST /v1/responses, streamed -------------------------------------------------
 
 
+def owner_note(item):
+    return item.get("type") == "message" and item.get("role") == "user" \
+        and text_of(item.get("content")).startswith(OWNER_NOTE)
+
+
 def codex_last(body):
     items = body.get("input") or []
+    notes = []
     for item in reversed(items):
         kind = item.get("type")
+        if owner_note(item):
+            notes.insert(0, text_of(item.get("content")))
+            continue
         if kind in ("function_call_output", "custom_tool_call_output", "mcp_tool_call_output"):
             output = item.get("output")
             output = output if isinstance(output, str) else json.dumps(output)
             shell = any(i.get("type") == "function_call" and i.get("call_id") == item.get("call_id")
                         and i.get("name") == "exec_command" for i in items)
-            return ("shell" if shell else "tool", output)
+            return ("shell" if shell else "tool", "\n".join([output] + notes))
         if kind == "message" and item.get("role") == "user":
             return ("user", text_of(item.get("content")))
     return ("user", "")
@@ -98,7 +109,7 @@ def codex_last(body):
 def codex_prompt(body):
     """The last user message's text."""
     for item in reversed(body.get("input") or []):
-        if item.get("type") == "message" and item.get("role") == "user":
+        if item.get("type") == "message" and item.get("role") == "user" and not owner_note(item):
             return text_of(item.get("content"))
     return ""
 

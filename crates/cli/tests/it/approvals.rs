@@ -8,8 +8,9 @@
 //! the session waits on the owner with the request shown; the owner allows it, the command
 //! runs (its file appears), and the model ends the task with `task_update` (Taskkeeper's own
 //! tool, never asked about: were it asked, the task would stay open). The next task's command
-//! is denied: the model reads the refusal (the model request after it carries it) and fails
-//! the task, and the command's file never appears.
+//! is denied: the model reads the refusal (the model request after it carries it; Codex's
+//! with the owner's message, steered into the turn) and fails the task, and the command's
+//! file never appears.
 
 use std::fs;
 use std::path::Path;
@@ -184,6 +185,15 @@ fn scenario(kind: Kind, program: &Path) {
         !work.join("denied.txt").exists(),
         "the denied command did not run: {told}"
     );
+    if kind == Kind::Codex {
+        // Codex's answer names a decision only: the message is steered into the turn first.
+        assert!(
+            told["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("[Taskkeeper] The owner did not allow it: Not here.")),
+            "the model read the owner's message with the refusal: {told}"
+        );
+    }
     let failed = wait("the model to fail the task", &report, || {
         task_is(&second, "failed")
     });

@@ -67,8 +67,13 @@ pub(crate) enum Input {
     /// A task or reminder, for the protocol to write as it writes input.
     Task(String),
     /// The owner's answer to request `request_id`, written as it is (in the protocol's words
-    /// already); then the protocol hears that it is answered ([`Headless::answered`]).
-    Answer { request_id: String, line: String },
+    /// already), after what the protocol writes with it ([`Headless::answered`]).
+    Answer {
+        request_id: String,
+        line: String,
+        allow: bool,
+        message: Option<String>,
+    },
 }
 
 impl Step {
@@ -118,9 +123,10 @@ pub trait Headless: Send {
     /// The lines that end the session cleanly before its stdin closes (its stdin closing
     /// then ends the process).
     fn stop(&mut self) -> Vec<String>;
-    /// The owner's answer to request `request_id` is on its way to the session: what the
-    /// session asks next, if it asked more than one thing at once.
-    fn answered(&mut self, _request_id: &str) -> Step {
+    /// The owner answers request `request_id` (`allow`, or not with `message`): what to write
+    /// before the answer itself, and what the session asks next, if it asked more than one
+    /// thing at once.
+    fn answered(&mut self, _request_id: &str, _allow: bool, _message: Option<&str>) -> Step {
         Step::default()
     }
 }
@@ -346,9 +352,9 @@ impl Sessions {
             let step = tokio::select! {
                 given = input.recv(), if taking => match given {
                     Some(Input::Task(text)) => adapter.input(&text, &mut || self.take_expected(&id)),
-                    Some(Input::Answer { request_id, line }) => {
-                        Step::write(line).then(adapter.answered(&request_id))
-                    }
+                    Some(Input::Answer { request_id, line, allow, message }) => adapter
+                        .answered(&request_id, allow, message.as_deref())
+                        .then(Step::write(line)),
                     None => {
                         taking = false;
                         write_lines(&stdin, adapter.stop());

@@ -19,8 +19,9 @@
 //! its answer. Each becomes the owner's question
 //! ([`Ask`](crate::agents::launched::Ask)); the owner's choice is answered `accept` or
 //! `decline` (a declined command does not run, and the model reads that the user rejected
-//! it; Codex's answer has no room for the owner's message). Codex says when a request is
-//! settled (`serverRequest/resolved`), which also asks the next one waiting
+//! it). Codex's answer has no room for the owner's message, so a denial's message goes into
+//! the running turn just before it (`turn/steer`), and the model reads both. Codex says when
+//! a request is settled (`serverRequest/resolved`), which also asks the next one waiting
 //! ([`Questions`]); a turn's end settles what it asked.
 
 use std::collections::HashMap;
@@ -37,6 +38,9 @@ use crate::agents::launched::{
 
 /// The name of Taskkeeper's MCP server in the session's configuration.
 const MCP_NAME: &str = "taskkeeper";
+
+/// What leads the owner's message with a denial, in the turn.
+const OWNER_SAID: &str = "[Taskkeeper] The owner did not allow it:";
 
 /// The variable naming the Codex binary a launch runs.
 const PROGRAM_ENV: &str = "TASKKEEPER_CODEX";
@@ -352,11 +356,26 @@ impl Headless for AppServer {
         }
     }
 
-    fn answered(&mut self, request_id: &str) -> Step {
-        Step {
+    fn answered(&mut self, request_id: &str, allow: bool, message: Option<&str>) -> Step {
+        let mut step = Step {
             ask: self.questions.settled(request_id),
             ..Step::default()
+        };
+        // A denial's message goes into the running turn ahead of the denial, so the model
+        // reads both in its next request.
+        if !allow
+            && let Some(message) = message.filter(|m| !m.trim().is_empty())
+            && let (Some(thread), Some(turn)) = (self.thread.clone(), self.turn.clone())
+        {
+            let id = self.id();
+            step.write.push(request(
+                id,
+                "turn/steer",
+                json!({"threadId": thread, "expectedTurnId": turn, "input": [{"type": "text",
+                    "text": format!("{OWNER_SAID} {message}")}]}),
+            ));
         }
+        step
     }
 
     fn stop(&mut self) -> Vec<String> {
@@ -562,8 +581,32 @@ mod tests {
             json!({"jsonrpc": "2.0", "id": 0, "result": {"decision": "accept"}})
         );
         assert_eq!(answer(false)["result"]["decision"], "decline");
-        // Answered, it is settled; Codex's word that it is settled then changes nothing.
-        assert_eq!(s.answered("0").ask, Some(Ask::Withdrawn("0".into())));
+        // Answered, it is settled; Codex's word that it is settled then changes nothing. A
+        // denial with a message steers it into the turn first.
+        let denied = s.answered("0", false, Some("Not in this repository."));
+        assert_eq!(denied.ask, Some(Ask::Withdrawn("0".into())));
+        let steer = parsed(&denied.write);
+        assert_eq!(steer.len(), 1);
+        assert_eq!(steer[0]["method"], "turn/steer");
+        assert_eq!(
+            (
+                &steer[0]["params"]["threadId"],
+                &steer[0]["params"]["expectedTurnId"]
+            ),
+            (&json!("T"), &json!("U"))
+        );
+        assert_eq!(
+            steer[0]["params"]["input"][0]["text"],
+            "[Taskkeeper] The owner did not allow it: Not in this repository."
+        );
+        assert_eq!(
+            s.read(
+                &json!({"id": steer[0]["id"], "result": {"turnId": "U"}}),
+                &mut yes
+            ),
+            Step::default(),
+            "the steer's answer changes nothing"
+        );
         let resolved = s.read(
             &json!({"method": "serverRequest/resolved", "params": {"threadId": "T", "requestId": 0}}),
             &mut yes,
@@ -577,6 +620,13 @@ mod tests {
         );
         assert_eq!(parsed(&other.write)[0]["error"]["code"], -32601);
         assert_eq!(other.ask, None);
+        asked(s.read(
+            &json!({"method": "item/commandExecution/requestApproval", "id": 3,
+                    "params": {"threadId": "T", "command": "make"}}),
+            &mut yes,
+        ));
+        let allowed = s.answered("3", true, Some("ignored with an allowance"));
+        assert!(allowed.write.is_empty(), "only a denial carries a message");
     }
 
     #[test]

@@ -313,7 +313,7 @@ impl Headless for Acp {
         }
     }
 
-    fn answered(&mut self, request_id: &str) -> Step {
+    fn answered(&mut self, request_id: &str, _allow: bool, _message: Option<&str>) -> Step {
         Step {
             ask: self.questions.settled(request_id),
             ..Step::default()
@@ -527,11 +527,11 @@ mod tests {
             None
         );
         assert_eq!(
-            asked(s.answered("run_shell_command__a")).request_id,
+            asked(s.answered("run_shell_command__a", false, None)).request_id,
             "run_shell_command__b"
         );
         assert_eq!(
-            s.answered("run_shell_command__b").ask,
+            s.answered("run_shell_command__b", true, None).ask,
             Some(Ask::Withdrawn("run_shell_command__b".into()))
         );
     }
@@ -558,7 +558,7 @@ mod tests {
         );
         assert!(matches!(ended.edges[..], [Edge::TurnEnded { .. }]));
         assert_eq!(
-            s.answered("run_shell_command__b").ask,
+            s.answered("run_shell_command__b", true, None).ask,
             None,
             "gone with the turn"
         );

@@ -404,6 +404,8 @@ impl Sessions {
             Input::Answer {
                 request_id: permission.request_id.clone(),
                 line: permission.answer(allow, message),
+                allow,
+                message: message.map(str::to_owned),
             },
         ) {
             return Err(LaunchError::NotLaunched(id.to_string()));
