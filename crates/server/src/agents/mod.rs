@@ -10,6 +10,7 @@ pub(crate) mod cli_hooks;
 pub(crate) mod codex {
     //! The Codex CLI adapter's parts besides its hooks ([`super::cli_hooks`]).
     pub(crate) mod app_server;
+    pub(crate) mod approvals;
 }
 pub(crate) mod gemini {
     //! The Gemini CLI adapter's parts besides its hooks ([`super::cli_hooks`]).

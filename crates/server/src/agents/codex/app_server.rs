@@ -12,17 +12,9 @@
 //! task arriving then waits here for the turn's end and starts the next. Stopping interrupts
 //! the running turn (`turn/interrupt`); closing stdin then ends the app server (exit 0).
 //!
-//! Approvals go to the owner, as a headless Claude Code session's do: under `untrusted` Codex
-//! asks before any command it does not know to be read-only
-//! (`item/commandExecution/requestApproval`) and before a file change it makes
-//! (`item/fileChange/requestApproval`), each a JSON-RPC request to this client that waits for
-//! its answer. Each becomes the owner's question
-//! ([`Ask`](crate::agents::launched::Ask)); the owner's choice is answered `accept` or
-//! `decline` (a declined command does not run, and the model reads that the user rejected
-//! it). Codex's answer has no room for the owner's message, so a denial's message goes into
-//! the running turn just before it (`turn/steer`), and the model reads both. Codex says when
-//! a request is settled (`serverRequest/resolved`), which also asks the next one waiting
-//! ([`Questions`]); a turn's end settles what it asked.
+//! Approvals go to the owner, as a headless Claude Code session's do
+//! ([`super::approvals`]): each becomes the owner's question, one at a time ([`Questions`]),
+//! settled by the owner's answer, Codex's `serverRequest/resolved` or the turn's end.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -38,9 +30,6 @@ use crate::agents::launched::{
 
 /// The name of Taskkeeper's MCP server in the session's configuration.
 const MCP_NAME: &str = "taskkeeper";
-
-/// What leads the owner's message with a denial, in the turn.
-const OWNER_SAID: &str = "[Taskkeeper] The owner did not allow it:";
 
 /// The variable naming the Codex binary a launch runs.
 const PROGRAM_ENV: &str = "TASKKEEPER_CODEX";
@@ -169,36 +158,10 @@ impl AppServer {
     /// A request from Codex: an approval of this thread's becomes the owner's question; any
     /// other is refused at once, so Codex never waits on an answer that will not come.
     fn requested(&mut self, id: &Value, method: &str, params: &Value) -> Step {
-        // What it is, in a line: Codex's reason when it gives one, else the command or the
-        // files it changes.
-        let reason = params
-            .get("reason")
-            .and_then(Value::as_str)
-            .filter(|r| !r.trim().is_empty())
-            .map(str::to_owned);
-        let asked = match method {
-            "item/commandExecution/requestApproval" if self.ours(params) => {
-                let input = json!({"command": params.get("command"), "cwd": params.get("cwd")});
-                let command = params
-                    .get("command")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
-                Some(("command", reason.or(command), input))
-            }
-            "item/fileChange/requestApproval" if self.ours(params) => {
-                let item = params.get("itemId").and_then(Value::as_str).unwrap_or("");
-                let changes = self.changes.get(item);
-                let paths: Vec<&str> = changes
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|c| c.get("path").and_then(Value::as_str))
-                    .collect();
-                let input = json!({"changes": changes, "grantRoot": params.get("grantRoot")});
-                let files = (!paths.is_empty()).then(|| paths.join(", "));
-                Some(("file change", reason.or(files), input))
-            }
-            _ => None,
+        let asked = if self.ours(params) {
+            super::approvals::asked(method, params, &self.changes)
+        } else {
+            None
         };
         let Some((tool, description, input)) = asked else {
             return Step::write(not_served(id, method));
@@ -371,8 +334,7 @@ impl Headless for AppServer {
             step.write.push(request(
                 id,
                 "turn/steer",
-                json!({"threadId": thread, "expectedTurnId": turn, "input": [{"type": "text",
-                    "text": format!("{OWNER_SAID} {message}")}]}),
+                super::approvals::steer(&thread, &turn, message),
             ));
         }
         step
