@@ -57,9 +57,19 @@ codex-app-server-hooked  the same, but the reference's TUI is at a connected des
 A task a turn's end does not take is a MISS line (with what the daemon holds of it), not a
 stop of the bench. BENCH_KEEP_LOGS=DIR keeps each daemon's log there.
 
-Not measured yet: the headless Codex session (`codex app-server`,
-see `codex_app_server`) and the headless Gemini session (`gemini --acp`, `gemini_acp`). The
-inbox socket and the Codex/Gemini TUI pastes are named in `not_measured` with the reason.
+codex-headless a session Taskkeeper launched at a Codex desk (`codex app-server`, JSON-RPC on its
+               stdio), idle: from the task's submit to the request carrying it (a `turn/start`
+               into its thread). Reference: `codex app-server` started by this script, the
+               same `thread/start` settings bar Taskkeeper's MCP server, a `turn/start` written
+               to it. The first run of each side waits for the handshake and is dropped.
+gemini-headless likewise at a Gemini desk (`gemini --acp`, a `session/prompt`).
+codex-tmux     an idle Codex TUI (`codex --no-daemon` in tmux) at a connected desk, after one
+               turn: the tmux paste, from the task's submit to the request carrying it.
+               Reference: the same paste done by this script into the same TUI without
+               Taskkeeper. Both wait 3 s of idleness before each submit. Taskkeeper pastes
+               only into a pane whose owner it checks by the session's pid, which Codex's and
+               Gemini's hooks do not give: then the row is a MISS with the reference alone.
+gemini-tmux    likewise, the Gemini TUI (`gemini` in tmux).
 
 Wall clock between processes on one machine; read the medians. Standard library only.
 """
@@ -793,30 +803,224 @@ def codex_tui_app_server(runs: int, hooked_reference: bool = False) -> tuple[lis
     return ours, raw
 
 
+def cli_tui_idle(kind: str, t: Tmux) -> bool:
+    s = t.screen()
+    if kind == "codex":
+        return "? for shortcuts" in s and "esc to interrupt" not in s
+    return "Type your message" in s and "esc to cancel" not in s
+
+
+def cli_tmux(kind: str, runs: int) -> tuple[list[float], list[float]]:
+    """An idle Codex or Gemini TUI in tmux at a connected desk, after one turn: the tmux
+    paste. Reference: the same paste done by this script into the same TUI without
+    Taskkeeper. Both wait 3 s of idleness before each submit."""
+    tui = (f"exec '{CODEX}' --no-daemon --dangerously-bypass-hook-trust" if kind == "codex"
+           else f"exec node '{GEMINI}'")
+    ours: list[float] = []
+    w, fake, env = agent_world(kind, f"{kind}tmux")
+    env = {**env, "TERM": "xterm-256color"}
+    d = daemon_for(w, env, kind)
+    t = None
+    try:
+        env = connect(w, env, d, kind)
+        t = Tmux(w, f"cd '{w.web}' && {tui}", env)
+        measure.wait_until("the prompt box", lambda: cli_tui_idle(kind, t), 120)
+        time.sleep(1.0)
+        t.paste("warm up")
+        measure.wait_until("the warm-up turn", lambda: first_with(fake.turns(kind), "warm up", "text"), 120)
+        for i in range(runs + 1):
+            def idle() -> bool:
+                ss = d.call("GET", "/api/sessions")["sessions"]
+                return cli_tui_idle(kind, t) and any(s["activity"] == "idle" and s.get("tmuxPane") for s in ss)
+            measure.wait_until("an idle session with its pane", idle, 120)
+            if not any(s.get("pid") for s in d.call("GET", "/api/sessions")["sessions"]):
+                # Taskkeeper pastes only into a pane whose owner it can check by the session's
+                # pid, which only Claude Code's hooks give (CLAUDE_PID).
+                MISSES.append(f"{kind}-tmux: the session has a pane but no pid, so Taskkeeper never "
+                              f"pastes into it: {json.dumps(d.call('GET', '/api/sessions'))[:600]}")
+                print(MISSES[-1], file=sys.stderr, flush=True)
+                break
+            time.sleep(3.0)
+            t0 = time.time()
+            task = d.call("POST", "/api/tasks", {"desk": "web", "text": f"BENCH-{i}"})
+            e = measure.wait_until("the pasted task", lambda: first_with(fake.turns(kind), task["id"], "text"), 120)
+            if not completed_or_missed(d, task["id"], f"{kind}-tmux run {i}"):
+                continue
+            if i >= 1:
+                ours.append(e["t"] - t0)
+    finally:
+        methods(w)
+        if t:
+            t.stop()
+        d.stop()
+        fake.stop()
+        w.done()
+    raw: list[float] = []
+    w, fake, env = agent_world(kind, f"{kind}tmuxref")
+    env = {**env, "TERM": "xterm-256color"}
+    t = None
+    try:
+        t = Tmux(w, f"cd '{w.web}' && {tui}", env)
+        measure.wait_until("the prompt box", lambda: cli_tui_idle(kind, t), 120)
+        time.sleep(1.0)
+        for i in range(runs + 1):
+            measure.wait_until("an idle TUI", lambda: cli_tui_idle(kind, t), 120)
+            time.sleep(3.0)
+            marker = f"RAW-{i}-{os.getpid()}"
+            t0 = time.time()
+            t.paste(marker)
+            e = measure.wait_until("the pasted line", lambda: first_with(fake.turns(kind), marker, "text"), 120)
+            if i >= 1:
+                raw.append(e["t"] - t0)
+    finally:
+        if t:
+            t.stop()
+        fake.stop()
+        w.done()
+    return ours, raw
+
+
+# ---- Headless Codex and Gemini sessions -------------------------------------------------
+
+
+class Rpc:
+    """The reference's own JSON-RPC client on an agent's stdio (newline-delimited), as the
+    daemon's launched-session runner speaks it: it answers what the agent asks with an
+    allowance, so no request waits."""
+
+    def __init__(self, cmd: list[str], env: dict, cwd: Path) -> None:
+        import queue
+        import threading
+        self.proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL)
+        self.messages: queue.Queue = queue.Queue()
+        self.next_id = 1
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            try:
+                self.messages.put(json.loads(line))
+            except ValueError:
+                pass
+
+    def send(self, message: dict) -> None:
+        self.proc.stdin.write((json.dumps({"jsonrpc": "2.0", **message}) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: dict) -> int:
+        rid = self.next_id
+        self.next_id += 1
+        self.send({"id": rid, "method": method, "params": params})
+        return rid
+
+    def wait(self, what: str, check, timeout: float = 120) -> dict:
+        import queue
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                m = self.messages.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if "id" in m and "method" in m:
+                if m["method"] == "session/request_permission":
+                    option = next((o["optionId"] for o in m["params"].get("options", []) if o.get("kind") == "allow_once"), None)
+                    self.send({"id": m["id"], "result": {"outcome": {"outcome": "selected", "optionId": option}}})
+                else:
+                    self.send({"id": m["id"], "result": {"decision": "accept"}})
+            if check(m):
+                return m
+        sys.exit(f"timed out waiting for {what}")
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=20)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+
+
+def headless(kind: str, runs: int) -> tuple[list[float], list[float]]:
+    """A session Taskkeeper launched at a desk (`codex app-server` / `gemini --acp`): from the
+    task's submit, with the session idle, to the model's request carrying it. Reference: the
+    same binary started by this script and written to directly (`turn/start` into its thread,
+    `session/prompt`), with the same thread or session settings but Taskkeeper's MCP server."""
+    program = CODEX if kind == "codex" else GEMINI
+    ours: list[float] = []
+    w, fake, env = agent_world(kind, f"{kind}hl")
+    env = {**env, ("TASKKEEPER_CODEX" if kind == "codex" else "TASKKEEPER_GEMINI"): str(program)}
+    d = daemon_for(w, env, kind)
+    try:
+        session = d.call("POST", "/api/desks/web/launch", {})
+
+        def idle() -> bool:
+            for s in d.call("GET", "/api/sessions")["sessions"]:
+                if s["id"] == session["id"]:
+                    return s["activity"] == "idle" and not d.call("GET", "/api/tasks?state=open")["tasks"]
+            return False
+
+        for i in range(runs + 1):
+            measure.wait_until("an idle session", idle, 120)
+            t0 = time.time()
+            task = d.call("POST", "/api/tasks", {"desk": "web", "text": f"BENCH-{i}"})
+            e = measure.wait_until("the task at the model", lambda: first_with(fake.turns(kind), task["id"], "text"), 120)
+            wait_state(d, task["id"])
+            if i >= 1:  # the first waits for the handshake (Gemini's takes seconds)
+                ours.append(e["t"] - t0)
+        d.call("POST", f"/api/sessions/{session['id']}/stop", {})
+    finally:
+        methods(w)
+        d.stop()
+        fake.stop()
+        w.done()
+    raw: list[float] = []
+    w, fake, env = agent_world(kind, f"{kind}hlref")
+    try:
+        if kind == "codex":
+            c = Rpc([str(CODEX), "app-server"], env, w.web)
+            c.request("initialize", {"clientInfo": {"name": "bench", "title": "bench", "version": "0"}})
+            c.wait("initialize", lambda m: m.get("id") == 1)
+            c.send({"method": "initialized", "params": {}})
+            c.request("thread/start", {"cwd": str(w.web), "approvalPolicy": "untrusted"})
+            thread = c.wait("thread/start", lambda m: m.get("id") == 2)["result"]["thread"]["id"]
+
+            def prompt(text: str) -> None:
+                c.request("turn/start", {"threadId": thread, "input": [{"type": "text", "text": text}]})
+
+            def turn_over(m: dict) -> bool:
+                return m.get("method") == "turn/completed"
+        else:
+            c = Rpc(["node", str(GEMINI), "--acp"], env, w.web)
+            c.request("initialize", {"protocolVersion": 1, "clientCapabilities": {
+                "fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False}})
+            c.wait("initialize", lambda m: m.get("id") == 1)
+            c.request("session/new", {"cwd": str(w.web), "mcpServers": []})
+            sid = c.wait("session/new", lambda m: m.get("id") == 2)["result"]["sessionId"]
+            asked: list[int] = []
+
+            def prompt(text: str) -> None:
+                asked.append(c.request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": text}]}))
+
+            def turn_over(m: dict) -> bool:
+                return m.get("id") == asked[-1] and "result" in m
+        for i in range(runs + 1):
+            marker = f"RAW-{i}-{os.getpid()}"
+            t0 = time.time()
+            prompt(marker)
+            e = measure.wait_until("the prompt at the model", lambda: first_with(fake.turns(kind), marker, "text"), 120)
+            c.wait("the turn's end", turn_over)
+            if i >= 1:
+                raw.append(e["t"] - t0)
+        c.close()
+    finally:
+        fake.stop()
+        w.done()
+    return ours, raw
+
+
 # ---- Not measured here, and why ------------------------------------------------------------
-
-
-def codex_app_server(runs: int):
-    """NOT YET: the headless Codex session (`codex app-server`, driven by JSON-RPC `turn/start`,
-    `crates/server/src/agents/codex/app_server.rs`) is not measured here yet: launch it at a desk,
-    give it tasks as claude's stdin bench does (measure.bench_stdin), and beside it a reference
-    writing `turn/start` to an app-server this script starts itself."""
-    raise NotImplementedError("codex app-server headless sessions are not measured yet")
-
-
-def gemini_acp(runs: int):
-    """NOT YET: the headless Gemini session (`gemini --acp`, `session/prompt`,
-    `crates/server/src/agents/gemini/acp.rs`) is not measured here yet; the reference is
-    `session/prompt` written directly."""
-    raise NotImplementedError("gemini --acp headless sessions are not measured yet")
-
-
 NOT_MEASURED = {
     "claude-stdin": "in bench/delivery/measure.py (the stdin of a launched session)",
-    "codex-tmux": "not measured yet (the Codex TUI in tmux: its hooks name no pid, so no pane is pasted into)",
-    "gemini-tmux": "not measured yet (the Gemini TUI in tmux)",
-    "codex-headless": "not measured yet: codex_app_server",
-    "gemini-headless": "not measured yet: gemini_acp",
 }
 
 WAYS = {
@@ -829,6 +1033,10 @@ WAYS = {
     "claude-tmux": lambda n: claude_fresh(n, inbox=False),
     "codex-app-server": codex_tui_app_server,
     "codex-app-server-hooked": lambda n: codex_tui_app_server(n, hooked_reference=True),
+    "codex-tmux": lambda n: cli_tmux("codex", n),
+    "gemini-tmux": lambda n: cli_tmux("gemini", n),
+    "codex-headless": lambda n: headless("codex", n),
+    "gemini-headless": lambda n: headless("gemini", n),
 }
 
 
@@ -858,7 +1066,12 @@ def main() -> None:
     for name in args.only.split(","):
         before = load()
         ours, raw = WAYS[name](args.runs)
-        o, r = measure.summary("ours", ours), measure.summary("reference", raw)
+        r = measure.summary("reference", raw)
+        if not ours:  # the way in did not deliver: the reference alone, and the MISS says why
+            print(f"| {name} ({METHODS_SEEN[-1] if METHODS_SEEN else ''}) | 0 | — | {r['median_ms']:.0f} ({r['p90_ms']:.0f}) "
+                  f"| — | — | {before} → {load()} |", flush=True)
+            continue
+        o = measure.summary("ours", ours)
         print(f"| {name} ({METHODS_SEEN[-1] if METHODS_SEEN else ''}) | {o['n']} | {o['median_ms']:.0f} ({o['p90_ms']:.0f}) | {r['median_ms']:.0f} ({r['p90_ms']:.0f}) "
               f"| {o['median_ms'] - r['median_ms']:.0f} | {o['median_ms'] / r['median_ms']:.2f}× | {before} → {load()} |",
               flush=True)

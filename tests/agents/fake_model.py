@@ -6,6 +6,11 @@ It answers every request from the last thing the session said or got:
 - a tool's result: a short text reply ("Noted."), so the turn ends;
 - a prompt holding "[Taskkeeper] Task <id>": a task_update call ending that task as done;
 - a prompt holding "END OTHER <id>": a task_update call for that id (another session's task);
+- a prompt holding "RUN SHELL: <command>" (to the line's end): the agent's own shell tool running
+  that command (Codex's exec_command, Gemini's run_shell_command), ahead of any task in it; the
+  shell's result then ends the prompt's task with task_update: done when it ran, failed when
+  the agent refused to run it (Gemini's shell call carries a model-chosen id that names
+  Taskkeeper's tool, which must not make it Taskkeeper's);
 - anything else: "Hello.".
 Each request, with what was answered, is one line of the JSONL log (the tests' evidence), with
 "t" (when it arrived) and "t_answer" (when its answer was sent), for bench/delivery/per_agent.py.
@@ -24,6 +29,9 @@ LOG = sys.argv[1]
 LOCK = threading.Lock()
 TASK = re.compile(r"\[Taskkeeper\] Task ([0-9a-f-]{36})")
 OTHER = re.compile(r"END OTHER ([0-9a-f-]{36})")
+SHELL = re.compile(r"RUN SHELL: ([^\n]+)")
+# What Taskkeeper steers into a Codex turn with the owner's denial: read with the tool's result.
+OWNER_NOTE = "[Taskkeeper] The owner did not allow it:"
 COUNT = [0]
 
 
@@ -33,18 +41,32 @@ def log(entry):
             f.write(json.dumps(entry) + "\n")
 
 
-def decide(last_kind, text):
-    """('text', words) or ('call', task_id)."""
+def refused(output):
+    """The agent's shell tool did not run the command: the user rejected or cancelled it."""
+    return "rejected" in output or "canceled" in output or "cancelled" in output
+
+
+def decide(last_kind, text, prompt=""):
+    """('text', words), ('call', task_id[, status]) or ('shell', command)."""
+    if last_kind == "shell":
+        found = TASK.findall(prompt)
+        if found:
+            return ("call", found[-1], "failed" if refused(text) else "done")
+        return ("text", "Noted.")
     if last_kind == "tool":
         return ("text", "Noted.")
+    shell = SHELL.findall(text)
+    if shell:
+        return ("shell", shell[-1].strip())
     found = TASK.findall(text) or OTHER.findall(text)
     if found:
         return ("call", found[-1])
     return ("text", "Hello.")
 
 
-def update_args(task_id):
-    return {"task_id": task_id, "status": "done", "text": "Finished it offline."}
+def update_args(task_id, status="done"):
+    text = "Finished it offline." if status == "done" else "The command was not allowed."
+    return {"task_id": task_id, "status": status, "text": text}
 
 
 def text_of(content):
@@ -60,16 +82,36 @@ def text_of(content):
 # ---- Codex: POST /v1/responses, streamed -------------------------------------------------
 
 
+def owner_note(item):
+    return item.get("type") == "message" and item.get("role") == "user" \
+        and text_of(item.get("content")).startswith(OWNER_NOTE)
+
+
 def codex_last(body):
     items = body.get("input") or []
+    notes = []
     for item in reversed(items):
         kind = item.get("type")
+        if owner_note(item):
+            notes.insert(0, text_of(item.get("content")))
+            continue
         if kind in ("function_call_output", "custom_tool_call_output", "mcp_tool_call_output"):
             output = item.get("output")
-            return ("tool", output if isinstance(output, str) else json.dumps(output))
+            output = output if isinstance(output, str) else json.dumps(output)
+            shell = any(i.get("type") == "function_call" and i.get("call_id") == item.get("call_id")
+                        and i.get("name") == "exec_command" for i in items)
+            return ("shell" if shell else "tool", "\n".join([output] + notes))
         if kind == "message" and item.get("role") == "user":
             return ("user", text_of(item.get("content")))
     return ("user", "")
+
+
+def codex_prompt(body):
+    """The last user message's text."""
+    for item in reversed(body.get("input") or []):
+        if item.get("type") == "message" and item.get("role") == "user" and not owner_note(item):
+            return text_of(item.get("content"))
+    return ""
 
 
 def codex_tool(body):
@@ -102,7 +144,7 @@ def sse(handler, events):
 
 def codex_answer(handler, body, n):
     last_kind, text = codex_last(body)
-    action = decide(last_kind, text)
+    action = decide(last_kind, text, codex_prompt(body))
     rid = f"resp_{n}"
     usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
              "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0},
@@ -118,10 +160,18 @@ def codex_answer(handler, body, n):
                                             "output_index": 0, "content_index": 0, "delta": action[1]}),
             ("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": item}),
         ]
+    elif action[0] == "shell":
+        item = {"type": "function_call", "id": f"fc_{n}", "call_id": f"call_{n}", "name": "exec_command",
+                "arguments": json.dumps({"cmd": action[1]}), "status": "completed"}
+        events = [
+            ("response.created", {"type": "response.created", "response": {"id": rid}}),
+            ("response.output_item.added", {"type": "response.output_item.added", "output_index": 0, "item": item}),
+            ("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": item}),
+        ]
     else:
         namespace, name = codex_tool(body)
         item = {"type": "function_call", "id": f"fc_{n}", "call_id": f"call_{n}", "name": name,
-                "arguments": json.dumps(update_args(action[1])), "status": "completed"}
+                "arguments": json.dumps(update_args(*action[1:])), "status": "completed"}
         if namespace:
             item["namespace"] = namespace
         events = [
@@ -142,20 +192,35 @@ def gemini_last(body):
     contents = body.get("contents") or []
     for content in reversed(contents):
         parts = content.get("parts") or []
-        if any("functionResponse" in p for p in parts):
-            return ("tool", json.dumps([p.get("functionResponse") for p in parts if "functionResponse" in p]))
+        responses = [p.get("functionResponse") for p in parts if "functionResponse" in p]
+        if responses:
+            shell = any(r.get("name") == "run_shell_command" for r in responses)
+            return ("shell" if shell else "tool", json.dumps(responses))
         if content.get("role") == "user":
             return ("user", "\n".join(p.get("text", "") for p in parts))
     return ("user", "")
 
 
+def gemini_prompt(body):
+    """The last user prompt's text (not a tool's result)."""
+    for content in reversed(body.get("contents") or []):
+        parts = content.get("parts") or []
+        if content.get("role") == "user" and not any("functionResponse" in p for p in parts):
+            return "\n".join(p.get("text", "") for p in parts)
+    return ""
+
+
 def gemini_answer(handler, body, stream):
     last_kind, text = gemini_last(body)
-    action = decide(last_kind, text)
+    action = decide(last_kind, text, gemini_prompt(body))
     if action[0] == "text":
         parts = [{"text": action[1]}]
+    elif action[0] == "shell":
+        # The call's id names Taskkeeper's tool: a model's words never make a call Taskkeeper's.
+        parts = [{"functionCall": {"name": "run_shell_command", "id": f"mcp_taskkeeper_task_update__{time.time_ns()}",
+                                   "args": {"command": action[1], "description": "Run what the prompt asks."}}}]
     else:
-        parts = [{"functionCall": {"name": "mcp_taskkeeper_task_update", "args": update_args(action[1])}}]
+        parts = [{"functionCall": {"name": "mcp_taskkeeper_task_update", "args": update_args(*action[1:])}}]
     chunk = {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
              "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
              "modelVersion": "fake"}

@@ -41,7 +41,7 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Codex => "codex",
             Self::Gemini => "gemini",
@@ -235,7 +235,7 @@ pub(crate) fn post(
     )
 }
 
-fn task_id(out: &std::process::Output) -> String {
+pub(crate) fn task_id(out: &std::process::Output) -> String {
     let text = stdout(out);
     let id = text
         .split(|c: char| !(c.is_ascii_hexdigit() || c == '-'))

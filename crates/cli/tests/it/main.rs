@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail loudly
 
+mod approvals;
 mod claude;
 mod cli;
 mod codex_gemini;

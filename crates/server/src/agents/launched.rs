@@ -68,8 +68,14 @@ pub enum Ask {
 pub(crate) enum Input {
     /// A task or reminder, for the protocol to write as it writes input.
     Task(String),
-    /// A line written as it is (the owner's answer, in the protocol's words already).
-    Line(String),
+    /// The owner's answer to request `request_id`, written as it is (in the protocol's words
+    /// already), after what the protocol writes with it ([`Headless::answered`]).
+    Answer {
+        request_id: String,
+        line: String,
+        allow: bool,
+        message: Option<String>,
+    },
 }
 
 impl Step {
@@ -119,6 +125,12 @@ pub trait Headless: Send {
     /// The lines that end the session cleanly before its stdin closes (its stdin closing
     /// then ends the process).
     fn stop(&mut self) -> Vec<String>;
+    /// The owner answers request `request_id` (`allow`, or not with `message`): what to write
+    /// before the answer itself, and what the session asks next, if it asked more than one
+    /// thing at once.
+    fn answered(&mut self, _request_id: &str, _allow: bool, _message: Option<&str>) -> Step {
+        Step::default()
+    }
 }
 
 /// How a launched session's MCP client reaches Taskkeeper: the URL and the headers that
@@ -382,7 +394,9 @@ impl Launcher {
             let step = tokio::select! {
                 given = input.recv(), if taking => match given {
                     Some(Input::Task(text)) => adapter.input(&text, &mut || self.delivery.take_expected(&id)),
-                    Some(Input::Line(line)) => Step::write(line),
+                    Some(Input::Answer { request_id, line, allow, message }) => adapter
+                        .answered(&request_id, allow, message.as_deref())
+                        .then(Step::write(line)),
                     None => {
                         taking = false;
                         write_lines(&stdin, adapter.stop());

@@ -7,12 +7,14 @@
 //! taken by the one intake ([`hooks`]); what the intakes share is [`intake`].
 
 pub(crate) mod adapter;
+pub(crate) mod asking;
 pub mod claude_code;
 pub(crate) mod codex {
     //! The Codex CLI adapter ([`adapter`]), its headless sessions ([`app_server`]) and the
     //! way into an idle TUI through the app server that runs it ([`wake`]).
     pub(crate) mod adapter;
     pub(crate) mod app_server;
+    pub(crate) mod approvals;
     #[cfg(unix)]
     pub(crate) mod wake;
 }

@@ -14,6 +14,16 @@ use crate::agents::claude_code::headless::{LaunchConfig, LaunchError};
 use crate::agents::headers;
 use crate::agents::launched::McpAccess;
 
+/// Where a Codex home keeps the control socket of its shared app server (the one an
+/// interactive TUI runs its thread in), relative to the home.
+pub(crate) const CONTROL_SOCKET: &str = "app-server-control/app-server-control.sock";
+
+/// The control socket of the app server that runs the sessions of `codex_home` (their hooks'
+/// `CODEX_HOME`).
+pub(crate) fn control_socket(codex_home: &std::path::Path) -> std::path::PathBuf {
+    codex_home.join(CONTROL_SOCKET)
+}
+
 pub(crate) struct Codex;
 
 impl Adapter for Codex {
@@ -52,11 +62,7 @@ impl Adapter for Codex {
             .and_then(|v| v.to_str().ok())
             .map(std::path::Path::new)
             .filter(|h| h.is_absolute())?;
-        Some(
-            app_server::control_socket(home)
-                .to_string_lossy()
-                .into_owned(),
-        )
+        Some(control_socket(home).to_string_lossy().into_owned())
     }
 
     fn level_signals(&self) -> &'static [LevelSignal] {

@@ -2,20 +2,28 @@
 //! (newline-delimited JSON; checked against Codex 0.171.0, see docs/agents.md).
 //!
 //! The handshake is `initialize`, `initialized`, then `thread/start` in the desk's directory
-//! with the desk's note as developer instructions, `approvalPolicy: "never"` (nobody sits at
-//! a headless session to approve a command) and Taskkeeper's MCP server as a config override
-//! in the request, so the worker token and the session's proof travel on stdin. A task is a
+//! with the desk's note as developer instructions, `approvalPolicy: "untrusted"` and
+//! Taskkeeper's MCP server as a config override in the request (its tools approved, so
+//! `task_update` never waits on anyone), so the worker token and the session's proof travel
+//! on stdin. A task is a
 //! `turn/start` into that thread; the app server's own notifications say when a turn runs
 //! (`turn/started`, `turn/completed` with its status) and what the model said last (the last
 //! `agentMessage` item). A `turn/start` sent while a turn runs would join that turn, so a
 //! task arriving then waits here for the turn's end and starts the next. Stopping interrupts
 //! the running turn (`turn/interrupt`); closing stdin then ends the app server (exit 0).
+//!
+//! Approvals go to the owner, as a headless Claude Code session's do
+//! ([`super::approvals`]): each becomes the owner's question, one at a time ([`Questions`]),
+//! settled by the owner's answer, Codex's `serverRequest/resolved` or the turn's end.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
 use taskkeeper_core::session::{Edge, TurnOrigin};
 
+use crate::agents::asking::{Questions, id_text};
+use crate::agents::claude_code::headless::Permission;
 use crate::agents::launched::{
     Headless, McpAccess, Rpc, Spawn, Step, joined, not_served, notification, request, rpc,
 };
@@ -37,16 +45,6 @@ pub(crate) fn spawn(program: &std::path::Path) -> Spawn {
 /// `TASKKEEPER_CODEX`, else `codex` on the PATH.
 pub fn program_from_env() -> PathBuf {
     crate::agents::launched::program_from_env(PROGRAM_ENV, "codex")
-}
-
-/// Where a Codex home keeps the control socket of its shared app server (the one an
-/// interactive TUI runs its thread in), relative to the home.
-pub(crate) const CONTROL_SOCKET: &str = "app-server-control/app-server-control.sock";
-
-/// The control socket of the app server that runs the sessions of `codex_home` (their hooks'
-/// `CODEX_HOME`).
-pub(crate) fn control_socket(codex_home: &std::path::Path) -> PathBuf {
-    codex_home.join(CONTROL_SOCKET)
 }
 
 /// How Taskkeeper names itself to a Codex app server.
@@ -85,6 +83,10 @@ pub struct AppServer {
     waiting: Vec<String>,
     last_words: Option<String>,
     stopping: bool,
+    /// What the session asks the owner.
+    questions: Questions,
+    /// The changes of each file change item under way, shown with its approval request.
+    changes: HashMap<String, Value>,
 }
 
 impl AppServer {
@@ -101,6 +103,8 @@ impl AppServer {
             waiting: Vec::new(),
             last_words: None,
             stopping: false,
+            questions: Questions::default(),
+            changes: HashMap::new(),
         }
     }
 
@@ -123,11 +127,12 @@ impl AppServer {
             "thread/start",
             json!({
                 "cwd": self.cwd,
-                "approvalPolicy": "never",
+                "approvalPolicy": "untrusted",
                 "developerInstructions": self.note,
                 "config": {"mcp_servers": {MCP_NAME: {
                     "url": self.mcp.url,
                     "http_headers": headers,
+                    "default_tools_approval_mode": "approve",
                 }}},
             }),
         )
@@ -153,7 +158,36 @@ impl AppServer {
     }
 
     fn ours(&self, params: &Value) -> bool {
-        params.get("threadId").and_then(Value::as_str) == self.thread.as_deref()
+        self.thread.is_some()
+            && params.get("threadId").and_then(Value::as_str) == self.thread.as_deref()
+    }
+
+    /// A request from Codex: an approval of this thread's becomes the owner's question; any
+    /// other is refused at once, so Codex never waits on an answer that will not come.
+    fn requested(&mut self, id: &Value, method: &str, params: &Value) -> Step {
+        let asked = if self.ours(params) {
+            super::approvals::asked(method, params, &self.changes)
+        } else {
+            None
+        };
+        let Some((tool, description, input)) = asked else {
+            return Step::write(not_served(id, method));
+        };
+        let answer = |decision: &str| {
+            json!({"jsonrpc": "2.0", "id": id, "result": {"decision": decision}}).to_string()
+        };
+        let permission = Permission::rpc(
+            id_text(id),
+            tool.to_owned(),
+            description,
+            &input,
+            answer("accept"),
+            answer("decline"),
+        );
+        Step {
+            ask: self.questions.ask(id.clone(), permission),
+            ..Step::default()
+        }
     }
 }
 
@@ -214,8 +248,26 @@ impl Headless for AppServer {
                     _ => Step::default(),
                 }
             }
-            Rpc::Request { id, method } => Step::write(not_served(id, method)),
+            Rpc::Request { id, method } => {
+                self.requested(id, method, message.get("params").unwrap_or(&Value::Null))
+            }
             Rpc::Notification { method, params } if self.ours(params) => match method {
+                "serverRequest/resolved" => Step {
+                    ask: params
+                        .get("requestId")
+                        .and_then(|id| self.questions.settled(&id_text(id))),
+                    ..Step::default()
+                },
+                "item/started" => {
+                    if let Some(item) = params.get("item")
+                        && item.get("type").and_then(Value::as_str) == Some("fileChange")
+                        && let Some(id) = item.get("id").and_then(Value::as_str)
+                    {
+                        let changes = item.get("changes").cloned().unwrap_or(Value::Null);
+                        self.changes.insert(id.to_owned(), changes);
+                    }
+                    Step::default()
+                }
                 "turn/started" => {
                     self.turn_asked = None;
                     self.turn = params
@@ -234,6 +286,9 @@ impl Headless for AppServer {
                 }
                 "item/completed" => {
                     let item = params.get("item");
+                    if let Some(id) = item.and_then(|i| i.get("id")).and_then(Value::as_str) {
+                        self.changes.remove(id);
+                    }
                     if item.and_then(|i| i.get("type")).and_then(Value::as_str)
                         == Some("agentMessage")
                         && let Some(text) = item
@@ -248,6 +303,8 @@ impl Headless for AppServer {
                 "turn/completed" => {
                     self.turn = None;
                     self.turn_asked = None;
+                    self.changes.clear();
+                    let moot = self.questions.moot();
                     let status = params.pointer("/turn/status").and_then(Value::as_str);
                     let edge = match status {
                         Some("failed") => Edge::TurnFailed {
@@ -259,12 +316,35 @@ impl Headless for AppServer {
                             background: Vec::new(),
                         },
                     };
-                    Step::edges(vec![edge]).then(self.next_turn())
+                    let mut step = Step::edges(vec![edge]).then(self.next_turn());
+                    step.ask = moot;
+                    step
                 }
                 _ => Step::default(),
             },
             Rpc::Notification { .. } | Rpc::Other => Step::default(),
         }
+    }
+
+    fn answered(&mut self, request_id: &str, allow: bool, message: Option<&str>) -> Step {
+        let mut step = Step {
+            ask: self.questions.settled(request_id),
+            ..Step::default()
+        };
+        // A denial's message goes into the running turn ahead of the denial, so the model
+        // reads both in its next request.
+        if !allow
+            && let Some(message) = message.filter(|m| !m.trim().is_empty())
+            && let (Some(thread), Some(turn)) = (self.thread.clone(), self.turn.clone())
+        {
+            let id = self.id();
+            step.write.push(request(
+                id,
+                "turn/steer",
+                super::approvals::steer(&thread, &turn, message),
+            ));
+        }
+        step
     }
 
     fn stop(&mut self) -> Vec<String> {
@@ -287,6 +367,7 @@ impl Headless for AppServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agents::launched::Ask;
 
     fn access() -> McpAccess {
         McpAccess {
@@ -316,7 +397,7 @@ mod tests {
         let hello = parsed(&hello.write);
         assert_eq!(hello[0]["method"], "initialized");
         assert_eq!(hello[1]["method"], "thread/start");
-        assert_eq!(hello[1]["params"]["approvalPolicy"], "never");
+        assert_eq!(hello[1]["params"]["approvalPolicy"], "untrusted");
         assert_eq!(
             hello[1]["params"]["developerInstructions"],
             "You work at desk web."
@@ -324,6 +405,10 @@ mod tests {
         let server = &hello[1]["params"]["config"]["mcp_servers"]["taskkeeper"];
         assert_eq!(server["url"], "http://127.0.0.1:1/mcp");
         assert_eq!(server["http_headers"]["X-Taskkeeper-Session"], "s-1");
+        assert_eq!(
+            server["default_tools_approval_mode"], "approve",
+            "Taskkeeper's own tools never wait on an approval"
+        );
 
         let started = s.read(
             &json!({"id": 2, "result": {"thread": {"id": "T"}}}),
@@ -398,7 +483,7 @@ mod tests {
         let mut yes = || true;
         s.open();
         let asked = s.read(
-            &json!({"id": 7, "method": "item/commandExecution/requestApproval", "params": {}}),
+            &json!({"id": 7, "method": "item/tool/requestUserInput", "params": {}}),
             &mut yes,
         );
         let answer = parsed(&asked.write);
@@ -409,6 +494,167 @@ mod tests {
             &mut yes,
         );
         assert!(refused.fatal.is_some());
+    }
+
+    /// A session whose thread `T` runs turn `U`.
+    fn running() -> AppServer {
+        let mut s = AppServer::new("/w".into(), String::new(), access());
+        let mut yes = || true;
+        s.open();
+        s.read(&json!({"id": 1, "result": {}}), &mut yes);
+        s.read(
+            &json!({"id": 2, "result": {"thread": {"id": "T"}}}),
+            &mut yes,
+        );
+        s.input("task", &mut yes);
+        s.read(
+            &json!({"method": "turn/started", "params": {"threadId": "T", "turn": {"id": "U"}}}),
+            &mut yes,
+        );
+        s
+    }
+
+    fn asked(step: Step) -> Permission {
+        match step.ask {
+            Some(Ask::Permission(p)) => p,
+            other => panic!("not asked: {other:?}"),
+        }
+    }
+
+    /// The request as Codex 0.171.0 sent it under `untrusted` (trimmed), and its answers.
+    #[test]
+    fn a_command_approval_waits_on_the_owner_and_is_answered_accept_or_decline() {
+        let mut s = running();
+        let mut yes = || true;
+        let request = json!({"method": "item/commandExecution/requestApproval", "id": 0,
+            "params": {"kind": "command", "threadId": "T", "turnId": "U", "itemId": "call_1",
+                "command": "/bin/bash -lc 'touch made.txt'", "cwd": "/w",
+                "reason": "to make the file",
+                "availableDecisions": ["accept", "cancel"]}});
+        let step = s.read(&request, &mut yes);
+        assert!(step.write.is_empty(), "Codex waits: nothing answered yet");
+        let p = asked(step);
+        assert_eq!(
+            (
+                p.request_id.as_str(),
+                p.tool.as_str(),
+                p.description.as_deref()
+            ),
+            ("0", "command", Some("to make the file"))
+        );
+        assert!(p.input.contains("touch made.txt"), "{}", p.input);
+        let answer =
+            |allow| -> Value { serde_json::from_str(&p.answer(allow, Some("No."))).unwrap() };
+        assert_eq!(
+            answer(true),
+            json!({"jsonrpc": "2.0", "id": 0, "result": {"decision": "accept"}})
+        );
+        assert_eq!(answer(false)["result"]["decision"], "decline");
+        // Answered, it is settled; Codex's word that it is settled then changes nothing. A
+        // denial with a message steers it into the turn first.
+        let denied = s.answered("0", false, Some("Not in this repository."));
+        assert_eq!(denied.ask, Some(Ask::Withdrawn("0".into())));
+        let steer = parsed(&denied.write);
+        assert_eq!(steer.len(), 1);
+        assert_eq!(steer[0]["method"], "turn/steer");
+        assert_eq!(
+            (
+                &steer[0]["params"]["threadId"],
+                &steer[0]["params"]["expectedTurnId"]
+            ),
+            (&json!("T"), &json!("U"))
+        );
+        assert_eq!(
+            steer[0]["params"]["input"][0]["text"],
+            "[Taskkeeper] The owner did not allow it: Not in this repository."
+        );
+        assert_eq!(
+            s.read(
+                &json!({"id": steer[0]["id"], "result": {"turnId": "U"}}),
+                &mut yes
+            ),
+            Step::default(),
+            "the steer's answer changes nothing"
+        );
+        let resolved = s.read(
+            &json!({"method": "serverRequest/resolved", "params": {"threadId": "T", "requestId": 0}}),
+            &mut yes,
+        );
+        assert_eq!(resolved, Step::default());
+        // Another thread's request is not this session's to ask.
+        let other = s.read(
+            &json!({"method": "item/commandExecution/requestApproval", "id": 1,
+                    "params": {"threadId": "X", "command": "rm -rf /"}}),
+            &mut yes,
+        );
+        assert_eq!(parsed(&other.write)[0]["error"]["code"], -32601);
+        assert_eq!(other.ask, None);
+        asked(s.read(
+            &json!({"method": "item/commandExecution/requestApproval", "id": 3,
+                    "params": {"threadId": "T", "command": "make"}}),
+            &mut yes,
+        ));
+        let allowed = s.answered("3", true, Some("ignored with an allowance"));
+        assert!(allowed.write.is_empty(), "only a denial carries a message");
+    }
+
+    #[test]
+    fn approvals_are_asked_one_at_a_time_and_the_turns_end_withdraws_what_waits() {
+        let mut s = running();
+        let mut yes = || true;
+        assert_eq!(
+            s.read(
+                &json!({"method": "item/started", "params": {"threadId": "T", "item": {
+                    "type": "fileChange", "id": "call_2",
+                    "changes": [{"path": "/w/a.txt", "kind": "add", "diff": "+hello"}]}}}),
+                &mut yes
+            ),
+            Step::default()
+        );
+        let first = s.read(
+            &json!({"method": "item/commandExecution/requestApproval", "id": 0,
+                    "params": {"threadId": "T", "command": "make"}}),
+            &mut yes,
+        );
+        let first = asked(first);
+        assert_eq!(
+            (first.request_id.as_str(), first.description.as_deref()),
+            ("0", Some("make")),
+            "without a reason, the command says what it is"
+        );
+        let second = s.read(
+            &json!({"method": "item/fileChange/requestApproval", "id": 1,
+                    "params": {"threadId": "T", "itemId": "call_2", "reason": null}}),
+            &mut yes,
+        );
+        assert_eq!(second, Step::default(), "waits until the first is settled");
+        let next = asked(s.read(
+            &json!({"method": "serverRequest/resolved", "params": {"threadId": "T", "requestId": 0}}),
+            &mut yes,
+        ));
+        assert_eq!(
+            (
+                next.request_id.as_str(),
+                next.tool.as_str(),
+                next.description.as_deref()
+            ),
+            ("1", "file change", Some("/w/a.txt"))
+        );
+        assert!(
+            next.input.contains("+hello"),
+            "the change is shown: {}",
+            next.input
+        );
+        assert_eq!(
+            serde_json::from_str::<Value>(&next.answer(true, None)).unwrap()["id"],
+            1
+        );
+        let ended = s.read(
+            &json!({"method": "turn/completed", "params": {"threadId": "T", "turn": {"id": "U", "status": "interrupted"}}}),
+            &mut yes,
+        );
+        assert_eq!(ended.edges, [Edge::Interrupted]);
+        assert_eq!(ended.ask, Some(Ask::Withdrawn("1".into())));
     }
 
     #[test]

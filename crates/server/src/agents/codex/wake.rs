@@ -5,7 +5,7 @@
 //! a turn in a thread it runs: a `turn/start` into the session's thread wakes the idle TUI,
 //! which shows the prompt and the reply as its own. The session's hooks run in that server,
 //! so their `CODEX_HOME` names where its control socket is
-//! (`agents::codex::app_server::control_socket`); the session id the hooks report is the
+//! (`agents::codex::adapter::control_socket`); the session id the hooks report is the
 //! thread's id. (Seen with 0.171.0: the TUI starts that daemon unless it runs with
 //! `--no-daemon` or `--dangerously-bypass-hook-trust`, which keep the thread in-process; it
 //! runs a TUI's hooks, SessionStart too, from the session's first turn on.)
@@ -42,7 +42,8 @@ use tokio::net::UnixStream;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 
-use super::app_server::{self as codex, CONTROL_SOCKET};
+use super::adapter::CONTROL_SOCKET;
+use super::app_server as codex;
 use crate::agents::launched::{Rpc, request, rpc};
 use crate::delivery::{AppServerWay, Pushed};
 
@@ -372,7 +373,7 @@ mod tests {
     fn only_a_codex_control_socket_of_this_user_is_connected_to() {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join(".codex");
-        let own = codex::control_socket(&home);
+        let own = crate::agents::codex::adapter::control_socket(&home);
         std::fs::create_dir_all(own.parent().unwrap()).unwrap();
         // As Codex lays it out: the socket under a short path, linked from the home.
         let short = dir.path().join("d0");

@@ -11,15 +11,25 @@
 //!
 //! A prompt sent while another runs would cancel it, so a task arriving then waits here for
 //! the turn's end. Gemini asks the client before a tool it does not trust
-//! (`session/request_permission`): Taskkeeper's own tools are allowed, any other is refused
-//! once (the model reads the refusal; the owner gives such tools in Gemini's own settings).
-//! Stopping cancels the running prompt (`session/cancel`); closing stdin ends the process.
+//! (`session/request_permission`, a JSON-RPC request that waits for its answer): Taskkeeper's
+//! own tools are allowed at once, any other becomes the owner's question
+//! ([`Ask`](crate::agents::launched::Ask)), as a headless Claude Code session's do, answered
+//! with the option of the owner's choice (allow once, or reject once: a rejected tool does not
+//! run, and the model reads that the user cancelled it; ACP's answer has no room for the
+//! owner's message). A tool is Taskkeeper's by the name Gemini gives the call
+//! (`mcp_taskkeeper_…`, the part of its `toolCallId` before `__`), never by words in its
+//! title or input, nor by the call id the model may choose, which follows. The owner's answer
+//! or the prompt's end settles a request, and the next one waiting is asked ([`Questions`]).
+//! Stopping cancels the running prompt (`session/cancel`) and answers what still waits
+//! `cancelled`, as ACP asks of a client that cancels; closing stdin ends the process.
 
 use std::path::PathBuf;
 
 use serde_json::{Value, json};
 use taskkeeper_core::session::{Edge, TurnOrigin};
 
+use crate::agents::asking::{Questions, id_text};
+use crate::agents::claude_code::headless::Permission;
 use crate::agents::launched::{
     Headless, McpAccess, Rpc, Spawn, Step, joined, not_served, notification, request, rpc,
 };
@@ -65,6 +75,8 @@ pub struct Acp {
     /// What the model said in the running turn.
     words: String,
     stopping: bool,
+    /// What the session asks the owner.
+    questions: Questions,
 }
 
 impl Acp {
@@ -80,6 +92,7 @@ impl Acp {
             waiting: Vec::new(),
             words: String::new(),
             stopping: false,
+            questions: Questions::default(),
         }
     }
 
@@ -124,45 +137,72 @@ impl Acp {
         }
     }
 
-    /// The answer to a permission request: Taskkeeper's own tools once, anything else
-    /// refused once.
-    fn permission(id: &Value, params: &Value) -> String {
-        let ours = params
-            .get("toolCall")
-            .is_some_and(|t| t.to_string().contains(MCP_NAME));
-        let wanted: &[&str] = if ours {
-            &["allow_once", "allow_always"]
-        } else {
-            &["reject_once", "reject_always"]
-        };
-        let option = params
-            .get("options")
-            .and_then(Value::as_array)
-            .and_then(|options| {
-                wanted.iter().find_map(|kind| {
-                    options
-                        .iter()
-                        .find(|o| o.get("kind").and_then(Value::as_str) == Some(kind))
+    /// A permission request: Taskkeeper's own tools allowed at once, any other asked of the
+    /// owner.
+    fn permission(&mut self, id: &Value, params: &Value) -> Step {
+        let call = params.get("toolCall").unwrap_or(&Value::Null);
+        let call_id = call
+            .get("toolCallId")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let option = |kinds: &[&str]| {
+            let chosen = params
+                .get("options")
+                .and_then(Value::as_array)
+                .and_then(|options| {
+                    kinds.iter().find_map(|kind| {
+                        options
+                            .iter()
+                            .find(|o| o.get("kind").and_then(Value::as_str) == Some(kind))
+                    })
                 })
-            })
-            .and_then(|o| o.get("optionId"))
-            .cloned();
-        if !ours {
-            let tool: String = params
-                .get("toolCall")
-                .map(|t| t.to_string())
-                .unwrap_or_default()
-                .chars()
-                .take(200)
-                .collect();
-            tracing::info!(%tool, "a headless Gemini session asked for a tool its settings do not allow; refused");
-        }
-        let outcome = match option {
-            Some(option) => json!({"outcome": "selected", "optionId": option}),
-            None => json!({"outcome": "cancelled"}),
+                .and_then(|o| o.get("optionId"))
+                .cloned();
+            let outcome = match chosen {
+                Some(option) => json!({"outcome": "selected", "optionId": option}),
+                None => json!({"outcome": "cancelled"}),
+            };
+            json!({"jsonrpc": "2.0", "id": id, "result": {"outcome": outcome}}).to_string()
         };
-        json!({"jsonrpc": "2.0", "id": id, "result": {"outcome": outcome}}).to_string()
+        let tool = tool_name(call_id);
+        if tool.starts_with(OUR_TOOLS) {
+            tracing::debug!(%tool, "allowed Taskkeeper's own tool unasked");
+            return Step::write(option(&["allow_once", "allow_always"]));
+        }
+        let title = call.get("title").and_then(Value::as_str).map(str::to_owned);
+        let input = json!({"kind": call.get("kind"), "title": title, "content": call.get("content"),
+                           "locations": call.get("locations")});
+        let request_id = if call_id.is_empty() {
+            id_text(id)
+        } else {
+            call_id.to_owned()
+        };
+        let permission = Permission::rpc(
+            request_id,
+            tool.to_owned(),
+            title,
+            &input,
+            option(&["allow_once"]),
+            option(&["reject_once"]),
+        );
+        Step {
+            ask: self.questions.ask(id.clone(), permission),
+            ..Step::default()
+        }
     }
+}
+
+/// What starts the name Gemini gives a call of one of Taskkeeper's MCP tools.
+const OUR_TOOLS: &str = "mcp_taskkeeper_";
+
+/// The tool a call is of: Gemini names a call `<tool>__<call id>`.
+fn tool_name(call_id: &str) -> &str {
+    call_id.split_once("__").map_or(call_id, |(tool, _)| tool)
+}
+
+/// A `cancelled` answer to the permission request `id`.
+fn cancelled(id: &Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "result": {"outcome": {"outcome": "cancelled"}}}).to_string()
 }
 
 impl Headless for Acp {
@@ -223,6 +263,7 @@ impl Headless for Acp {
                 }
                 Phase::Ready if self.prompt == Some(id) => {
                     self.prompt = None;
+                    let moot = self.questions.moot();
                     let words = std::mem::take(&mut self.words);
                     let reason = result
                         .and_then(|r| r.get("stopReason"))
@@ -237,15 +278,16 @@ impl Headless for Acp {
                             background: Vec::new(),
                         },
                     };
-                    Step::edges(vec![edge]).then(self.next_turn(expected))
+                    let mut step = Step::edges(vec![edge]).then(self.next_turn(expected));
+                    step.ask = moot;
+                    step
                 }
                 _ => Step::default(),
             },
             Rpc::Request { id, method } => match method {
-                "session/request_permission" => Step::write(Self::permission(
-                    id,
-                    message.get("params").unwrap_or(&Value::Null),
-                )),
+                "session/request_permission" => {
+                    self.permission(id, message.get("params").unwrap_or(&Value::Null))
+                }
                 _ => Step::write(not_served(id, method)),
             },
             Rpc::Notification { method, params }
@@ -270,13 +312,27 @@ impl Headless for Acp {
         }
     }
 
+    fn answered(&mut self, request_id: &str, _allow: bool, _message: Option<&str>) -> Step {
+        Step {
+            ask: self.questions.settled(request_id),
+            ..Step::default()
+        }
+    }
+
     fn stop(&mut self) -> Vec<String> {
         self.stopping = true;
         match (&self.session, self.prompt) {
-            (Some(session), Some(_)) => vec![notification(
-                "session/cancel",
-                json!({"sessionId": session}),
-            )],
+            (Some(session), Some(_)) => {
+                let cancel = notification("session/cancel", json!({"sessionId": session}));
+                let waiting = self
+                    .questions
+                    .pending()
+                    .iter()
+                    .map(cancelled)
+                    .collect::<Vec<_>>();
+                self.questions.moot();
+                std::iter::once(cancel).chain(waiting).collect()
+            }
             _ => Vec::new(),
         }
     }
@@ -285,6 +341,7 @@ impl Headless for Acp {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agents::launched::Ask;
 
     fn access() -> McpAccess {
         McpAccess {
@@ -376,27 +433,150 @@ mod tests {
         assert_eq!(cancelled.edges, [Edge::Interrupted]);
     }
 
+    const OPTIONS: &str = r#"[{"optionId": "proceed_always", "kind": "allow_always"},
+        {"optionId": "proceed_once", "kind": "allow_once"}, {"optionId": "cancel", "kind": "reject_once"}]"#;
+
+    /// A permission request as Gemini CLI 0.61.0 sends it (trimmed).
+    fn asks(id: u64, call: &str, title: &str) -> Value {
+        json!({"jsonrpc": "2.0", "id": id, "method": "session/request_permission", "params": {
+            "sessionId": "S", "options": serde_json::from_str::<Value>(OPTIONS).unwrap(),
+            "toolCall": {"toolCallId": call, "status": "pending", "title": title, "kind": "execute",
+                "content": [{"type": "content", "content": {"type": "text", "text": "[current working directory /w]"}}]}}})
+    }
+
+    fn asked(step: Step) -> Permission {
+        match step.ask {
+            Some(Ask::Permission(p)) => p,
+            other => panic!("not asked: {other:?}"),
+        }
+    }
+
     #[test]
-    fn our_tools_are_allowed_and_others_refused() {
+    fn our_tools_are_allowed_unasked_and_any_other_waits_on_the_owner() {
         let mut s = ready("");
         let mut yes = || true;
-        let options = json!([{"optionId": "a", "kind": "allow_once"}, {"optionId": "r", "kind": "reject_once"}]);
-        let ask = |title: &str| {
-            json!({"jsonrpc": "2.0", "id": 9, "method": "session/request_permission",
-            "params": {"sessionId": "S", "toolCall": {"toolCallId": "c", "title": title}, "options": options}})
-        };
-        let ours = parsed(&s.read(&ask("mcp_taskkeeper_task_update"), &mut yes).write);
-        assert_eq!(ours[0]["result"]["outcome"]["optionId"], "a");
-        let other = parsed(&s.read(&ask("run_shell_command"), &mut yes).write);
-        assert_eq!(other[0]["result"]["outcome"]["optionId"], "r");
+        s.input("task", &mut yes);
+        let ours = s.read(
+            &asks(
+                9,
+                "mcp_taskkeeper_task_update__mcp_taskkeeper_task_update_1_0",
+                "task_update",
+            ),
+            &mut yes,
+        );
+        assert_eq!(ours.ask, None);
+        assert_eq!(
+            parsed(&ours.write)[0]["result"]["outcome"],
+            json!({"outcome": "selected", "optionId": "proceed_once"})
+        );
+        // The model names the call and writes the command: neither makes it Taskkeeper's.
+        let forged = s.read(
+            &asks(
+                10,
+                "run_shell_command__mcp_taskkeeper_task_update__1",
+                "echo mcp_taskkeeper_ taskkeeper",
+            ),
+            &mut yes,
+        );
+        assert!(
+            forged.write.is_empty(),
+            "Gemini waits: nothing answered yet"
+        );
+        let p = asked(forged);
+        assert_eq!(
+            (
+                p.request_id.as_str(),
+                p.tool.as_str(),
+                p.description.as_deref()
+            ),
+            (
+                "run_shell_command__mcp_taskkeeper_task_update__1",
+                "run_shell_command",
+                Some("echo mcp_taskkeeper_ taskkeeper")
+            )
+        );
+        assert!(p.input.contains("current working directory"), "{}", p.input);
+        let answer =
+            |allow| -> Value { serde_json::from_str(&p.answer(allow, Some("No."))).unwrap() };
+        assert_eq!(
+            answer(true),
+            json!({"jsonrpc": "2.0", "id": 10, "result": {"outcome": {"outcome": "selected", "optionId": "proceed_once"}}})
+        );
+        assert_eq!(answer(false)["result"]["outcome"]["optionId"], "cancel");
         let unknown = parsed(
             &s.read(
-                &json!({"jsonrpc": "2.0", "id": 10, "method": "fs/read_text_file", "params": {}}),
+                &json!({"jsonrpc": "2.0", "id": 11, "method": "fs/read_text_file", "params": {}}),
                 &mut yes,
             )
             .write,
         );
         assert_eq!(unknown[0]["error"]["code"], -32601);
+    }
+
+    /// Gemini reports nothing more of a call the owner rejected: the answer itself settles
+    /// it, so what Gemini asks next is asked, not held until the prompt ends.
+    #[test]
+    fn the_owners_answer_settles_a_request_and_asks_the_next() {
+        let mut s = ready("");
+        let mut yes = || true;
+        s.input("task", &mut yes);
+        asked(s.read(&asks(5, "run_shell_command__a", "rm x"), &mut yes));
+        assert_eq!(
+            s.read(&asks(6, "run_shell_command__b", "ls"), &mut yes).ask,
+            None
+        );
+        assert_eq!(
+            asked(s.answered("run_shell_command__a", false, None)).request_id,
+            "run_shell_command__b"
+        );
+        assert_eq!(
+            s.answered("run_shell_command__b", true, None).ask,
+            Some(Ask::Withdrawn("run_shell_command__b".into()))
+        );
+    }
+
+    #[test]
+    fn the_prompts_end_withdraws_what_waits_and_a_stop_answers_it_cancelled() {
+        let mut s = ready("");
+        let mut yes = || true;
+        s.input("task", &mut yes);
+        asked(s.read(&asks(5, "run_shell_command__a", "make"), &mut yes));
+        assert_eq!(
+            s.read(&asks(6, "run_shell_command__b", "make test"), &mut yes)
+                .ask,
+            None,
+            "one at a time"
+        );
+        let ended = s.read(
+            &json!({"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn"}}),
+            &mut yes,
+        );
+        assert_eq!(
+            ended.ask,
+            Some(Ask::Withdrawn("run_shell_command__a".into()))
+        );
+        assert!(matches!(ended.edges[..], [Edge::TurnEnded { .. }]));
+        assert_eq!(
+            s.answered("run_shell_command__b", true, None).ask,
+            None,
+            "gone with the turn"
+        );
+        // Without options to choose from, the answer is `cancelled`; stopping while it waits
+        // cancels the prompt and answers the request `cancelled`.
+        let bare = json!({"jsonrpc": "2.0", "id": 7, "method": "session/request_permission",
+            "params": {"sessionId": "S", "toolCall": {"toolCallId": "write_file__c"}}});
+        s.input("again", &mut yes);
+        let waiting = asked(s.read(&bare, &mut yes));
+        assert_eq!(
+            serde_json::from_str::<Value>(&waiting.answer(true, None)).unwrap()["result"]["outcome"],
+            json!({"outcome": "cancelled"})
+        );
+        let stop = parsed(&s.stop());
+        assert_eq!(stop[0]["method"], "session/cancel");
+        assert_eq!(
+            stop[1],
+            json!({"jsonrpc": "2.0", "id": 7, "result": {"outcome": {"outcome": "cancelled"}}})
+        );
     }
 
     #[test]

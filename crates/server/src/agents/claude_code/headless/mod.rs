@@ -370,16 +370,22 @@ impl Launcher {
                 .remove(id)
                 .ok_or_else(|| LaunchError::NothingAsked(id.to_string()))?
         };
-        if !self
-            .launched()
-            .send_input(id, Input::Line(permission.answer(allow, message)))
-        {
+        // Answered, the turn goes on; the desk's tasks wait on the owner no more
+        // (`Sessions::edges`). Recorded before the answer goes, so what the session asks next
+        // (an agent that asked several things at once) is marked after it, not before.
+        self.sessions().edge(id, Edge::ToolActivity).await?;
+        if !self.launched().send_input(
+            id,
+            Input::Answer {
+                request_id: permission.request_id.clone(),
+                line: permission.answer(allow, message),
+                allow,
+                message: message.map(str::to_owned),
+            },
+        ) {
             return Err(LaunchError::NotLaunched(id.to_string()));
         }
         tracing::info!(session = %id, tool = %permission.tool, allow, "the owner answered a permission request");
-        // Answered, the turn goes on; the desk's tasks wait on the owner no more
-        // (`Sessions::edges`).
-        self.sessions().edge(id, Edge::ToolActivity).await?;
         Ok(())
     }
 }

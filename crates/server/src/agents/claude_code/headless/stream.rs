@@ -17,14 +17,57 @@ pub struct Permission {
     pub description: Option<String>,
     /// The tool's input as JSON text (cut to [`INPUT_SHOWN`] characters).
     pub input: String,
-    /// The input as asked, for the answer (`updatedInput` repeats it).
-    full_input: Value,
+    /// How the owner's answer goes back, in the session's protocol.
+    reply: Reply,
+}
+
+/// How the owner's answer to a [`Permission`] is written on the session's stdin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Reply {
+    /// Claude Code's control response: an allowance repeats the input as asked
+    /// (`updatedInput`), a denial carries the owner's message to the model.
+    Control { full_input: Value },
+    /// A JSON-RPC answer already written for each choice (Codex's app server, Gemini's
+    /// ACP): their answers name a decision and carry no message.
+    Rpc { allow: String, deny: String },
 }
 
 /// How much of a tool's input a permission request shows.
 pub const INPUT_SHOWN: usize = 2000;
 
+/// `input` as JSON text, cut to [`INPUT_SHOWN`] characters.
+fn shown(input: &Value) -> String {
+    let text = input.to_string();
+    if text.chars().count() > INPUT_SHOWN {
+        let mut cut: String = text.chars().take(INPUT_SHOWN).collect();
+        cut.push('…');
+        cut
+    } else {
+        text
+    }
+}
+
 impl Permission {
+    /// A request a JSON-RPC agent made (Codex's approvals, Gemini's
+    /// `session/request_permission`), answered by `allow` or `deny`: whole answer lines in
+    /// its protocol, the request's id in them.
+    pub(crate) fn rpc(
+        request_id: String,
+        tool: String,
+        description: Option<String>,
+        input: &Value,
+        allow: String,
+        deny: String,
+    ) -> Self {
+        Self {
+            request_id,
+            tool,
+            description,
+            input: shown(input),
+            reply: Reply::Rpc { allow, deny },
+        }
+    }
+
     /// The permission request in a `can_use_tool` control request, if it is one.
     pub(super) fn from_control(event: &Value) -> Option<Permission> {
         let request = event.get("request")?;
@@ -32,14 +75,7 @@ impl Permission {
             return None;
         }
         let full_input = request.get("input").cloned().unwrap_or_else(|| json!({}));
-        let text = full_input.to_string();
-        let input = if text.chars().count() > INPUT_SHOWN {
-            let mut cut: String = text.chars().take(INPUT_SHOWN).collect();
-            cut.push('…');
-            cut
-        } else {
-            text
-        };
+        let input = shown(&full_input);
         Some(Permission {
             request_id: event.get("request_id")?.as_str()?.to_owned(),
             tool: request.get("tool_name")?.as_str()?.to_owned(),
@@ -48,19 +84,34 @@ impl Permission {
                 .and_then(Value::as_str)
                 .map(str::to_owned),
             input,
-            full_input,
+            reply: Reply::Control { full_input },
         })
     }
 
-    /// The line that answers it on the session's stdin.
-    pub(super) fn answer(&self, allow: bool, message: Option<&str>) -> String {
-        let response = if allow {
-            json!({"behavior": "allow", "updatedInput": self.full_input})
-        } else {
-            json!({"behavior": "deny",
-                   "message": message.filter(|m| !m.trim().is_empty()).unwrap_or("The owner did not allow this.")})
-        };
-        control_response(&self.request_id, response)
+    /// The line that answers it on the session's stdin. `message` goes with a denial where
+    /// the protocol carries one (Claude Code's).
+    pub(crate) fn answer(&self, allow: bool, message: Option<&str>) -> String {
+        match &self.reply {
+            Reply::Control { full_input } => {
+                let response = if allow {
+                    json!({"behavior": "allow", "updatedInput": full_input})
+                } else {
+                    json!({"behavior": "deny",
+                           "message": message.filter(|m| !m.trim().is_empty()).unwrap_or("The owner did not allow this.")})
+                };
+                control_response(&self.request_id, response)
+            }
+            Reply::Rpc {
+                allow: yes,
+                deny: no,
+            } => {
+                let mut line = if allow { yes.clone() } else { no.clone() };
+                if !line.ends_with('\n') {
+                    line.push('\n');
+                }
+                line
+            }
+        }
     }
 }
 
