@@ -6,6 +6,10 @@
 #
 #   bench/a2a/run.sh [SECONDS_PER_CELL]      (default 5; plus 1 s of warm-up per cell)
 #   FILE_BYTES=65536 bench/a2a/run.sh        (also SendMessage with a file part of that size)
+#   TASKKEEPER_BIN=/path/to/taskkeeper bench/a2a/run.sh   (that build of the daemon instead of
+#                                            this tree's, e.g. a copy of the one before a change)
+#   A2A_LOAD_BIN=/path/to/a2a_load ...       (a load generator built before; with both set,
+#                                            nothing is built)
 #
 # Cells: v1.0 GetTask (of one existing task) and SendMessage with returnImmediately: true (a
 # fresh messageId per call), each over JSON-RPC and over HTTP+JSON, at 1 and 16 keep-alive
@@ -49,10 +53,13 @@ free_port() {
 }
 
 # ---- builds -------------------------------------------------------------------------------
-say "building the daemon and the load generator (release)"
-cargo build --release -q -p taskkeeper-cli
-TASKKEEPER="$CARGO_TARGET_DIR/release/taskkeeper"
-LOAD="$(cargo bench -q -p taskkeeper-server --bench a2a_load --no-run --message-format=json |
+if [ -z "${TASKKEEPER_BIN:-}" ]; then
+	say "building the daemon (release)"
+	cargo build --release -q -p taskkeeper-cli
+fi
+TASKKEEPER="${TASKKEEPER_BIN:-$CARGO_TARGET_DIR/release/taskkeeper}"
+LOAD="${A2A_LOAD_BIN:-}"
+[ -n "$LOAD" ] || LOAD="$(cargo bench -q -p taskkeeper-server --bench a2a_load --no-run --message-format=json |
 	python3 -c '
 import json, sys
 for line in sys.stdin:

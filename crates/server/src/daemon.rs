@@ -63,6 +63,7 @@ pub struct Daemon {
     delivery: crate::delivery::Delivery,
     pusher: JoinHandle<()>,
     push_wake: crate::a2a::push::Waker,
+    push_looks: Arc<std::sync::atomic::AtomicU64>,
     digest_wake: Arc<tokio::sync::Notify>,
 }
 
@@ -137,6 +138,7 @@ impl Daemon {
         let pusher = crate::a2a::push::Pusher::new(tasks.clone())
             .map_err(|e| DaemonError::Push(e.to_string()))?;
         let push_wake = pusher.waker();
+        let push_looks = pusher.looks();
         let guard = Arc::new(Guard::new(credentials.clone(), addr.port()));
         let a2a = crate::a2a::A2a {
             tasks: tasks.clone(),
@@ -303,6 +305,7 @@ impl Daemon {
             delivery,
             pusher,
             push_wake,
+            push_looks,
             digest_wake,
         })
     }
@@ -365,6 +368,11 @@ impl Daemon {
     /// past a retry (it otherwise looks again within 30 s).
     pub fn wake_push(&self) {
         self.push_wake.notify_one();
+    }
+
+    /// How many times the push sender has read its queue since the start.
+    pub fn push_looks(&self) -> u64 {
+        self.push_looks.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Make the digest's offer look at the clock now (for tests that moved it).

@@ -31,5 +31,5 @@ pub use config::{DaemonConfig, default_data_dir};
 pub use daemon::{Daemon, DaemonError};
 pub use http::auth::{Caller, CallerKind};
 pub use owner::{OwnerError, OwnerErrorKind, OwnerService, TaskQuery, WorkerEnding, WorkerStatus};
-pub use tasks::Tasks;
+pub use tasks::{Tasks, Trips};
 pub use token::{OWNER_FILE as OWNER_TOKEN_FILE, Token, WORKER_FILE as WORKER_TOKEN_FILE};

@@ -9,11 +9,18 @@
 //!
 //! A task's channel lives while someone watches it: the last [`TaskWatch`] to go removes it,
 //! so a task nobody follows costs nothing here, and [`Tasks::watchers`] counts who follows.
+//!
+//! Thread trips are the cost that showed in the profile (issue 13: on two cores, a third of
+//! a send's CPU was the kernel switching threads), so the calls made on every request take
+//! none they can avoid: a task write goes to the store's writer thread and its answer comes
+//! back on a channel the async caller awaits (no blocking-pool thread waits between), and a
+//! task read takes an idle read connection where the caller is. [`Tasks::trips`] counts them.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use taskkeeper_core::store::{Changed, PageQuery, TaskFilter};
+use taskkeeper_core::store::{Changed, PageQuery, Resend, TaskFilter};
 use taskkeeper_core::{Clock, Event, NewTask, Store, StoreError, Task, TaskId, Timestamp};
 use tokio::sync::broadcast;
 
@@ -38,6 +45,40 @@ struct Hub {
     made: std::sync::atomic::AtomicU64,
     feed: broadcast::Sender<Arc<Task>>,
     pokes: broadcast::Sender<()>,
+    /// Told when a change queued a push for a webhook: the push sender's wake.
+    pushes: Arc<tokio::sync::Notify>,
+    trips: TripCounts,
+}
+
+/// See [`Trips`].
+#[derive(Debug, Default)]
+struct TripCounts {
+    pool: AtomicU64,
+    writer: AtomicU64,
+    direct: AtomicU64,
+}
+
+/// The thread trips the task service made since it was made, for tests that pin a cost by
+/// counting (never by time).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Trips {
+    /// Calls run on the blocking pool ([`Tasks::blocking`]).
+    pub pool: u64,
+    /// Task writes handed to the store's writer thread and awaited without a pool thread.
+    pub writer: u64,
+    /// Reads done where the caller was, on an idle read connection.
+    pub direct: u64,
+}
+
+impl std::ops::Sub for Trips {
+    type Output = Trips;
+    fn sub(self, before: Trips) -> Trips {
+        Trips {
+            pool: self.pool - before.pool,
+            writer: self.writer - before.writer,
+            direct: self.direct - before.direct,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -102,6 +143,8 @@ impl Tasks {
             made: std::sync::atomic::AtomicU64::new(0),
             feed: broadcast::channel(FEED_CHANNEL).0,
             pokes: broadcast::channel(16).0,
+            pushes: Arc::new(tokio::sync::Notify::new()),
+            trips: TripCounts::default(),
         };
         Self {
             store,
@@ -125,11 +168,22 @@ impl Tasks {
         self.clock.monotonic()
     }
 
+    /// The thread trips made so far (see [`Trips`]).
+    pub fn trips(&self) -> Trips {
+        let t = &self.hub.trips;
+        Trips {
+            pool: t.pool.load(Ordering::Relaxed),
+            writer: t.writer.load(Ordering::Relaxed),
+            direct: t.direct.load(Ordering::Relaxed),
+        }
+    }
+
     /// Run a store call on the blocking pool.
     pub async fn blocking<R: Send + 'static>(
         &self,
         f: impl FnOnce(&Store, Timestamp) -> Result<R, StoreError> + Send + 'static,
     ) -> Result<R, StoreError> {
+        self.hub.trips.pool.fetch_add(1, Ordering::Relaxed);
         let store = self.store.clone();
         let now = self.clock.now();
         tokio::task::spawn_blocking(move || f(&store, now))
@@ -143,6 +197,26 @@ impl Tasks {
         self.blocking(move |s, now| s.prune_ended(now, keep)).await
     }
 
+    /// A task write on the store's writer thread, awaited here: the writer answers on a
+    /// channel once the commit is durable, so no blocking-pool thread sits waiting for it.
+    async fn written(
+        &self,
+        start: impl FnOnce(&Store, Timestamp, Box<dyn FnOnce(Result<Changed, StoreError>) + Send>),
+    ) -> Result<Changed, StoreError> {
+        self.hub.trips.writer.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        start(
+            &self.store,
+            self.clock.now(),
+            Box::new(move |r| {
+                let _ = tx.send(r);
+            }),
+        );
+        let changed = rx.await.map_err(|_| StoreError::Closed)??;
+        self.publish(&changed);
+        Ok(changed)
+    }
+
     fn publish(&self, changed: &Changed) {
         if changed.changed {
             self.hub.publish(changed.task.clone());
@@ -150,6 +224,15 @@ impl Tasks {
         for other in &changed.others {
             self.hub.publish(other.clone());
         }
+        if changed.pushed {
+            self.hub.pushes.notify_one();
+        }
+    }
+
+    /// The push sender's wake: told after every change that queued a push (and by whoever
+    /// sets a webhook), so a change of a task without one costs the sender nothing.
+    pub fn push_wake(&self) -> Arc<tokio::sync::Notify> {
+        Arc::clone(&self.hub.pushes)
     }
 
     pub async fn submit(&self, new: NewTask) -> Result<Changed, StoreError> {
@@ -163,11 +246,8 @@ impl Tasks {
         new: NewTask,
         webhook: Option<taskkeeper_core::push::NewPushConfig>,
     ) -> Result<Changed, StoreError> {
-        let changed = self
-            .blocking(move |s, now| s.submit_with_push(new, webhook, now))
-            .await?;
-        self.publish(&changed);
-        Ok(changed)
+        self.written(move |s, now, done| s.submit_then(new, Resend::SameTask, webhook, now, done))
+            .await
     }
 
     /// [`Tasks::submit_with_push`] without the resend check (`Store::submit_each`): the
@@ -177,20 +257,13 @@ impl Tasks {
         new: NewTask,
         webhook: Option<taskkeeper_core::push::NewPushConfig>,
     ) -> Result<Changed, StoreError> {
-        let changed = self
-            .blocking(move |s, now| s.submit_each(new, webhook, now))
-            .await?;
-        self.publish(&changed);
-        Ok(changed)
+        self.written(move |s, now, done| s.submit_then(new, Resend::NewTask, webhook, now, done))
+            .await
     }
 
     pub async fn apply(&self, id: &TaskId, event: Event) -> Result<Changed, StoreError> {
-        let id = id.clone();
-        let changed = self
-            .blocking(move |s, now| s.apply(&id, event, now))
-            .await?;
-        self.publish(&changed);
-        Ok(changed)
+        self.written(move |s, now, done| s.apply_then(id, None, event, now, done))
+            .await
     }
 
     /// [`Tasks::apply`] to the task as it was at `version` only (see `Store::apply_at`).
@@ -200,12 +273,8 @@ impl Tasks {
         version: u64,
         event: Event,
     ) -> Result<Changed, StoreError> {
-        let id = id.clone();
-        let changed = self
-            .blocking(move |s, now| s.apply_at(&id, version, event, now))
-            .await?;
-        self.publish(&changed);
-        Ok(changed)
+        self.written(move |s, now, done| s.apply_then(id, Some(version), event, now, done))
+            .await
     }
 
     /// The settings, from the store's memory when it has them (every A2A call asks for the
@@ -227,9 +296,21 @@ impl Tasks {
         self.blocking(move |s, _| s.desk(&name)).await
     }
 
+    /// Task `id`: read where the caller is when a read connection is idle (one lookup by
+    /// key, see `Store::try_task`), else on the blocking pool.
     pub async fn get(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
+        if let Some(read) = self.store.try_task(id) {
+            self.hub.trips.direct.fetch_add(1, Ordering::Relaxed);
+            return read;
+        }
         let id = id.clone();
         self.blocking(move |s, _| s.task(&id)).await
+    }
+
+    /// The desks set to launch by themselves if the store has them in memory (`None`: ask
+    /// the store), so the auto-launch loop can tell without a trip whether a change is its.
+    pub fn cached_auto_launch_desks(&self) -> Option<Vec<taskkeeper_core::Desk>> {
+        self.store.cached_auto_launch_desks()
     }
 
     pub async fn list(&self, filter: TaskFilter) -> Result<Vec<Task>, StoreError> {

@@ -6,7 +6,8 @@
 //! that changed or are due, so its cost follows the work, not how many sessions there are.
 //! It sleeps until the earliest due time plus [`watchdog::COALESCE`] (due times that close
 //! share a wake), capped at [`CAP`] so a suspend or a wall-clock jump is noticed, or until
-//! the next change; with nothing due it sleeps until a change, doing no periodic work.
+//! the next change (and the changes within [`GATHER`] of it); with nothing due it sleeps
+//! until a change, doing no periodic work.
 //!
 //! On each wake it compares wall-clock and monotonic time: a forward gap means the machine
 //! slept, and every quiet session's clock moves later by the gap (the sessions slept too),
@@ -28,6 +29,12 @@ use crate::tasks::Tasks;
 
 /// The longest sleep while something is due.
 pub const CAP: Duration = Duration::from_secs(30);
+/// How long a change waits for the ones that follow it before its pass: a burst of sends is
+/// planned in one pass instead of one each (issue 13: under load the watchdog's pass after
+/// every send was a tenth of the daemon's CPU). What the pass decides it reads at the pass,
+/// and a reminder is minutes away, so nothing is decided on stale data and nothing is late
+/// by more than this.
+pub const GATHER: Duration = Duration::from_millis(20);
 /// Wall-clock drift under this is noise, not a suspend.
 const TOLERANCE: Duration = Duration::from_secs(10);
 
@@ -67,6 +74,9 @@ pub struct Pass {
     pub largest_read: usize,
     /// Open tasks the last pass read (a desk's queue is not read, only what the plan needs).
     pub tasks: usize,
+    /// Trips to the blocking pool the last pass made to read (one for up to [`BATCH`] desks,
+    /// so a pass after a change makes one); what it carried out comes on top.
+    pub trips: usize,
 }
 
 /// What one pass did.
@@ -76,6 +86,7 @@ struct Done {
     desks: usize,
     largest_read: usize,
     tasks: usize,
+    trips: usize,
     /// Whether it did anything.
     acted: bool,
 }
@@ -171,9 +182,21 @@ impl Watchdog {
         schedule: &mut Schedule,
     ) -> Result<Done, StoreError> {
         let full = matches!(look, Look::All);
-        let (settings, names) = self
+        // The desks, and when they are few (a pass after a change) the first batch of them
+        // read in the same trip: this runs after every change of any task.
+        let (settings, names, mut first) = self
             .tasks
-            .blocking(move |s, _| Ok((s.settings()?, desks_to_read(s, look)?)))
+            .blocking(move |s, _| {
+                let settings = s.settings()?;
+                let names = desks_to_read(s, look)?;
+                let created_by = watchdog::expired_if_created_by(now, &settings);
+                let first = if names.len() <= BATCH {
+                    Some(read_desks(s, names.clone(), created_by)?)
+                } else {
+                    None
+                };
+                Ok((settings, names, first))
+            })
             .await?;
         if full {
             schedule.clear();
@@ -181,14 +204,20 @@ impl Watchdog {
         let created_by = watchdog::expired_if_created_by(now, &settings);
         let mut done = Done {
             desks: names.len(),
+            trips: 1,
             ..Done::default()
         };
         for batch in names.chunks(BATCH) {
-            let batch = batch.to_vec();
-            let desks = self
-                .tasks
-                .blocking(move |s, _| read_desks(s, batch, created_by))
-                .await?;
+            let desks = match first.take() {
+                Some(read) => read,
+                None => {
+                    let batch = batch.to_vec();
+                    done.trips += 1;
+                    self.tasks
+                        .blocking(move |s, _| read_desks(s, batch, created_by))
+                        .await?
+                }
+            };
             done.largest_read = done.largest_read.max(desks.len());
             for (desk, sessions, open) in desks {
                 done.tasks += open.len();
@@ -346,11 +375,24 @@ impl Watchdog {
                         None => std::future::pending().await,
                     }
                 };
-                tokio::select! {
-                    r = changes.recv() => look.add(r),
-                    () = self.wake.notified() => look = Look::All,
-                    () = sleep => {}
+                let changed = tokio::select! {
+                    r = changes.recv() => {
+                        look.add(r);
+                        true
+                    }
+                    () = self.wake.notified() => {
+                        look = Look::All;
+                        false
+                    }
+                    () = sleep => false,
                     _ = stop.wait_for(|s| *s) => return,
+                };
+                if changed {
+                    // The changes that follow this one (a burst of sends) go into its pass.
+                    tokio::select! {
+                        () = tokio::time::sleep(GATHER) => {}
+                        _ = stop.wait_for(|s| *s) => return,
+                    }
                 }
                 drain(&mut changes, &mut look);
                 pass.wakes += 1;
@@ -416,6 +458,7 @@ impl Watchdog {
         pass.desks = done.desks;
         pass.largest_read = done.largest_read;
         pass.tasks = done.tasks;
+        pass.trips = done.trips;
         pass.full = full;
         pass.scheduled = schedule.len();
         if full || pass.clock_back {

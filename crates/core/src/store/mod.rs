@@ -216,7 +216,7 @@ fn validate_asker_name(name: &str) -> Result<(), StoreError> {
 
 /// What a send with a `messageId` the asker used before does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Resend {
+pub enum Resend {
     /// Returns the task the first send created, and changes nothing (the rule).
     SameTask,
     /// Creates a new task anyway (the conformance desk, [`Store::submit_each`]).
@@ -231,6 +231,9 @@ pub struct Changed {
     /// False when the call changed nothing (an idempotent repeat).
     pub changed: bool,
     pub others: Vec<Task>,
+    /// Whether the change queued a push for a webhook (a task with none queues nothing), so
+    /// the push sender need not look at its queue after every change.
+    pub pushed: bool,
 }
 
 /// The task database. Cheap to clone; all clones share one writer thread.
@@ -310,6 +313,9 @@ struct SettingsCache {
 struct DeskCache {
     generation: u64,
     desks: std::collections::HashMap<String, Desk>,
+    /// The desks set to launch by themselves, as [`Store::auto_launch_desks`] last read
+    /// them, so the auto-launch loop can tell from memory whether a change concerns it.
+    auto_launch: Option<Vec<Desk>>,
 }
 
 const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
@@ -436,6 +442,32 @@ impl Store {
         result
     }
 
+    /// [`Store::read`] only if a read connection is idle now: never waits for one and never
+    /// opens one, so a caller on an async worker can read without blocking it on the pool
+    /// (`None`: none was idle; read through the pool instead).
+    fn try_read<R>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<R, StoreError>,
+    ) -> Option<Result<R, StoreError>> {
+        let conn = {
+            let mut pool = self.readers();
+            if self.inner.closed.load(std::sync::atomic::Ordering::SeqCst) {
+                return Some(Err(StoreError::Closed));
+            }
+            pool.idle.pop()?
+        };
+        let result = self.inner.reads.counting(|| f(&conn));
+        let mut pool = self.readers();
+        if self.inner.closed.load(std::sync::atomic::Ordering::SeqCst) {
+            pool.open = pool.open.saturating_sub(1);
+        } else {
+            pool.idle.push(conn);
+        }
+        drop(pool);
+        self.inner.reader_back.notify_one();
+        Some(result)
+    }
+
     fn readers(&self) -> std::sync::MutexGuard<'_, Readers> {
         self.inner
             .readers
@@ -495,13 +527,25 @@ impl Store {
         f: impl FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
     ) -> Result<R, StoreError> {
         let (tx, rx) = mpsc::sync_channel::<Result<R, StoreError>>(1);
+        self.write_then(f, move |result| {
+            let _ = tx.send(result);
+        });
+        rx.recv().map_err(|_| StoreError::Closed)?
+    }
+
+    /// Run `f` in the writer's next group commit and hand its outcome to `done` once that
+    /// commit is durable (or refused). Returns at once: `done` runs on the writer thread, so
+    /// it must only pass the outcome on (an async caller's channel), never block.
+    fn write_then<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
+        done: impl FnOnce(Result<R, StoreError>) + Send + 'static,
+    ) {
         let totals = Arc::clone(&self.inner.reads);
         let job: writer::Job = Box::new(move |conn| {
             let result = totals.counting(|| conn.and_then(f));
             let keep = result.is_ok();
-            let reply: writer::Reply = Box::new(move |commit| {
-                let _ = tx.send(commit.and(result));
-            });
+            let reply: writer::Reply = Box::new(move |commit| done(commit.and(result)));
             (keep, reply)
         });
         let sender = self
@@ -510,11 +554,18 @@ impl Store {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        sender
-            .ok_or(StoreError::Closed)?
-            .send(job)
-            .map_err(|_| StoreError::Closed)?;
-        rx.recv().map_err(|_| StoreError::Closed)?
+        match sender {
+            Some(sender) => {
+                if let Err(mpsc::SendError(job)) = sender.send(job) {
+                    let (_, reply) = job(Err(StoreError::Closed));
+                    reply(Err(StoreError::Closed));
+                }
+            }
+            None => {
+                let (_, reply) = job(Err(StoreError::Closed));
+                reply(Err(StoreError::Closed));
+            }
+        }
     }
 
     // ---- desks ----------------------------------------------------------------------
@@ -533,6 +584,7 @@ impl Store {
         let mut cache = self.desk_cache();
         cache.generation = cache.generation.wrapping_add(1);
         cache.desks.clear();
+        cache.auto_launch = None;
         written
     }
 
@@ -643,16 +695,34 @@ impl Store {
         })
     }
 
-    /// The desks set to launch a session by themselves, from their index (the auto-launch
-    /// loop asks on every change of any task).
+    /// The desks set to launch a session by themselves, from their index, kept in memory
+    /// until a write of a desk (see [`DeskCache`]).
     pub fn auto_launch_desks(&self) -> Result<Vec<Desk>, StoreError> {
-        self.read(|c| {
+        let generation = {
+            let cache = self.desk_cache();
+            if let Some(desks) = &cache.auto_launch {
+                return Ok(desks.clone());
+            }
+            cache.generation
+        };
+        let desks: Vec<Desk> = self.read(|c| {
             let mut stmt = c.prepare_cached(&format!(
                 "SELECT {DESK_COLUMNS} FROM desks WHERE auto_launch = 1 ORDER BY name"
             ))?;
             let rows = stmt.query_map([], desk_from_row)?;
             rows.map(|r| r?).collect()
-        })
+        })?;
+        let mut cache = self.desk_cache();
+        if cache.generation == generation {
+            cache.auto_launch = Some(desks.clone());
+        }
+        Ok(desks)
+    }
+
+    /// [`Store::auto_launch_desks`] if it is in memory: never touches the database (`None`:
+    /// not read since the last write of a desk).
+    pub fn cached_auto_launch_desks(&self) -> Option<Vec<Desk>> {
+        self.desk_cache().auto_launch.clone()
     }
 
     /// The names of the desks that have a session or an open task, in name order (from the
@@ -729,7 +799,26 @@ impl Store {
         webhook: Option<crate::push::NewPushConfig>,
         now: Timestamp,
     ) -> Result<Changed, StoreError> {
-        self.write(move |c| {
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.submit_then(new, resend, webhook, now, move |r| {
+            let _ = tx.send(r);
+        });
+        rx.recv().map_err(|_| StoreError::Closed)?
+    }
+
+    /// [`Store::submit_with_push`] (or, with [`Resend::NewTask`], [`Store::submit_each`])
+    /// without waiting: `done` hears the outcome on the writer thread once the commit is
+    /// durable, so an async caller needs no thread of its own to wait on (see
+    /// [`Store::write_then`]).
+    pub fn submit_then(
+        &self,
+        new: NewTask,
+        resend: Resend,
+        webhook: Option<crate::push::NewPushConfig>,
+        now: Timestamp,
+        done: impl FnOnce(Result<Changed, StoreError>) + Send + 'static,
+    ) {
+        self.write_then(move |c| {
             if resend == Resend::SameTask
                 && let Some(mut existing) =
                     load_task_by_request(c, &new.asker, &new.request.message_id)?
@@ -739,6 +828,7 @@ impl Store {
                     task: existing,
                     changed: false,
                     others: Vec::new(),
+                    pushed: false,
                 });
             }
             if load_desk(c, new.desk.as_str())?.is_none() {
@@ -770,19 +860,22 @@ impl Store {
                 .cloned()
                 .unwrap_or(task);
             position_of_newest(c, &mut task)?;
+            let mut pushed = false;
             if let Some(config) = webhook {
                 push::insert_config(c, &task, config, now)?;
+                pushed = true;
             }
             let others: Vec<Task> = started.into_iter().filter(|t| t.id != task.id).collect();
             for other in &others {
-                push::enqueue(c, Some(other), other, now)?;
+                pushed |= push::enqueue(c, Some(other), other, now)?;
             }
             Ok(Changed {
                 task,
                 changed: true,
                 others,
+                pushed,
             })
-        })
+        }, done);
     }
 
     /// Apply `event` to task `id` (see [`transition::apply`]) and let its desk's queue move on.
@@ -810,57 +903,82 @@ impl Store {
         event: Event,
         now: Timestamp,
     ) -> Result<Changed, StoreError> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.apply_then(id, version, event, now, move |r| {
+            let _ = tx.send(r);
+        });
+        rx.recv().map_err(|_| StoreError::Closed)?
+    }
+
+    /// [`Store::apply`] (with `version`, [`Store::apply_at`]) without waiting: `done` hears
+    /// the outcome on the writer thread once the commit is durable (see
+    /// [`Store::write_then`]).
+    pub fn apply_then(
+        &self,
+        id: &TaskId,
+        version: Option<u64>,
+        event: Event,
+        now: Timestamp,
+        done: impl FnOnce(Result<Changed, StoreError>) + Send + 'static,
+    ) {
         let id = id.clone();
         let follow_up = match &event {
             Event::FollowUp { message } => Some(limits::message_size(message)),
             _ => None,
         };
-        self.write(move |c| {
-            let before = load_task(c, &id)?.ok_or_else(|| StoreError::NoSuchTask(id.clone()))?;
-            if version.is_some_and(|v| v != before.version) {
-                return Err(StoreError::Conflict(id));
-            }
-            let after = transition::apply(&before, event, now)?;
-            if let Some(size) = follow_up
-                && after.version != before.version
-            {
-                limits::follow_up(&after, size, &load_settings(c)?.limits)?;
-            }
-            if after.version == before.version {
-                let mut task = after;
+        self.write_then(
+            move |c| {
+                let before =
+                    load_task(c, &id)?.ok_or_else(|| StoreError::NoSuchTask(id.clone()))?;
+                if version.is_some_and(|v| v != before.version) {
+                    return Err(StoreError::Conflict(id));
+                }
+                let after = transition::apply(&before, event, now)?;
+                if let Some(size) = follow_up
+                    && after.version != before.version
+                {
+                    limits::follow_up(&after, size, &load_settings(c)?.limits)?;
+                }
+                if after.version == before.version {
+                    let mut task = after;
+                    fill_positions(c, std::slice::from_mut(&mut task))?;
+                    return Ok(Changed {
+                        task,
+                        changed: false,
+                        others: Vec::new(),
+                        pushed: false,
+                    });
+                }
+                update_task(c, &before, &after)?;
+                let others = start_next(c, &after.desk, now)?;
+                // The task as written (or as it started): no read back, no second decode.
+                let mut task = others.iter().find(|t| t.id == id).cloned().unwrap_or(after);
                 fill_positions(c, std::slice::from_mut(&mut task))?;
-                return Ok(Changed {
+                // Queued with the change: an answered change is a queued push, across crashes.
+                let mut pushed = push::enqueue(c, Some(&before), &task, now)?;
+                for other in &others {
+                    pushed |= push::enqueue(c, Some(other), other, now)?;
+                }
+                Ok(Changed {
                     task,
-                    changed: false,
-                    others: Vec::new(),
-                });
-            }
-            update_task(c, &before, &after)?;
-            let others = start_next(c, &after.desk, now)?;
-            // The task as written (or as it started): no read back, no second decode.
-            let mut task = others.iter().find(|t| t.id == id).cloned().unwrap_or(after);
-            fill_positions(c, std::slice::from_mut(&mut task))?;
-            // Queued with the change: an answered change is a queued push, across crashes.
-            push::enqueue(c, Some(&before), &task, now)?;
-            for other in &others {
-                push::enqueue(c, Some(other), other, now)?;
-            }
-            Ok(Changed {
-                task,
-                changed: true,
-                others,
-            })
-        })
+                    changed: true,
+                    others,
+                    pushed,
+                })
+            },
+            done,
+        );
     }
 
     pub fn task(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
-        self.read(|c| {
-            let Some(mut t) = load_task(c, id)? else {
-                return Ok(None);
-            };
-            fill_positions(c, std::slice::from_mut(&mut t))?;
-            Ok(Some(t))
-        })
+        self.read(|c| task_with_position(c, id))
+    }
+
+    /// [`Store::task`] if a read connection is idle now, else `None` (see
+    /// [`Store::try_read`]): one lookup by primary key, plus, for a queued task, the count of
+    /// the queue ahead of it on an index, so it is short enough to run where the caller is.
+    pub fn try_task(&self, id: &TaskId) -> Option<Result<Option<Task>, StoreError>> {
+        self.try_read(|c| task_with_position(c, id))
     }
 
     /// Tasks matching `filter`: open ones oldest first, ended ones most recently ended first.
@@ -1696,6 +1814,15 @@ fn start_next(c: &Connection, desk: &DeskName, now: Timestamp) -> Result<Vec<Tas
 /// how many queued tasks of its desk come before it, plus one (the order of
 /// [`queue::positions`]), counted on the queued-tasks index without decoding any task.
 /// Several tasks of one desk share one read of the desk's queue order.
+/// Task `id` with its queue position.
+fn task_with_position(c: &Connection, id: &TaskId) -> Result<Option<Task>, StoreError> {
+    let Some(mut t) = load_task(c, id)? else {
+        return Ok(None);
+    };
+    fill_positions(c, std::slice::from_mut(&mut t))?;
+    Ok(Some(t))
+}
+
 fn fill_positions(c: &Connection, tasks: &mut [Task]) -> Result<(), StoreError> {
     let mut by_desk: BTreeMap<DeskName, Vec<usize>> = BTreeMap::new();
     for (i, t) in tasks.iter_mut().enumerate() {

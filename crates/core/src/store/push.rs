@@ -58,26 +58,26 @@ fn queue(
 }
 
 /// Queue what the change from `before` to `after` pushes, for every webhook of the task.
-/// Costs one indexed lookup when the task has none.
+/// Costs one indexed lookup when the task has none; says whether anything was queued.
 pub(super) fn enqueue(
     c: &Connection,
     before: Option<&Task>,
     after: &Task,
     now: Timestamp,
-) -> Result<(), StoreError> {
+) -> Result<bool, StoreError> {
     let mut stmt =
         c.prepare_cached("SELECT id FROM push_configs WHERE task_id = ?1 ORDER BY id")?;
     let configs = stmt
         .query_map([after.id.as_str()], |r| r.get::<_, String>(0))?
         .collect::<Result<Vec<_>, _>>()?;
     if configs.is_empty() {
-        return Ok(());
+        return Ok(false);
     }
     let items = push::items_for(before, after);
     for config in configs {
         queue(c, &after.id, &config, &items, now)?;
     }
-    Ok(())
+    Ok(!items.is_empty())
 }
 
 /// Set (or replace, by id) a webhook of `task` and queue its first push, the task as it is.

@@ -204,3 +204,76 @@ fn a_failure_comes_back_later_is_dropped_after_the_bound_and_deleting_takes_the_
     assert_eq!(store.push_queued().unwrap(), 0);
     assert!(store.push_configs(&task.id).unwrap().is_empty());
 }
+
+/// A change says whether it queued a push, so the daemon's push sender is woken by the
+/// changes of tasks with a webhook and by nothing else (issue 13: it used to read its queue
+/// after every change of any task).
+#[test]
+fn a_change_says_whether_it_queued_a_push() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir.path().join("tasks.db"));
+    store
+        .add_desk(
+            NewDesk {
+                name: "web".parse().unwrap(),
+                agent: AgentKind::Generic,
+                dir: "/src/web".into(),
+                deliver_command: None,
+            },
+            T0,
+        )
+        .unwrap();
+    let plain = store
+        .submit(new_task("web", "a", "m1", "no webhook"), T0)
+        .unwrap();
+    assert!(!plain.pushed, "a task without a webhook queues nothing");
+    let hooked = store
+        .submit_with_push(
+            new_task("web", "a", "m2", "with one"),
+            Some(webhook(None, "http://127.0.0.1:9/hook")),
+            T0,
+        )
+        .unwrap();
+    assert!(
+        hooked.pushed,
+        "the webhook's first push is queued with the task"
+    );
+    let resend = store
+        .submit_with_push(
+            new_task("web", "a", "m2", "with one"),
+            Some(webhook(None, "http://127.0.0.1:9/hook")),
+            T0,
+        )
+        .unwrap();
+    assert!(
+        !resend.pushed,
+        "a resend changes nothing and queues nothing"
+    );
+    // The first task ends: its change queues nothing, but the next task starts, and that
+    // one has a webhook.
+    let done = Event::WorkerDone {
+        summary: "done".into(),
+    };
+    let ended = store.apply(&plain.task.id, done, T0).unwrap();
+    assert_eq!(ended.others.len(), 1, "the queued task started");
+    assert!(ended.pushed, "the task that started with it has a webhook");
+    let canceled = store
+        .apply(&hooked.task.id, Event::Cancel { reason: None }, T0)
+        .unwrap();
+    assert!(canceled.pushed);
+    let again = store
+        .apply(&hooked.task.id, Event::Cancel { reason: None }, T0)
+        .unwrap();
+    assert!(!again.changed && !again.pushed, "a repeat queues nothing");
+    let config = store.push_configs(&hooked.task.id).unwrap()[0].id.clone();
+    let queued = drain(&store, &config);
+    assert_eq!(
+        queued.first().map(|q| q.0),
+        Some(PushItem::Task),
+        "{queued:?}"
+    );
+    assert!(
+        queued.len() >= 2,
+        "and what its start and its cancel pushed: {queued:?}"
+    );
+}

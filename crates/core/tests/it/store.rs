@@ -1107,3 +1107,74 @@ fn the_auto_launch_desks_are_read_without_the_other_desks() {
     let (_b, many) = with_desks(60);
     assert_eq!(few, many);
 }
+
+/// The desks set to launch by themselves are read once and kept in memory until a desk is
+/// written, so the auto-launch loop can tell without the store whether a change concerns it.
+#[test]
+fn the_desks_set_to_launch_are_read_once_until_a_desk_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    with_desk(&store, "web");
+    assert!(store.cached_auto_launch_desks().is_none(), "not read yet");
+    assert!(store.auto_launch_desks().unwrap().is_empty());
+    assert_eq!(store.cached_auto_launch_desks(), Some(Vec::new()));
+    let before = store.reads();
+    assert!(store.auto_launch_desks().unwrap().is_empty());
+    assert_eq!(store.reads() - before, Default::default(), "from memory");
+    let web: taskkeeper_core::DeskName = "web".parse().unwrap();
+    store.set_auto_launch(&web, true).unwrap();
+    assert!(
+        store.cached_auto_launch_desks().is_none(),
+        "a write of a desk forgets them"
+    );
+    let set = store.auto_launch_desks().unwrap();
+    assert_eq!(set.len(), 1);
+    assert_eq!(store.cached_auto_launch_desks().unwrap()[0].name, web);
+    with_desk(&store, "api");
+    assert!(store.cached_auto_launch_desks().is_none());
+}
+
+/// A read that must not wait (the A2A server reads a task on the async worker the call runs
+/// on) takes an idle read connection or none: it never opens one, never waits for one, and
+/// reads the same task a pooled read does.
+#[test]
+fn a_task_read_without_waiting_takes_only_an_idle_connection() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    with_desk(&store, "web");
+    let id = store
+        .submit(new_task("web", "a", "m1", "x"), T0)
+        .unwrap()
+        .task
+        .id;
+    let queued = store
+        .submit(new_task("web", "a", "m2", "y"), T0)
+        .unwrap()
+        .task
+        .id;
+    let before = store.reads();
+    assert!(store.try_task(&id).is_none(), "no connection is open yet");
+    assert_eq!(
+        store.reads() - before,
+        Default::default(),
+        "and none was opened"
+    );
+    let pooled = store.task(&queued).unwrap().unwrap();
+    let before = store.reads();
+    let direct = store.try_task(&queued).unwrap().unwrap().unwrap();
+    assert_eq!(direct.queue_position, Some(1));
+    assert_eq!(direct.version, pooled.version);
+    assert_eq!(direct.queue_position, pooled.queue_position);
+    let read = store.reads() - before;
+    assert_eq!(
+        (read.connections_opened, read.tasks_decoded),
+        (0, 1),
+        "{read:?}"
+    );
+    assert!(matches!(
+        store.try_task(&TaskId::from("nope")),
+        Some(Ok(None))
+    ));
+    store.close();
+    assert!(matches!(store.try_task(&id), Some(Err(StoreError::Closed))));
+}

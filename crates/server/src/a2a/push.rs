@@ -7,8 +7,9 @@
 //! (this build has no TLS), loopback or public addresses, the private, link-local, shared and
 //! other special ranges only when the owner allows them (`push.allow_private_targets`). The
 //! [`Pusher`] sends: the store queues each change's pushes in the change's own transaction
-//! (core `store/push.rs`), and the pusher, woken by the task feed and on the injected clock
-//! for retries, posts the head of each webhook's queue, one at a time per webhook so each
+//! (core `store/push.rs`), and the pusher, woken by the changes that queued one (the task
+//! service tells it; a change of a task without a webhook does not wake it) and on the
+//! injected clock for retries, posts the head of each webhook's queue, one at a time per webhook so each
 //! gets its pushes in order, and reports each attempt back to the store, which retries with
 //! backoff and drops what still fails after `push.give_up_after`. The addresses a name
 //! resolves to are checked again at connect time ([`CheckedResolver`]), so a name that
@@ -410,7 +411,8 @@ impl Resolve for CheckedResolver {
     }
 }
 
-/// Wakes the pusher: a config was set (its first push is queued), or the clock moved.
+/// Wakes the pusher: a change queued a push (`Tasks::push_wake`, the same one), a config was
+/// set (its first push is queued), or the clock moved.
 pub type Waker = Arc<Notify>;
 
 /// The sender loop (see the module docs).
@@ -418,6 +420,9 @@ pub struct Pusher {
     tasks: Tasks,
     client: reqwest::Client,
     wake: Waker,
+    /// Reads of the push queue so far: a test counts them to know a change of a task
+    /// without a webhook did not make one.
+    looks: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl std::fmt::Debug for Pusher {
@@ -437,10 +442,14 @@ impl Pusher {
                 tasks: tasks.clone(),
             }))
             .build()?;
+        // Told by the task service after each change that queued a push: a change of a task
+        // without a webhook does not wake this loop.
+        let wake = tasks.push_wake();
         Ok(Self {
             tasks,
             client,
-            wake: Arc::new(Notify::new()),
+            wake,
+            looks: Arc::default(),
         })
     }
 
@@ -448,11 +457,15 @@ impl Pusher {
         Arc::clone(&self.wake)
     }
 
+    /// Counts the loop's reads of the push queue (see [`Pusher::looks`]).
+    pub fn looks(&self) -> Arc<std::sync::atomic::AtomicU64> {
+        Arc::clone(&self.looks)
+    }
+
     /// Post what is due, until `stop`; a send in flight at the stop is abandoned and stays
     /// queued for the next start (at least once).
     pub async fn run(self, mut stop: watch::Receiver<bool>) {
-        // Subscribed before the first read, so no change falls between them.
-        let mut feed = self.tasks.feed();
+        // The wake keeps a permit: a push queued before the first read is not missed.
         let mut sending: JoinSet<()> = JoinSet::new();
         let mut in_flight: HashSet<(TaskId, String)> = HashSet::new();
         let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<(TaskId, String)>();
@@ -474,6 +487,7 @@ impl Pusher {
                     (Vec::new(), None)
                 }
             };
+            self.looks.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             for d in due {
                 let key = (d.config.task_id.clone(), d.config.id.clone());
                 if !in_flight.insert(key.clone()) {
@@ -496,7 +510,6 @@ impl Pusher {
                 }
             };
             tokio::select! {
-                _ = feed.recv() => {}
                 () = self.wake.notified() => {}
                 Some(_) = sending.join_next() => {}
                 () = timer => {}

@@ -218,9 +218,9 @@ pub(super) async fn send(ctx: &Ctx, params: Value, streaming: bool) -> Result<Re
         } else {
             tasks.submit_with_push(new, webhook).await
         };
-        let task = submitted.map_err(RpcError::from_store)?.task;
-        ctx.a2a.push.notify_one();
-        task
+        // A webhook set with it queued its first push, and the task service woke the push
+        // sender for it (`Changed::pushed`); without one there is nothing to wake it for.
+        submitted.map_err(RpcError::from_store)?.task
     };
     // The asker's file parts, where the delivery text will name them (a delivery saves
     // what a crash left unsaved). Off the runtime's threads: it writes files.

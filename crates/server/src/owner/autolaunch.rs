@@ -4,8 +4,11 @@
 //! memory, so a restart of the daemon starts afresh (that is what brings work back after a
 //! reboot) while a session that dies at once cannot start a launch loop.
 //!
-//! Event-driven like the watchdog: it looks again when a task or a session changes, when
-//! the owner changes a desk, or when the guard's wait ends; with nothing held it sleeps.
+//! Event-driven like the watchdog: it looks again when a task of a desk set to launch or a
+//! session changes, when the owner changes a desk, or when the guard's wait ends; with
+//! nothing held it sleeps. Which desks are set to launch it knows from the store's memory
+//! (until a write of a desk), so a change elsewhere, and every change while no desk is set,
+//! costs it no trip to the store.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -60,9 +63,16 @@ impl AutoLaunches {
 /// Look at every desk set to launch by itself, launch where due; returns the earliest time
 /// a held launch becomes due.
 pub(crate) async fn tick(owner: &OwnerService, now: Timestamp) -> Option<Timestamp> {
-    // This runs on every change of any task: it reads only the desks set to launch (from
-    // their index), and of each whether it has work (two index lookups) and its sessions,
-    // never the tasks.
+    // This runs after changes of the desks set to launch: it reads only those desks (from
+    // memory, or their index), and of each whether it has work (two index lookups) and its
+    // sessions, never the tasks. With none set, nothing is read at all.
+    if owner
+        .tasks()
+        .cached_auto_launch_desks()
+        .is_some_and(|desks| desks.is_empty())
+    {
+        return None;
+    }
     let read = owner
         .tasks()
         .blocking(|s, _| {
@@ -117,15 +127,24 @@ pub(crate) async fn run(owner: OwnerService, mut stop: watch::Receiver<bool>) {
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let sleep = next.map(|due| due.since(owner.tasks().now()).clamp(Duration::ZERO, CAP));
         let changed = async {
-            tokio::select! {
-                task = feed.recv() => {
-                    // A task that ended moved its desk's work: its guard starts afresh.
-                    if let Ok(t) = task && !t.is_open() {
-                        launches.reset(&t.desk);
-                    }
+            loop {
+                tokio::select! {
+                    task = feed.recv() => match task {
+                        Ok(t) => {
+                            // A task that ended moved its desk's work: its guard starts afresh.
+                            if !t.is_open() {
+                                launches.reset(&t.desk);
+                            }
+                            if concerns(&owner, &t.desk) {
+                                return;
+                            }
+                        }
+                        // Fell behind, or the daemon is going: look.
+                        Err(_) => return,
+                    },
+                    _ = sessions.changed() => return,
+                    () = launches.wake.notified() => return,
                 }
-                _ = sessions.changed() => {}
-                () = launches.wake.notified() => {}
             }
         };
         let woke = async {
@@ -141,6 +160,15 @@ pub(crate) async fn run(owner: OwnerService, mut stop: watch::Receiver<bool>) {
             _ = stop.wait_for(|s| *s) => return,
         }
     }
+}
+
+/// Whether a change of a task of `desk` may concern the loop: the desk is set to launch, or
+/// the store does not have the set in memory (then a look reads it).
+fn concerns(owner: &OwnerService, desk: &DeskName) -> bool {
+    owner
+        .tasks()
+        .cached_auto_launch_desks()
+        .is_none_or(|desks| desks.iter().any(|d| d.name == *desk))
 }
 
 /// Give a view of a desk what the guard knows.

@@ -80,7 +80,8 @@ fn every_rust_module_says_why_it_exists() {
 
 /// The store's calls that create, change or delete tasks. Inside the daemon only the task
 /// service (`crates/server/src/tasks.rs`) makes them, so every change is published.
-const TASK_WRITES: &str = "submit|submit_with_push|submit_each|apply|apply_at|prune_ended";
+const TASK_WRITES: &str =
+    "submit|submit_with_push|submit_each|apply|apply_at|prune_ended|submit_then|apply_then";
 
 /// Receivers that may make such a call: the task service itself, and `Session::apply`
 /// (which folds an edge into a session's activity; no task changes).
