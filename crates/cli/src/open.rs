@@ -15,7 +15,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context as _, anyhow, bail};
-use taskkeeper_server::owner::api::UiCodeView;
+use taskkeeper_server::http::ui::UiCodeView;
 
 use crate::client::{Client, base_url};
 

@@ -71,12 +71,13 @@ impl Daemon {
     /// Open the store, bind 127.0.0.1 and start serving. Refuses a second daemon on the same
     /// data directory, a damaged database and a port in use, each with its own error.
     pub async fn start(config: DaemonConfig) -> Result<Daemon, DaemonError> {
-        crate::private::secure_data_dir(&config.data_dir, &config.db_path()).map_err(|source| {
-            DaemonError::DataDir {
+        let ours = [crate::logging::LOG_FILE, OWNER_FILE, WORKER_FILE];
+        crate::private::secure_data_dir(&config.data_dir, &config.db_path(), &ours).map_err(
+            |source| DaemonError::DataDir {
                 path: config.data_dir.clone(),
                 source,
-            }
-        })?;
+            },
+        )?;
         let db = config.db_path();
         let sync = config.synchronous;
         let store = tokio::task::spawn_blocking(move || {
@@ -208,8 +209,8 @@ impl Daemon {
             },
             codes: crate::http::ui_codes::UiCodes::new(token.clone(), config.clock.clone()),
         };
-        let (app, routes) = http::router(
-            http::Areas {
+        let (app, routes) = crate::router::router(
+            crate::router::Areas {
                 owner: owner.clone(),
                 a2a,
                 mcp,

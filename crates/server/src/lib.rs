@@ -1,6 +1,6 @@
-//! Taskkeeper's daemon: one axum router on 127.0.0.1 ([`http`]) serving the owner API
-//! ([`owner`]), A2A ([`a2a`]), MCP ([`mcp`]), the agents' hook intake ([`agents`]) and the web
-//! UI, each area a room ([`http::routes`]) that admits only its kinds of caller, behind one
+//! Taskkeeper's daemon: one axum router on 127.0.0.1 (`router.rs`, over [`http`]) serving
+//! the owner API ([`owner`]), A2A ([`a2a`]), MCP ([`mcp`]), the agents' hook intake
+//! ([`agents`]) and the web UI, each area a room ([`http::routes`]) that admits only its kinds of caller, behind one
 //! guard that checks `Host` and `Origin` and resolves the bearer token; plus the services the
 //! areas share: the task service, the sessions registry ([`sessions`]), delivery
 //! ([`delivery`]), the [`watchdog`] and the notifier ([`notify`]). `ARCHITECTURE.md` has the map.
@@ -15,6 +15,7 @@ mod config;
 pub mod conformance;
 mod daemon;
 pub mod delivery;
+pub mod error;
 pub mod files;
 pub mod http;
 pub mod logging;
@@ -22,6 +23,7 @@ pub mod mcp;
 pub mod notify;
 pub mod owner;
 mod private;
+mod router;
 pub mod sessions;
 mod tasks;
 mod token;

@@ -36,8 +36,10 @@ pub fn open_private_append(path: &Path) -> io::Result<fs::File> {
 
 /// Make the data directory and every file of ours in it private, before the store opens:
 /// the files that exist get 0600, and the database file and its lock file are created 0600
-/// when missing, so what SQLite creates beside them follows.
-pub fn secure_data_dir(dir: &Path, db: &Path) -> io::Result<()> {
+/// when missing, so what SQLite creates beside them follows. `others` names the rest of our
+/// files in `dir` (the log, the tokens): their owners pass them in, as this module sits
+/// below them.
+pub fn secure_data_dir(dir: &Path, db: &Path, others: &[&str]) -> io::Result<()> {
     ensure_private_dir(dir)?;
     for path in [db.to_owned(), taskkeeper_core::store::lock_path(db)] {
         let mut options = fs::OpenOptions::new();
@@ -46,7 +48,7 @@ pub fn secure_data_dir(dir: &Path, db: &Path) -> io::Result<()> {
         std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
         options.open(&path)?;
     }
-    for path in ours(dir, db) {
+    for path in ours(dir, db, others) {
         match fs::metadata(&path) {
             Ok(_) => restrict(&path, 0o600)?,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -56,22 +58,21 @@ pub fn secure_data_dir(dir: &Path, db: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// Every file of ours in the data directory.
-fn ours(dir: &Path, db: &Path) -> Vec<PathBuf> {
+/// Every file of ours in the data directory: the database's, and `others`.
+fn ours(dir: &Path, db: &Path, others: &[&str]) -> Vec<PathBuf> {
     let with_suffix = |suffix: &str| {
         let mut name = db.file_name().map(|n| n.to_os_string()).unwrap_or_default();
         name.push(suffix);
         db.with_file_name(name)
     };
-    vec![
+    let mut files = vec![
         db.to_owned(),
         with_suffix("-wal"),
         with_suffix("-shm"),
         taskkeeper_core::store::lock_path(db),
-        dir.join(crate::logging::LOG_FILE),
-        dir.join(crate::token::OWNER_FILE),
-        dir.join(crate::token::WORKER_FILE),
-    ]
+    ];
+    files.extend(others.iter().map(|name| dir.join(name)));
+    files
 }
 
 /// Give `path` exactly `mode` if it has more; logged, since someone (or something) made it

@@ -16,7 +16,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use taskkeeper_core::AgentKind;
-use taskkeeper_core::session::{Edge, SessionId, TurnOrigin, check_dir};
+use taskkeeper_core::session::{Edge, Session, SessionId, TurnOrigin, check_dir};
 
 use taskkeeper_core::delivery::Method;
 
@@ -24,7 +24,6 @@ use crate::agents::adapter::{Adapter, Capabilities, Launch, LevelSignal, adapter
 use crate::agents::claude_code::headless::{LaunchConfig, LaunchError};
 use crate::agents::intake::{bad, reach_of, store_error};
 use crate::delivery::Delivery;
-use crate::owner::api::SessionView;
 
 /// One report: `POST /hooks/generic`.
 #[derive(Debug, Deserialize)]
@@ -50,8 +49,13 @@ pub struct Report {
 /// The events a report may name, in the order a session goes through them.
 pub const EVENTS: [&str; 5] = ["started", "turn-started", "turn-ended", "waiting", "ended"];
 
+/// How a report's answer shows the session: the owner API's view of it, which the router
+/// passes in (the agents sit below the owner and name none of its types).
+pub(crate) type SessionReply = fn(&Session) -> Response;
+
 pub(crate) async fn report(
     State(delivery): State<Delivery>,
+    axum::Extension(reply): axum::Extension<SessionReply>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -132,7 +136,7 @@ pub(crate) async fn report(
         Err(e) => return store_error(e),
     };
     tracing::debug!(session = %id, event = %report.event, desk = %session.desk, "session report");
-    (StatusCode::OK, axum::Json(SessionView::from(&session))).into_response()
+    (StatusCode::OK, reply(&session)).into_response()
 }
 
 /// The adapter of an agent Taskkeeper has no adapter of its own for.

@@ -10,7 +10,7 @@ use taskkeeper_core::{AgentKind, StoreError};
 
 use crate::agents::adapter::{LevelSignal, adapter};
 use crate::agents::headers;
-use crate::owner::{OwnerError, OwnerErrorKind};
+use crate::error::{OwnerError, OwnerErrorKind};
 
 pub(crate) fn bad(message: impl Into<String>) -> Response {
     crate::http::error_response(

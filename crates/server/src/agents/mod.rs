@@ -39,10 +39,18 @@ use crate::delivery::Delivery;
 use crate::http::auth::Credentials;
 use crate::http::routes::{Access, Room};
 
-/// The hook intake: the agent sessions of this machine (the worker token) and the owner.
-pub(crate) fn room(delivery: Delivery, credentials: Credentials) -> Room {
-    let mut room =
-        Room::new(Access::Workers).route("POST", "/hooks/generic", post(generic::report));
+/// The hook intake: the agent sessions of this machine (the worker token) and the owner. A
+/// generic report is answered with the session as `session_reply` shows it.
+pub(crate) fn room(
+    delivery: Delivery,
+    credentials: Credentials,
+    session_reply: generic::SessionReply,
+) -> Room {
+    let mut room = Room::new(Access::Workers).route(
+        "POST",
+        "/hooks/generic",
+        post(generic::report).layer(axum::Extension(session_reply)),
+    );
     for a in adapter::adapters() {
         let Some(path) = a.hook_route() else {
             continue;

@@ -8,9 +8,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
+use crate::error::{ErrorBody, OwnerError, OwnerErrorKind};
 use crate::http::MAX_BODY;
-use crate::owner::api::ErrorBody;
-use crate::owner::{OwnerError, OwnerErrorKind};
 
 pub(crate) fn error_response(status: StatusCode, error: OwnerError) -> Response {
     (status, axum::Json(ErrorBody { error })).into_response()

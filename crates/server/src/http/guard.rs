@@ -12,9 +12,8 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
 
-use crate::OwnerError;
+use crate::error::{OwnerError, OwnerErrorKind};
 use crate::http::auth::{Credentials, Presented};
-use crate::owner::OwnerErrorKind;
 
 #[derive(Debug)]
 pub(crate) struct Guard {

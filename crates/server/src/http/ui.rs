@@ -16,6 +16,9 @@
 //! only ever name a file that was there, so no path (`..`, `%2e%2e`, symlinks made later) can
 //! reach the rest of the disk, and a missing or unbuilt directory is a start-up error rather
 //! than a blank page. Rebuilding the UI needs a daemon restart.
+//!
+//! The sign-in's wire types ([`UiCodeView`], [`UiSessionRequest`], [`UiSessionView`]) live here,
+//! beside the routes that send them, so HTTP names none of the areas it serves.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -27,11 +30,12 @@ use axum::extract::{Path as UrlPath, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
+use taskkeeper_core::Timestamp;
 
+use crate::error::{OwnerError, OwnerErrorKind};
 use crate::http::ui_codes::UiCodes;
-use crate::owner::api::{UiCodeView, UiSessionRequest, UiSessionView};
-use crate::owner::{OwnerError, OwnerErrorKind};
 
 /// The page's Content Security Policy: its own scripts, styles and API only, never framed.
 pub const CSP: &str = "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'";
@@ -269,6 +273,31 @@ pub(crate) fn rooms(ui: UiState) -> [Room; 3] {
         .route("POST", "/api/ui/codes", post(mint_code))
         .with_state(ui.codes);
     [files, session, mint]
+}
+
+/// `POST /api/ui/codes`: a sign-in code for the web UI (see `ui_codes.rs`), shown once.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct UiCodeView {
+    pub code: String,
+    pub expires_at: Timestamp,
+}
+
+/// `POST /ui/session`: the code from the page's address.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UiSessionRequest {
+    pub code: String,
+}
+
+/// The answer to a good code: the owner token, for the tab's session storage.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct UiSessionView {
+    pub token: String,
 }
 
 /// `POST /api/ui/codes` (owner token): a code for `taskkeeper open` to put in the address.

@@ -23,8 +23,8 @@ use std::time::Duration;
 use rand::RngCore as _;
 use taskkeeper_core::{Clock, Timestamp};
 
+use crate::error::{OwnerError, OwnerErrorKind};
 use crate::http::auth::token_hash;
-use crate::owner::{OwnerError, OwnerErrorKind};
 use crate::token::Token;
 
 /// How long a code can be traded: long enough for a browser to start, short enough that a

@@ -7,6 +7,8 @@ use taskkeeper_core::{Desk, Message, Role, Task, Timestamp};
 
 mod names;
 mod notice;
+/// The error body is every area's ([`crate::error`]); the owner API's clients read it here.
+pub use crate::error::ErrorBody;
 pub use names::{ActivityView, HoldView, MessageFrom, StepKind, TaskStateView, TurnOriginView};
 pub use notice::NoticeView;
 
@@ -457,13 +459,6 @@ pub struct DeskList {
     pub desks: Vec<DeskView>,
 }
 
-/// Every error body: `{"error": {"kind": ..., "message": ...}}`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub struct ErrorBody {
-    pub error: crate::OwnerError,
-}
-
 /// An asker as the owner sees it (never its token).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -596,31 +591,6 @@ pub struct PermissionAnswer {
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SessionList {
     pub sessions: Vec<SessionView>,
-}
-
-/// `POST /api/ui/codes`: a sign-in code for the web UI (see `ui_codes.rs`), shown once.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
-pub struct UiCodeView {
-    pub code: String,
-    pub expires_at: Timestamp,
-}
-
-/// `POST /ui/session`: the code from the page's address.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct UiSessionRequest {
-    pub code: String,
-}
-
-/// The answer to a good code: the owner token, for the tab's session storage.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
-#[serde(rename_all = "camelCase")]
-pub struct UiSessionView {
-    pub token: String,
 }
 
 /// An agent Taskkeeper can connect (`GET /api/agents`), as the settings panel lists it.

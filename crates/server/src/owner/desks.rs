@@ -6,6 +6,9 @@ use std::str::FromStr;
 use taskkeeper_core::store::NewDesk;
 use taskkeeper_core::{AgentKind, DeskName, StoreError};
 
+use crate::agents::claude_code::headless::LaunchError;
+use crate::error::OwnerErrorKind;
+
 use super::{OwnerError, OwnerService, given, non_empty, parse_desk};
 use crate::owner::api::{DeskView, SessionView};
 
@@ -222,5 +225,24 @@ impl OwnerService {
             .await?;
         self.reschedule();
         Ok(self.session_view(&session))
+    }
+}
+
+/// A launch refused or failed, as the owner's tools show it. The owner converts (the launcher
+/// sits below it and names no owner type).
+impl From<LaunchError> for OwnerError {
+    fn from(e: LaunchError) -> Self {
+        use LaunchError as L;
+        let kind = match &e {
+            L::Store(s) => return OwnerError::from(s.clone()),
+            L::NotHeadless { .. } | L::NoDirectory { .. } => OwnerErrorKind::Invalid,
+            L::NotLaunched(_) => OwnerErrorKind::NotFound,
+            L::NothingAsked(_) | L::AskedSomethingElse { .. } => OwnerErrorKind::Conflict,
+            L::SpawnAgent { .. } | L::Config { .. } | L::Unavailable => OwnerErrorKind::Internal,
+        };
+        OwnerError {
+            kind,
+            message: e.to_string(),
+        }
     }
 }

@@ -8,7 +8,6 @@ pub mod api;
 pub(crate) mod autolaunch;
 mod desks;
 pub(crate) mod digest;
-mod error;
 mod events;
 mod routes;
 #[cfg(test)]
@@ -24,7 +23,7 @@ use crate::owner::api::{AskerView, NewAsker, TaskDetail, TaskView};
 use crate::tasks::Tasks;
 use crate::token::Token;
 
-pub use error::{OwnerError, OwnerErrorKind};
+pub use crate::error::{OwnerError, OwnerErrorKind};
 pub(crate) use events::events;
 pub(crate) use routes::room;
 pub(crate) use worker::{UpdateRefused, worker_update};

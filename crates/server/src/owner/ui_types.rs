@@ -14,6 +14,7 @@ use std::path::PathBuf;
 
 use ts_rs::{Config, TS};
 
+use crate::http::ui;
 use crate::owner::api;
 
 /// One exported type: its id (to check every type it uses is exported too) and its text.
@@ -81,13 +82,13 @@ fn decls(cfg: &Config) -> Vec<Decl> {
         // The event stream's notices.
         decl::<api::NoticeView>(cfg),
         // Errors.
-        decl::<crate::OwnerErrorKind>(cfg),
-        decl::<crate::OwnerError>(cfg),
-        decl::<api::ErrorBody>(cfg),
+        decl::<crate::error::OwnerErrorKind>(cfg),
+        decl::<crate::error::OwnerError>(cfg),
+        decl::<crate::error::ErrorBody>(cfg),
         // Signing a browser page in.
-        decl::<api::UiCodeView>(cfg),
-        decl::<api::UiSessionRequest>(cfg),
-        decl::<api::UiSessionView>(cfg),
+        decl::<ui::UiCodeView>(cfg),
+        decl::<ui::UiSessionRequest>(cfg),
+        decl::<ui::UiSessionView>(cfg),
     ]
 }
 

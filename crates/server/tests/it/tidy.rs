@@ -1,10 +1,11 @@
 //! Rules about the source tree itself, checked by reading it (rust-analyzer's "tidy" idea):
 //! every module says why it exists, the code map names every part of the daemon and no part
 //! of it is too long to read at a sitting, only the task service writes tasks, only the
-//! sessions registry marks a desk waiting on the owner, the daemon's lower areas reach no
-//! area above them (no import cycle), and every reference to a design note resolves to a
+//! sessions registry marks a desk waiting on the owner, the daemon's areas name each other
+//! without an import cycle, and every reference to a design note resolves to a
 //! file (and a section) inside the repository.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use regex::Regex;
@@ -174,44 +175,72 @@ fn only_the_sessions_registry_marks_a_desk_waiting_on_the_owner() {
     );
 }
 
-/// The daemon's areas that must not reach an area above them: each row an area and the areas
-/// it may not name. These are the edges that made import cycles (sessions ↔ agents through
-/// the launcher, notify ↔ owner through the notice's task view, delivery ↔ watchdog through
-/// the change feed's helpers): a lower area that needs something of a higher one gets it
-/// passed in (`delivery::Stdins`) or leaves the conversion to it (`owner::api::NoticeView`).
-const MAY_NOT_NAME: &[(&str, &[&str])] = &[
-    (
-        "notify",
-        &[
-            "owner", "http", "agents", "a2a", "mcp", "sessions", "delivery", "watchdog",
-        ],
-    ),
-    (
-        "sessions",
-        &[
-            "owner", "http", "agents", "a2a", "mcp", "delivery", "watchdog",
-        ],
-    ),
-    (
-        "delivery",
-        &["owner", "http", "agents", "a2a", "mcp", "watchdog"],
-    ),
-    (
-        "watchdog",
-        &["owner", "http", "agents", "a2a", "mcp", "delivery"],
-    ),
-];
+/// The names a crate root's `pub use` lines re-export (`pub use owner::{OwnerError, ..}`,
+/// `pub use token::{OWNER_FILE as OWNER_TOKEN_FILE}`), each with the area it comes from, so
+/// `crate::OwnerError` counts as naming `owner`.
+fn root_reexports(lib: &str) -> BTreeMap<String, String> {
+    let line = Regex::new(
+        r"(?m)^pub use ([a-z_][a-z0-9_]*)(?:::[a-z_][a-z0-9_]*)*::(\{[^}]*\}|[A-Za-z_][A-Za-z0-9_]*)\s*;",
+    )
+    .unwrap();
+    let mut out = BTreeMap::new();
+    for c in line.captures_iter(lib) {
+        for item in c[2].trim_matches(['{', '}']).split(',') {
+            let name = item.rsplit(" as ").next().unwrap_or("").trim();
+            if !name.is_empty() {
+                out.insert(name.to_owned(), c[1].to_owned());
+            }
+        }
+    }
+    out
+}
 
-/// The daemon's areas `text` names (`crate::area`, in a `use` or inline), comments left out.
-fn areas_named(text: &str) -> std::collections::BTreeSet<String> {
-    let path = Regex::new(r"\bcrate::([a-z_][a-z0-9_]*)").unwrap();
-    text.lines()
+/// The daemon's areas `text` names, comments left out: `crate::area` paths (in a `use` or
+/// inline), each first name of a group (`use crate::{config, http::auth}`), and a name the
+/// crate root re-exports (`crate::OwnerError`) as the area it comes from (`reexports`).
+fn areas_named(text: &str, reexports: &BTreeMap<String, String>) -> BTreeSet<String> {
+    let code: Vec<&str> = text
+        .lines()
         .map(|l| l.split("//").next().unwrap_or(""))
-        .flat_map(|code| {
-            path.captures_iter(code)
-                .map(|c| c[1].to_owned())
-                .collect::<Vec<_>>()
-        })
+        .collect();
+    let code = code.join("\n");
+    let path = Regex::new(r"\bcrate::(\{|[A-Za-z_][A-Za-z0-9_]*)").unwrap();
+    let nested = Regex::new(r"\{[^{}]*\}").unwrap();
+    let first_name = Regex::new(r"^\s*([A-Za-z_][A-Za-z0-9_]*)").unwrap();
+    let mut names = Vec::new();
+    for c in path.captures_iter(&code) {
+        let m = c.get(1).unwrap();
+        if m.as_str() != "{" {
+            names.push(m.as_str().to_owned());
+            continue;
+        }
+        // The group up to its closing brace, inner groups dropped: what is left is the
+        // group's own items, each starting with the name it takes from the crate root.
+        let mut depth = 0;
+        let end = code[m.start()..]
+            .char_indices()
+            .find_map(|(i, ch)| {
+                depth += match ch {
+                    '{' => 1,
+                    '}' => -1,
+                    _ => 0,
+                };
+                (depth == 0).then_some(m.start() + i)
+            })
+            .unwrap_or(code.len());
+        let mut group = code[m.start() + 1..end].to_owned();
+        while nested.is_match(&group) {
+            group = nested.replace_all(&group, "").into_owned();
+        }
+        for item in group.split(',') {
+            if let Some(n) = first_name.captures(item) {
+                names.push(n[1].to_owned());
+            }
+        }
+    }
+    names
+        .into_iter()
+        .map(|n| reexports.get(&n).cloned().unwrap_or(n))
         .collect()
 }
 
@@ -225,49 +254,153 @@ fn area_of(relative: &Path) -> String {
 
 #[test]
 fn the_import_scan_finds_a_path_into_another_area() {
+    let reexports = root_reexports(
+        "pub use daemon::{Daemon, DaemonError};\n\
+         pub use token::{OWNER_FILE as OWNER_TOKEN_FILE, Token};\n\
+         pub use tasks::Tasks;\n",
+    );
+    assert_eq!(reexports["OWNER_TOKEN_FILE"], "token");
+    assert_eq!(reexports["Tasks"], "tasks");
     let named = areas_named(
         "use crate::owner::api::TaskView;\n\
          let n = crate::notify::Notice::SessionEnded { .. };\n\
          // crate::http in a comment is fine\n\
-         use crate::sessions::{Sessions, lock}; // crate::agents here too",
+         use crate::sessions::{Sessions, lock}; // crate::agents here too\n\
+         use crate::{config::X, delivery::{self, Delivery},\n    mcp};\n\
+         let t: crate::Tasks = todo!();",
+        &reexports,
     );
     assert_eq!(
         named.into_iter().collect::<Vec<_>>(),
-        ["notify", "owner", "sessions"]
+        [
+            "config", "delivery", "mcp", "notify", "owner", "sessions", "tasks"
+        ]
     );
     assert_eq!(area_of(Path::new("delivery/push.rs")), "delivery");
     assert_eq!(area_of(Path::new("notify.rs")), "notify");
 }
 
+/// Every cycle of `graph` a depth-first walk meets, each as the areas along it with the first
+/// repeated at the end; none when the graph has no cycle (every cycle has an edge back to an
+/// area still on the walk's path).
+fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    fn walk(
+        area: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+        found: &mut Vec<Vec<String>>,
+    ) {
+        path.push(area.to_owned());
+        for next in graph.get(area).into_iter().flatten() {
+            if let Some(at) = path.iter().position(|a| a == next) {
+                let mut cycle = path[at..].to_vec();
+                cycle.push(next.clone());
+                found.push(cycle);
+            } else if !done.contains(next) {
+                walk(next, graph, path, done, found);
+            }
+        }
+        path.pop();
+        done.insert(area.to_owned());
+    }
+    let mut found = Vec::new();
+    let mut done = BTreeSet::new();
+    for area in graph.keys() {
+        if !done.contains(area) {
+            walk(area, graph, &mut Vec::new(), &mut done, &mut found);
+        }
+    }
+    found
+}
+
 #[test]
-fn no_lower_area_of_the_daemon_reaches_one_above_it() {
+fn the_cycle_check_finds_a_cycle_and_names_it() {
+    let graph = |edges: &[(&str, &str)]| {
+        let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (from, to) in edges {
+            g.entry((*from).into()).or_default().insert((*to).into());
+        }
+        g
+    };
+    let layered = graph(&[("http", "error"), ("owner", "http"), ("router", "owner")]);
+    assert!(cycles(&layered).is_empty());
+    let tangled = graph(&[
+        ("http", "owner"),
+        ("owner", "agents"),
+        ("agents", "http"),
+        ("router", "http"),
+        ("logging", "private"),
+        ("private", "logging"),
+    ]);
+    assert_eq!(
+        cycles(&tangled),
+        [
+            vec!["agents", "http", "owner", "agents"],
+            vec!["logging", "private", "logging"],
+        ]
+    );
+}
+
+/// The daemon's areas (`crates/server/src/<area>/` or `<area>.rs`) name each other one way
+/// only: the graph of `crate::` paths between them has no cycle. A lower area that needs
+/// something of a higher one gets it passed in (`delivery::Stdins`, the generic report's
+/// `SessionReply`, `private::secure_data_dir`'s file names) or leaves the conversion to it
+/// (`owner::api::NoticeView`, the owner's `From<LaunchError>`); what every area shares is a
+/// leaf (`error.rs`). Test code is scanned too: none of it needs an area above its own.
+#[test]
+fn the_areas_of_the_daemon_name_each_other_without_a_cycle() {
     let src = root().join("crates/server/src");
+    let reexports = root_reexports(&std::fs::read_to_string(src.join("lib.rs")).unwrap());
     let mut sources = Vec::new();
     files(&src, &[".rs"], &mut sources);
-    let mut found = Vec::new();
-    let mut scanned = std::collections::BTreeSet::new();
+    let areas: BTreeSet<String> = sources
+        .iter()
+        .map(|p| area_of(p.strip_prefix(&src).unwrap()))
+        .filter(|a| a != "lib")
+        .collect();
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut where_named: BTreeMap<(String, String), String> = BTreeMap::new();
     for path in &sources {
         let area = area_of(path.strip_prefix(&src).unwrap());
-        let Some((_, barred)) = MAY_NOT_NAME.iter().find(|(a, _)| *a == area) else {
+        if area == "lib" {
             continue;
-        };
-        scanned.insert(area.clone());
+        }
         let text = std::fs::read_to_string(path).unwrap();
-        for named in areas_named(&text) {
-            if barred.contains(&named.as_str()) {
-                found.push(format!("{} names crate::{named}", shown(path)));
+        for named in areas_named(&text, &reexports) {
+            if named != area && areas.contains(&named) {
+                graph.entry(area.clone()).or_default().insert(named.clone());
+                where_named
+                    .entry((area.clone(), named))
+                    .or_insert_with(|| shown(path));
             }
         }
     }
-    assert_eq!(
-        scanned.len(),
-        MAY_NOT_NAME.len(),
-        "the scan found every area it checks: {scanned:?}"
+    assert!(
+        graph.len() > 10
+            && ["router", "http", "owner", "a2a", "agents", "sessions"]
+                .iter()
+                .all(|a| graph.contains_key(*a)),
+        "the scan found the areas and their paths: {graph:?}"
     );
+    let found: Vec<String> = cycles(&graph)
+        .iter()
+        .map(|cycle| {
+            let steps: Vec<String> = cycle
+                .windows(2)
+                .map(|w| {
+                    let file = &where_named[&(w[0].clone(), w[1].clone())];
+                    format!("{file} names crate::{}", w[1])
+                })
+                .collect();
+            format!("{} ({})", cycle.join(" → "), steps.join("; "))
+        })
+        .collect();
     assert!(
         found.is_empty(),
-        "a lower area of the daemon reaches one above it, which makes an import cycle; pass \
-         what it needs in (as `delivery::Stdins` is) or let the higher area convert: {found:?}"
+        "the daemon's areas name each other in a cycle; pass what the lower one needs in (as \
+         `delivery::Stdins` is), let the higher one convert, or move what both use into a \
+         leaf (as `error.rs`): {found:#?}"
     );
 }
 

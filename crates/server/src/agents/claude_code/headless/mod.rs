@@ -267,28 +267,6 @@ impl crate::delivery::Stdins for Launched {
     }
 }
 
-/// A launch refused or failed, as the owner's tools show it.
-impl From<LaunchError> for crate::owner::OwnerError {
-    fn from(e: LaunchError) -> Self {
-        use LaunchError as L;
-        let kind = match &e {
-            L::Store(s) => return crate::owner::OwnerError::from(s.clone()),
-            L::NotHeadless { .. } | L::NoDirectory { .. } => crate::owner::OwnerErrorKind::Invalid,
-            L::NotLaunched(_) => crate::owner::OwnerErrorKind::NotFound,
-            L::NothingAsked(_) | L::AskedSomethingElse { .. } => {
-                crate::owner::OwnerErrorKind::Conflict
-            }
-            L::SpawnAgent { .. } | L::Config { .. } | L::Unavailable => {
-                crate::owner::OwnerErrorKind::Internal
-            }
-        };
-        crate::owner::OwnerError {
-            kind,
-            message: e.to_string(),
-        }
-    }
-}
-
 impl Launcher {
     /// Stop a session this daemon launched: its stdin closes (it finishes the message it is on
     /// and exits), and it is killed if it has not exited after a grace period.

@@ -1,11 +1,17 @@
-//! How the owner's side says no: an [`OwnerError`] with a kind programs branch on (the UI,
-//! the CLI, the HTTP status) and a message that names the thing and the fix; and how a store,
-//! transition or launch error becomes one, so a refusal reads the same everywhere.
+//! How the daemon says no: an [`OwnerError`] with a kind programs branch on (the UI, the CLI,
+//! the HTTP status) and a message that names the thing and the fix; how a store or
+//! transition error becomes one, so a refusal reads the same everywhere; and the body every
+//! refusal is sent in ([`ErrorBody`]).
 //!
 //! [`OwnerErrorKind`] is the daemon's one vocabulary of refusals: [`OwnerErrorKind::of`] is
 //! the only place a store error is classified, and MCP's tool errors and A2A's JSON-RPC
 //! errors convert from that kind (adding their own wording and codes), so one store
 //! refusal is the same kind of refusal over every surface.
+//!
+//! A leaf every area may name (the owner API, MCP, A2A, the hook intakes, HTTP's refusals):
+//! it names no area of the daemon, so sharing it makes no import cycle. The owner re-exports
+//! it (`owner::OwnerError`), and a launch error becomes one on the owner's side
+//! (`owner/desks.rs`), as the launcher sits below the owner.
 
 use serde::{Deserialize, Serialize};
 use taskkeeper_core::{StoreError, TransitionError};
@@ -93,4 +99,11 @@ impl From<TransitionError> for OwnerError {
             message: e.to_string(),
         }
     }
+}
+
+/// Every error body: `{"error": {"kind": ..., "message": ...}}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct ErrorBody {
+    pub error: OwnerError,
 }
