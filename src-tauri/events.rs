@@ -18,7 +18,7 @@ use serde::Serialize;
 use taskkeeper_server::OwnerService;
 use taskkeeper_server::notify::Notice;
 use taskkeeper_server::owner::api::TaskView;
-use tauri::{AppHandle, Emitter as _, Runtime};
+use tauri::{AppHandle, Runtime};
 use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::time::Instant;
 
@@ -61,9 +61,7 @@ impl Navigate {
 /// it, which is harmless: the window is shown anyway by whoever asked.
 pub fn navigate<R: Runtime>(app: &AppHandle<R>, to: &Navigate) {
     tracing::info!(?to, "navigate");
-    if let Err(error) = app.emit(NAVIGATE, to) {
-        tracing::warn!(%error, "could not tell the window where to go");
-    }
+    crate::window::emit(app, NAVIGATE, to);
 }
 
 /// Forwards every task change to the page as [`TASK`], every settings change as [`SETTINGS`]
@@ -91,16 +89,10 @@ pub async fn forward_task_changes<R: Runtime>(app: AppHandle<R>, owner: OwnerSer
             () = tokio::time::sleep_until(sessions_due.unwrap_or_else(Instant::now)), if sessions_due.is_some() => {
                 sessions_due = None;
                 sessions.mark_unchanged();
-                if let Err(error) = app.emit(SESSIONS, serde_json::json!({})) {
-                    tracing::debug!(%error, "could not emit a session change");
-                }
+                crate::window::emit(&app, SESSIONS, serde_json::json!({}));
             }
             change = changes.recv() => match change {
-                Ok(task) => {
-                    if let Err(error) = app.emit(TASK, TaskView::from(&*task)) {
-                        tracing::debug!(%error, "could not emit a task change");
-                    }
-                }
+                Ok(task) => crate::window::emit(&app, TASK, TaskView::from(&*task)),
                 Err(RecvError::Lagged(missed)) => {
                     tracing::debug!(missed, "the task feed lagged; the page re-reads");
                 }
@@ -111,11 +103,7 @@ pub async fn forward_task_changes<R: Runtime>(app: AppHandle<R>, owner: OwnerSer
                     return;
                 }
                 match owner.settings().await {
-                    Ok(all) => {
-                        if let Err(error) = app.emit(SETTINGS, all) {
-                            tracing::debug!(%error, "could not emit a settings change");
-                        }
-                    }
+                    Ok(all) => crate::window::emit(&app, SETTINGS, all),
                     Err(error) => tracing::debug!(%error, "could not read the changed settings"),
                 }
             }
@@ -130,11 +118,7 @@ pub async fn forward_notices<R: Runtime>(
 ) {
     loop {
         match notices.recv().await {
-            Ok(notice) => {
-                if let Err(error) = app.emit(NOTICE, &notice) {
-                    tracing::debug!(%error, "could not emit a notice");
-                }
-            }
+            Ok(notice) => crate::window::emit(&app, NOTICE, &notice),
             Err(RecvError::Lagged(_)) => {}
             Err(RecvError::Closed) => return,
         }
