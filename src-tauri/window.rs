@@ -83,9 +83,7 @@ impl Lifecycle {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
-}
 
-impl Lifecycle {
     /// A page is loading again (a new webview or a new window process): what it must hear
     /// waits until it draws.
     pub(crate) fn page_loading(&self) {
@@ -222,10 +220,9 @@ pub fn show<R: Runtime>(app: &AppHandle<R>) {
     if life.process.in_use() {
         match life.process.show(app) {
             Ok(started) => {
+                // Only a new page reports a first frame.
                 if started == Started::New {
                     life.page_loading();
-                }
-                if started != (Started::Running { on_screen: true }) {
                     *life.opened() = Some(asked);
                 }
                 return;

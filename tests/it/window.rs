@@ -262,15 +262,18 @@ fn webkit_processes(pgid: i32, comm: &str) -> usize {
         .count()
 }
 
-/// The app's window processes: its program run again, with the window process's mark.
+/// The app's window processes: its program run again, with the window process's mark (which
+/// WebKit's processes inherit, so the program's name too).
 fn window_processes(pgid: i32) -> Vec<i32> {
     crate::harness::processes_in_group(pgid)
         .into_iter()
         .filter(|pid| {
-            fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
-                env.split(|b| *b == 0)
-                    .any(|v| v == b"TASKKEEPER_APP_WINDOW=1")
-            })
+            let comm = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            comm.trim() == "taskkeeper-app"
+                && fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
+                    env.split(|b| *b == 0)
+                        .any(|v| v == b"TASKKEEPER_APP_WINDOW=1")
+                })
         })
         .collect()
 }
