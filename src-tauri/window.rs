@@ -44,6 +44,8 @@ pub struct Lifecycle {
     generation: AtomicU64,
     /// The page in the window has drawn once (so it hears events).
     page_ready: AtomicBool,
+    /// The page in the window has reported its first frame on screen.
+    framed: AtomicBool,
     /// Where the page should go once it is ready.
     pending: Mutex<Option<Navigate>>,
     /// When [`show`] was last asked for a window that was not on screen, until its page's
@@ -63,6 +65,7 @@ impl Default for Lifecycle {
         Self {
             generation: AtomicU64::new(0),
             page_ready: AtomicBool::new(false),
+            framed: AtomicBool::new(false),
             pending: Mutex::new(None),
             opened: Mutex::new(None),
             keep_hidden,
@@ -88,6 +91,7 @@ impl Lifecycle {
     /// waits until it draws.
     pub(crate) fn page_loading(&self) {
         self.page_ready.store(false, Ordering::SeqCst);
+        self.framed.store(false, Ordering::SeqCst);
     }
 }
 
@@ -140,9 +144,10 @@ pub fn page_rendered<R: Runtime>(app: &AppHandle<R>) {
 /// which tells the page's share (load, script, first paint) from the process and webview
 /// start before it.
 pub fn first_frame<R: Runtime>(app: &AppHandle<R>, page_ms: Option<u64>) {
-    let since = app
-        .try_state::<Lifecycle>()
-        .and_then(|life| life.opened().take());
+    let since = app.try_state::<Lifecycle>().and_then(|life| {
+        life.framed.store(true, Ordering::SeqCst);
+        life.opened().take()
+    });
     match since {
         Some(asked) => tracing::info!(
             ms = millis(asked.elapsed()),
@@ -184,6 +189,28 @@ fn main_window<R: Runtime>(app: &AppHandle<R>) -> Result<WebviewWindow<R>, Strin
     built.map_err(|error| format!("could not create the window: {error}"))
 }
 
+/// The owner may ask for the window next (the tray's menu opened): where the window lives in
+/// a window process, that process starts now, without a webview, so an Open finds its start
+/// (a third or more of a cold open) done. Unused, it ends like a hidden window's, after
+/// [`Lifecycle::keep_hidden`].
+pub fn prepare<R: Runtime>(app: &AppHandle<R>) {
+    let Some(life) = app.try_state::<Lifecycle>() else {
+        return;
+    };
+    if !life.process.in_use() {
+        return;
+    }
+    match life.process.prepare(app) {
+        Ok(true) => {
+            life.page_loading();
+            tracing::info!("the tray's menu opened: the window process starts ahead of an open");
+            forget_later(app);
+        }
+        Ok(false) => {}
+        Err(error) => tracing::warn!(%error, "could not start the window process ahead"),
+    }
+}
+
 /// What showing the window here did, for the log (and the window process's report).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Shown {
@@ -220,9 +247,12 @@ pub fn show<R: Runtime>(app: &AppHandle<R>) {
     if life.process.in_use() {
         match life.process.show(app) {
             Ok(started) => {
-                // Only a new page reports a first frame.
                 if started == Started::New {
                     life.page_loading();
+                }
+                // A page that has not drawn yet (new, or in a window process started ahead
+                // by [`prepare`]) reports its first frame: timed from this open.
+                if !life.framed.load(Ordering::SeqCst) {
                     *life.opened() = Some(asked);
                 }
                 return;

@@ -164,6 +164,22 @@ impl Slot {
         Ok(Started::New)
     }
 
+    /// Starts a window process, its window not made yet, unless one runs; whether it did.
+    pub fn prepare<R: Runtime>(&self, app: &AppHandle<R>) -> std::io::Result<bool> {
+        let mut running = self.running();
+        if running.is_some() {
+            return Ok(false);
+        }
+        let serial = self.serial.fetch_add(1, Ordering::SeqCst) + 1;
+        let orders = start(app, serial)?;
+        *running = Some(Running {
+            serial,
+            orders,
+            on_screen: false,
+        });
+        Ok(true)
+    }
+
     pub fn hide(&self) {
         if let Some(process) = self.running().as_mut() {
             process.on_screen = false;
@@ -193,7 +209,7 @@ impl Slot {
     /// Tells the window process to exit; the next show starts a new one.
     pub fn end(&self) {
         if let Some(process) = self.running().take() {
-            tracing::info!("ending the window process (the window was hidden)");
+            tracing::info!("ending the window process (no window on screen for the keep time)");
             let _ = process.orders.send(Order::Quit);
         }
     }

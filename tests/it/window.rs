@@ -431,7 +431,29 @@ fn the_tray_item_opens_the_window_and_each_notification_acts_through_the_owner_s
         drivers.is_empty(),
         "OpenGL stayed in the app after the window went: {drivers:?}"
     );
-    // The menu is on the item too (a panel's right button): its first entry opens the window.
+    // The menu opening starts a window process ahead of an Open, without a webview; unused,
+    // it goes again after the keep time.
+    host.open_menu(&item);
+    app.wait(
+        "the window process started ahead",
+        Duration::from_secs(10),
+        || log_count(&log, "starts ahead of an open") == 1,
+    );
+    assert_eq!(log_count(&log, "window process started"), 2);
+    assert_eq!(web_processes(pgid), 0, "a web process before any show");
+    app.wait(
+        "the unused window process to go",
+        Duration::from_secs(20),
+        || log_count(&log, "ending the window process") == 2 && window_processes(pgid).is_empty(),
+    );
+    // The menu is on the item too (a panel's right button): opening it starts the window
+    // process, and its first entry shows the window in that process.
+    host.open_menu(&item);
+    app.wait(
+        "the window process started ahead",
+        Duration::from_secs(10),
+        || log_count(&log, "starts ahead of an open") == 2,
+    );
     assert_eq!(host.click_menu(&item, "Open"), "Open — nothing open");
     app.wait("the window shown again", Duration::from_secs(30), || {
         log_count(&log, "window shown") == 2
@@ -444,6 +466,12 @@ fn the_tray_item_opens_the_window_and_each_notification_acts_through_the_owner_s
     app.wait("the list rendered again", Duration::from_secs(60), || {
         log_count(&log, "ui rendered 0 open tasks") == 2
     });
+    assert_eq!(
+        log_count(&log, "window process started"),
+        3,
+        "the open did not use the window process started ahead:\n{}",
+        app.diagnostics()
+    );
     host.activate(&item);
     app.wait("the window hidden again", Duration::from_secs(10), || {
         log_count(&log, "window hidden") == 2
@@ -805,6 +833,36 @@ fn bench_the_hidden_weight_and_the_open_from_the_tray_menu() {
     ] {
         println!("| {what} | {} MiB | {} MiB | {n} |", rss / 1024, pss / 1024);
     }
+    // The menu opened ahead of its Open, as a person opens it (the panel's AboutToShow, the
+    // click 300 ms later): the window process starts with the menu (window::prepare).
+    let frames_before = log_count(&log, " ms after the open");
+    let mut ahead = Vec::new();
+    for _ in 0..runs {
+        host.open_menu(&item);
+        std::thread::sleep(Duration::from_millis(300));
+        ahead.push(open(&mut app));
+        std::thread::sleep(Duration::from_secs(1));
+        hide(&mut app, true);
+    }
+    let text = fs::read_to_string(&log).unwrap_or_default();
+    let mut ahead_clock: Vec<Duration> = text
+        .lines()
+        .filter_map(|l| {
+            let (before, _) = l.split_once(" ms after the open")?;
+            before.rsplit(' ').next()?.parse().ok()
+        })
+        .map(Duration::from_millis)
+        .skip(frames_before)
+        .collect();
+    println!(
+        "\n| the menu opened 300 ms before its Open (cold, {runs} runs) | {} |",
+        summary(&mut ahead)
+    );
+    println!(
+        "| the same, the app's clock ({}) | {} |",
+        ahead_clock.len(),
+        summary(&mut ahead_clock)
+    );
     let _ = std::fs::read_to_string("/proc/loadavg").map(|l| println!("\nload: {l}"));
     app.stop();
 }
