@@ -16,6 +16,9 @@
 //! nothing but a pipe to whoever started it. Events (task changes, notices, navigation) go to
 //! it as orders too ([`crate::window::emit`]).
 //!
+//! A window process starts with a show, or ahead of one when the tray's menu opens
+//! ([`crate::window::prepare`]: its start is a third or more of a cold open, and the menu
+//! opens a moment before its Open is chosen); it makes its webview only when told to show.
 //! The window process exits when told ([`Order::Quit`], [`crate::window::KEEP_HIDDEN`] after
 //! a hide), when the app goes (its stdin ends), or when it fails; the app notices by its
 //! stdout's end and starts a new one for the next show. `TASKKEEPER_WINDOW_PROCESS=0` keeps
