@@ -29,216 +29,23 @@
 //! | `get_autostart` | | `bool` | (the app only) |
 //! | `set_autostart` | `enabled` | `bool` | (the app only) |
 //! | `ui_rendered` | `count` | | (the app's end-to-end test; the first one from a new page lets a held navigation go) |
-//! | `ui_first_frame` | | | (the page's first frame is on screen: the app logs how long after the open it came) |
+//! | `ui_first_frame` | `pageMs?` (the page's clock then) | | (the page's first frame is on screen: the app logs how long after the open it came) |
 //!
-//! Commands live in this module rather than at the crate root because `#[tauri::command]` on a
-//! `pub fn` in `lib.rs` collides with the macro's own glue (E0255, docs/tauri.md §11).
+//! One function, [`run`], answers every command by its name, for every way a page reaches the
+//! app: the window's webview in this process ([`handler`]: the mock runtime's tests, macOS and
+//! Windows) and the window process's, whose calls come over its pipe (`window_process`).
+//! Arguments are read from the call's JSON object by their camelCase names, as Tauri's own
+//! command macro reads them; a missing or mistyped one is an `invalid` error naming it.
 
-use taskkeeper_server::owner::api::{
-    AgentChange, AgentView, DeskView, DigestView, SessionView, TaskDetail, TaskView,
-};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
 use taskkeeper_server::{OwnerError, OwnerErrorKind, OwnerService, TaskQuery};
-use tauri::ipc::Invoke;
-use tauri::{Runtime, State};
+use tauri::ipc::{Invoke, InvokeBody};
+use tauri::{AppHandle, Manager as _, Runtime};
 
 /// The settings as the owner API shows them: every key with its value as text.
 pub use taskkeeper_server::owner::SettingsMap;
-
-/// The open tasks of every desk, as the owner API's `GET /api/tasks?state=open` lists them.
-#[tauri::command]
-pub async fn list_open_tasks(owner: State<'_, OwnerService>) -> Result<Vec<TaskView>, OwnerError> {
-    owner.list_tasks(TaskQuery::open()).await
-}
-
-/// Tasks by state (`open`, `ended`, or all when absent) and optionally one desk.
-#[tauri::command]
-pub async fn list_tasks(
-    owner: State<'_, OwnerService>,
-    state: Option<String>,
-    desk: Option<String>,
-) -> Result<Vec<TaskView>, OwnerError> {
-    owner.list_tasks(TaskQuery { state, desk }).await
-}
-
-/// One task with its history and artifacts.
-#[tauri::command]
-pub async fn get_task(
-    owner: State<'_, OwnerService>,
-    id: String,
-) -> Result<TaskDetail, OwnerError> {
-    owner.get_task(&id).await
-}
-
-/// Cancels a task for the owner; the asker sees CANCELED with the reason.
-#[tauri::command]
-pub async fn cancel_task(
-    owner: State<'_, OwnerService>,
-    id: String,
-    reason: Option<String>,
-) -> Result<TaskView, OwnerError> {
-    owner.cancel_task(&id, reason).await
-}
-
-/// Reminds the desk's session of this task now, outside the ladder.
-#[tauri::command]
-pub async fn remind_task(
-    owner: State<'_, OwnerService>,
-    id: String,
-) -> Result<TaskView, OwnerError> {
-    owner.remind_now(&id).await
-}
-
-/// A stalled task's ladder starts again.
-#[tauri::command]
-pub async fn resume_task(
-    owner: State<'_, OwnerService>,
-    id: String,
-) -> Result<TaskView, OwnerError> {
-    owner.resume_task(&id).await
-}
-
-#[tauri::command]
-pub async fn list_desks(owner: State<'_, OwnerService>) -> Result<Vec<DeskView>, OwnerError> {
-    owner.list_desks().await
-}
-
-/// Sets the command that delivers text to a desk's agent (on its stdin), or removes it (null
-/// or blank). One line of at most 4096 bytes; the owner service checks.
-#[tauri::command]
-pub async fn set_deliver_command(
-    owner: State<'_, OwnerService>,
-    name: String,
-    command: Option<String>,
-) -> Result<DeskView, OwnerError> {
-    owner.set_deliver_command(&name, command).await
-}
-
-/// Sets whether a desk launches a headless session by itself when it has work and none is
-/// live (behind the owner service's launch guard).
-#[tauri::command]
-pub async fn set_auto_launch(
-    owner: State<'_, OwnerService>,
-    name: String,
-    on: bool,
-) -> Result<DeskView, OwnerError> {
-    owner.set_auto_launch(&name, on).await
-}
-
-/// The digest since it was last taken; `take` marks it taken now.
-#[tauri::command]
-pub async fn get_digest(
-    owner: State<'_, OwnerService>,
-    take: bool,
-) -> Result<DigestView, OwnerError> {
-    owner.digest(take).await
-}
-
-/// Sessions, most recently active first.
-#[tauri::command]
-pub async fn list_sessions(owner: State<'_, OwnerService>) -> Result<Vec<SessionView>, OwnerError> {
-    owner.list_sessions().await
-}
-
-/// Stops the watchdog from reminding one session.
-#[tauri::command]
-pub async fn pause_session(
-    owner: State<'_, OwnerService>,
-    id: String,
-) -> Result<SessionView, OwnerError> {
-    owner.pause_session(&id, true).await
-}
-
-#[tauri::command]
-pub async fn resume_session(
-    owner: State<'_, OwnerService>,
-    id: String,
-) -> Result<SessionView, OwnerError> {
-    owner.pause_session(&id, false).await
-}
-
-/// Launches a headless Claude Code session at a claude-code desk; the daemon owns it and
-/// speaks to it on its stdin.
-#[tauri::command]
-pub async fn launch_session(
-    owner: State<'_, OwnerService>,
-    desk: String,
-) -> Result<SessionView, OwnerError> {
-    owner.launch_session(&desk).await
-}
-
-/// Stops a session this daemon launched. It ends shortly after; the answer does not wait.
-#[tauri::command]
-pub async fn stop_session(owner: State<'_, OwnerService>, id: String) -> Result<(), OwnerError> {
-    owner.stop_session(&id).await
-}
-
-/// Answers the tool a headless session asks to use (its `permission`): allow it, or deny it
-/// with an optional message the model reads. Answers the session, nothing waiting any more.
-#[tauri::command]
-pub async fn answer_permission(
-    owner: State<'_, OwnerService>,
-    id: String,
-    allow: bool,
-    message: Option<String>,
-    request_id: Option<String>,
-) -> Result<SessionView, OwnerError> {
-    owner
-        .answer_permission(&id, allow, message, request_id)
-        .await
-}
-
-#[tauri::command]
-pub async fn get_settings(owner: State<'_, OwnerService>) -> Result<SettingsMap, OwnerError> {
-    owner.settings().await
-}
-
-/// Saves some settings (`{key: value}`, values as text; numbers and booleans are accepted and
-/// read as their text). All are checked first: one invalid value changes nothing. Answers every
-/// setting.
-#[tauri::command]
-pub async fn save_settings(
-    owner: State<'_, OwnerService>,
-    changes: SettingsMap,
-) -> Result<SettingsMap, OwnerError> {
-    owner.set_settings(changes).await
-}
-
-/// Pauses every reminder (the setting `reminders.paused`); answers every setting.
-#[tauri::command]
-pub async fn pause_reminders(owner: State<'_, OwnerService>) -> Result<SettingsMap, OwnerError> {
-    owner.pause_reminders(true).await
-}
-
-#[tauri::command]
-pub async fn resume_reminders(owner: State<'_, OwnerService>) -> Result<SettingsMap, OwnerError> {
-    owner.pause_reminders(false).await
-}
-
-/// The agents Taskkeeper can connect (Claude Code today), with what their settings say.
-#[tauri::command]
-pub async fn list_agents(owner: State<'_, OwnerService>) -> Result<Vec<AgentView>, OwnerError> {
-    owner.agents().await
-}
-
-/// Connects an agent for the user, as `taskkeeper connect claude-code` does; `force` names
-/// a `taskkeeper` in a build directory anyway.
-#[tauri::command]
-pub async fn connect_agent(
-    owner: State<'_, OwnerService>,
-    agent: String,
-    force: Option<bool>,
-) -> Result<AgentChange, OwnerError> {
-    owner.connect_agent(&agent, force.unwrap_or(false)).await
-}
-
-/// Puts the agent's settings back as they were before Connect.
-#[tauri::command]
-pub async fn disconnect_agent(
-    owner: State<'_, OwnerService>,
-    agent: String,
-) -> Result<AgentChange, OwnerError> {
-    owner.disconnect_agent(&agent).await
-}
 
 /// Starting the app at login. The app uses `tauri-plugin-autostart` ([`crate::PluginAutostart`]);
 /// tests on the mock runtime put a fake in its place so they touch no real login items.
@@ -257,68 +64,179 @@ fn autostart_error(message: String) -> OwnerError {
     }
 }
 
-/// Whether the app starts at login.
-#[tauri::command]
-pub fn get_autostart(autostart: State<'_, AutostartState>) -> Result<bool, OwnerError> {
-    autostart.0.is_enabled().map_err(autostart_error)
+/// One argument of a call, by its camelCase name; absent reads as null (so an `Option` is
+/// `None`).
+fn arg<T: DeserializeOwned>(args: &Value, name: &str) -> Result<T, OwnerError> {
+    let value = args.get(name).cloned().unwrap_or(Value::Null);
+    serde_json::from_value(value).map_err(|error| OwnerError {
+        kind: OwnerErrorKind::Invalid,
+        message: format!("the argument `{name}`: {error}"),
+    })
 }
 
-/// Turns starting at login on or off; answers the new state as the system reports it.
-#[tauri::command]
-pub fn set_autostart(
-    autostart: State<'_, AutostartState>,
-    enabled: bool,
-) -> Result<bool, OwnerError> {
-    autostart.0.set_enabled(enabled).map_err(autostart_error)?;
-    tracing::info!(enabled, "autostart changed");
-    autostart.0.is_enabled().map_err(autostart_error)
+fn answer<T: Serialize>(result: Result<T, OwnerError>) -> Result<Value, OwnerError> {
+    let value = result?;
+    serde_json::to_value(value).map_err(|error| OwnerError {
+        kind: OwnerErrorKind::Internal,
+        message: format!("the answer could not be written: {error}"),
+    })
 }
 
-/// The page reports how many tasks it drew after each change. The log line is how the app's
-/// end-to-end test sees the real window's DOM without a WebDriver; it is also useful when a
-/// user reports an empty window.
-#[tauri::command]
-pub fn ui_rendered<R: Runtime>(app: tauri::AppHandle<R>, count: u32) {
-    tracing::info!(count, "ui rendered {count} open tasks");
-    crate::window::page_rendered(&app);
+fn state<'a, R: Runtime, T: Send + Sync + 'static>(
+    app: &'a AppHandle<R>,
+    what: &str,
+) -> Result<&'a T, OwnerError> {
+    app.try_state::<T>()
+        .map(|state| state.inner())
+        .ok_or_else(|| OwnerError {
+            kind: OwnerErrorKind::Internal,
+            message: format!("the app has no {what} yet; try again in a moment"),
+        })
 }
 
-/// The page's first frame is on screen (its first animation frame, and the paint after it): the
-/// app logs the time since the window was asked for, by its own monotonic clock.
-#[tauri::command]
-pub fn ui_first_frame<R: Runtime>(app: tauri::AppHandle<R>) {
-    crate::window::first_frame(&app);
+/// Answers the command `command` with `args` (a JSON object) for a page of this app: the
+/// table in the module's docs. An error is the owner API's `{kind, message}`.
+pub async fn run<R: Runtime>(
+    app: &AppHandle<R>,
+    command: &str,
+    args: &Value,
+) -> Result<Value, OwnerError> {
+    // The two reports need no daemon.
+    match command {
+        // The page reports how many tasks it drew after each change. The log line is how the
+        // app's end-to-end test sees the real window's DOM without a WebDriver; it is also
+        // useful when a user reports an empty window.
+        "ui_rendered" => {
+            let count: u32 = arg(args, "count")?;
+            tracing::info!(count, "ui rendered {count} open tasks");
+            crate::window::page_rendered(app);
+            return Ok(Value::Null);
+        }
+        // The page's first frame is on screen (its first animation frame, and the paint after
+        // it): the app logs the time since the window was asked for, by its own clock.
+        "ui_first_frame" => {
+            crate::window::first_frame(app, arg(args, "pageMs")?);
+            return Ok(Value::Null);
+        }
+        "get_autostart" => {
+            let autostart = state::<R, AutostartState>(app, "autostart")?;
+            return answer(autostart.0.is_enabled().map_err(autostart_error));
+        }
+        "set_autostart" => {
+            let enabled: bool = arg(args, "enabled")?;
+            let autostart = state::<R, AutostartState>(app, "autostart")?;
+            autostart.0.set_enabled(enabled).map_err(autostart_error)?;
+            tracing::info!(enabled, "autostart changed");
+            return answer(autostart.0.is_enabled().map_err(autostart_error));
+        }
+        _ => {}
+    }
+    let owner = state::<R, OwnerService>(app, "daemon")?;
+    let id = || arg::<String>(args, "id");
+    match command {
+        "list_open_tasks" => answer(owner.list_tasks(TaskQuery::open()).await),
+        "list_tasks" => {
+            let query = TaskQuery {
+                state: arg(args, "state")?,
+                desk: arg(args, "desk")?,
+            };
+            answer(owner.list_tasks(query).await)
+        }
+        "get_task" => answer(owner.get_task(&id()?).await),
+        // The asker sees CANCELED with the reason.
+        "cancel_task" => answer(owner.cancel_task(&id()?, arg(args, "reason")?).await),
+        // Reminds the desk's session of this task now, outside the ladder.
+        "remind_task" => answer(owner.remind_now(&id()?).await),
+        // A stalled task's ladder starts again.
+        "resume_task" => answer(owner.resume_task(&id()?).await),
+        "list_desks" => answer(owner.list_desks().await),
+        // One line of at most 4096 bytes, or null/blank for none; the owner service checks.
+        "set_deliver_command" => {
+            let name: String = arg(args, "name")?;
+            answer(
+                owner
+                    .set_deliver_command(&name, arg(args, "command")?)
+                    .await,
+            )
+        }
+        // Behind the owner service's launch guard.
+        "set_auto_launch" => {
+            let name: String = arg(args, "name")?;
+            answer(owner.set_auto_launch(&name, arg(args, "on")?).await)
+        }
+        "get_digest" => answer(owner.digest(arg(args, "take")?).await),
+        "list_sessions" => answer(owner.list_sessions().await),
+        "pause_session" => answer(owner.pause_session(&id()?, true).await),
+        "resume_session" => answer(owner.pause_session(&id()?, false).await),
+        // A headless Claude Code session at a claude-code desk; the daemon owns it.
+        "launch_session" => {
+            let desk: String = arg(args, "desk")?;
+            answer(owner.launch_session(&desk).await)
+        }
+        // It ends shortly after; the answer does not wait.
+        "stop_session" => answer(owner.stop_session(&id()?).await),
+        "answer_permission" => {
+            let id = id()?;
+            answer(
+                owner
+                    .answer_permission(
+                        &id,
+                        arg(args, "allow")?,
+                        arg(args, "message")?,
+                        arg(args, "requestId")?,
+                    )
+                    .await,
+            )
+        }
+        "get_settings" => answer(owner.settings().await),
+        // All are checked first: one invalid value changes nothing.
+        "save_settings" => {
+            let changes: SettingsMap = arg(args, "changes")?;
+            answer(owner.set_settings(changes).await)
+        }
+        "pause_reminders" => answer(owner.pause_reminders(true).await),
+        "resume_reminders" => answer(owner.pause_reminders(false).await),
+        "list_agents" => answer(owner.agents().await),
+        // As `taskkeeper connect claude-code` does; `force` names a `taskkeeper` in a build
+        // directory anyway.
+        "connect_agent" => {
+            let agent: String = arg(args, "agent")?;
+            let force: Option<bool> = arg(args, "force")?;
+            answer(owner.connect_agent(&agent, force.unwrap_or(false)).await)
+        }
+        "disconnect_agent" => {
+            let agent: String = arg(args, "agent")?;
+            answer(owner.disconnect_agent(&agent).await)
+        }
+        _ => Err(OwnerError {
+            kind: OwnerErrorKind::NotFound,
+            message: format!("no command {command:?}: the commands are in commands.rs"),
+        }),
+    }
 }
 
-/// The invoke handler for every command above, for any runtime (the real one and the mock).
+/// A call's arguments as JSON (a page sends an object; no body reads as none).
+pub fn args_of(body: &InvokeBody) -> Value {
+    match body {
+        InvokeBody::Json(value) => value.clone(),
+        InvokeBody::Raw(bytes) => serde_json::from_slice(bytes).unwrap_or(Value::Null),
+    }
+}
+
+/// The invoke handler of a webview in this process, for any runtime (the real one and the
+/// mock): every call goes to [`run`].
 pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'static {
-    tauri::generate_handler![
-        list_open_tasks,
-        list_tasks,
-        get_task,
-        cancel_task,
-        remind_task,
-        resume_task,
-        list_desks,
-        set_deliver_command,
-        set_auto_launch,
-        get_digest,
-        list_sessions,
-        pause_session,
-        resume_session,
-        launch_session,
-        stop_session,
-        answer_permission,
-        get_settings,
-        save_settings,
-        pause_reminders,
-        resume_reminders,
-        list_agents,
-        connect_agent,
-        disconnect_agent,
-        get_autostart,
-        set_autostart,
-        ui_rendered,
-        ui_first_frame,
-    ]
+    |invoke: Invoke<R>| {
+        let app = invoke.message.webview().app_handle().clone();
+        let command = invoke.message.command().to_owned();
+        let args = args_of(invoke.message.payload());
+        let resolver = invoke.resolver;
+        tauri::async_runtime::spawn(async move {
+            match run(&app, &command, &args).await {
+                Ok(value) => resolver.resolve(value),
+                Err(error) => resolver.reject(error),
+            }
+        });
+        true
+    }
 }

@@ -19,7 +19,7 @@ use serde::Serialize;
 use taskkeeper_server::OwnerService;
 use taskkeeper_server::notify::Notice;
 use taskkeeper_server::owner::api::{NoticeView, TaskView};
-use tauri::{AppHandle, Emitter as _, Runtime};
+use tauri::{AppHandle, Runtime};
 use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -63,9 +63,7 @@ impl Navigate {
 /// it, which is harmless: the window is shown anyway by whoever asked.
 pub fn navigate<R: Runtime>(app: &AppHandle<R>, to: &Navigate) {
     tracing::info!(?to, "navigate");
-    if let Err(error) = app.emit(NAVIGATE, to) {
-        tracing::warn!(%error, "could not tell the window where to go");
-    }
+    crate::window::emit(app, NAVIGATE, to);
 }
 
 /// What the forwarder of [`SESSIONS`] events has done so far: those who must know that no
@@ -139,9 +137,7 @@ pub async fn forward_task_changes<R: Runtime>(
             () = tokio::time::sleep_until(sessions_due.unwrap_or_else(Instant::now)), if sessions_due.is_some() => {
                 sessions_due = None;
                 let seen = *sessions.borrow_and_update();
-                if let Err(error) = app.emit(SESSIONS, serde_json::json!({})) {
-                    tracing::debug!(%error, "could not emit a session change");
-                }
+                crate::window::emit(&app, SESSIONS, serde_json::json!({}));
                 forwarded.update(|f| {
                     f.pending = false;
                     f.seen = seen;
@@ -149,11 +145,7 @@ pub async fn forward_task_changes<R: Runtime>(
                 });
             }
             change = changes.recv() => match change {
-                Ok(task) => {
-                    if let Err(error) = app.emit(TASK, TaskView::from(&*task)) {
-                        tracing::debug!(%error, "could not emit a task change");
-                    }
-                }
+                Ok(task) => crate::window::emit(&app, TASK, TaskView::from(&*task)),
                 Err(RecvError::Lagged(missed)) => {
                     tracing::debug!(missed, "the task feed lagged; the page re-reads");
                 }
@@ -164,11 +156,7 @@ pub async fn forward_task_changes<R: Runtime>(
                     return;
                 }
                 match owner.settings().await {
-                    Ok(all) => {
-                        if let Err(error) = app.emit(SETTINGS, all) {
-                            tracing::debug!(%error, "could not emit a settings change");
-                        }
-                    }
+                    Ok(all) => crate::window::emit(&app, SETTINGS, all),
                     Err(error) => tracing::debug!(%error, "could not read the changed settings"),
                 }
             }
@@ -183,11 +171,7 @@ pub async fn forward_notices<R: Runtime>(
 ) {
     loop {
         match notices.recv().await {
-            Ok(notice) => {
-                if let Err(error) = app.emit(NOTICE, NoticeView::from(&notice)) {
-                    tracing::debug!(%error, "could not emit a notice");
-                }
-            }
+            Ok(notice) => crate::window::emit(&app, NOTICE, NoticeView::from(&notice)),
             Err(RecvError::Lagged(_)) => {}
             Err(RecvError::Closed) => return,
         }

@@ -12,6 +12,8 @@
 //!   notifications' actions.
 //! * [`shortcut`] — the global shortcut (`app.shortcut`) that shows and hides the window.
 //! * `webkit` (Linux) — ending WebKit's network process once no webview is left.
+//! * [`window_process`] (Linux) — the window in a process of its own, which exits with the
+//!   webview, so WebKit's OpenGL driver never stays in the app.
 //! * `light` (Linux) — the environment GTK and WebKit are started with, so that the app
 //!   hidden in the tray does not carry an OpenGL driver.
 //!
@@ -32,6 +34,7 @@ pub mod tray;
 #[cfg(all(unix, not(target_os = "macos")))]
 pub mod webkit;
 pub mod window;
+pub mod window_process;
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -119,6 +122,10 @@ pub fn main() -> ExitCode {
             "taskkeeper-app: could not restart with a lighter GTK and WebKit ({error}); going on as it is"
         );
     }
+    // The window process (window_process.rs) opens no data directory, log or port.
+    if std::env::var_os(window_process::CHILD).is_some() {
+        return window_process::main();
+    }
     // Before anything opens the data directory: `--version` changes nothing.
     let (flags, ignored) = match Flags::parse(std::env::args().skip(1)) {
         Start::Run { flags, ignored } => (flags, ignored),
@@ -156,6 +163,11 @@ pub fn main() -> ExitCode {
         tracing::error!("taskkeeper-app failed: {error:#}");
         ExitCode::FAILURE
     })
+}
+
+/// The configuration and the embedded UI, for the app and its window process alike.
+pub(crate) fn context() -> tauri::Context {
+    tauri::generate_context!()
 }
 
 fn fail_before_logging(error: &anyhow::Error) -> ExitCode {
@@ -221,7 +233,7 @@ fn run(mut config: DaemonConfig, flags: Flags, launched: Instant) -> anyhow::Res
         });
     // Building runs the plugins: past this line this is the only instance.
     let app = builder
-        .build(tauri::generate_context!())
+        .build(context())
         .context("starting the window system")?;
 
     // The daemon runs on Tauri's own tokio runtime, started before the event loop so that a

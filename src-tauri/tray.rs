@@ -314,6 +314,12 @@ pub mod sni {
             "Taskkeeper".into()
         }
 
+        /// The panel opens the menu (dbusmenu's `AboutToShow`): Open may come next, so the
+        /// window process starts now (`window::prepare`).
+        fn menu_about_to_show(&mut self) {
+            window::prepare(&self.app);
+        }
+
         /// A left click.
         fn activate(&mut self, _x: i32, _y: i32) {
             tracing::info!("tray activated");

@@ -12,15 +12,23 @@
 //! quick hide and show again finds it still there). What the app tells a page that is still
 //! loading (a notification's "open on this task") waits in [`Lifecycle`] until the page reports
 //! its first render (`ui_rendered`).
+//!
+//! On Linux the webview lives in a window process of its own ([`crate::window_process`]): the
+//! same program started again, which exits when the webview would be destroyed. WebKit loads
+//! an OpenGL driver into whatever process holds a webview, for good; in a process of its own
+//! it goes when the window does, and the app in the tray stays as light as before its first
+//! open. Elsewhere (and where starting it fails) the webview is made in this process.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use tauri::{AppHandle, Manager as _, Runtime, WebviewWindow, WebviewWindowBuilder};
+use serde::{Deserialize, Serialize};
+use tauri::{AppHandle, Emitter as _, Manager as _, Runtime, WebviewWindow, WebviewWindowBuilder};
 use tauri_plugin_positioner::{Position, WindowExt as _};
 
 use crate::events::{self, Navigate};
+use crate::window_process::Started;
 
 /// The label of the one window, as in `tauri.conf.json` and the `main` capability.
 pub const MAIN: &str = "main";
@@ -36,12 +44,16 @@ pub struct Lifecycle {
     generation: AtomicU64,
     /// The page in the window has drawn once (so it hears events).
     page_ready: AtomicBool,
+    /// The page in the window has reported its first frame on screen.
+    framed: AtomicBool,
     /// Where the page should go once it is ready.
     pending: Mutex<Option<Navigate>>,
     /// When [`show`] was last asked for a window that was not on screen, until its page's
     /// first frame is reported ([`first_frame`]).
     opened: Mutex<Option<Instant>>,
     keep_hidden: Duration,
+    /// The window process, when the window lives in one ([`crate::window_process`]).
+    pub(crate) process: crate::window_process::Slot,
 }
 
 impl Default for Lifecycle {
@@ -53,9 +65,11 @@ impl Default for Lifecycle {
         Self {
             generation: AtomicU64::new(0),
             page_ready: AtomicBool::new(false),
+            framed: AtomicBool::new(false),
             pending: Mutex::new(None),
             opened: Mutex::new(None),
             keep_hidden,
+            process: crate::window_process::Slot::from_env(),
         }
     }
 }
@@ -72,9 +86,16 @@ impl Lifecycle {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+
+    /// A page is loading again (a new webview or a new window process): what it must hear
+    /// waits until it draws.
+    pub(crate) fn page_loading(&self) {
+        self.page_ready.store(false, Ordering::SeqCst);
+        self.framed.store(false, Ordering::SeqCst);
+    }
 }
 
-fn millis(d: Duration) -> u64 {
+pub(crate) fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
@@ -88,6 +109,20 @@ pub fn navigate<R: Runtime>(app: &AppHandle<R>, to: Navigate) {
         return;
     }
     events::navigate(app, &to);
+}
+
+/// Sends an event to the page: to the window process's, or to the webviews of this process.
+/// With no page (no window now) it is dropped: a new page reads what it shows.
+pub fn emit<R: Runtime, S: Serialize + Clone>(app: &AppHandle<R>, event: &str, payload: S) {
+    if let Some(life) = app.try_state::<Lifecycle>()
+        && life.process.in_use()
+    {
+        life.process.emit(event, &payload);
+        return;
+    }
+    if let Err(error) = app.emit(event, payload) {
+        tracing::debug!(%error, event, "could not send an event to the page");
+    }
 }
 
 /// The page drew: it listens now, so a waiting navigation goes out.
@@ -104,32 +139,38 @@ pub fn page_rendered<R: Runtime>(app: &AppHandle<R>) {
 
 /// The page's first frame is on screen: logged with the time since the window was asked for
 /// (the issue 13 goal: 300 ms from the tray menu's Open).
-pub fn first_frame<R: Runtime>(app: &AppHandle<R>) {
-    let since = app
-        .try_state::<Lifecycle>()
-        .and_then(|life| life.opened().take());
+///
+/// `page_ms` is the page's own clock at that frame: the time since its navigation started,
+/// which tells the page's share (load, script, first paint) from the process and webview
+/// start before it.
+pub fn first_frame<R: Runtime>(app: &AppHandle<R>, page_ms: Option<u64>) {
+    let since = app.try_state::<Lifecycle>().and_then(|life| {
+        life.framed.store(true, Ordering::SeqCst);
+        life.opened().take()
+    });
     match since {
         Some(asked) => tracing::info!(
             ms = millis(asked.elapsed()),
+            page_ms,
             "first frame {} ms after the open",
             millis(asked.elapsed())
         ),
-        None => tracing::info!("first frame"),
+        None => tracing::info!(page_ms, "first frame"),
     }
 }
 
 /// The window, created from its configuration when it doesn't exist.
-fn main_window<R: Runtime>(app: &AppHandle<R>) -> Option<WebviewWindow<R>> {
+fn main_window<R: Runtime>(app: &AppHandle<R>) -> Result<WebviewWindow<R>, String> {
     if let Some(window) = app.get_webview_window(MAIN) {
-        return Some(window);
+        return Ok(window);
     }
-    let started = Instant::now();
     let Some(config) = app.config().app.windows.iter().find(|w| w.label == MAIN) else {
-        tracing::warn!("no window {MAIN:?} in the configuration; nothing to show");
-        return None;
+        return Err(format!(
+            "no window {MAIN:?} in the configuration; nothing to show"
+        ));
     };
     if let Some(life) = app.try_state::<Lifecycle>() {
-        life.page_ready.store(false, Ordering::SeqCst);
+        life.page_loading();
     }
     let built = WebviewWindowBuilder::from_config(app, config).and_then(|builder| {
         // Linux: the top right of the screen, where most panels keep their indicators.
@@ -145,14 +186,51 @@ fn main_window<R: Runtime>(app: &AppHandle<R>) -> Option<WebviewWindow<R>> {
         };
         builder.build()
     });
-    match built {
-        Ok(window) => {
-            tracing::info!(ms = millis(started.elapsed()), "webview created");
-            Some(window)
+    built.map_err(|error| format!("could not create the window: {error}"))
+}
+
+/// The owner may ask for the window next (the tray's menu opened): where the window lives in
+/// a window process, that process starts now, without a webview, so an Open finds its start
+/// (a third or more of a cold open) done. Unused, it ends like a hidden window's, after
+/// [`Lifecycle::keep_hidden`].
+pub fn prepare<R: Runtime>(app: &AppHandle<R>) {
+    let Some(life) = app.try_state::<Lifecycle>() else {
+        return;
+    };
+    if !life.process.in_use() {
+        return;
+    }
+    match life.process.prepare(app) {
+        Ok(true) => {
+            life.page_loading();
+            tracing::info!("the tray's menu opened: the window process starts ahead of an open");
+            forget_later(app);
         }
-        Err(error) => {
-            tracing::warn!(%error, "could not create the window");
-            None
+        Ok(false) => {}
+        Err(error) => tracing::warn!(%error, "could not start the window process ahead"),
+    }
+}
+
+/// What showing the window here did, for the log (and the window process's report).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shown {
+    /// The webview was made for this show, in this many milliseconds.
+    pub created_ms: Option<u64>,
+    pub position: Option<(i32, i32)>,
+    pub size: Option<(u32, u32)>,
+    /// Why it could not be shown.
+    pub error: Option<String>,
+}
+
+impl Shown {
+    /// The log lines the end-to-end tests and the benchmark read.
+    pub(crate) fn log(&self) {
+        if let Some(ms) = self.created_ms {
+            tracing::info!(ms, "webview created");
+        }
+        match &self.error {
+            None => tracing::info!(position = ?self.position, size = ?self.size, "window shown"),
+            Some(error) => tracing::warn!(%error, "could not show the main window"),
         }
     }
 }
@@ -161,16 +239,51 @@ fn main_window<R: Runtime>(app: &AppHandle<R>) -> Option<WebviewWindow<R>> {
 /// on screen stays where the owner put it.
 pub fn show<R: Runtime>(app: &AppHandle<R>) {
     let asked = Instant::now();
-    let existed = app.get_webview_window(MAIN).is_some();
-    if let Some(life) = app.try_state::<Lifecycle>() {
-        life.generation.fetch_add(1, Ordering::SeqCst);
-        if !existed {
-            *life.opened() = Some(asked);
-        }
-    }
-    let Some(window) = main_window(app) else {
+    let Some(life) = app.try_state::<Lifecycle>() else {
+        show_here(app).log();
         return;
     };
+    life.generation.fetch_add(1, Ordering::SeqCst);
+    if life.process.in_use() {
+        match life.process.show(app) {
+            Ok(started) => {
+                if started == Started::New {
+                    life.page_loading();
+                }
+                // A page that has not drawn yet (new, or in a window process started ahead
+                // by [`prepare`]) reports its first frame: timed from this open.
+                if !life.framed.load(Ordering::SeqCst) {
+                    *life.opened() = Some(asked);
+                }
+                return;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "could not start the window process; the window opens in this process from now on");
+                life.process.give_up();
+            }
+        }
+    }
+    if app.get_webview_window(MAIN).is_none() {
+        *life.opened() = Some(asked);
+    }
+    show_here(app).log();
+}
+
+/// Shows the window of this process, creating it if needed (the in-process half of [`show`],
+/// and all the window process does when asked to show).
+pub fn show_here<R: Runtime>(app: &AppHandle<R>) -> Shown {
+    let existed = app.get_webview_window(MAIN).is_some();
+    let started = Instant::now();
+    let window = match main_window(app) {
+        Ok(window) => window,
+        Err(error) => {
+            return Shown {
+                error: Some(error),
+                ..Shown::default()
+            };
+        }
+    };
+    let created_ms = (!existed).then(|| millis(started.elapsed()));
     // Linux: a window made just now is made in its place (GTK knows its size only once it
     // is mapped, which a move from here can't wait for).
     let placed = !existed && cfg!(not(any(target_os = "macos", target_os = "windows")));
@@ -181,24 +294,46 @@ pub fn show<R: Runtime>(app: &AppHandle<R>) {
         .show()
         .and_then(|()| window.unminimize())
         .and_then(|()| window.set_focus());
-    match shown {
-        Ok(()) => tracing::info!(
-            position = ?window.outer_position().ok(),
-            size = ?window.outer_size().ok(),
-            "window shown"
-        ),
-        Err(error) => tracing::warn!(%error, "could not show the main window"),
+    Shown {
+        created_ms,
+        position: window.outer_position().ok().map(|p| (p.x, p.y)),
+        size: window.outer_size().ok().map(|s| (s.width, s.height)),
+        error: shown.err().map(|e| e.to_string()),
+    }
+}
+
+/// Hides the window of this process; whether there was one to hide.
+pub fn hide_here<R: Runtime>(app: &AppHandle<R>) -> bool {
+    let Some(window) = app.get_webview_window(MAIN) else {
+        return false;
+    };
+    match window.hide() {
+        Ok(()) => true,
+        Err(error) => {
+            tracing::warn!(%error, "could not hide the main window");
+            false
+        }
     }
 }
 
 /// Hides the window; the app goes on in the tray. The webview goes a little later.
 pub fn hide<R: Runtime>(app: &AppHandle<R>) {
-    if let Some(window) = app.get_webview_window(MAIN) {
-        match window.hide() {
-            Ok(()) => tracing::info!("window hidden"),
-            Err(error) => tracing::warn!(%error, "could not hide the main window"),
-        }
+    if let Some(life) = app.try_state::<Lifecycle>()
+        && life.process.in_use()
+    {
+        // The window process answers that it hid, and that answer is [`hidden`].
+        life.process.hide();
+        return;
     }
+    if hide_here(app) {
+        tracing::info!("window hidden");
+    }
+    forget_later(app);
+}
+
+/// The window process hid its window (asked to, or its close button).
+pub(crate) fn hidden<R: Runtime>(app: &AppHandle<R>) {
+    tracing::info!("window hidden");
     forget_later(app);
 }
 
@@ -217,6 +352,11 @@ pub fn forget_later<R: Runtime>(app: &AppHandle<R>) {
             return;
         };
         if life.generation.load(Ordering::SeqCst) != generation {
+            return;
+        }
+        if life.process.in_use() {
+            // The webview, its web process and WebKit's network process go with it.
+            life.process.end();
             return;
         }
         if let Some(window) = app.get_webview_window(MAIN)
@@ -260,6 +400,16 @@ async fn end_network_process<R: Runtime>(app: &AppHandle<R>, generation: u64) {
 
 /// A tray click or the shortcut: shows a hidden window, hides a shown one.
 pub fn toggle<R: Runtime>(app: &AppHandle<R>) {
+    if let Some(life) = app.try_state::<Lifecycle>()
+        && life.process.in_use()
+    {
+        if life.process.on_screen() {
+            hide(app)
+        } else {
+            show(app)
+        }
+        return;
+    }
     let visible = app
         .get_webview_window(MAIN)
         .and_then(|w| w.is_visible().ok())

@@ -10,6 +10,8 @@
 //!   the server and the tray; no service is a warning; a second launch hands over.
 //! * `webdriver` drives the real window through tauri-driver and WebKitWebDriver: a task
 //!   created over A2A shows in the list; autostart writes its login entry.
+//! * `window_process` plays the app at the other end of a window process's pipes: its page's
+//!   calls come over them, and it exits when told or when the app is gone.
 
 // Test code may fail loudly: a panic with the value is the clearest report.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -22,4 +24,5 @@ mod sni_host;
 mod support;
 mod webdriver;
 mod window;
+mod window_process;
 mod xwd;

@@ -140,6 +140,27 @@ impl Host {
         .expect("Activate");
     }
 
+    /// A panel opening the item's menu: dbusmenu's `AboutToShow` on its root.
+    pub fn open_menu(&self, name: &str) {
+        let (address, name) = (self.address.clone(), name.to_owned());
+        zbus::block_on(async move {
+            let connection = zbus::connection::Builder::address(address.as_str())
+                .build()
+                .await?;
+            let menu = zbus::proxy::Builder::<zbus::Proxy<'_>>::new(&connection)
+                .destination(name)
+                .path(MENU_PATH)
+                .interface(MENU)
+                .cache_properties(zbus::proxy::CacheProperties::No)
+                .build()
+                .await?;
+            menu.call::<_, _, bool>("AboutToShow", &(0i32,))
+                .await
+                .map(drop)
+        })
+        .expect("AboutToShow");
+    }
+
     /// A click on the item's menu entry whose label starts with `label` (the menu is
     /// `com.canonical.dbusmenu` at `/MenuBar`, as a panel reads it); answers the label.
     pub fn click_menu(&self, name: &str, label: &str) -> String {

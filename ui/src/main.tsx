@@ -13,7 +13,7 @@ if (root) {
   // after that paint, so the app hears of a frame that is on screen.
   requestAnimationFrame(() => {
     setTimeout(() => {
-      data.reportFirstFrame().catch((err: unknown) => console.warn('ui_first_frame failed', err));
+      data.reportFirstFrame(performance.now()).catch((err: unknown) => console.warn('ui_first_frame failed', err));
     }, 0);
   });
 }

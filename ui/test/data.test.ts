@@ -547,7 +547,7 @@ describe('tauri transport', () => {
     expect(await data.getAutostart()).toBe(true);
     expect(await data.setAutostart(false)).toBe(false);
     await data.reportRendered(1);
-    await data.reportFirstFrame();
+    await data.reportFirstFrame(12.4);
     expect(rec.invokes).toEqual([
       { cmd: 'list_tasks', args: { state: 'open' } },
       { cmd: 'get_task', args: { id: 'a' } },
@@ -574,7 +574,7 @@ describe('tauri transport', () => {
       { cmd: 'get_autostart', args: undefined },
       { cmd: 'set_autostart', args: { enabled: false } },
       { cmd: 'ui_rendered', args: { count: 1 } },
-      { cmd: 'ui_first_frame', args: undefined },
+      { cmd: 'ui_first_frame', args: { pageMs: 12 } },
     ]);
     expect(rec.fetches).toEqual([]);
     expect(rec.storage.size).toBe(0);

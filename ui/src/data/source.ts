@@ -109,8 +109,11 @@ export interface DataSource {
    * check the real window without a WebDriver. Browsers have no one to tell; it does nothing.
    */
   reportRendered(count: number): Promise<void>;
-  /** Tells the app the page's first frame is on screen (it logs how long the open took). */
-  reportFirstFrame(): Promise<void>;
+  /**
+   * Tells the app the page's first frame is on screen (it logs how long the open took);
+   * `pageMs` is the page's own clock then (milliseconds since its navigation started).
+   */
+  reportFirstFrame(pageMs: number): Promise<void>;
 }
 
 /** The few browser facilities the data layer touches, injectable so tests need no DOM. */

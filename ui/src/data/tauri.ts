@@ -116,8 +116,8 @@ export function tauriSource(env: Env): DataSource {
     reportRendered: async (count) => {
       await call('ui_rendered', { count });
     },
-    reportFirstFrame: async () => {
-      await call('ui_first_frame');
+    reportFirstFrame: async (pageMs) => {
+      await call('ui_first_frame', { pageMs: Math.round(pageMs) });
     },
   };
 }
