@@ -65,6 +65,22 @@ pub(crate) struct Launch {
     pub cleanup: Option<PathBuf>,
 }
 
+impl Launch {
+    /// A session the daemon drives over its pipes alone: its hooks stay silent (the daemon
+    /// reads its activity itself), and it leaves no file behind.
+    pub(crate) fn driven(spawn: Spawn, protocol: Box<dyn Headless>, id: &SessionId) -> Self {
+        Self {
+            spawn,
+            env: vec![(
+                crate::agents::headers::LAUNCHED_SESSION_ENV,
+                id.as_str().to_owned(),
+            )],
+            protocol,
+            cleanup: None,
+        }
+    }
+}
+
 /// One kind of agent, as the daemon needs to know it.
 pub(crate) trait Adapter: Sync {
     fn kind(&self) -> AgentKind;

@@ -88,13 +88,11 @@ impl Adapter for Codex {
             delivery::session_note(desk),
             McpAccess::for_session(config, id),
         );
-        Ok(Some(Launch {
-            spawn: app_server::spawn(&config.codex),
-            // Its hooks stay silent: the daemon drives this session itself.
-            env: vec![(headers::LAUNCHED_SESSION_ENV, id.as_str().to_owned())],
-            protocol: Box::new(protocol),
-            cleanup: None,
-        }))
+        Ok(Some(Launch::driven(
+            app_server::spawn(&config.codex),
+            Box::new(protocol),
+            id,
+        )))
     }
 }
 

@@ -668,18 +668,7 @@ mod tests {
             &mut yes,
         );
         assert!(s.stop().is_empty(), "nothing runs: nothing to interrupt");
-        let mut s = AppServer::new("/w".into(), String::new(), access());
-        s.open();
-        s.read(&json!({"id": 1, "result": {}}), &mut yes);
-        s.read(
-            &json!({"id": 2, "result": {"thread": {"id": "T"}}}),
-            &mut yes,
-        );
-        s.input("task", &mut yes);
-        s.read(
-            &json!({"method": "turn/started", "params": {"threadId": "T", "turn": {"id": "U"}}}),
-            &mut yes,
-        );
+        let mut s = running();
         s.input("later", &mut yes);
         let stop = parsed(&s.stop());
         assert_eq!(stop[0]["method"], "turn/interrupt");

@@ -11,7 +11,6 @@ use taskkeeper_core::{AgentKind, Desk};
 use super::acp::{self, Acp};
 use crate::agents::adapter::{Adapter, Capabilities, Launch, LevelSignal};
 use crate::agents::claude_code::headless::{LaunchConfig, LaunchError};
-use crate::agents::headers;
 use crate::agents::launched::McpAccess;
 
 pub(crate) struct Gemini;
@@ -66,13 +65,11 @@ impl Adapter for Gemini {
             delivery::session_note(desk),
             McpAccess::for_session(config, id),
         );
-        Ok(Some(Launch {
-            spawn: acp::spawn(&config.gemini),
-            // Its hooks stay silent: the daemon drives this session itself.
-            env: vec![(headers::LAUNCHED_SESSION_ENV, id.as_str().to_owned())],
-            protocol: Box::new(protocol),
-            cleanup: None,
-        }))
+        Ok(Some(Launch::driven(
+            acp::spawn(&config.gemini),
+            Box::new(protocol),
+            id,
+        )))
     }
 }
 
