@@ -14,7 +14,7 @@
 
 use std::fs;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -27,19 +27,8 @@ use crate::support::{Served, request, stderr, stdout};
 const STEP: Duration = Duration::from_secs(120);
 
 /// Wait for `what`; `report` says what was seen when it never comes.
-fn wait<T>(what: &str, report: &dyn Fn() -> String, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + STEP;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}; {}",
-            report()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+fn wait<T>(what: &str, report: &dyn Fn() -> String, f: impl FnMut() -> Option<T>) -> T {
+    crate::support::until_reported(what, STEP, &|| format!("; {}", report()), f)
 }
 
 fn get(port: u16, path: &str) -> Value {

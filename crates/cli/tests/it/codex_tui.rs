@@ -78,19 +78,8 @@ impl Drop for Tmux {
     }
 }
 
-fn wait_for<T>(what: &str, report: &dyn Fn() -> String, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + RUN;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}{}",
-            report()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+fn wait_for<T>(what: &str, report: &dyn Fn() -> String, f: impl FnMut() -> Option<T>) -> T {
+    crate::support::until_reported(what, RUN, report, f)
 }
 
 fn tui_scenario(program: &Path) {

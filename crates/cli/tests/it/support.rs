@@ -171,15 +171,27 @@ pub fn stderr(o: &Output) -> String {
 }
 
 /// Wait for `what`, up to a bound that only a broken build reaches.
-pub fn until<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+pub fn until<T>(what: &str, f: impl FnMut() -> Option<T>) -> T {
+    until_reported(what, std::time::Duration::from_secs(30), &String::new, f)
+}
+
+/// Wait for `what` up to `bound`; `report` says what was seen when it never comes (a real
+/// agent's screen, the daemon's log).
+pub fn until_reported<T>(
+    what: &str,
+    bound: std::time::Duration,
+    report: &dyn Fn() -> String,
+    mut f: impl FnMut() -> Option<T>,
+) -> T {
+    let deadline = std::time::Instant::now() + bound;
     loop {
         if let Some(v) = f() {
             return v;
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
+            "timed out waiting for {what}{}",
+            report()
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
