@@ -12,7 +12,8 @@
 //! the helper finds the session's process among its own ancestors
 //! ([`crate::session_process`]). `hook codex` also sends the Codex home
 //! (`CODEX_HOME`, else `~/.codex`): Codex runs the hooks in the app server that runs the
-//! session, and the home names that server's control socket.
+//! session (unless the TUI runs it itself, `--no-daemon`), and the home names that server's
+//! control socket.
 //!
 //! `report` is the same forwarding for agents without an adapter, in agent-neutral words.
 //!
@@ -142,8 +143,9 @@ pub fn hook(agent: Agent) -> ExitCode {
     let req =
         match agent {
             Agent::ClaudeCode => request("/hooks/claude-code"),
-            // Codex runs its hooks in the app server that runs the session: its home names
-            // where that server's control socket is (a way to wake the idle session).
+            // Codex runs its hooks where the session's thread runs (its shared app server,
+            // or the TUI itself with `--no-daemon`): its home names where that server's
+            // control socket is (a way to wake the idle session).
             Agent::Codex => request_with("/hooks/codex", session_pid(agent), false).map(|req| {
                 match env("CODEX_HOME").or_else(|| env("HOME").map(|h| format!("{h}/.codex"))) {
                     Some(home) => req.header(headers::CODEX_HOME, home),
