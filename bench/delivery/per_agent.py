@@ -66,9 +66,11 @@ gemini-headless likewise at a Gemini desk (`gemini --acp`, a `session/prompt`).
 codex-tmux     an idle Codex TUI (`codex --no-daemon` in tmux) at a connected desk, after one
                turn: the tmux paste, from the task's submit to the request carrying it.
                Reference: the same paste done by this script into the same TUI without
-               Taskkeeper. Both wait 3 s of idleness before each submit. Taskkeeper pastes
-               only into a pane whose owner it checks by the session's pid, which Codex's and
-               Gemini's hooks do not give: then the row is a MISS with the reference alone.
+               Taskkeeper, Enter 0.15 s after it as the daemon's paste presses it. Both wait 3 s
+               of idleness before each submit. Taskkeeper pastes
+               only into a pane whose owner it checks by the session's pid, which the hook
+               helper finds among its ancestors (Codex's and Gemini's hooks name none): a
+               session with a pane and no pid is a MISS with the reference alone.
 gemini-tmux    likewise, the Gemini TUI (`gemini` in tmux).
 
 Wall clock between processes on one machine; read the medians. Standard library only.
@@ -364,11 +366,13 @@ class Tmux:
         return subprocess.run(["tmux", "-S", str(self.sock), "capture-pane", "-p", "-J", "-t", "cc"],
                               capture_output=True).stdout.decode(errors="replace")
 
-    def paste(self, text: str) -> None:
+    def paste(self, text: str, gap: float = 0.3) -> None:
+        """The paste, then Enter after `gap` s, so the TUI takes Enter apart (the daemon's
+        paste waits 0.15 s, and presses Enter once more if no turn starts)."""
         t = ["tmux", "-S", str(self.sock)]
         subprocess.run(t + ["set-buffer", "-b", "tk", "--", text], check=True)
         subprocess.run(t + ["paste-buffer", "-p", "-d", "-b", "tk", "-t", "cc"], check=True)
-        time.sleep(0.3)  # as the daemon's paste does, so the TUI takes Enter apart
+        time.sleep(gap)
         subprocess.run(t + ["send-keys", "-t", "cc", "Enter"], check=True)
 
     def stop(self) -> None:
@@ -813,7 +817,8 @@ def cli_tui_idle(kind: str, t: Tmux) -> bool:
 def cli_tmux(kind: str, runs: int) -> tuple[list[float], list[float]]:
     """An idle Codex or Gemini TUI in tmux at a connected desk, after one turn: the tmux
     paste. Reference: the same paste done by this script into the same TUI without
-    Taskkeeper. Both wait 3 s of idleness before each submit."""
+    Taskkeeper, with the daemon's 0.15 s before Enter. Both wait 3 s of idleness before each
+    submit."""
     tui = (f"exec '{CODEX}' --no-daemon --dangerously-bypass-hook-trust" if kind == "codex"
            else f"exec node '{GEMINI}'")
     ours: list[float] = []
@@ -835,7 +840,7 @@ def cli_tmux(kind: str, runs: int) -> tuple[list[float], list[float]]:
             measure.wait_until("an idle session with its pane", idle, 120)
             if not any(s.get("pid") for s in d.call("GET", "/api/sessions")["sessions"]):
                 # Taskkeeper pastes only into a pane whose owner it can check by the session's
-                # pid, which only Claude Code's hooks give (CLAUDE_PID).
+                # pid (the hook helper finds it among its ancestors: session_process.rs).
                 MISSES.append(f"{kind}-tmux: the session has a pane but no pid, so Taskkeeper never "
                               f"pastes into it: {json.dumps(d.call('GET', '/api/sessions'))[:600]}")
                 print(MISSES[-1], file=sys.stderr, flush=True)
@@ -868,7 +873,7 @@ def cli_tmux(kind: str, runs: int) -> tuple[list[float], list[float]]:
             time.sleep(3.0)
             marker = f"RAW-{i}-{os.getpid()}"
             t0 = time.time()
-            t.paste(marker)
+            t.paste(marker, gap=0.15)  # the daemon's own gap, so only the delivery differs
             e = measure.wait_until("the pasted line", lambda: first_with(fake.turns(kind), marker, "text"), 120)
             if i >= 1:
                 raw.append(e["t"] - t0)

@@ -8,9 +8,12 @@
 //! break or slow a session.
 //!
 //! `hook codex` and `hook gemini` are the same for Codex CLI and Gemini CLI (each to its own
-//! intake; the answer is in that agent's words). `hook codex` also sends the Codex home
+//! intake; the answer is in that agent's words). Neither agent names its pid to its hooks, so
+//! the helper finds the session's process among its own ancestors
+//! ([`crate::session_process`]). `hook codex` also sends the Codex home
 //! (`CODEX_HOME`, else `~/.codex`): Codex runs the hooks in the app server that runs the
-//! session, and the home names that server's control socket.
+//! session (unless the TUI runs it itself, `--no-daemon`), and the home names that server's
+//! control socket.
 //!
 //! `report` is the same forwarding for agents without an adapter, in agent-neutral words.
 //!
@@ -137,18 +140,20 @@ pub fn hook(agent: Agent) -> ExitCode {
         // session of it.
         return ExitCode::SUCCESS;
     }
-    let req = match agent {
-        Agent::ClaudeCode => request("/hooks/claude-code"),
-        // Codex runs its hooks in the app server that runs the session: its home names
-        // where that server's control socket is (a way to wake the idle session).
-        Agent::Codex => request_with("/hooks/codex", None, false).map(|req| {
-            match env("CODEX_HOME").or_else(|| env("HOME").map(|h| format!("{h}/.codex"))) {
-                Some(home) => req.header(headers::CODEX_HOME, home),
-                None => req,
-            }
-        }),
-        Agent::Gemini => request_with("/hooks/gemini", None, false),
-    };
+    let req =
+        match agent {
+            Agent::ClaudeCode => request("/hooks/claude-code"),
+            // Codex runs its hooks where the session's thread runs (its shared app server,
+            // or the TUI itself with `--no-daemon`): its home names where that server's
+            // control socket is (a way to wake the idle session).
+            Agent::Codex => request_with("/hooks/codex", session_pid(agent), false).map(|req| {
+                match env("CODEX_HOME").or_else(|| env("HOME").map(|h| format!("{h}/.codex"))) {
+                    Some(home) => req.header(headers::CODEX_HOME, home),
+                    None => req,
+                }
+            }),
+            Agent::Gemini => request_with("/hooks/gemini", session_pid(agent), false),
+        };
     let answer = req.and_then(|req| {
         let mut resp = req.send(&payload[..]).ok()?;
         if resp.status() != 200 {
@@ -164,6 +169,12 @@ pub fn hook(agent: Agent) -> ExitCode {
         let _ = writeln!(stdout, "{out}").and_then(|()| stdout.flush());
     }
     ExitCode::SUCCESS
+}
+
+/// The session's process among the helper's ancestors, for Codex and Gemini (Claude Code
+/// names its own, `CLAUDE_PID`).
+fn session_pid(agent: Agent) -> Option<String> {
+    crate::session_process::of_this_hook(agent).map(|pid| pid.to_string())
 }
 
 /// `taskkeeper hook wait`: exit 2 with the text to wake the session, else 0.

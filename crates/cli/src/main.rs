@@ -10,6 +10,7 @@ mod hook;
 mod open;
 mod out;
 mod service;
+mod session_process;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

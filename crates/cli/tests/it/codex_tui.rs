@@ -54,10 +54,10 @@ impl Drop for ControlSocket {
 }
 
 /// A tmux server on its own socket, killed with the test.
-struct Tmux(PathBuf);
+pub(crate) struct Tmux(pub(crate) PathBuf);
 
 impl Tmux {
-    fn run(&self, args: &[&str]) -> std::process::Output {
+    pub(crate) fn run(&self, args: &[&str]) -> std::process::Output {
         Command::new("tmux")
             .arg("-S")
             .arg(&self.0)
@@ -67,7 +67,7 @@ impl Tmux {
             .unwrap_or_else(|e| panic!("cannot run tmux (apt package tmux): {e}"))
     }
 
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         stdout(&self.run(&["capture-pane", "-p", "-J", "-t", "cx"]))
     }
 }
@@ -78,7 +78,11 @@ impl Drop for Tmux {
     }
 }
 
-fn wait_for<T>(what: &str, report: &dyn Fn() -> String, f: impl FnMut() -> Option<T>) -> T {
+pub(crate) fn wait_for<T>(
+    what: &str,
+    report: &dyn Fn() -> String,
+    f: impl FnMut() -> Option<T>,
+) -> T {
     crate::support::until_reported(what, RUN, report, f)
 }
 
@@ -193,6 +197,9 @@ fn tui_scenario(program: &Path) {
         },
     );
     assert_eq!(session["agent"], "codex", "{session}");
+    // Its hooks ran in the shared app server, which runs threads for every TUI joined to it
+    // and is in none of their panes: they name no process, so no pane is pasted into.
+    assert!(session["pid"].is_null(), "{session}");
 
     let (code, body) = request(d.port, "POST", "/api/askers", r#"{"name":"ci-bot"}"#).unwrap();
     assert_eq!(code, 201, "{body}");

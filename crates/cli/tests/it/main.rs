@@ -17,3 +17,4 @@ mod refusals;
 mod secrets;
 mod service;
 mod support;
+mod tui_paste;

@@ -116,7 +116,8 @@ impl Delivery {
 
     /// The pane (as tmux's own `%id`, so the paste goes where the check looked) when it
     /// belongs to the session's process: the pane's process is the session's pid or one of
-    /// its ancestors (Claude Code runs in the pane, or under a shell that does). A hook names
+    /// its ancestors (the agent runs in the pane, or under a shell that does; Gemini's pane
+    /// runs its first `node`, which starts the session's own again). A hook names
     /// its pane and pid as it likes; without this, a report naming someone else's pane (a
     /// shell) would have a task's words typed into it and run.
     async fn owned_pane(session: &Session, socket: &str, pane: &str) -> Result<String, String> {
