@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
 """A scripted fake of the two model APIs Codex CLI and Gemini CLI speak (docs/agents.md §2, §6),
-for the offline tests in crates/cli/tests/it/codex_gemini.rs. Standard library only.
+for the offline tests in crates/cli/tests/it/ (codex_gemini.rs and the modules that use its
+harness). Standard library only.
 
 It answers every request from the last thing the session said or got:
 - a tool's result: a short text reply ("Noted."), so the turn ends;
 - a prompt holding "[Taskkeeper] Task <id>": a task_update call ending that task as done;
 - a prompt holding "END OTHER <id>": a task_update call for that id (another session's task);
+- a task whose request holds "GO QUIET": the last words "Now writing the probe." and nothing
+  more, so the turn ends with the task still open (a session gone quiet);
+- a watchdog reminder ("[Taskkeeper] Reminder #<n>" naming "- Task <id> from"): a task_update
+  call ending that task as done, "Finished it after the reminder.";
 - a prompt holding "RUN SHELL: <command>" (to the line's end): the agent's own shell tool running
   that command (Codex's exec_command, Gemini's run_shell_command), ahead of any task in it; the
   shell's result then ends the prompt's task with task_update: done when it ran, failed when
@@ -30,6 +35,9 @@ LOCK = threading.Lock()
 TASK = re.compile(r"\[Taskkeeper\] Task ([0-9a-f-]{36})")
 OTHER = re.compile(r"END OTHER ([0-9a-f-]{36})")
 SHELL = re.compile(r"RUN SHELL: ([^\n]+)")
+REMINDER = re.compile(r"\[Taskkeeper\] Reminder #\d+:[\s\S]*?- Task ([0-9a-f-]{36}) from ")
+QUIET = "GO QUIET"
+LAST_WORDS = "Now writing the probe."
 # What Taskkeeper steers into a Codex turn with the owner's denial: read with the tool's result.
 OWNER_NOTE = "[Taskkeeper] The owner did not allow it:"
 COUNT = [0]
@@ -55,17 +63,24 @@ def decide(last_kind, text, prompt=""):
         return ("text", "Noted.")
     if last_kind == "tool":
         return ("text", "Noted.")
+    # A reminder quotes the request, so it is read before the request's own words.
+    reminded = REMINDER.findall(text)
+    if reminded:
+        return ("call", reminded[0], "done", "Finished it after the reminder.")
     shell = SHELL.findall(text)
     if shell:
         return ("shell", shell[-1].strip())
+    if QUIET in text and TASK.search(text):
+        return ("text", LAST_WORDS)
     found = TASK.findall(text) or OTHER.findall(text)
     if found:
         return ("call", found[-1])
     return ("text", "Hello.")
 
 
-def update_args(task_id, status="done"):
-    text = "Finished it offline." if status == "done" else "The command was not allowed."
+def update_args(task_id, status="done", text=None):
+    if text is None:
+        text = "Finished it offline." if status == "done" else "The command was not allowed."
     return {"task_id": task_id, "status": status, "text": text}
 
 

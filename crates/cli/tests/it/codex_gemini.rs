@@ -500,6 +500,48 @@ fn gemini_cli_offline_is_handed_a_task_at_after_agent_and_ends_it_over_mcp_as_it
     }
 }
 
+/// The environment of a daemon whose launched `kind` sessions run offline against the fake
+/// model on port `model`: the sessions it launches inherit it. Their hooks find the daemon at
+/// the default address (free: the namespace is the test's own) and the worker token in `data`.
+pub(crate) fn launched_env(
+    kind: Kind,
+    program: &Path,
+    home: &Path,
+    data: &Path,
+    model: u16,
+) -> Vec<(String, String)> {
+    let program_var = match kind {
+        Kind::Codex => "TASKKEEPER_CODEX",
+        Kind::Gemini => "TASKKEEPER_GEMINI",
+    };
+    // `connect` finds `codex` on the PATH, to trust the hooks through its app server.
+    let path = std::env::join_paths(program.parent().into_iter().map(Path::to_owned).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .unwrap();
+    [
+        ("PATH", path.to_string_lossy().into_owned()),
+        ("TASKKEEPER_DATA_DIR", data.to_string_lossy().into_owned()),
+        ("HOME", home.to_string_lossy().into_owned()),
+        (
+            "CODEX_HOME",
+            home.join(".codex").to_string_lossy().into_owned(),
+        ),
+        ("FAKE_API_KEY", "offline".into()),
+        ("GEMINI_API_KEY", "offline".into()),
+        (
+            "GOOGLE_GEMINI_BASE_URL",
+            format!("http://127.0.0.1:{model}"),
+        ),
+        ("GEMINI_CLI_TRUST_WORKSPACE", "true".into()),
+        ("NO_BROWSER", "1".into()),
+        (program_var, program.to_string_lossy().into_owned()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect()
+}
+
 /// A headless session Taskkeeper launches (`session launch`: `codex app-server` / `gemini
 /// --acp`, driven over JSON-RPC on its stdio) takes the asker's task as a turn's input; the
 /// model ends it with `task_update` over MCP, as its own session by the headers Taskkeeper
@@ -515,40 +557,8 @@ fn launched_scenario(kind: Kind, program: &Path) {
     }
     let model = FakeModel::start(dir.path());
     offline_config(kind, &home, &work, model.port);
-    let program_var = match kind {
-        Kind::Codex => "TASKKEEPER_CODEX",
-        Kind::Gemini => "TASKKEEPER_GEMINI",
-    };
     let data = dir.path().join("data");
-    // `connect` finds `codex` on the PATH, to trust the hooks through its app server.
-    let path = std::env::join_paths(program.parent().into_iter().map(Path::to_owned).chain(
-        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
-    ))
-    .unwrap();
-    // The daemon's environment: the sessions it launches inherit it. Their hooks find the
-    // daemon at the default address (free: the namespace is the test's own) and the worker
-    // token in the data directory.
-    let env: Vec<(String, String)> = [
-        ("PATH", path.to_string_lossy().into_owned()),
-        ("TASKKEEPER_DATA_DIR", data.to_string_lossy().into_owned()),
-        ("HOME", home.to_string_lossy().into_owned()),
-        (
-            "CODEX_HOME",
-            home.join(".codex").to_string_lossy().into_owned(),
-        ),
-        ("FAKE_API_KEY", "offline".into()),
-        ("GEMINI_API_KEY", "offline".into()),
-        (
-            "GOOGLE_GEMINI_BASE_URL",
-            format!("http://127.0.0.1:{}", model.port),
-        ),
-        ("GEMINI_CLI_TRUST_WORKSPACE", "true".into()),
-        ("NO_BROWSER", "1".into()),
-        (program_var, program.to_string_lossy().into_owned()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect();
+    let env = launched_env(kind, program, &home, &data, model.port);
     let d = Served::start_in_on(&data, 7717, &env);
     let ok = |out: std::process::Output| {
         assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));

@@ -86,7 +86,19 @@ pub(crate) fn wait_for<T>(
     crate::support::until_reported(what, RUN, report, f)
 }
 
-fn tui_scenario(program: &Path) {
+/// What a run of [`tui_scenario`] leaves to check: the model's requests, the asker's task (as
+/// the owner API shows it) and the daemon's log.
+pub(crate) struct Ran {
+    pub(crate) requests: Vec<Value>,
+    pub(crate) task: Value,
+    pub(crate) log: String,
+}
+
+/// The idle TUI takes an asker's task through its app server and ends it over MCP. With
+/// `quiet`, the task's request makes the model end its turn with last words and no
+/// `task_update`, on a ladder of seconds, so it ends the task only once the watchdog's
+/// reminder reached it (the `reminders` module checks that).
+pub(crate) fn tui_scenario(program: &Path, quiet: bool) -> Ran {
     let dir = tempfile::tempdir().unwrap();
     let (home, work) = (dir.path().join("home"), dir.path().join("web"));
     for d in [&home, &work] {
@@ -205,8 +217,19 @@ fn tui_scenario(program: &Path) {
     assert_eq!(code, 201, "{body}");
     let asker: Value = serde_json::from_str(&body).unwrap();
     let token = asker["token"].as_str().unwrap().to_owned();
+    let (text, summary) = if quiet {
+        // Codex sessions go by the default first rung; seconds, so the ladder runs here.
+        ok(d.cli(&["settings", "set", "reminders.first_after.default", "2s"]));
+        ok(d.cli(&["settings", "set", "reminders.ladder", "2s,2s,5s,10s"]));
+        (
+            "Add a --json flag. GO QUIET",
+            "Finished it after the reminder.",
+        )
+    } else {
+        ("Add a --json flag", "Finished it offline.")
+    };
     let send = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
-        "message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "Add a --json flag"}]},
+        "message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": text}]},
         "configuration": {"returnImmediately": false}}})
     .to_string();
     let (tx, rx) = mpsc::channel();
@@ -226,10 +249,7 @@ fn tui_scenario(program: &Path) {
     let answer: Value = serde_json::from_str(&answer).unwrap();
     let task = &answer["result"]["task"];
     assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{answer}");
-    assert!(
-        answer.to_string().contains("Finished it offline."),
-        "{answer}"
-    );
+    assert!(answer.to_string().contains(summary), "{answer}");
     let mine = task["id"].as_str().unwrap().to_owned();
 
     let log = fs::read_to_string(d.data_dir.join("taskkeeper.log")).unwrap_or_default();
@@ -265,6 +285,11 @@ fn tui_scenario(program: &Path) {
             .contains(&format!("[Taskkeeper] Task {mine}"))
             .then_some(())
     });
+    Ran {
+        requests,
+        task: t,
+        log,
+    }
 }
 
 #[test]
@@ -273,6 +298,6 @@ fn an_idle_codex_tui_takes_an_askers_task_through_its_app_server_and_ends_it_ove
     if in_a_loopback_namespace(
         "codex_tui::an_idle_codex_tui_takes_an_askers_task_through_its_app_server_and_ends_it_over_mcp",
     ) {
-        tui_scenario(&program);
+        tui_scenario(&program, false);
     }
 }

@@ -14,6 +14,7 @@ mod generic;
 mod interop;
 mod open;
 mod refusals;
+mod reminders;
 mod secrets;
 mod service;
 mod support;
