@@ -19,9 +19,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::codex_gemini::{
-    FakeModel, Kind, in_a_loopback_namespace, install, offline_config, post,
+    FakeModel, Kind, agent_desk, in_a_loopback_namespace, install, offline_config, post,
 };
-use crate::support::{Served, request, stderr, stdout};
+use crate::support::{Served, ok, request, stderr, stdout};
 
 /// The longest one step may take (a Gemini session takes some 5 s to start on busy cores).
 const STEP: Duration = Duration::from_secs(120);
@@ -73,19 +73,7 @@ fn scenario(kind: Kind, program: &Path) {
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
     let d = Served::start_in(&dir.path().join("data"), &env);
-    let ok = |out: std::process::Output| {
-        assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
-        out
-    };
-    ok(d.cli(&[
-        "desk",
-        "add",
-        "web",
-        "--dir",
-        &work.to_string_lossy(),
-        "--agent",
-        kind.name(),
-    ]));
+    agent_desk(&d, "web", &work, kind);
     let session = stdout(&ok(d.cli(&["session", "launch", "web"])))
         .trim()
         .to_owned();

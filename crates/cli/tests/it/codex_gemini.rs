@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{Served, bin, request, stderr, stdout};
+use crate::support::{Served, bin, ok, request, stderr, stdout};
 
 /// Set in the copy of the test that runs inside the namespace.
 const INSIDE: &str = "TASKKEEPER_TEST_NETNS";
@@ -244,6 +244,49 @@ pub(crate) fn task_id(out: &std::process::Output) -> String {
     id.to_owned()
 }
 
+/// The task `id` reached the model as a turn's input (the user's words), and the task's
+/// timeline counts that turn as Taskkeeper's.
+pub(crate) fn the_task_was_a_taskkeeper_turn(d: &Served, model: &FakeModel, id: &str) {
+    let requests = model.requests();
+    assert!(
+        requests.iter().any(|r| r["last"] == "user"
+            && r["text"]
+                .as_str()
+                .is_some_and(|t| t.contains(&format!("[Taskkeeper] Task {id} from ci-bot")))),
+        "the task was a turn's input: {requests:?}"
+    );
+    let (_, t) = request(d.port, "GET", &format!("/api/tasks/{id}"), "").unwrap();
+    let t: Value = serde_json::from_str(&t).unwrap();
+    assert!(
+        t["timeline"]["turns"]
+            .as_array()
+            .is_some_and(|turns| turns.iter().any(|u| u["origin"] == "taskkeeper")),
+        "the turn that took it is Taskkeeper's: {t}"
+    );
+}
+
+/// A desk `name` at `dir` for this kind of agent.
+pub(crate) fn agent_desk(d: &Served, name: &str, dir: &Path, kind: Kind) {
+    ok(d.cli(&[
+        "desk",
+        "add",
+        name,
+        "--dir",
+        &dir.to_string_lossy(),
+        "--agent",
+        kind.name(),
+    ]));
+}
+
+/// `PATH` with the agent's own directory first: `connect` finds `codex` there, to trust the
+/// hooks through its app server.
+pub(crate) fn path_with(program: &Path) -> std::ffi::OsString {
+    std::env::join_paths(program.parent().into_iter().map(Path::to_owned).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .unwrap()
+}
+
 /// What the agent needs to run offline against the fake, before `connect` adds ours.
 pub(crate) fn offline_config(kind: Kind, home: &Path, work: &Path, model: u16) {
     match kind {
@@ -334,19 +377,7 @@ fn scenario(kind: Kind, program: &Path) {
     }
     let model = FakeModel::start(dir.path());
     let d = Served::start(&dir.path().join("data"));
-    let ok = |out: std::process::Output| {
-        assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
-        out
-    };
-    ok(d.cli(&[
-        "desk",
-        "add",
-        "web",
-        "--dir",
-        &work.to_string_lossy(),
-        "--agent",
-        kind.name(),
-    ]));
+    agent_desk(&d, "web", &work, kind);
     ok(d.cli(&["desk", "add", "api", "--dir", &api.to_string_lossy()]));
     offline_config(kind, &home, &work, model.port);
     let env: Vec<(&str, String)> = vec![
@@ -370,10 +401,7 @@ fn scenario(kind: Kind, program: &Path) {
         ("NO_BROWSER", "1".into()),
     ];
     // `connect` finds `codex` on the PATH, to trust the hooks through its app server.
-    let path = std::env::join_paths(program.parent().into_iter().map(Path::to_owned).chain(
-        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
-    ))
-    .unwrap();
+    let path = path_with(program);
     let connect = |args: &[&str]| {
         let mut c = Command::new(bin());
         c.args(["connect", kind.name()])
@@ -515,10 +543,7 @@ pub(crate) fn launched_env(
         Kind::Gemini => "TASKKEEPER_GEMINI",
     };
     // `connect` finds `codex` on the PATH, to trust the hooks through its app server.
-    let path = std::env::join_paths(program.parent().into_iter().map(Path::to_owned).chain(
-        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
-    ))
-    .unwrap();
+    let path = path_with(program);
     [
         ("PATH", path.to_string_lossy().into_owned()),
         ("TASKKEEPER_DATA_DIR", data.to_string_lossy().into_owned()),
@@ -560,19 +585,7 @@ fn launched_scenario(kind: Kind, program: &Path) {
     let data = dir.path().join("data");
     let env = launched_env(kind, program, &home, &data, model.port);
     let d = Served::start_in_on(&data, 7717, &env);
-    let ok = |out: std::process::Output| {
-        assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
-        out
-    };
-    ok(d.cli(&[
-        "desk",
-        "add",
-        "web",
-        "--dir",
-        &work.to_string_lossy(),
-        "--agent",
-        kind.name(),
-    ]));
+    agent_desk(&d, "web", &work, kind);
     ok(Command::new(bin())
         .args(["connect", kind.name(), "--force"])
         .env_clear()

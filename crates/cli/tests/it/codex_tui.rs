@@ -24,9 +24,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::codex_gemini::{
-    FakeModel, Kind, RUN, in_a_loopback_namespace, install, offline_config, post,
+    FakeModel, Kind, RUN, in_a_loopback_namespace, install, offline_config, path_with, post,
+    the_task_was_a_taskkeeper_turn,
 };
-use crate::support::{Served, bin, request, stderr, stdout};
+use crate::support::{Served, bin, ok, request, stderr, stdout};
 
 /// A child process killed with the test.
 struct Killed(Child);
@@ -107,10 +108,6 @@ pub(crate) fn tui_scenario(program: &Path, quiet: bool) -> Ran {
     let codex_home = home.join(".codex");
     let model = FakeModel::start(dir.path());
     let d = Served::start(&dir.path().join("data"));
-    let ok = |out: std::process::Output| {
-        assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
-        out
-    };
     ok(d.cli(&[
         "desk",
         "add",
@@ -122,10 +119,7 @@ pub(crate) fn tui_scenario(program: &Path, quiet: bool) -> Ran {
     ]));
     offline_config(Kind::Codex, &home, &work, model.port);
     // `connect` finds `codex` on the PATH, to trust the hooks through its app server.
-    let path = std::env::join_paths(program.parent().into_iter().map(Path::to_owned).chain(
-        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
-    ))
-    .unwrap();
+    let path = path_with(program);
     let env: Vec<(&str, String)> = vec![
         ("PATH", path.to_string_lossy().into_owned()),
         ("HOME", home.to_string_lossy().into_owned()),
@@ -263,22 +257,10 @@ pub(crate) fn tui_scenario(program: &Path, quiet: bool) -> Ran {
         !log.contains("tmux paste"),
         "the paste was not tried:\n{log}"
     );
+    the_task_was_a_taskkeeper_turn(&d, &model, &mine);
     let requests = model.requests();
-    assert!(
-        requests.iter().any(|r| r["last"] == "user"
-            && r["text"]
-                .as_str()
-                .is_some_and(|t| t.contains(&format!("[Taskkeeper] Task {mine} from ci-bot")))),
-        "the task was a turn's input: {requests:?}"
-    );
     let (_, t) = request(d.port, "GET", &format!("/api/tasks/{mine}"), "").unwrap();
     let t: Value = serde_json::from_str(&t).unwrap();
-    assert!(
-        t["timeline"]["turns"]
-            .as_array()
-            .is_some_and(|turns| turns.iter().any(|u| u["origin"] == "taskkeeper")),
-        "the turn the hooks reported is Taskkeeper's: {t}"
-    );
     // The TUI shows the turn as its own.
     wait_for("the TUI to show the task", &report, || {
         tmux.screen()

@@ -23,9 +23,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::codex_gemini::{
-    FakeModel, Kind, RUN, in_a_loopback_namespace, install, launched_env, offline_config, post,
+    FakeModel, Kind, RUN, agent_desk, in_a_loopback_namespace, install, launched_env,
+    offline_config, post,
 };
-use crate::support::{Served, bin, request, stderr, stdout};
+use crate::support::{Served, bin, ok, request, stdout};
 
 /// What the fake model says when a task's request holds "GO QUIET", then nothing more.
 const LAST_WORDS: &str = "Now writing the probe.";
@@ -80,19 +81,7 @@ fn reminded_scenario(kind: Kind, program: &Path) {
     let data = dir.path().join("data");
     let env = launched_env(kind, program, &home, &data, model.port);
     let d = Served::start_in_on(&data, 7717, &env);
-    let ok = |out: std::process::Output| {
-        assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
-        out
-    };
-    ok(d.cli(&[
-        "desk",
-        "add",
-        "web",
-        "--dir",
-        &work.to_string_lossy(),
-        "--agent",
-        kind.name(),
-    ]));
+    agent_desk(&d, "web", &work, kind);
     // Codex and Gemini sessions go by the default first rung; seconds, so the ladder runs here.
     ok(d.cli(&["settings", "set", "reminders.first_after.default", "2s"]));
     ok(d.cli(&["settings", "set", "reminders.ladder", "2s,2s,5s,10s"]));

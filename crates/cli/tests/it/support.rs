@@ -162,6 +162,12 @@ pub fn request(port: u16, method: &str, path: &str, body: &str) -> Option<(u16, 
     (body.len() == len).then(|| (status, body.to_owned()))
 }
 
+/// A run that must succeed: its output, or a failure that shows what it printed.
+pub fn ok(out: Output) -> Output {
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    out
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }

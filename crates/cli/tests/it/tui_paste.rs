@@ -20,10 +20,11 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::codex_gemini::{
-    FakeModel, Kind, RUN, in_a_loopback_namespace, install, offline_config, post,
+    FakeModel, Kind, RUN, agent_desk, in_a_loopback_namespace, install, offline_config, path_with,
+    post, the_task_was_a_taskkeeper_turn,
 };
 use crate::codex_tui::{Tmux, wait_for};
-use crate::support::{Served, bin, request, stderr, stdout};
+use crate::support::{Served, bin, ok, request, stderr, stdout};
 
 /// `pid` and its ancestors, nearest first (to tell whose process the session's is).
 fn process_and_ancestors(pid: u32) -> Vec<u32> {
@@ -54,25 +55,10 @@ fn paste_scenario(kind: Kind, program: &Path) {
     }
     let model = FakeModel::start(dir.path());
     let d = Served::start(&dir.path().join("data"));
-    let ok = |out: std::process::Output| {
-        assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
-        out
-    };
-    ok(d.cli(&[
-        "desk",
-        "add",
-        "web",
-        "--dir",
-        &work.to_string_lossy(),
-        "--agent",
-        kind.name(),
-    ]));
+    agent_desk(&d, "web", &work, kind);
     offline_config(kind, &home, &work, model.port);
     // `connect` finds `codex` on the PATH, to trust the hooks through its app server.
-    let path = std::env::join_paths(program.parent().into_iter().map(Path::to_owned).chain(
-        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
-    ))
-    .unwrap();
+    let path = path_with(program);
     let env: Vec<(&str, String)> = vec![
         ("PATH", path.to_string_lossy().into_owned()),
         ("HOME", home.to_string_lossy().into_owned()),
@@ -221,22 +207,7 @@ fn paste_scenario(kind: Kind, program: &Path) {
         !log.contains("refused to paste"),
         "the pane was the session's own:\n{log}"
     );
-    let requests = model.requests();
-    assert!(
-        requests.iter().any(|r| r["last"] == "user"
-            && r["text"]
-                .as_str()
-                .is_some_and(|t| t.contains(&format!("[Taskkeeper] Task {mine} from ci-bot")))),
-        "the pasted task was a turn's input: {requests:?}"
-    );
-    let (_, t) = request(d.port, "GET", &format!("/api/tasks/{mine}"), "").unwrap();
-    let t: Value = serde_json::from_str(&t).unwrap();
-    assert!(
-        t["timeline"]["turns"]
-            .as_array()
-            .is_some_and(|turns| turns.iter().any(|u| u["origin"] == "taskkeeper")),
-        "the turn the paste started is Taskkeeper's: {t}"
-    );
+    the_task_was_a_taskkeeper_turn(&d, &model, &mine);
 }
 
 #[test]
