@@ -29,7 +29,7 @@
 //! | `get_autostart` | | `bool` | (the app only) |
 //! | `set_autostart` | `enabled` | `bool` | (the app only) |
 //! | `ui_rendered` | `count` | | (the app's end-to-end test; the first one from a new page lets a held navigation go) |
-//! | `ui_first_frame` | `pageMs?` (the page's clock then) | | (the page's first frame is on screen: the app logs how long after the open it came) |
+//! | `ui_first_frame` | `pageMs?` (the page's clock then, from when it was on screen), `hiddenMs?` (a page loaded hidden: its clock when shown) | | (the page's first frame is on screen: the app logs how long after the open it came) |
 //!
 //! One function, [`run`], answers every command by its name, for every way a page reaches the
 //! app: the window's webview in this process ([`handler`]: the mock runtime's tests, macOS and
@@ -115,7 +115,7 @@ pub async fn run<R: Runtime>(
         // The page's first frame is on screen (its first animation frame, and the paint after
         // it): the app logs the time since the window was asked for, by its own clock.
         "ui_first_frame" => {
-            crate::window::first_frame(app, arg(args, "pageMs")?);
+            crate::window::first_frame(app, arg(args, "pageMs")?, arg(args, "hiddenMs")?);
             return Ok(Value::Null);
         }
         "get_autostart" => {

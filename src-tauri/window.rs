@@ -140,22 +140,34 @@ pub fn page_rendered<R: Runtime>(app: &AppHandle<R>) {
 /// The page's first frame is on screen: logged with the time since the window was asked for
 /// (the issue 13 goal: 300 ms from the tray menu's Open).
 ///
-/// `page_ms` is the page's own clock at that frame: the time since its navigation started,
-/// which tells the page's share (load, script, first paint) from the process and webview
-/// start before it.
-pub fn first_frame<R: Runtime>(app: &AppHandle<R>, page_ms: Option<u64>) {
-    let since = app.try_state::<Lifecycle>().and_then(|life| {
-        life.framed.store(true, Ordering::SeqCst);
-        life.opened().take()
-    });
-    match since {
+/// `page_ms` is the page's own clock at that frame, from the moment it was on screen: since
+/// its navigation started, which tells the page's share (load, script, first paint) from the
+/// process and webview start before it; or, for a page loaded hidden ahead of the open
+/// ([`prepare`]), since it became visible, `hidden_ms` (its clock then) being how long it
+/// had been loaded before. A report while the window is not on screen (a page that thinks it
+/// is visible while hidden) is not a first frame of an open and counts as none.
+pub fn first_frame<R: Runtime>(app: &AppHandle<R>, page_ms: Option<u64>, hidden_ms: Option<u64>) {
+    let Some(life) = app.try_state::<Lifecycle>() else {
+        tracing::info!(page_ms, "first frame");
+        return;
+    };
+    if life.process.in_use() && !life.process.on_screen() {
+        tracing::warn!(
+            page_ms,
+            "the page reported a first frame while hidden: not counted"
+        );
+        return;
+    }
+    life.framed.store(true, Ordering::SeqCst);
+    match life.opened().take() {
         Some(asked) => tracing::info!(
             ms = millis(asked.elapsed()),
             page_ms,
+            hidden_ms,
             "first frame {} ms after the open",
             millis(asked.elapsed())
         ),
-        None => tracing::info!(page_ms, "first frame"),
+        None => tracing::info!(page_ms, hidden_ms, "first frame"),
     }
 }
 
@@ -190,9 +202,10 @@ fn main_window<R: Runtime>(app: &AppHandle<R>) -> Result<WebviewWindow<R>, Strin
 }
 
 /// The owner may ask for the window next (the tray's menu opened): where the window lives in
-/// a window process, that process starts now, without a webview, so an Open finds its start
-/// (a third or more of a cold open) done. Unused, it ends like a hidden window's, after
-/// [`Lifecycle::keep_hidden`].
+/// a window process, that process starts now and makes its webview hidden, its page loading
+/// ([`prepare_here`]), so an Open finds the process, the webview and the page (nearly all of
+/// a cold open) done and only maps the window. Unused, it ends like a hidden window's, after
+/// [`Lifecycle::keep_hidden`], WebKit's processes with it.
 pub fn prepare<R: Runtime>(app: &AppHandle<R>) {
     let Some(life) = app.try_state::<Lifecycle>() else {
         return;
@@ -223,6 +236,15 @@ pub struct Shown {
 }
 
 impl Shown {
+    /// The log lines of a window made hidden ahead of a show.
+    pub(crate) fn log_prepared(&self) {
+        match (&self.error, self.created_ms) {
+            (Some(error), _) => tracing::warn!(%error, "could not make the window ahead"),
+            (None, Some(ms)) => tracing::info!(ms, "webview created hidden, ahead of an open"),
+            (None, None) => {}
+        }
+    }
+
     /// The log lines the end-to-end tests and the benchmark read.
     pub(crate) fn log(&self) {
         if let Some(ms) = self.created_ms {
@@ -232,6 +254,32 @@ impl Shown {
             None => tracing::info!(position = ?self.position, size = ?self.size, "window shown"),
             Some(error) => tracing::warn!(%error, "could not show the main window"),
         }
+    }
+}
+
+/// A window made hidden by [`prepare_here`] and not shown since: it is made in its place.
+static MADE_HIDDEN: AtomicBool = AtomicBool::new(false);
+
+/// Makes the window of this process hidden, its page loading, ahead of a show (the window
+/// process's half of [`prepare`]).
+pub fn prepare_here<R: Runtime>(app: &AppHandle<R>) -> Shown {
+    if app.get_webview_window(MAIN).is_some() {
+        return Shown::default();
+    }
+    let started = Instant::now();
+    // The configuration's window is not visible until shown.
+    match main_window(app) {
+        Ok(_) => {
+            MADE_HIDDEN.store(true, Ordering::SeqCst);
+            Shown {
+                created_ms: Some(millis(started.elapsed())),
+                ..Shown::default()
+            }
+        }
+        Err(error) => Shown {
+            error: Some(error),
+            ..Shown::default()
+        },
     }
 }
 
@@ -286,7 +334,8 @@ pub fn show_here<R: Runtime>(app: &AppHandle<R>) -> Shown {
     let created_ms = (!existed).then(|| millis(started.elapsed()));
     // Linux: a window made just now is made in its place (GTK knows its size only once it
     // is mapped, which a move from here can't wait for).
-    let placed = !existed && cfg!(not(any(target_os = "macos", target_os = "windows")));
+    let fresh = !existed || MADE_HIDDEN.swap(false, Ordering::SeqCst);
+    let placed = fresh && cfg!(not(any(target_os = "macos", target_os = "windows")));
     if !placed && !window.is_visible().unwrap_or(false) {
         place_near_tray(&window);
     }

@@ -17,8 +17,11 @@
 //! it as orders too ([`crate::window::emit`]).
 //!
 //! A window process starts with a show, or ahead of one when the tray's menu opens
-//! ([`crate::window::prepare`]: its start is a third or more of a cold open, and the menu
-//! opens a moment before its Open is chosen); it makes its webview only when told to show.
+//! ([`crate::window::prepare`]: its start, its first webview and the page's load are nearly
+//! all of a cold open, and the menu opens a moment before its Open is chosen). Started ahead,
+//! it makes its webview hidden and loads the page at once ([`Order::Prepare`]), so a show
+//! only maps a window whose page is there; the page counts its first frame from the moment
+//! it is on screen (`ui/src/main.tsx`), never a frame drawn while hidden.
 //! The window process exits when told ([`Order::Quit`], [`crate::window::KEEP_HIDDEN`] after
 //! a hide), when the app goes (its stdin ends), or when it fails; the app notices by its
 //! stdout's end and starts a new one for the next show. `TASKKEEPER_WINDOW_PROCESS=0` keeps
@@ -50,6 +53,9 @@ pub const SWITCH: &str = "TASKKEEPER_WINDOW_PROCESS";
 pub enum Order {
     /// Show the window (making its webview the first time), near the tray, focused.
     Show,
+    /// Make the webview hidden and load its page, ahead of a show; answered by
+    /// [`Report::Prepared`].
+    Prepare,
     /// Hide it; answered by [`Report::Hidden`].
     Hide,
     /// Send this event to the page.
@@ -68,6 +74,8 @@ pub enum Report {
     Up,
     /// The window is on screen (or could not be shown: [`Shown::error`]).
     Shown(Shown),
+    /// The webview is made, hidden, and its page loads (or it could not be made).
+    Prepared(Shown),
     /// The window is hidden (asked to, or its close button).
     Hidden,
     /// The page calls a command; answered by [`Order::Answer`] with the same `call`.
@@ -167,7 +175,8 @@ impl Slot {
         Ok(Started::New)
     }
 
-    /// Starts a window process, its window not made yet, unless one runs; whether it did.
+    /// Starts a window process that makes its window hidden and loads its page, unless one
+    /// runs; whether it did.
     pub fn prepare<R: Runtime>(&self, app: &AppHandle<R>) -> std::io::Result<bool> {
         let mut running = self.running();
         if running.is_some() {
@@ -175,6 +184,8 @@ impl Slot {
         }
         let serial = self.serial.fetch_add(1, Ordering::SeqCst) + 1;
         let orders = start(app, serial)?;
+        // Read once the window process is up, like a show's.
+        let _ = orders.send(Order::Prepare);
         *running = Some(Running {
             serial,
             orders,
@@ -297,6 +308,7 @@ fn read_reports<R: Runtime>(
                 window::millis(started.elapsed())
             ),
             Report::Shown(shown) => shown.log(),
+            Report::Prepared(made) => made.log_prepared(),
             Report::Hidden => {
                 if let Some(life) = app.try_state::<Lifecycle>()
                     && life.process.hidden(serial)
@@ -430,6 +442,9 @@ fn follow_orders(
         match order {
             Order::Show => {
                 let _ = reports.send(Report::Shown(window::show_here(app)));
+            }
+            Order::Prepare => {
+                let _ = reports.send(Report::Prepared(window::prepare_here(app)));
             }
             Order::Hide => {
                 window::hide_here(app);

@@ -1,8 +1,10 @@
 //! The window process on its own (`src-tauri/window_process.rs`): the real `taskkeeper-app`
 //! started with the window process's mark on a private Xvfb display, this test playing the
-//! app at the other end of its pipes. It makes its webview when told to show, hands every
-//! call of its page over its stdout and waits for the answer, opens no data directory, and
-//! exits when told to quit or when its stdin ends, its WebKit processes with it.
+//! app at the other end of its pipes. It makes its webview when told to show (or hidden,
+//! ahead of a show, when told to prepare: its page then loads unseen and counts its first
+//! frame from the show), hands every call of its page over its stdout and waits for the
+//! answer, opens no data directory, and exits when told to quit or when its stdin ends, its
+//! WebKit processes with it.
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::process::{ChildStdin, Command, Stdio};
@@ -166,4 +168,60 @@ fn the_window_process_shows_its_page_over_its_pipes_and_holds_nothing_of_the_app
     .unwrap();
     // It opened nothing of the app's: no data directory, so no database, log or port.
     assert!(!tmp.path().join("data").exists(), "a data directory");
+}
+
+/// Answers the page's calls until `command` has come; what came, in order.
+fn answer_until(window: &mut WindowProcess, command: &str) -> Vec<(String, Value)> {
+    let mut calls = Vec::new();
+    while !calls.iter().any(|(c, _): &(String, Value)| c == command) {
+        let report = window.next();
+        assert_eq!(report["report"], "call", "an unexpected report: {report}");
+        let name = report["command"].as_str().unwrap().to_owned();
+        window.order(json!({
+            "order": "answer", "call": report["call"], "ok": true, "value": answer(&name)
+        }));
+        calls.push((name, report["args"].clone()));
+    }
+    calls
+}
+
+#[test]
+fn a_window_made_ahead_loads_its_page_hidden_and_counts_its_first_frame_from_the_show() {
+    let tmp = tempfile::tempdir().unwrap();
+    let desktop = Desktop::start(tmp.path());
+    let mut window = WindowProcess::start(&desktop, tmp.path());
+    assert_eq!(window.next(), json!({ "report": "up" }));
+    window.order(json!({ "order": "prepare" }));
+    let prepared = window.next();
+    assert_eq!(prepared["report"], "prepared", "{prepared}");
+    assert!(prepared["created_ms"].is_u64(), "{prepared}");
+    assert!(prepared["error"].is_null(), "{prepared}");
+    // Hidden, the page loads, reads and draws its list, but reports no first frame.
+    let hidden = answer_until(&mut window, "ui_rendered");
+    assert!(
+        !hidden.iter().any(|(c, _)| c == "ui_first_frame"),
+        "a first frame while hidden: {hidden:?}"
+    );
+    window.order(json!({ "order": "show" }));
+    let shown = window.next();
+    assert_eq!(shown["report"], "shown", "{shown}");
+    assert!(shown["error"].is_null(), "{shown}");
+    assert!(
+        shown["created_ms"].is_null(),
+        "the show made a webview: {shown}"
+    );
+    let calls = answer_until(&mut window, "ui_first_frame");
+    let (_, frame) = calls.iter().find(|(c, _)| c == "ui_first_frame").unwrap();
+    assert!(frame["pageMs"].is_u64(), "the page's clock: {frame}");
+    assert!(
+        frame["hiddenMs"].is_u64(),
+        "not counted from the show: {frame}"
+    );
+    // Its stdin ending ends it with its webview, WebKit's processes with it.
+    window.stdin = None;
+    assert!(window.exits().success());
+    wait_for("WebKit's processes to go", Duration::from_secs(20), || {
+        window.group.members().is_empty().then_some(())
+    })
+    .unwrap();
 }

@@ -548,6 +548,7 @@ describe('tauri transport', () => {
     expect(await data.setAutostart(false)).toBe(false);
     await data.reportRendered(1);
     await data.reportFirstFrame(12.4);
+    await data.reportFirstFrame(31.6, 2400.2);
     expect(rec.invokes).toEqual([
       { cmd: 'list_tasks', args: { state: 'open' } },
       { cmd: 'get_task', args: { id: 'a' } },
@@ -575,6 +576,7 @@ describe('tauri transport', () => {
       { cmd: 'set_autostart', args: { enabled: false } },
       { cmd: 'ui_rendered', args: { count: 1 } },
       { cmd: 'ui_first_frame', args: { pageMs: 12 } },
+      { cmd: 'ui_first_frame', args: { pageMs: 32, hiddenMs: 2400 } },
     ]);
     expect(rec.fetches).toEqual([]);
     expect(rec.storage.size).toBe(0);

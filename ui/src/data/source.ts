@@ -111,9 +111,11 @@ export interface DataSource {
   reportRendered(count: number): Promise<void>;
   /**
    * Tells the app the page's first frame is on screen (it logs how long the open took);
-   * `pageMs` is the page's own clock then (milliseconds since its navigation started).
+   * `pageMs` is the page's own clock then (milliseconds since its navigation started), or,
+   * for a page loaded hidden, the milliseconds since it was shown, `hiddenMs` being its clock
+   * when it was shown.
    */
-  reportFirstFrame(pageMs: number): Promise<void>;
+  reportFirstFrame(pageMs: number, hiddenMs?: number): Promise<void>;
 }
 
 /** The few browser facilities the data layer touches, injectable so tests need no DOM. */

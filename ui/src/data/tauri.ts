@@ -116,8 +116,9 @@ export function tauriSource(env: Env): DataSource {
     reportRendered: async (count) => {
       await call('ui_rendered', { count });
     },
-    reportFirstFrame: async (pageMs) => {
-      await call('ui_first_frame', { pageMs: Math.round(pageMs) });
+    reportFirstFrame: async (pageMs, hiddenMs) => {
+      const shown = hiddenMs === undefined ? {} : { hiddenMs: Math.round(hiddenMs) };
+      await call('ui_first_frame', { pageMs: Math.round(pageMs), ...shown });
     },
   };
 }
