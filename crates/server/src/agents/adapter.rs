@@ -18,22 +18,18 @@ use taskkeeper_core::{AgentKind, Desk};
 use crate::agents::claude_code::headless::{LaunchConfig, LaunchError};
 use crate::agents::launched::{Headless, Spawn};
 
-/// What a kind of agent can do, as far as Taskkeeper's rules ask.
+/// What a kind of agent can do, as far as Taskkeeper's rules ask. Most of it follows from
+/// the kind's ways in ([`Capabilities::of`]), so it cannot disagree with them; the rest is
+/// what its hooks say ([`Adapter::lists_self_wakes`], [`Adapter::reports_generically`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Capabilities {
-    /// Its hooks say when the owner interrupts a turn (Codex's `Interrupt`); without it an
-    /// interrupt is seen only in a level signal, or when the next turn starts.
-    pub has_interrupt_event: bool,
-    /// The end of its turn lists the background commands still running (Claude Code's
-    /// `background_tasks` at Stop), so a session waiting on them is not quiet.
-    pub has_background_tasks_in_stop: bool,
     /// The end of its turn lists what the session scheduled to wake itself (Claude Code's
     /// `session_crons`), so it is not quiet until that is due.
     pub lists_self_wakes: bool,
     /// The hook at the end of its turn can continue the turn with a handover.
     pub stop_can_continue: bool,
     /// Something besides a paste starts a turn in an idle interactive session of it (Claude
-    /// Code's waiter and inbox socket).
+    /// Code's waiter and inbox socket, Codex's app server).
     pub can_wake_idle: bool,
     /// Its SessionStart hook's answer can carry the session's first user message (Claude
     /// Code's `initialUserMessage`, in `-p` sessions).
@@ -43,6 +39,22 @@ pub struct Capabilities {
     /// Its sessions may report through the generic intake (`taskkeeper report`); one whose
     /// hooks say more is refused there, so nothing reports it twice.
     pub reports_generically: bool,
+}
+
+impl Capabilities {
+    /// What a kind with these ways in (best first) and these hook facts can do.
+    pub fn of(ways: &[Method], lists_self_wakes: bool, reports_generically: bool) -> Self {
+        Self {
+            lists_self_wakes,
+            stop_can_continue: ways.contains(&Method::Handover),
+            can_wake_idle: ways
+                .iter()
+                .any(|w| matches!(w, Method::Waiter | Method::Inbox | Method::AppServer)),
+            takes_start_message: ways.contains(&Method::StartMessage),
+            launches_headless: ways.contains(&Method::Stdin),
+            reports_generically,
+        }
+    }
 }
 
 /// A level signal a session can be read from, to correct what its hooks said (a hook that
@@ -88,7 +100,24 @@ pub(crate) trait Adapter: Sync {
     /// Its name as the owner reads it ("Claude Code").
     fn name(&self) -> &'static str;
 
-    fn capabilities(&self) -> Capabilities;
+    /// What it can do: from its ways in and its hooks' facts below.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::of(
+            self.ways_in(),
+            self.lists_self_wakes(),
+            self.reports_generically(),
+        )
+    }
+
+    /// The end of its turn lists what the session scheduled to wake itself.
+    fn lists_self_wakes(&self) -> bool {
+        false
+    }
+
+    /// Its sessions may report through the generic intake (none whose hooks say more).
+    fn reports_generically(&self) -> bool {
+        true
+    }
 
     /// The ways into a session of this kind, best first; `core::delivery::ranked` keeps the
     /// ones a session's means allow, in this order.
@@ -197,40 +226,34 @@ mod tests {
         }
     }
 
-    /// The flags say what the ways in do: a kind whose turn can be continued has the
-    /// handover, one that can wake an idle session has a way besides the paste, one that takes
-    /// a start message has that way, and every kind can be reached by its desk's command.
+    /// Every kind can be reached by its desk's command, as the last way in, and a session
+    /// of any kind ends when its process is gone.
     #[test]
-    fn the_flags_agree_with_the_ways_in() {
+    fn every_kind_ends_with_its_desks_command_and_its_process() {
         for a in adapters() {
-            let (caps, ways, kind) = (a.capabilities(), a.ways_in(), a.kind());
-            assert_eq!(
-                caps.stop_can_continue,
-                ways.contains(&Method::Handover),
-                "{kind}"
-            );
-            assert_eq!(
-                caps.can_wake_idle,
-                ways.iter()
-                    .any(|w| matches!(w, Method::Waiter | Method::Inbox | Method::AppServer)),
-                "{kind}"
-            );
-            assert_eq!(
-                caps.takes_start_message,
-                ways.contains(&Method::StartMessage),
-                "{kind}"
-            );
-            assert_eq!(
-                caps.launches_headless,
-                ways.contains(&Method::Stdin),
-                "{kind}"
-            );
-            assert_eq!(ways.last(), Some(&Method::Command), "{kind}");
+            let kind = a.kind();
+            assert_eq!(a.ways_in().last(), Some(&Method::Command), "{kind}");
             assert!(
                 a.level_signals().contains(&LevelSignal::ProcessGone),
                 "{kind}"
             );
         }
+    }
+
+    /// The capabilities follow from the ways in: a way added or taken away changes them.
+    #[test]
+    fn the_capabilities_follow_from_the_ways_in() {
+        let none = Capabilities::of(&[Method::Paste, Method::Command], false, true);
+        assert!(!none.stop_can_continue && !none.can_wake_idle);
+        assert!(!none.takes_start_message && !none.launches_headless);
+        let codex = Capabilities::of(
+            &[Method::Handover, Method::Stdin, Method::AppServer],
+            false,
+            true,
+        );
+        assert!(codex.stop_can_continue && codex.can_wake_idle && codex.launches_headless);
+        assert!(!codex.takes_start_message);
+        assert!(Capabilities::of(&[Method::StartMessage], true, false).takes_start_message);
     }
 
     /// A kind that launches headless says how, with its own binary; the others launch
@@ -309,7 +332,7 @@ mod tests {
             kinds_that(|c| c.launches_headless),
             "claude-code, codex and gemini"
         );
-        assert_eq!(kinds_that(|c| c.has_interrupt_event), "codex");
+        assert_eq!(kinds_that(|c| c.lists_self_wakes), "claude-code");
         assert_eq!(kinds_that(|_| false), "");
     }
 }

@@ -20,7 +20,7 @@ use taskkeeper_core::session::{Edge, Session, SessionId, TurnOrigin, check_dir};
 
 use taskkeeper_core::delivery::Method;
 
-use crate::agents::adapter::{Adapter, Capabilities, Launch, LevelSignal, adapter};
+use crate::agents::adapter::{Adapter, Launch, LevelSignal, adapter};
 use crate::agents::claude_code::headless::{LaunchConfig, LaunchError};
 use crate::agents::intake::{bad, reach_of, store_error};
 use crate::delivery::Delivery;
@@ -151,13 +151,6 @@ impl Adapter for Generic {
         "another agent"
     }
 
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            reports_generically: true,
-            ..Capabilities::default()
-        }
-    }
-
     fn ways_in(&self) -> &'static [Method] {
         &[Method::Paste, Method::Command]
     }
@@ -181,6 +174,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::agents::adapter::Capabilities;
 
     #[test]
     fn another_agent_is_reached_by_a_paste_or_its_command_and_reports_itself() {

@@ -11,7 +11,7 @@ use taskkeeper_core::session::SessionId;
 use taskkeeper_core::{AgentKind, Desk};
 
 use super::{headless, hooks};
-use crate::agents::adapter::{Adapter, Capabilities, Launch, LevelSignal};
+use crate::agents::adapter::{Adapter, Launch, LevelSignal};
 use crate::agents::claude_code::headless::{LaunchConfig, LaunchError};
 
 pub(crate) struct ClaudeCode;
@@ -25,18 +25,13 @@ impl Adapter for ClaudeCode {
         "Claude Code"
     }
 
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            has_interrupt_event: false,
-            has_background_tasks_in_stop: true,
-            lists_self_wakes: true,
-            stop_can_continue: true,
-            can_wake_idle: true,
-            takes_start_message: true,
-            launches_headless: true,
-            // Its hooks report it; a second report would tell its turns twice.
-            reports_generically: false,
-        }
+    fn lists_self_wakes(&self) -> bool {
+        true
+    }
+
+    /// Its hooks report it; a second report would tell its turns twice.
+    fn reports_generically(&self) -> bool {
+        false
     }
 
     fn ways_in(&self) -> &'static [Method] {
@@ -89,8 +84,7 @@ mod tests {
     #[test]
     fn claude_code_lists_its_background_work_and_wakes_but_no_interrupt() {
         let caps = ClaudeCode.capabilities();
-        assert!(!caps.has_interrupt_event);
-        assert!(caps.has_background_tasks_in_stop && caps.lists_self_wakes);
+        assert!(caps.lists_self_wakes);
         assert!(caps.stop_can_continue && caps.can_wake_idle && caps.takes_start_message);
         assert!(caps.launches_headless && !caps.reports_generically);
         assert_eq!(

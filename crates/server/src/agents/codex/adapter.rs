@@ -9,7 +9,7 @@ use taskkeeper_core::session::SessionId;
 use taskkeeper_core::{AgentKind, Desk};
 
 use super::app_server::{self, AppServer};
-use crate::agents::adapter::{Adapter, Capabilities, Launch, LevelSignal};
+use crate::agents::adapter::{Adapter, Launch, LevelSignal};
 use crate::agents::claude_code::headless::{LaunchConfig, LaunchError};
 use crate::agents::headers;
 use crate::agents::launched::McpAccess;
@@ -33,17 +33,6 @@ impl Adapter for Codex {
 
     fn name(&self) -> &'static str {
         "Codex CLI"
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            has_interrupt_event: true,
-            stop_can_continue: true,
-            can_wake_idle: true,
-            launches_headless: true,
-            reports_generically: true,
-            ..Capabilities::default()
-        }
     }
 
     fn ways_in(&self) -> &'static [Method] {
@@ -106,9 +95,9 @@ mod tests {
     #[test]
     fn codex_says_when_it_is_interrupted_and_is_woken_by_its_app_server_before_a_paste() {
         let caps = Codex.capabilities();
-        assert!(caps.has_interrupt_event && caps.stop_can_continue && caps.launches_headless);
+        assert!(caps.stop_can_continue && caps.launches_headless);
         assert!(caps.can_wake_idle && !caps.takes_start_message);
-        assert!(!caps.has_background_tasks_in_stop && !caps.lists_self_wakes);
+        assert!(!caps.lists_self_wakes);
         assert_eq!(
             Codex.ways_in(),
             [

@@ -9,7 +9,7 @@ use taskkeeper_core::session::SessionId;
 use taskkeeper_core::{AgentKind, Desk};
 
 use super::acp::{self, Acp};
-use crate::agents::adapter::{Adapter, Capabilities, Launch, LevelSignal};
+use crate::agents::adapter::{Adapter, Launch, LevelSignal};
 use crate::agents::claude_code::headless::{LaunchConfig, LaunchError};
 use crate::agents::launched::McpAccess;
 
@@ -22,15 +22,6 @@ impl Adapter for Gemini {
 
     fn name(&self) -> &'static str {
         "Gemini CLI"
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            stop_can_continue: true,
-            launches_headless: true,
-            reports_generically: true,
-            ..Capabilities::default()
-        }
     }
 
     fn ways_in(&self) -> &'static [Method] {
@@ -84,8 +75,8 @@ mod tests {
     fn gemini_continues_a_turn_but_says_nothing_of_an_interrupt() {
         let caps = Gemini.capabilities();
         assert!(caps.stop_can_continue && caps.launches_headless && caps.reports_generically);
-        assert!(!caps.has_interrupt_event && !caps.can_wake_idle && !caps.takes_start_message);
-        assert!(!caps.has_background_tasks_in_stop && !caps.lists_self_wakes);
+        assert!(!caps.can_wake_idle && !caps.takes_start_message);
+        assert!(!caps.lists_self_wakes);
         assert_eq!(Gemini.level_signals(), [LevelSignal::ProcessGone]);
     }
 
