@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Value, json};
 
 use crate::hooks::Hooks;
-use crate::support::{TestDaemon, until};
+use crate::support::{Pane, TestDaemon, until};
 
 fn new_task(d: &TestDaemon, desk: &str, text: &str) -> String {
     let (status, t) = d.call(
@@ -303,36 +303,13 @@ fn the_inbox_socket_wakes_an_idle_session_and_is_confirmed_by_the_turn_it_starts
 fn a_socket_that_is_not_the_sessions_own_is_never_written_and_the_paste_delivers() {
     let d = TestDaemon::start();
     let h = Hooks::new(&d);
-    let sock = d.data_dir.join("tmux.sock").to_string_lossy().into_owned();
-    let tmux = |args: &[&str]| {
-        let out = std::process::Command::new("tmux")
-            .arg("-S")
-            .arg(&sock)
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "tmux {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_owned()
-    };
-    tmux(&[
-        "-f",
-        "/dev/null",
-        "new-session",
-        "-d",
-        "-s",
-        "tk",
-        "-x",
-        "200",
-        "-y",
-        "50",
-        "cat",
-    ]);
-    let pane = tmux(&["display-message", "-p", "-t", "tk", "#{pane_id}"]);
-    let pid = tmux(&["display-message", "-p", "-t", "tk", "#{pane_pid}"]);
+    let tmux_pane = Pane::start(&d.data_dir);
+    let (sock, pane, pid) = (
+        tmux_pane.socket.clone(),
+        tmux_pane.pane.clone(),
+        tmux_pane.pid.clone(),
+    );
+    let tmux = |args: &[&str]| tmux_pane.tmux(args);
     // A listening socket named for the session's process, but not where Claude Code keeps
     // its inbox: what a hook says is not trusted.
     let elsewhere = Inbox::bind(&d.data_dir.join(format!("sockets/{pid}.sock")));
@@ -355,11 +332,6 @@ fn a_socket_that_is_not_the_sessions_own_is_never_written_and_the_paste_delivers
     assert!(screen.contains(&format!("[Taskkeeper] Task {id} from owner")));
     // The inbox is tried before the paste: it was refused, not written.
     assert_eq!(elsewhere.got(), Vec::<String>::new());
-    let _ = std::process::Command::new("tmux")
-        .arg("-S")
-        .arg(&sock)
-        .args(["kill-server"])
-        .output();
 }
 
 /// What an asker writes reaches the inbox as text inside the one message Taskkeeper writes:

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-use crate::support::{TestDaemon, until};
+use crate::support::{Pane, TestDaemon, until};
 
 /// What the stand-in says about itself.
 #[derive(Clone)]
@@ -268,78 +268,6 @@ fn an_idle_codex_session_gets_its_task_as_a_turn_start_into_its_thread() {
         app.methods().iter().filter(|m| *m == "turn/start").count(),
         1
     );
-}
-
-/// A tmux server of the test's own with one pane running `cat`: (socket, pane, its pid).
-struct Pane {
-    socket: String,
-    pane: String,
-    pid: String,
-}
-
-impl Pane {
-    fn start(dir: &Path) -> Pane {
-        let socket = dir.join("tmux.sock").to_string_lossy().into_owned();
-        let mut pane = Pane {
-            socket,
-            pane: String::new(),
-            pid: String::new(),
-        };
-        pane.tmux(&[
-            "-f",
-            "/dev/null",
-            "new-session",
-            "-d",
-            "-s",
-            "tk",
-            "-x",
-            "200",
-            "-y",
-            "50",
-            "cat",
-        ]);
-        let id = pane.tmux(&["display-message", "-p", "-t", "tk", "#{pane_id}"]);
-        let pid = pane.tmux(&["display-message", "-p", "-t", "tk", "#{pane_pid}"]);
-        (pane.pane, pane.pid) = (id, pid);
-        pane
-    }
-
-    fn tmux(&self, args: &[&str]) -> String {
-        let out = std::process::Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "tmux {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_owned()
-    }
-
-    fn reach(&self) -> [(&'static str, String); 3] {
-        [
-            ("X-Taskkeeper-Tmux-Pane", self.pane.clone()),
-            ("X-Taskkeeper-Tmux", format!("{},1,0", self.socket)),
-            ("X-Taskkeeper-Pid", self.pid.clone()),
-        ]
-    }
-
-    fn screen(&self) -> String {
-        self.tmux(&["capture-pane", "-p", "-t", &self.pane])
-    }
-}
-
-impl Drop for Pane {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .arg("kill-server")
-            .output();
-    }
 }
 
 /// An app server that is not the session's, by the Codex home it runs or by the threads it

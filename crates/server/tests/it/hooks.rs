@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::{TOKEN, TestDaemon, until};
+use crate::support::{Pane, TOKEN, TestDaemon, until};
 
 pub(crate) struct Hooks<'a> {
     d: &'a TestDaemon,
@@ -417,38 +417,14 @@ fn garbage_payloads_are_refused_and_change_nothing() {
 fn an_idle_session_without_a_waiter_gets_its_task_pasted_into_tmux() {
     let d = TestDaemon::start();
     let h = Hooks::new(&d);
-    let sock = d.data_dir.join("tmux.sock").to_string_lossy().into_owned();
-    let tmux = |args: &[&str]| {
-        let out = std::process::Command::new("tmux")
-            .arg("-S")
-            .arg(&sock)
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "tmux {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_owned()
-    };
-    // A pane that echoes what it is given, standing in for the agent's prompt box.
-    tmux(&[
-        "-f",
-        "/dev/null",
-        "new-session",
-        "-d",
-        "-s",
-        "tk",
-        "-x",
-        "200",
-        "-y",
-        "50",
-        "cat",
-    ]);
-    let pane = tmux(&["display-message", "-p", "-t", "tk", "#{pane_id}"]);
+    let tmux_pane = Pane::start(&d.data_dir);
     // The session is the pane's own process: a pane of anyone else's is not pasted into.
-    let pid = tmux(&["display-message", "-p", "-t", "tk", "#{pane_pid}"]);
+    let (sock, pane, pid) = (
+        tmux_pane.socket.clone(),
+        tmux_pane.pane.clone(),
+        tmux_pane.pid.clone(),
+    );
+    let tmux = |args: &[&str]| tmux_pane.tmux(args);
     let reach = [
         ("X-Taskkeeper-Tmux-Pane", pane.clone()),
         ("X-Taskkeeper-Tmux", format!("{sock},1,0")),
@@ -485,11 +461,6 @@ fn an_idle_session_without_a_waiter_gets_its_task_pasted_into_tmux() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(delivered.is_string(), "confirmed by the turn, then claimed");
-    let _ = std::process::Command::new("tmux")
-        .arg("-S")
-        .arg(&sock)
-        .args(["kill-server"])
-        .output();
 }
 
 /// A session Taskkeeper launched headless tells its activity through its own event stream

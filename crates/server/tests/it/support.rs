@@ -292,3 +292,76 @@ pub fn until<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
 pub fn read(path: &std::path::Path) -> Option<String> {
     std::fs::read_to_string(path).ok().filter(|s| !s.is_empty())
 }
+
+/// A tmux server of the test's own with one pane running `cat`, standing in for an agent's
+/// prompt box: its socket, the pane and the pane's process (the session's pid in the hooks).
+pub struct Pane {
+    pub socket: String,
+    pub pane: String,
+    pub pid: String,
+}
+
+impl Pane {
+    pub fn start(dir: &std::path::Path) -> Pane {
+        let socket = dir.join("tmux.sock").to_string_lossy().into_owned();
+        let mut pane = Pane {
+            socket,
+            pane: String::new(),
+            pid: String::new(),
+        };
+        pane.tmux(&[
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-s",
+            "tk",
+            "-x",
+            "200",
+            "-y",
+            "50",
+            "cat",
+        ]);
+        let id = pane.tmux(&["display-message", "-p", "-t", "tk", "#{pane_id}"]);
+        let pid = pane.tmux(&["display-message", "-p", "-t", "tk", "#{pane_pid}"]);
+        (pane.pane, pane.pid) = (id, pid);
+        pane
+    }
+
+    pub fn tmux(&self, args: &[&str]) -> String {
+        let out = std::process::Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    pub fn reach(&self) -> [(&'static str, String); 3] {
+        [
+            ("X-Taskkeeper-Tmux-Pane", self.pane.clone()),
+            ("X-Taskkeeper-Tmux", format!("{},1,0", self.socket)),
+            ("X-Taskkeeper-Pid", self.pid.clone()),
+        ]
+    }
+
+    pub fn screen(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-t", &self.pane])
+    }
+}
+
+impl Drop for Pane {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .output();
+    }
+}
