@@ -203,15 +203,30 @@ fn a_window_made_ahead_loads_its_page_hidden_and_counts_its_first_frame_from_the
         "a first frame while hidden: {hidden:?}"
     );
     window.order(json!({ "order": "show" }));
-    let shown = window.next();
-    assert_eq!(shown["report"], "shown", "{shown}");
+    // The page may still be reading (a call) when the show is reported, and its first frame
+    // may come before or after that report: answer calls until both have come.
+    let (mut shown, mut frame) = (None, None);
+    while shown.is_none() || frame.is_none() {
+        let report = window.next();
+        if report["report"] == "shown" {
+            shown = Some(report);
+            continue;
+        }
+        assert_eq!(report["report"], "call", "an unexpected report: {report}");
+        let name = report["command"].as_str().unwrap().to_owned();
+        window.order(json!({
+            "order": "answer", "call": report["call"], "ok": true, "value": answer(&name)
+        }));
+        if name == "ui_first_frame" {
+            frame = Some(report["args"].clone());
+        }
+    }
+    let (shown, frame) = (shown.unwrap(), frame.unwrap());
     assert!(shown["error"].is_null(), "{shown}");
     assert!(
         shown["created_ms"].is_null(),
         "the show made a webview: {shown}"
     );
-    let calls = answer_until(&mut window, "ui_first_frame");
-    let (_, frame) = calls.iter().find(|(c, _)| c == "ui_first_frame").unwrap();
     assert!(frame["pageMs"].is_u64(), "the page's clock: {frame}");
     assert!(
         frame["hiddenMs"].is_u64(),

@@ -595,6 +595,12 @@ fn an_asker_token_opens_no_hook_route_and_changes_nothing() {
         ("X-Taskkeeper-Tmux-Pane", "%0"),
         ("X-Taskkeeper-Desk", "evil-desk"),
     ];
+    let codex_home = [
+        ("X-Taskkeeper-Codex-Home", "/tmp/mallory"),
+        ("X-Taskkeeper-Tmux", "/tmp/tmux-0/default,1,0"),
+        ("X-Taskkeeper-Tmux-Pane", "%0"),
+        ("X-Taskkeeper-Desk", "evil-desk"),
+    ];
     for (path, body, extra) in [
         (
             "/hooks/claude-code",
@@ -610,6 +616,15 @@ fn an_asker_token_opens_no_hook_route_and_changes_nothing() {
             json!({"session": "s-evil", "event": "started", "cwd": h.cwd}),
             &tmux[..],
         ),
+        // Codex's and Gemini's intakes too; a Codex home that names the asker's own socket
+        // would be a way to make the daemon connect where the asker says.
+        ("/hooks/codex", hook("s-evil", "Stop"), &codex_home[..]),
+        (
+            "/hooks/codex",
+            hook("s-real", "SessionStart"),
+            &codex_home[..],
+        ),
+        ("/hooks/gemini", hook("s-evil", "AfterAgent"), &tmux[..]),
     ] {
         let (status, text) = as_mallory(path, body, extra);
         assert_eq!(status, 403, "{path}: {text}");
