@@ -740,23 +740,21 @@ mod xdg {
     /// never starts one. Without this, a send to a missing service fails fast anyway, but one
     /// that is activatable and broken would block until the bus gives up.
     async fn service_present() -> Result<(), Undelivered> {
-        let no_service = |e: zbus::Error| Undelivered::NoService(e.to_string());
-        let connection = zbus::Connection::session().await.map_err(no_service)?;
+        let no_service = |e: &dyn std::fmt::Display| Undelivered::NoService(e.to_string());
+        let connection = zbus::Connection::session()
+            .await
+            .map_err(|e| no_service(&e))?;
         let bus = zbus::fdo::DBusProxy::new(&connection)
             .await
-            .map_err(no_service)?;
-        let name = BusName::try_from(SERVICE).map_err(no_service)?;
-        if bus
-            .name_has_owner(name)
-            .await
-            .map_err(|e| no_service(e.into()))?
-        {
+            .map_err(|e| no_service(&e))?;
+        let name = BusName::try_from(SERVICE).map_err(|e| no_service(&e))?;
+        if bus.name_has_owner(name).await.map_err(|e| no_service(&e))? {
             return Ok(());
         }
         let activatable = bus
             .list_activatable_names()
             .await
-            .map_err(|e| no_service(e.into()))?;
+            .map_err(|e| no_service(&e))?;
         if activatable.iter().any(|n| n.as_str() == SERVICE) {
             return Ok(());
         }

@@ -49,7 +49,7 @@ impl Server {
         summary: String,
         body: String,
         actions: Vec<String>,
-        _hints: HashMap<String, zbus::OwnedVariant>,
+        _hints: HashMap<String, zbus::zvariant::OwnedValue>,
         _expire_timeout: i32,
     ) -> u32 {
         let id = if replaces_id == 0 {
@@ -131,9 +131,9 @@ impl Recorder {
             .spawn(move || {
                 zbus::block_on(async move {
                     let built = async {
-                        zbus::connection::Builder::address(address.as_str())
-                            .name(NAME)
-                            .serve_at(PATH, server)
+                        zbus::connection::Builder::address(address.as_str())?
+                            .name(NAME)?
+                            .serve_at(PATH, server)?
                             .build()
                             .await
                     }

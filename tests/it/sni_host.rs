@@ -13,7 +13,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use zbus::message::Header;
 use zbus::object_server::SignalEmitter;
-use zbus::{OwnedVariant as OwnedValue, Variant as Value};
+use zbus::zvariant::{OwnedValue, Value};
 
 const NAME: &str = "org.kde.StatusNotifierWatcher";
 const PATH: &str = "/StatusNotifierWatcher";
@@ -97,11 +97,14 @@ impl Host {
             .name("sni-host".into())
             .spawn(move || {
                 zbus::block_on(async move {
-                    let connection = zbus::connection::Builder::address(bus.as_str())
-                        .name(NAME)
-                        .serve_at(PATH, watcher)
-                        .build()
-                        .await;
+                    let connection = async {
+                        zbus::connection::Builder::address(bus.as_str())?
+                            .name(NAME)?
+                            .serve_at(PATH, watcher)?
+                            .build()
+                            .await
+                    }
+                    .await;
                     match connection {
                         Ok(c) => {
                             let _ = ready_tx.send(Ok(()));
@@ -144,13 +147,13 @@ impl Host {
     pub fn open_menu(&self, name: &str) {
         let (address, name) = (self.address.clone(), name.to_owned());
         zbus::block_on(async move {
-            let connection = zbus::connection::Builder::address(address.as_str())
+            let connection = zbus::connection::Builder::address(address.as_str())?
                 .build()
                 .await?;
             let menu = zbus::proxy::Builder::<zbus::Proxy<'_>>::new(&connection)
-                .destination(name)
-                .path(MENU_PATH)
-                .interface(MENU)
+                .destination(name)?
+                .path(MENU_PATH)?
+                .interface(MENU)?
                 .cache_properties(zbus::proxy::CacheProperties::No)
                 .build()
                 .await?;
@@ -166,13 +169,13 @@ impl Host {
     pub fn click_menu(&self, name: &str, label: &str) -> String {
         let (address, name, label) = (self.address.clone(), name.to_owned(), label.to_owned());
         zbus::block_on(async move {
-            let connection = zbus::connection::Builder::address(address.as_str())
+            let connection = zbus::connection::Builder::address(address.as_str())?
                 .build()
                 .await?;
             let menu = zbus::proxy::Builder::<zbus::Proxy<'_>>::new(&connection)
-                .destination(name)
-                .path(MENU_PATH)
-                .interface(MENU)
+                .destination(name)?
+                .path(MENU_PATH)?
+                .interface(MENU)?
                 .cache_properties(zbus::proxy::CacheProperties::No)
                 .build()
                 .await?;
@@ -181,7 +184,7 @@ impl Host {
                 .await?;
             for child in children {
                 let value = match Value::from(child) {
-                    Value::Variant(inner) => *inner,
+                    Value::Value(inner) => *inner,
                     other => other,
                 };
                 let Ok((id, props, _)) =
@@ -225,13 +228,13 @@ impl Host {
     {
         let (address, name) = (self.address.clone(), name.to_owned());
         zbus::block_on(async move {
-            let connection = zbus::connection::Builder::address(address.as_str())
+            let connection = zbus::connection::Builder::address(address.as_str())?
                 .build()
                 .await?;
             let proxy = zbus::proxy::Builder::new(&connection)
-                .destination(name)
-                .path(ITEM_PATH)
-                .interface(ITEM)
+                .destination(name)?
+                .path(ITEM_PATH)?
+                .interface(ITEM)?
                 .cache_properties(zbus::proxy::CacheProperties::No)
                 .build()
                 .await?;
