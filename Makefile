@@ -76,7 +76,9 @@ test-browser: npm ui
 # `cargo build` has no release CLI to copy. The CLI is built first and hard-linked under the
 # target-triple name the bundler looks for. Linux: a .deb (`/usr/bin/taskkeeper-app` and
 # `/usr/bin/taskkeeper`); macOS: Taskkeeper.app (both in Contents/MacOS) and a .dmg;
-# Windows (Git Bash): an NSIS installer. Lands in ${CARGO_TARGET_DIR:-target}/release/bundle/.
+# Windows (Git Bash): an NSIS installer. The app is built with the `dist` profile
+# (Cargo.toml: whole-program LTO, for a smaller tray process); it lands in
+# ${CARGO_TARGET_DIR:-target}/dist/bundle/.
 TAURI_CLI := @tauri-apps/cli@2.12.5
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),$(CURDIR)/target)
 HOST_TRIPLE = $(shell rustc -vV | sed -n 's/^host: //p')
@@ -88,7 +90,8 @@ package: deps
 	$(CARGO) build --release --locked -p taskkeeper-cli
 	ln -f "$(TARGET_DIR)/release/taskkeeper$(EXE)" "$(TARGET_DIR)/release/taskkeeper-$(HOST_TRIPLE)$(EXE)"
 	npx --yes $(TAURI_CLI) build --bundles $(BUNDLES) \
-		--config '{"bundle":{"externalBin":["$(TARGET_DIR)/release/taskkeeper"]}}' -- -p taskkeeper-app
+		--config '{"bundle":{"externalBin":["$(TARGET_DIR)/release/taskkeeper"]}}' \
+		-- -p taskkeeper-app --profile dist --locked
 
 # The .deb as a user installs it (tests/package/run.sh): dpkg -i, both commands from
 # /usr/bin, connect into a throwaway HOME, the hook helper through what connect wrote against

@@ -206,8 +206,19 @@ pub struct RunningApp {
 
 impl RunningApp {
     pub fn start(desktop: &Desktop, env: &AppEnv, scratch: &Path, args: &[&str]) -> RunningApp {
+        RunningApp::start_binary(Path::new(APP), desktop, env, scratch, args)
+    }
+
+    /// The same, with another build of the app (a benchmark's, `BENCH_APP`).
+    pub fn start_binary(
+        binary: &Path,
+        desktop: &Desktop,
+        env: &AppEnv,
+        scratch: &Path,
+        args: &[&str],
+    ) -> RunningApp {
         let stderr_path = scratch.join("app.stderr");
-        let mut command = Command::new(APP);
+        let mut command = Command::new(binary);
         command
             .args(args)
             .stdin(Stdio::null())

@@ -17,7 +17,7 @@
 //!   permission answered).
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -659,9 +659,13 @@ fn memory_kib(pgid: i32) -> (u64, u64, usize) {
 /// opened and hidden again), and the time from the tray menu's Open to the window's first
 /// painted frame (read from Xvfb's framebuffer). Not a test: run it on a quiet machine,
 ///
-///     cargo test --release -p taskkeeper-app --test it -- --ignored --nocapture bench_
+///     cargo build --profile dist -p taskkeeper-app
+///     BENCH_APP=$CARGO_TARGET_DIR/dist/taskkeeper-app \
+///         cargo test --release -p taskkeeper-app --test it -- --ignored --nocapture bench_
 ///
-/// (`BENCH_IDLE_S`, default 60: each idle sample; `BENCH_RUNS`, default 5: cold opens).
+/// (`BENCH_APP`, default this test's own build: the app to measure, the shipped `dist` build
+/// above or another commit's; `BENCH_IDLE_S`, default 60: each idle sample; `BENCH_RUNS`,
+/// default 5: cold opens).
 #[test]
 #[ignore = "a benchmark (BENCHMARKS.md, The app)"]
 fn bench_the_hidden_weight_and_the_open_from_the_tray_menu() {
@@ -681,7 +685,9 @@ fn bench_the_hidden_weight_and_the_open_from_the_tray_menu() {
     let mut env = AppEnv::new(tmp.path());
     env.extra
         .push(("TASKKEEPER_WINDOW_KEEP_MS", "2000".to_owned()));
-    let mut app = RunningApp::start(&desktop, &env, tmp.path(), &[]);
+    let binary = std::env::var_os("BENCH_APP").map_or_else(|| APP.into(), PathBuf::from);
+    println!("the app measured: {}", binary.display());
+    let mut app = RunningApp::start_binary(&binary, &desktop, &env, tmp.path(), &[]);
     app.wait_for_log("tray state idle", Duration::from_secs(60));
     let (pgid, log) = (app.pgid(), app.log_path.clone());
     let item = host.items().into_iter().next().expect("the app's item");

@@ -11,8 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 target=${CARGO_TARGET_DIR:-$PWD/target}
-deb=$(ls -t "$target"/release/bundle/deb/*.deb 2>/dev/null | head -1 || true)
-[ -n "$deb" ] || { echo "no .deb in $target/release/bundle/deb; run \`make package\` first" >&2; exit 1; }
+deb=$(ls -t "$target"/dist/bundle/deb/*.deb 2>/dev/null | head -1 || true)
+[ -n "$deb" ] || { echo "no .deb in $target/dist/bundle/deb; run \`make package\` first" >&2; exit 1; }
 sudo=
 [ "$(id -u)" = 0 ] || sudo=sudo
 # The PATH a fresh login has, so nothing from a build or ~/.cargo/bin stands in.
