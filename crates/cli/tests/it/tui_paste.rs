@@ -207,6 +207,12 @@ fn paste_scenario(kind: Kind, program: &Path) {
         !log.contains("refused to paste"),
         "the pane was the session's own:\n{log}"
     );
+    // `codex --no-daemon` names its home but runs no app server: that way in is passed over
+    // without a warning.
+    assert!(
+        !log.lines().any(|l| l.contains("WARN")),
+        "no warning on the way:\n{log}"
+    );
     the_task_was_a_taskkeeper_turn(&d, &model, &mine);
 }
 

@@ -76,6 +76,10 @@ pub(crate) enum Pushed {
     Unconfirmed(String),
     /// Not delivered: it may be tried again later.
     Failed(String),
+    /// Not delivered: this way in is not there for the session (nothing listens where its
+    /// hooks point, as for `codex --no-daemon`'s app server). The next is tried, without a
+    /// warning, since that is the session's ordinary state.
+    Absent(String),
     /// Not delivered, and no other way is tried now: the session is busy after all (its
     /// turn's end hands it over); tried again later.
     Later(String),
@@ -274,6 +278,9 @@ impl Delivery {
                 }
                 Pushed::Failed(why) => {
                     tracing::warn!(target = %target_key, method = method.as_str(), %why, "delivery failed; trying the next method");
+                }
+                Pushed::Absent(why) => {
+                    tracing::debug!(target = %target_key, method = method.as_str(), %why, "no such way in; trying the next method");
                 }
                 Pushed::Later(why) => {
                     tracing::info!(target = %target_key, method = method.as_str(), %why, "delivery put off");

@@ -54,31 +54,57 @@ const DEADLINE: Duration = Duration::from_secs(5);
 
 /// The session's app-server socket, when it is a Codex control socket owned by this
 /// daemon's user.
-pub(crate) fn owned_socket(session: &Session) -> Result<PathBuf, String> {
+pub(crate) fn owned_socket(session: &Session) -> Result<PathBuf, NoSocket> {
     socket_of_user(session, nix::unistd::getuid().as_raw())
 }
 
+/// Why a session's app-server socket is not connected to.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum NoSocket {
+    /// No app server runs for the session's Codex home: none was started (`codex
+    /// --no-daemon`, whose hooks name the home all the same) or it has ended. The usual
+    /// case for such a session, so no warning: the next way in is tried.
+    Absent(String),
+    /// Something is there, but not a control socket of this daemon's user.
+    Refused(String),
+}
+
+impl std::fmt::Display for NoSocket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoSocket::Absent(why) | NoSocket::Refused(why) => f.write_str(why),
+        }
+    }
+}
+
 /// The session's app-server socket, when it is a Codex control socket owned by user `me`.
-fn socket_of_user(session: &Session, me: u32) -> Result<PathBuf, String> {
+fn socket_of_user(session: &Session, me: u32) -> Result<PathBuf, NoSocket> {
     let Some(socket) = &session.reach.app_server_socket else {
-        return Err("no app-server socket is known".into());
+        return Err(NoSocket::Absent("no app-server socket is known".into()));
     };
     let path = Path::new(socket);
     if !path.is_absolute() || !path.ends_with(CONTROL_SOCKET) {
-        return Err(format!(
+        return Err(NoSocket::Refused(format!(
             "{socket} is not a Codex app server's control socket (<CODEX_HOME>/{CONTROL_SOCKET})"
-        ));
+        )));
     }
     // Followed: Codex keeps the socket under a short path and links it here.
-    let meta = std::fs::metadata(path).map_err(|e| format!("{socket}: {e}"))?;
+    let meta = std::fs::metadata(path).map_err(|e| {
+        let why = format!("{socket}: {e}");
+        if e.kind() == std::io::ErrorKind::NotFound {
+            NoSocket::Absent(why)
+        } else {
+            NoSocket::Refused(why)
+        }
+    })?;
     if !meta.file_type().is_socket() {
-        return Err(format!("{socket} is not a socket"));
+        return Err(NoSocket::Refused(format!("{socket} is not a socket")));
     }
     if meta.uid() != me {
-        return Err(format!(
+        return Err(NoSocket::Refused(format!(
             "{socket} belongs to user {}, not to this daemon's user {me}",
             meta.uid()
-        ));
+        )));
     }
     Ok(path.to_owned())
 }
@@ -308,7 +334,10 @@ async fn start_turn_in(
 ) -> Pushed {
     let path = match owned_socket(session) {
         Ok(path) => path,
-        Err(why) => {
+        Err(NoSocket::Absent(why)) => {
+            return Pushed::Absent(format!("no app server: {why}"));
+        }
+        Err(NoSocket::Refused(why)) => {
             tracing::warn!(session = %session.id, %why, "refused the app server's socket");
             return Pushed::Failed(format!("refused the app server's socket: {why}"));
         }
@@ -405,24 +434,32 @@ mod tests {
                 "is not a Codex app server's control socket",
             ),
             (plain.to_str().unwrap().to_owned(), "is not a socket"),
-            (gone.to_str().unwrap().to_owned(), "No such file"),
         ];
         for (socket, why) in refusals {
             let e = owned_socket(&session(&socket)).unwrap_err();
-            assert!(e.contains(why), "{socket}: {e}");
+            assert!(
+                matches!(&e, NoSocket::Refused(e) if e.contains(why)),
+                "{socket}: {e:?}"
+            );
         }
         let me = nix::unistd::getuid().as_raw();
         let e = socket_of_user(&session(own), me.wrapping_add(1)).unwrap_err();
         assert!(
-            e.contains(&format!("belongs to user {me}, not to this daemon's user")),
-            "another user's socket: {e}"
+            matches!(&e, NoSocket::Refused(e)
+                if e.contains(&format!("belongs to user {me}, not to this daemon's user"))),
+            "another user's socket: {e:?}"
+        );
+        // No app server for the home (`codex --no-daemon`), or none known: nothing to
+        // warn of.
+        let gone = owned_socket(&session(gone.to_str().unwrap())).unwrap_err();
+        assert!(
+            matches!(&gone, NoSocket::Absent(e) if e.contains("No such file")),
+            "{gone:?}"
         );
         let mut none = session(own);
         none.reach.app_server_socket = None;
         assert!(
-            owned_socket(&none)
-                .unwrap_err()
-                .contains("no app-server socket")
+            matches!(owned_socket(&none), Err(NoSocket::Absent(e)) if e.contains("no app-server socket"))
         );
     }
 }
