@@ -1397,6 +1397,8 @@ fn a_task_sent_over_a2a_reaches_an_idle_session() {
     let token = w.asker("ci-bot");
     w.start_session();
     w.warm_up();
+    // Counted before the send: the task's turn can end before its prompt is read below.
+    let stops = w.events_named("Stop").len();
 
     let t = Instant::now();
     let sent = a2a_send(
@@ -1429,7 +1431,6 @@ fn a_task_sent_over_a2a_reaches_an_idle_session() {
         "delivered by the waiter: {prompt:#}"
     );
     // Not ended by the turn: the task stays open until the worker ends it.
-    let stops = w.events_named("Stop").len();
     w.wait("the Stop of the task's turn", |w| {
         (w.events_named("Stop").len() > stops).then_some(())
     });

@@ -59,22 +59,16 @@ pub(crate) fn owned_socket(session: &Session) -> Result<PathBuf, NoSocket> {
 }
 
 /// Why a session's app-server socket is not connected to.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum NoSocket {
     /// No app server runs for the session's Codex home: none was started (`codex
     /// --no-daemon`, whose hooks name the home all the same) or it has ended. The usual
     /// case for such a session, so no warning: the next way in is tried.
+    #[error("{0}")]
     Absent(String),
     /// Something is there, but not a control socket of this daemon's user.
+    #[error("{0}")]
     Refused(String),
-}
-
-impl std::fmt::Display for NoSocket {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            NoSocket::Absent(why) | NoSocket::Refused(why) => f.write_str(why),
-        }
-    }
 }
 
 /// The session's app-server socket, when it is a Codex control socket owned by user `me`.
