@@ -68,6 +68,21 @@ impl Tmux {
             .unwrap_or_else(|e| panic!("cannot run tmux (apt package tmux): {e}"))
     }
 
+    /// Its one session, `cx` (180×50), running `command` with exactly `env`.
+    pub(crate) fn start(&self, command: &str, env: &[(&str, String)]) {
+        let status = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.0)
+            .args(["-f", "/dev/null", "new-session", "-d", "-s", "cx"])
+            .args(["-x", "180", "-y", "50", command])
+            .env_clear()
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run tmux (apt package tmux): {e}"));
+        assert!(status.success(), "tmux new-session failed: {status}");
+    }
+
     pub(crate) fn screen(&self) -> String {
         stdout(&self.run(&["capture-pane", "-p", "-J", "-t", "cx"]))
     }
@@ -161,17 +176,7 @@ pub(crate) fn tui_scenario(program: &Path, quiet: bool) -> Ran {
         work.display(),
         program.display()
     );
-    let status = Command::new("tmux")
-        .arg("-S")
-        .arg(&tmux.0)
-        .args(["-f", "/dev/null", "new-session", "-d", "-s", "cx"])
-        .args(["-x", "180", "-y", "50", &command])
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .status()
-        .unwrap_or_else(|e| panic!("cannot run tmux (apt package tmux): {e}"));
-    assert!(status.success(), "tmux new-session failed: {status}");
+    tmux.start(&command, &env);
 
     let report = || {
         let read = |p: &Path| fs::read_to_string(p).unwrap_or_default();

@@ -13,7 +13,7 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -101,17 +101,7 @@ fn paste_scenario(kind: Kind, program: &Path) {
         ),
     };
     let command = format!("cd '{}' && {tui}", work.display());
-    let status = Command::new("tmux")
-        .arg("-S")
-        .arg(&tmux.0)
-        .args(["-f", "/dev/null", "new-session", "-d", "-s", "cx"])
-        .args(["-x", "180", "-y", "50", &command])
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .status()
-        .unwrap_or_else(|e| panic!("cannot run tmux (apt package tmux): {e}"));
-    assert!(status.success(), "tmux new-session failed: {status}");
+    tmux.start(&command, &env);
     let report = || {
         format!(
             "\n--- the TUI:\n{}\n--- the daemon's log:\n{}",
