@@ -37,15 +37,14 @@ fn files(dir: &Path, exts: &[&str], out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The Rust sources of the product: each crate's `src/` and the app's sources.
+/// The Rust sources of the product: each crate's `src/` (the app's too) and the app's build script.
 fn product_sources() -> Vec<PathBuf> {
     let root = root();
     let mut out = Vec::new();
     for krate in std::fs::read_dir(root.join("crates")).unwrap().flatten() {
         files(&krate.path().join("src"), &[".rs"], &mut out);
     }
-    files(&root.join("src-tauri"), &[".rs"], &mut out);
-    out.push(root.join("build.rs"));
+    out.push(root.join("crates/app/build.rs"));
     out.sort();
     out
 }
@@ -411,7 +410,7 @@ fn cited_in() -> Vec<PathBuf> {
         ".rs", ".md", ".ts", ".tsx", ".sh", ".toml", ".py", ".json", "Makefile",
     ];
     let mut out = Vec::new();
-    for dir in ["crates", "src-tauri", "ui", "tests", "bench", "docs", ".ci"] {
+    for dir in ["crates", "ui", "tests", "bench", "docs", ".ci"] {
         files(&root.join(dir), &exts, &mut out);
     }
     for file in std::fs::read_dir(&root).unwrap().flatten() {
@@ -586,7 +585,7 @@ fn the_core_knows_no_web_async_or_gui_crate_and_only_the_app_knows_tauri() {
         let found: Vec<_> = tree.iter().filter(|p| gui.is_match(p)).collect();
         assert!(
             found.is_empty(),
-            "only src-tauri knows Tauri; {package} must build without GTK or WebKit: {found:?}"
+            "only crates/app knows Tauri; {package} must build without GTK or WebKit: {found:?}"
         );
     }
 }

@@ -67,7 +67,7 @@ fn a_stall_is_a_desktop_notification_and_the_tray_turns_stalled() {
     std::thread::sleep(Duration::from_millis(500));
     let screen = Screen::read_xwd(&desktop.fb_dir.join("Xvfb_screen0")).unwrap();
     let window = screen.crop(420, 600);
-    let artifacts = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/artifacts");
+    let artifacts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/artifacts");
     fs::create_dir_all(&artifacts).unwrap();
     fs::write(artifacts.join("app-window.png"), window.to_png()).unwrap();
     // A blank or unpainted window is one or two colours; text and badges give many.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Draws Taskkeeper's icons: the app icon and the three tray states.
 
-Run `python3 icons/make_icons.py` from anywhere to remake every PNG in this folder (and the
+Run `python3 crates/app/icons/make_icons.py` from anywhere to remake every PNG in this folder (and the
 web UI's favicon). Standard library only, so it runs on any machine with Python 3: shapes are
 signed distance functions, which give anti-aliased edges at every size from one description.
 
