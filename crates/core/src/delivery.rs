@@ -20,6 +20,7 @@ use std::path::Path;
 use crate::desk::Desk;
 use crate::store::OWNER_ASKER;
 use crate::task::{PartContent, Role, Task};
+use crate::terminal::acts_on_terminal;
 
 /// Every text Taskkeeper writes into a session starts with this.
 pub const MARK: &str = "[Taskkeeper]";
@@ -28,15 +29,15 @@ pub const MARK: &str = "[Taskkeeper]";
 pub const QUOTE: &str = "> ";
 
 /// The text, fit to be written to a terminal or a stdin: `\r\n` becomes `\n`, and every
-/// other control character goes: C0 (except `\n` and `\t`, which carry the text's shape),
-/// DEL and C1. ESC among them, so no escape sequence can end a bracketed paste early or
-/// drive the terminal; a bare `\r` too, so nothing can overwrite a line already shown.
+/// character that [`acts_on_terminal`] goes: C0 (except `\n` and `\t`, which carry the
+/// text's shape), DEL, C1 and the bidi controls. ESC among them, so no escape sequence can
+/// end a bracketed paste early or drive the terminal; a bare `\r` too, so nothing can
+/// overwrite a line already shown; a bidi override, so no line reads in another order than
+/// it is written.
 pub fn terminal_safe(text: &str) -> String {
     text.replace("\r\n", "\n")
         .chars()
-        .filter(|&c| {
-            c == '\n' || c == '\t' || !(c <= '\u{1f}' || ('\u{7f}'..='\u{9f}').contains(&c))
-        })
+        .filter(|&c| !acts_on_terminal(c))
         .collect()
 }
 
@@ -581,6 +582,11 @@ mod tests {
             "one\ntwothree\n\tfour"
         );
         assert_eq!(terminal_safe("plain — ünïcode ✓"), "plain — ünïcode ✓");
+        // A bidi override would make the rest of the line read backwards.
+        assert_eq!(
+            terminal_safe("a\u{202e}b\u{202a}c\u{2066}d\u{2069}e"),
+            "abcde"
+        );
         let every: String = (0u32..=0xa0).filter_map(char::from_u32).collect();
         let kept = terminal_safe(&every);
         assert!(
