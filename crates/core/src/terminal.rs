@@ -56,7 +56,10 @@ mod tests {
             ),
             "a\\u{1b}]0;title\\u{7}b\\u{1b}]52;c;eA==\\u{7}c\\u{8}d\\u{d}e\\u{9b}2Jf\\u{202e}g\\u{2066}h\\u{7f}i\\u{0}j"
         );
-        assert_eq!(visible("plain — ünïcode ✓\tx", "  "), "plain — ünïcode ✓\tx");
+        assert_eq!(
+            visible("plain — ünïcode ✓\tx", "  "),
+            "plain — ünïcode ✓\tx"
+        );
         let every: String = (0u32..=0x2070).filter_map(char::from_u32).collect();
         let shown = visible(&every, "");
         assert!(!shown.chars().any(acts_on_terminal), "{shown:?}");
