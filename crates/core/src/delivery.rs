@@ -71,6 +71,13 @@ fn defused(words: &str) -> String {
     out
 }
 
+/// Words that are not Taskkeeper's, repeated to a session outside a quote (a worker's
+/// summary, need or last words, which may echo an asker's): made [`terminal_safe`], with
+/// the mark defused, so they carry no escape sequence and cannot pass for Taskkeeper's.
+pub fn unmarked(words: &str) -> String {
+    defused(&terminal_safe(words))
+}
+
 /// The asker's `words` (`what`: "request", "message") on task `t`, framed so they cannot
 /// pass for Taskkeeper's or the owner's: a begin line naming the asker and the task, every
 /// line of the words behind [`QUOTE`], an end line. The words are made [`terminal_safe`]
@@ -293,7 +300,7 @@ pub fn watchdog_text(seq: u64, remind: &[&Task], stalled: &[&Task]) -> String {
             if let Some(w) = &t.last_words {
                 // The session's own words, but they may echo an asker's: defused, and kept
                 // inside the item's indentation.
-                let words = defused(&terminal_safe(&first_chars(w, 400)));
+                let words = unmarked(&first_chars(w, 400));
                 item.push_str(&format!(
                     "\n  Your last words: \"{}\"",
                     indented(&words, "    ")
