@@ -143,17 +143,14 @@ pub fn state_name(v1: &str) -> String {
         .replace('_', "-")
 }
 
-/// One line about a v1.0 Task: id, state, and the status text if any.
-pub fn describe(task: &Value) -> String {
-    let id = task["id"].as_str().unwrap_or("?");
+/// What a line about a v1.0 Task shows: its id, its state, and its status text (the text
+/// parts joined), each to be shown as the words from outside they are.
+pub fn describe(task: &Value) -> (String, String, String) {
+    let id = task["id"].as_str().unwrap_or("?").to_owned();
     let state = state_name(task["status"]["state"].as_str().unwrap_or("?"));
     let text: Vec<&str> = task["status"]["message"]["parts"]
         .as_array()
         .map(|parts| parts.iter().filter_map(|p| p["text"].as_str()).collect())
         .unwrap_or_default();
-    if text.is_empty() {
-        format!("{id}  {state}")
-    } else {
-        format!("{id}  {state}  {}", text.join(" "))
-    }
+    (id, state, text.join(" "))
 }

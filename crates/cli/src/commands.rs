@@ -17,7 +17,7 @@ use crate::{
     TaskCommand,
 };
 
-use crate::out::say;
+use crate::out::{self, say, tell};
 
 pub fn serve(
     port: u16,
@@ -77,11 +77,6 @@ async fn wait_for_signal() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
-    say!("{}", serde_json::to_string_pretty(value)?);
-    Ok(())
-}
-
 pub fn desk(cmd: DeskCommand) -> anyhow::Result<()> {
     let client = Client::from_env()?;
     match cmd {
@@ -100,7 +95,7 @@ pub fn desk(cmd: DeskCommand) -> anyhow::Result<()> {
             )?;
             say!("added desk {} ({}) in {}", desk.name, desk.agent, desk.dir);
             if let Some(c) = desk.deliver_command {
-                say!("delivers by: {c}");
+                say!("delivers by: {}", c);
             }
         }
         DeskCommand::Set {
@@ -125,7 +120,7 @@ pub fn desk(cmd: DeskCommand) -> anyhow::Result<()> {
             let desk: DeskView = client.patch(&format!("/api/desks/{}", encode(&name)), &change)?;
             if command_changes {
                 match desk.deliver_command {
-                    Some(c) => say!("desk {}: delivers by: {c}", desk.name),
+                    Some(c) => say!("desk {}: delivers by: {}", desk.name, c),
                     None => say!("desk {}: no delivery command", desk.name),
                 }
             }
@@ -143,7 +138,7 @@ pub fn desk(cmd: DeskCommand) -> anyhow::Result<()> {
         DeskCommand::List { json } => {
             let list: DeskList = client.get("/api/desks")?;
             if json {
-                return print_json(&list);
+                return out::json(&list);
             }
             if list.desks.is_empty() {
                 say!("no desks; add one with `taskkeeper desk add NAME --dir DIR`");
@@ -155,12 +150,19 @@ pub fn desk(cmd: DeskCommand) -> anyhow::Result<()> {
                     .map(|c| format!("  (delivers by: {c})"))
                     .unwrap_or_default();
                 let state = desk_state(&d);
-                say!("{:<20} {:<12} {}{command}{state}", d.name, d.agent, d.dir);
+                say!(
+                    "{:<20} {:<12} {}{}{}",
+                    d.name,
+                    d.agent,
+                    d.dir,
+                    command,
+                    state
+                );
             }
         }
         DeskCommand::Remove { name } => {
             client.delete(&format!("/api/desks/{}", encode(&name)))?;
-            say!("removed desk {name}");
+            say!("removed desk {}", name);
         }
     }
     Ok(())
@@ -172,7 +174,7 @@ pub fn task(cmd: TaskCommand) -> anyhow::Result<()> {
         TaskCommand::Add { desk, text } => {
             let task: TaskView = client.post("/api/tasks", &json!({"desk": desk, "text": text}))?;
             say!("{}", task.id);
-            eprintln!("{}", describe_state(&task));
+            tell!("{}", describe_state(&task));
         }
         TaskCommand::List { state, desk, json } => {
             let mut path = format!("/api/tasks?state={}", encode(&state));
@@ -181,10 +183,10 @@ pub fn task(cmd: TaskCommand) -> anyhow::Result<()> {
             }
             let list: TaskList = client.get(&path)?;
             if json {
-                return print_json(&list);
+                return out::json(&list);
             }
             if list.tasks.is_empty() {
-                say!("no {state} tasks");
+                say!("no {} tasks", state);
             }
             let now = taskkeeper_core::Clock::now(&taskkeeper_core::SystemClock);
             for t in list.tasks {
@@ -201,7 +203,7 @@ pub fn task(cmd: TaskCommand) -> anyhow::Result<()> {
         TaskCommand::Get { id, json } => {
             let task: TaskDetail = client.get(&format!("/api/tasks/{}", encode(&id)))?;
             if json {
-                return print_json(&task);
+                return out::json(&task);
             }
             let t = &task.task;
             say!(
@@ -213,10 +215,12 @@ pub fn task(cmd: TaskCommand) -> anyhow::Result<()> {
             );
             say!("created  {}\nupdated  {}", t.created_at, t.updated_at);
             if let Some(w) = &t.last_words {
-                say!("last words  {}", first_line(w));
+                say!("last words  {}", w);
             }
+            // Each message under its label, every line of it indented: none of it can pass
+            // for a label or a line of the header.
             for m in &task.history {
-                say!("\n[{}]\n{}", m.from, m.text);
+                say!("\n[{}]\n    {}", m.from, m.text);
             }
         }
         TaskCommand::Update {
@@ -320,7 +324,7 @@ pub fn asker(cmd: AskerCommand) -> anyhow::Result<()> {
     match cmd {
         AskerCommand::Add { name } => {
             let added: NewAsker = client.post("/api/askers", &json!({"name": name}))?;
-            eprintln!(
+            tell!(
                 "added asker {}; its token (shown only now):",
                 added.asker.name
             );
@@ -329,7 +333,7 @@ pub fn asker(cmd: AskerCommand) -> anyhow::Result<()> {
         AskerCommand::List { json } => {
             let list: AskerList = client.get("/api/askers")?;
             if json {
-                return print_json(&list);
+                return out::json(&list);
             }
             if list.askers.is_empty() {
                 say!("no askers; add one with `taskkeeper asker add NAME`");
@@ -340,7 +344,7 @@ pub fn asker(cmd: AskerCommand) -> anyhow::Result<()> {
         }
         AskerCommand::Remove { name } => {
             client.delete(&format!("/api/askers/{}", encode(&name)))?;
-            say!("removed asker {name}");
+            say!("removed asker {}", name);
         }
     }
     Ok(())
@@ -356,10 +360,20 @@ fn a2a(args: &A2aArgs, desk: Option<&str>) -> anyhow::Result<A2aClient> {
 
 fn print_task(task: &serde_json::Value, json: bool) -> anyhow::Result<()> {
     if json {
-        return print_json(task);
+        return out::json(task);
     }
-    say!("{}", describe(task));
+    say_task(task);
     Ok(())
+}
+
+/// One task's line: id, state and the status text, whose later lines hang under its first.
+fn say_task(task: &serde_json::Value) {
+    let (id, state, text) = describe(task);
+    if text.is_empty() {
+        say!("{}  {}", id, state);
+    } else {
+        say!("{}  {}  {}", id, state, text);
+    }
 }
 
 pub fn send(
@@ -409,13 +423,13 @@ pub fn a2a_list(args: A2aArgs) -> anyhow::Result<()> {
         }
     }
     if args.json {
-        return print_json(&json!({"tasks": all}));
+        return out::json(&json!({"tasks": all}));
     }
     if all.is_empty() {
         say!("no tasks");
     }
     for t in &all {
-        say!("{}", describe(t));
+        say_task(t);
     }
     Ok(())
 }
@@ -434,19 +448,20 @@ pub fn a2a_watch(id: &str, args: A2aArgs) -> anyhow::Result<()> {
     let client = a2a(&args, None)?;
     client.stream("SubscribeToTask", json!({"id": id}), |event| {
         if args.json {
-            say!("{event}");
+            // A value serde_json made cannot fail to serialize.
+            let _ = out::json_line(event);
         } else if let Some(task) = event.get("task") {
-            say!("{}", describe(task));
+            say_task(task);
         } else if let Some(update) = event.get("statusUpdate") {
             let state = state_name(update["status"]["state"].as_str().unwrap_or("?"));
             let text: Vec<&str> = update["status"]["message"]["parts"]
                 .as_array()
                 .map(|p| p.iter().filter_map(|p| p["text"].as_str()).collect())
                 .unwrap_or_default();
-            say!("{state}  {}", text.join(" "));
+            say!("{}  {}", state, text.join(" "));
         } else if let Some(update) = event.get("artifactUpdate") {
             let name = update["artifact"]["name"].as_str().unwrap_or("artifact");
-            say!("artifact {name}");
+            say!("artifact {}", name);
         }
         true
     })
@@ -458,7 +473,7 @@ pub fn status(json: bool) -> anyhow::Result<()> {
     let sessions: SessionList = client.get("/api/sessions")?;
     let open: TaskList = client.get("/api/tasks?state=open")?;
     if json {
-        return print_json(
+        return out::json(
             &json!({"desks": desks.desks, "sessions": sessions.sessions, "openTasks": open.tasks}),
         );
     }
@@ -488,10 +503,12 @@ pub fn status(json: bool) -> anyhow::Result<()> {
             };
             let headless = if s.headless { " (headless)" } else { "" };
             say!(
-                "  session {}{headless}  {} for {}{bg}",
+                "  session {}{}  {} for {}{}",
                 s.id,
+                headless,
                 s.activity,
-                age(now, s.since)
+                age(now, s.since),
+                bg
             );
             if let Some(p) = &s.permission {
                 say!(
@@ -542,10 +559,10 @@ pub fn digest(peek: bool, json: bool) -> anyhow::Result<()> {
         client.post("/api/digest", &json!({}))?
     };
     if json {
-        return print_json(&d);
+        return out::json(&d);
     }
     match d.since {
-        Some(since) => say!("Digest since {since}"),
+        Some(since) => say!("Digest since {}", since),
         None => say!("Digest (the first: everything Taskkeeper keeps)"),
     }
     let line = |t: &taskkeeper_server::owner::api::TaskView| {
@@ -559,7 +576,7 @@ pub fn digest(peek: bool, json: bool) -> anyhow::Result<()> {
         ("Acknowledgement pending", &d.ack_pending),
     ];
     for (title, tasks) in sections {
-        say!("{title}: {}", tasks.len());
+        say!("{}: {}", title, tasks.len());
         for t in tasks {
             say!("{}", line(t));
         }
@@ -590,7 +607,8 @@ pub fn settings(cmd: SettingsCommand) -> anyhow::Result<()> {
         },
         SettingsCommand::Set { key, .. } => {
             say!(
-                "{key} = {}",
+                "{} = {}",
+                key,
                 settings
                     .get(&key)
                     .and_then(|v| v.as_str())
@@ -599,7 +617,7 @@ pub fn settings(cmd: SettingsCommand) -> anyhow::Result<()> {
         }
         SettingsCommand::Get { key: None } => {
             for (k, v) in settings {
-                say!("{k} = {}", v.as_str().unwrap_or_default());
+                say!("{} = {}", k, v.as_str().unwrap_or_default());
             }
         }
     }
@@ -615,7 +633,7 @@ pub fn session(cmd: SessionCommand) -> anyhow::Result<()> {
             let session: taskkeeper_server::owner::api::SessionView =
                 client.post(&format!("/api/desks/{}/launch", encode(desk)), &json!({}))?;
             say!("{}", session.id);
-            eprintln!(
+            tell!(
                 "launched a headless {} session at desk {} (pid {}); `taskkeeper session stop {}` stops it",
                 match session.agent.as_str() {
                     "codex" => "Codex CLI (`codex app-server`)",
@@ -639,20 +657,25 @@ pub fn session(cmd: SessionCommand) -> anyhow::Result<()> {
                 &format!("/api/sessions/{}/permission", encode(id)),
                 &json!({"allow": allow, "message": message}),
             )?;
-            say!("session {id}: {}", if allow { "allowed" } else { "denied" });
+            say!(
+                "session {}: {}",
+                id,
+                if allow { "allowed" } else { "denied" }
+            );
             return Ok(());
         }
         SessionCommand::Stop { id } => {
             let _: serde_json::Value =
                 client.post(&format!("/api/sessions/{}/stop", encode(id)), &json!({}))?;
-            say!("session {id}: stopping");
+            say!("session {}: stopping", id);
             return Ok(());
         }
     };
     let _: serde_json::Value =
         client.post(&format!("/api/sessions/{}/{verb}", encode(id)), &json!({}))?;
     say!(
-        "session {id}: reminders {}",
+        "session {}: reminders {}",
+        id,
         if verb == "pause" { "paused" } else { "resumed" }
     );
     Ok(())

@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use taskkeeper_server::agents::connect::{self, Scope};
 
-use crate::out::say;
+use crate::out::{say, tell};
 
 /// What `connect claude-code` was asked to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,7 +35,7 @@ fn hook_command(force: bool) -> anyhow::Result<String> {
     let exe = std::env::current_exe().context("finding the taskkeeper binary")?;
     let command = connect::command_for(&exe, std::env::var_os("PATH").as_deref(), force)?;
     if force && connect::in_build_dir(&exe) {
-        eprintln!(
+        tell!(
             "taskkeeper: warning: the hooks name {}, inside a Cargo build directory; \
              `cargo clean` will break them (connect again with an installed `taskkeeper`)",
             exe.display()
@@ -89,11 +89,12 @@ pub fn other(agent: Other, action: Action) -> anyhow::Result<()> {
                 Other::Gemini => connect::gemini::connect(&home, &command, &url, &token)?,
             };
             for change in &changes {
-                say!("{change}");
+                say!("{}", change);
             }
             say!(
-                "{} runs `{command}`; `taskkeeper connect {} --check` checks it",
+                "{} runs `{}`; `taskkeeper connect {} --check` checks it",
                 agent.name(),
+                command,
                 agent.cli()
             );
             return Ok(());
@@ -120,7 +121,7 @@ pub fn other(agent: Other, action: Action) -> anyhow::Result<()> {
         }
     };
     for change in changes {
-        say!("{change}");
+        say!("{}", change);
     }
     Ok(())
 }
@@ -131,7 +132,7 @@ pub fn claude_code(project: Option<PathBuf>, action: Action) -> anyhow::Result<(
     match action {
         Action::Undo => {
             for change in connect::claude_code::disconnect(&home, &scope)? {
-                say!("{change}");
+                say!("{}", change);
             }
         }
         Action::Connect { force } => {
@@ -139,10 +140,11 @@ pub fn claude_code(project: Option<PathBuf>, action: Action) -> anyhow::Result<(
             for change in
                 connect::claude_code::connect(&home, &scope, &command, &crate::client::base_url())?
             {
-                say!("{change}");
+                say!("{}", change);
             }
             say!(
-                "Claude Code runs `{command}`; `taskkeeper connect claude-code --check` checks it"
+                "Claude Code runs `{}`; `taskkeeper connect claude-code --check` checks it",
+                command
             );
         }
         Action::Check => check(&home, &scope)?,
@@ -181,10 +183,10 @@ fn report_check(
         connect::claude_code::check(wired, std::env::var_os("PATH").as_deref(), daemon_answers);
     result.problems.extend(more);
     for line in &result.ok {
-        say!("ok: {line}");
+        say!("ok: {}", line);
     }
     for line in &result.problems {
-        say!("problem: {line}");
+        say!("problem: {}", line);
     }
     if !result.problems.is_empty() {
         bail!(
@@ -193,7 +195,7 @@ fn report_check(
             if result.problems.len() == 1 { "" } else { "s" }
         );
     }
-    say!("{name} is connected to a working Taskkeeper");
+    say!("{} is connected to a working Taskkeeper", name);
     Ok(())
 }
 

@@ -80,10 +80,11 @@ fn describe(path: &std::path::Path, check: &WalCheck) {
         .page_size
         .map_or_else(String::new, |p| format!(" of {p}-byte pages"));
     say!(
-        "write-ahead log: {} ({} bytes, {} frame(s){page})",
+        "write-ahead log: {} ({} bytes, {} frame(s){})",
         path.display(),
         check.bytes,
-        check.frames
+        check.frames,
+        page
     );
     say!(
         "  SQLite would replay {} frame(s): {} committed transaction(s)",

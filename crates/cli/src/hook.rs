@@ -29,8 +29,6 @@ use std::time::Duration;
 use serde_json::Value;
 use taskkeeper_server::agents::headers;
 
-use crate::out::say;
-
 /// Everything `hook` does fits in this, or it gives up and exits 0.
 pub const HOOK_BUDGET: Duration = Duration::from_millis(1800);
 const MAX_PAYLOAD: u64 = 1024 * 1024;
@@ -165,6 +163,12 @@ pub fn hook(agent: Agent) -> ExitCode {
     if let Some(out) = answer
         && !out.is_empty()
     {
+        // The hook's answer is the agent's input (JSON it parses), not a terminal's, and
+        // the daemon made the words in it `terminal_safe`: it goes out as it came.
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the agent reads this, not a terminal"
+        )]
         let mut stdout = std::io::stdout().lock();
         let _ = writeln!(stdout, "{out}").and_then(|()| stdout.flush());
     }
@@ -197,7 +201,15 @@ pub fn wait() -> ExitCode {
     };
     match (answer["action"].as_str(), answer["text"].as_str()) {
         (Some("deliver"), Some(text)) => {
-            eprintln!("{text}");
+            // The wake-up text is Claude Code's input (exit 2: stderr goes to the model),
+            // made by the daemon with its asker words quoted and `terminal_safe`.
+            #[expect(
+                clippy::disallowed_macros,
+                reason = "the agent reads this, not a terminal"
+            )]
+            {
+                eprintln!("{text}");
+            }
             ExitCode::from(2)
         }
         _ => ExitCode::SUCCESS,
@@ -264,9 +276,5 @@ pub fn report(r: Report) -> anyhow::Result<()> {
 /// owner's: whatever runs in a session can read these headers.
 pub fn mcp_headers() -> anyhow::Result<()> {
     let token = crate::client::worker_token_from_env()?;
-    say!(
-        "{}",
-        serde_json::json!({"Authorization": format!("Bearer {token}")})
-    );
-    Ok(())
+    crate::out::json_line(&serde_json::json!({"Authorization": format!("Bearer {token}")}))
 }

@@ -509,7 +509,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("taskkeeper: {e:#}");
+            out::tell!("taskkeeper: {:#}", e);
             ExitCode::FAILURE
         }
     }

@@ -35,11 +35,14 @@ pub fn open(print: bool) -> anyhow::Result<()> {
         .context("the daemon gave no sign-in code for the page")?;
     let url = format!("{base}/ui/#code={}", encode_fragment_value(&minted.code));
     if print {
-        say!("{url}");
+        say!("{}", url);
         return Ok(());
     }
     launch(&url)?;
-    say!("opened {base}/ui/ in your browser (its sign-in code works once, within a minute)");
+    say!(
+        "opened {}/ui/ in your browser (its sign-in code works once, within a minute)",
+        base
+    );
     Ok(())
 }
 

@@ -13,7 +13,7 @@ use std::process::Command;
 use anyhow::{Context as _, bail};
 use taskkeeper_server::agents::connect;
 
-use crate::out::say;
+use crate::out::{say, tell};
 
 /// The unit's name (systemd) and the agent's label (launchd).
 pub const UNIT: &str = "taskkeeper.service";
@@ -267,7 +267,7 @@ pub fn uninstall() -> anyhow::Result<()> {
     let stopped = match stop {
         Ok(_) => "stopped and removed",
         Err(e) => {
-            eprintln!("taskkeeper: warning: {e} (removing the file anyway)");
+            tell!("taskkeeper: warning: {} (removing the file anyway)", e);
             "removed"
         }
     };
@@ -275,7 +275,7 @@ pub fn uninstall() -> anyhow::Result<()> {
     if cfg!(target_os = "linux") {
         let _ = manager("systemctl", &["--user", "daemon-reload"]);
     }
-    say!("{stopped} {}", path.display());
+    say!("{} {}", stopped, path.display());
     Ok(())
 }
 
@@ -304,9 +304,9 @@ pub fn status() -> anyhow::Result<()> {
             .map_err(|e| format!("cannot run `systemctl`: {e}"))
     };
     match state {
-        Ok(state) if !state.is_empty() => say!("state: {state}"),
+        Ok(state) if !state.is_empty() => say!("state: {}", state),
         Ok(_) => say!("state: unknown (no answer from the service manager)"),
-        Err(e) => say!("state: unknown ({e})"),
+        Err(e) => say!("state: unknown ({})", e),
     }
     Ok(())
 }

@@ -20,6 +20,7 @@ use std::path::Path;
 use crate::desk::Desk;
 use crate::store::OWNER_ASKER;
 use crate::task::{PartContent, Role, Task};
+use crate::terminal::acts_on_terminal;
 
 /// Every text Taskkeeper writes into a session starts with this.
 pub const MARK: &str = "[Taskkeeper]";
@@ -28,15 +29,15 @@ pub const MARK: &str = "[Taskkeeper]";
 pub const QUOTE: &str = "> ";
 
 /// The text, fit to be written to a terminal or a stdin: `\r\n` becomes `\n`, and every
-/// other control character goes: C0 (except `\n` and `\t`, which carry the text's shape),
-/// DEL and C1. ESC among them, so no escape sequence can end a bracketed paste early or
-/// drive the terminal; a bare `\r` too, so nothing can overwrite a line already shown.
+/// character that [`acts_on_terminal`] goes: C0 (except `\n` and `\t`, which carry the
+/// text's shape), DEL, C1 and the bidi controls. ESC among them, so no escape sequence can
+/// end a bracketed paste early or drive the terminal; a bare `\r` too, so nothing can
+/// overwrite a line already shown; a bidi override, so no line reads in another order than
+/// it is written.
 pub fn terminal_safe(text: &str) -> String {
     text.replace("\r\n", "\n")
         .chars()
-        .filter(|&c| {
-            c == '\n' || c == '\t' || !(c <= '\u{1f}' || ('\u{7f}'..='\u{9f}').contains(&c))
-        })
+        .filter(|&c| !acts_on_terminal(c))
         .collect()
 }
 
@@ -68,6 +69,13 @@ fn defused(words: &str) -> String {
         }
     }
     out
+}
+
+/// Words that are not Taskkeeper's, repeated to a session outside a quote (a worker's
+/// summary, need or last words, which may echo an asker's): made [`terminal_safe`], with
+/// the mark defused, so they carry no escape sequence and cannot pass for Taskkeeper's.
+pub fn unmarked(words: &str) -> String {
+    defused(&terminal_safe(words))
 }
 
 /// The asker's `words` (`what`: "request", "message") on task `t`, framed so they cannot
@@ -292,7 +300,7 @@ pub fn watchdog_text(seq: u64, remind: &[&Task], stalled: &[&Task]) -> String {
             if let Some(w) = &t.last_words {
                 // The session's own words, but they may echo an asker's: defused, and kept
                 // inside the item's indentation.
-                let words = defused(&terminal_safe(&first_chars(w, 400)));
+                let words = unmarked(&first_chars(w, 400));
                 item.push_str(&format!(
                     "\n  Your last words: \"{}\"",
                     indented(&words, "    ")
@@ -581,6 +589,11 @@ mod tests {
             "one\ntwothree\n\tfour"
         );
         assert_eq!(terminal_safe("plain — ünïcode ✓"), "plain — ünïcode ✓");
+        // A bidi override would make the rest of the line read backwards.
+        assert_eq!(
+            terminal_safe("a\u{202e}b\u{202a}c\u{2066}d\u{2069}e"),
+            "abcde"
+        );
         let every: String = (0u32..=0xa0).filter_map(char::from_u32).collect();
         let kept = terminal_safe(&every);
         assert!(

@@ -16,7 +16,8 @@
 //! - [`delivery::ranked`] orders the ways into a session, and [`delivery::telling`] words
 //!   what is told;
 //! - [`settings`] parses and validates every tunable number;
-//! - [`limits`] bounds what one caller can make Taskkeeper keep.
+//! - [`limits`] bounds what one caller can make Taskkeeper keep;
+//! - [`terminal::visible`] is how words from outside are shown on a terminal.
 
 pub mod agent_hooks;
 pub mod autolaunch;
@@ -32,6 +33,7 @@ pub mod session;
 pub mod settings;
 pub mod store;
 pub mod task;
+pub mod terminal;
 pub mod transition;
 pub mod watchdog;
 

@@ -1,10 +1,18 @@
 //! What the model reads: a task rendered as text for the session, and the same as
 //! `structuredContent` JSON, with the next step to take where there is one.
+//!
+//! The asker's words reach the model here as they do in a handover: [`delivery::quoted`]
+//! (a begin and an end line naming the asker, every line behind `> `, the mark defused,
+//! no control character), in the text and in the JSON alike, since Claude Code shows the
+//! model the structured content. A worker's words (which may echo an asker's) are
+//! [`delivery::unmarked`]. So no tool that reads a task lets an asker's line pass for
+//! Taskkeeper's or the owner's.
 
 use std::fmt::Write as _;
 
 use serde::Serialize;
 use serde_json::Value;
+use taskkeeper_core::delivery;
 use taskkeeper_core::{Message, Role, Task, Timestamp};
 
 // ---- rendering --------------------------------------------------------------------------
@@ -29,6 +37,7 @@ struct TaskOut {
     state: &'static str,
     desk: String,
     asker: String,
+    /// The asker's request, [`delivery::quoted`].
     request: String,
     status_text: Option<String>,
     queue_position: Option<u32>,
@@ -36,7 +45,8 @@ struct TaskOut {
     acknowledged: bool,
     created_at: Timestamp,
     updated_at: Timestamp,
-    /// The messages after the request: follow-ups from the asker, the worker's words.
+    /// The messages after the request: follow-ups from the asker (quoted), the worker's
+    /// words.
     messages: Vec<MessageOut>,
     /// The result artifact's text, once the task is done.
     result: Option<String>,
@@ -46,13 +56,16 @@ struct TaskOut {
     next: Option<String>,
 }
 
-fn message_out(m: &Message) -> MessageOut {
-    MessageOut {
-        from: match m.role {
-            Role::User => "asker",
-            Role::Agent => "worker",
+fn message_out(t: &Task, m: &Message) -> MessageOut {
+    match m.role {
+        Role::User => MessageOut {
+            from: "asker",
+            text: delivery::quoted(t, "message", &m.text()),
         },
-        text: m.text(),
+        Role::Agent => MessageOut {
+            from: "worker",
+            text: delivery::unmarked(&m.text()),
+        },
     }
 }
 
@@ -70,20 +83,30 @@ fn task_out(t: &Task, audience: Option<Audience>) -> TaskOut {
                 })
                 .collect::<Vec<_>>()
                 .join("\n\n")
-        });
+        })
+        .map(|r| delivery::unmarked(&r));
     TaskOut {
         id: t.id.to_string(),
         state: t.state().as_str(),
         desk: t.desk.to_string(),
         asker: t.asker.clone(),
-        request: t.request_text(),
-        status_text: t.status.message.as_ref().map(Message::text),
+        request: delivery::quoted(t, "request", &t.request_text()),
+        status_text: t
+            .status
+            .message
+            .as_ref()
+            .map(|m| delivery::unmarked(&m.text())),
         queue_position: t.queue_position,
         stalled: t.stalled_at.is_some(),
         acknowledged: t.acknowledged_at.is_some(),
         created_at: t.created_at,
         updated_at: t.updated_at,
-        messages: t.history.iter().skip(1).map(message_out).collect(),
+        messages: t
+            .history
+            .iter()
+            .skip(1)
+            .map(|m| message_out(t, m))
+            .collect(),
         result,
         next: audience.and_then(|a| next_step(t, a)),
     }
@@ -119,7 +142,8 @@ pub(super) fn queue_words(t: &Task) -> String {
     }
 }
 
-/// One line of a list.
+/// One item of a list: the task's line, then the first line of its request, quoted and
+/// indented under it.
 pub(super) fn task_line(t: &Task) -> String {
     let request = t.request_text();
     let first = request.lines().next().unwrap_or("");
@@ -132,8 +156,9 @@ pub(super) fn task_line(t: &Task) -> String {
     } else {
         ""
     };
+    let quoted = delivery::quoted(t, "request", &short).replace('\n', "\n  ");
     format!(
-        "{} — {}{stalled} — desk {}, from {} — {short}",
+        "{} — {}{stalled} — desk {}, from {}:\n  {quoted}",
         t.id,
         queue_words(t),
         t.desk,
