@@ -136,7 +136,7 @@ impl Daemon {
         let files = crate::files::Files::new(&config.data_dir, addr.port());
         let tasks = Tasks::new(store.clone(), config.clock.clone(), files.clone());
         let (stop, mut stopped) = watch::channel(false);
-        let pusher = crate::a2a::push::Pusher::new(tasks.clone())
+        let pusher = crate::a2a::push::Pusher::new(tasks.clone(), addr.port())
             .map_err(|e| DaemonError::Push(e.to_string()))?;
         let push_wake = pusher.waker();
         let push_looks = pusher.looks();
