@@ -269,15 +269,22 @@ fn a_sign_in_page_is_private_and_gone_once_its_code_is_used_or_lapses() {
 }
 
 /// A sign-in page that cannot be written is refused with what to do instead, and no code is
-/// left waiting for it.
+/// left waiting for it; so is a request with a field the daemon does not know.
 #[cfg(unix)]
 #[test]
-fn a_page_that_cannot_be_written_is_refused_and_mints_nothing() {
+fn a_page_that_cannot_be_written_or_a_request_that_cannot_be_read_mints_nothing() {
     let d = TestDaemon::start();
     let dir = d.data_dir.join(PAGES_DIR);
     std::fs::remove_dir(&dir).unwrap();
     std::fs::write(&dir, "in the way").unwrap();
     for _ in 0..=MAX_OUTSTANDING {
+        // A request the daemon cannot read is refused before anything is minted, too.
+        let (status, body) = d.call("POST", "/api/ui/codes", Some(&json!({"pages": true})));
+        assert_eq!(status, 400, "{body}");
+        assert!(
+            body["error"]["message"].as_str().unwrap().contains("pages"),
+            "{body}"
+        );
         let (status, body) = d.call("POST", "/api/ui/codes", Some(&json!({"page": true})));
         assert_eq!(status, 500, "{body}");
         let message = body["error"]["message"].as_str().unwrap();
