@@ -15,7 +15,7 @@ import { chmod, copyFile, link, mkdir, mkdtemp, readFile, rm, writeFile } from '
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, afterEach, before, beforeEach, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { chromium } from 'playwright-core';
 
@@ -530,6 +530,32 @@ test('an address from `taskkeeper open` signs in once; opened again it says to r
   } finally {
     await fresh.close();
   }
+  noProblems();
+});
+
+test('`taskkeeper open` hands the browser only the path of a private sign-in page, which signs in once and is gone', async () => {
+  await daemon.desk('web');
+  const planner = await daemon.asker('planner');
+  await daemon.send('web', 'Add a --json flag', planner);
+  // A stand-in opener on the PATH: what it is given is what a browser's command line shows.
+  const bin = join(daemon.dir, 'bin');
+  await mkdir(bin);
+  const argsFile = join(daemon.dir, 'opener-args');
+  await writeFile(join(bin, 'xdg-open'), `#!/bin/sh\nprintf '%s' "$@" > '${argsFile}'\n`);
+  await chmod(join(bin, 'xdg-open'), 0o755);
+  await run(BIN, ['open'], {
+    env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, TASKKEEPER_URL: daemon.base, TASKKEEPER_TOKEN: TOKEN },
+  });
+  const pagePath = await readFile(argsFile, 'utf8');
+  assert.ok(!pagePath.includes('code') && !pagePath.includes(TOKEN), pagePath);
+  assert.match(pagePath, /\/sign-in\/open-[0-9a-f]+\.html$/);
+
+  // The browser opens the file; it sends the browser on to the UI, which signs in.
+  await page.goto(pathToFileURL(pagePath).href);
+  await page.locator('[data-live="live"]').waitFor();
+  await row('Add a --json flag').waitFor();
+  assert.equal(page.url(), `${daemon.base}/ui/`, 'the code left the address bar');
+  assert.ok(!existsSync(pagePath), 'the sign-in page is gone once its code is used');
   noProblems();
 });
 

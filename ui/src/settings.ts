@@ -209,9 +209,16 @@ export const SETTING_FIELDS: readonly SettingField[] = [
     group: 'Limits',
   },
   {
+    key: 'push.allow_loopback_targets',
+    label: 'Push to this machine',
+    help: "Askers' webhooks may point at this machine (127.0.0.1, localhost and their other spellings), where local services that trust loopback listen. Never at Taskkeeper's own port.",
+    kind: 'bool',
+    group: 'Push notifications',
+  },
+  {
     key: 'push.allow_private_targets',
     label: 'Push to private addresses',
-    help: "Askers' webhooks may point into private, link-local and other special address ranges (loopback and public addresses always may).",
+    help: "Askers' webhooks may point into private, link-local and other special address ranges (public addresses always may).",
     kind: 'bool',
     group: 'Push notifications',
   },

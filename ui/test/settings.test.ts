@@ -31,6 +31,7 @@ describe('settings checks', () => {
         'sessions.keep_ended',
         'sessions.max',
         'sessions.create_desks_max',
+        'push.allow_loopback_targets',
         'push.allow_private_targets',
         'push.retry_first',
         'push.retry_max',

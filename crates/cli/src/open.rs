@@ -1,21 +1,26 @@
 //! `taskkeeper open`: the web UI of a daemon started with `taskkeeper serve --ui`, in the
 //! default browser, signed in as the owner.
 //!
-//! The browser is started with the address as an argument, which every local user can read
-//! (`/proc/PID/cmdline`, `ps`), so the address never holds the owner token. Instead this asks
-//! the daemon, with the token, for a one-time sign-in code (`POST /api/ui/codes`, valid for
-//! 60 s) and opens `/ui/#code=...`; the page trades the code for the token at once
-//! (`POST /ui/session`), keeps the token in the tab's session storage and takes the code out
-//! of the address bar. A code read off the command line after that is worth nothing. The code
-//! is in the fragment, which browsers never send, so it is in no request line, log or
-//! `Referer`. Before opening anything, both halves are checked here, where a mistake is
-//! easiest to read: that the daemon serves the UI and that the token is the owner's.
+//! The browser is started with what it opens as an argument, which every local user can read
+//! (`/proc/PID/cmdline`, `ps`), so that argument holds no secret at all. This asks the daemon,
+//! with the token, for a one-time sign-in code written into a sign-in page (`POST
+//! /api/ui/codes` with `page`; the code works once, for 60 s): a small HTML file in the data
+//! directory that only the owner can read, which sends the browser on to `/ui/#code=...`. The
+//! browser is given the file's path; the page trades the code for the token at once (`POST
+//! /ui/session`), keeps the token in the tab's session storage and takes the code out of the
+//! address bar, and the daemon removes the file as the code is used (or lapses). The code is
+//! in the fragment, which browsers never send, so it is in no request line, log or `Referer`.
+//! `--print` prints the address itself instead, for pasting into a browser that is already
+//! running (pasting puts nothing on a command line). Before anything, both halves are checked
+//! here, where a mistake is easiest to read: that the daemon serves the UI and that the token
+//! is the owner's.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context as _, anyhow, bail};
-use taskkeeper_server::http::ui::UiCodeView;
+use taskkeeper_server::http::ui::{UiCodeRequest, UiCodeView};
 
 use crate::client::{Client, base_url};
 
@@ -31,17 +36,27 @@ pub fn open(print: bool) -> anyhow::Result<()> {
         .get::<serde_json::Value>("/api/desks")
         .context("the owner token was refused, so the page could not load anything")?;
     let minted: UiCodeView = client
-        .post("/api/ui/codes", &serde_json::json!({}))
+        .post("/api/ui/codes", &UiCodeRequest { page: !print })
         .context("the daemon gave no sign-in code for the page")?;
-    let url = format!("{base}/ui/#code={}", encode_fragment_value(&minted.code));
     if print {
-        say!("{}", url);
+        say!("{}/ui/#code={}", base, encode_fragment_value(&minted.code));
         return Ok(());
     }
-    launch(&url)?;
+    let page = minted
+        .page
+        .map(PathBuf::from)
+        .ok_or_else(|| anyhow!("the daemon wrote no sign-in page; run `taskkeeper open --print` and paste the address into your browser"))?;
+    if !page.is_file() {
+        bail!(
+            "the daemon's sign-in page {} is not on this machine's disk as this user sees it (is the daemon another user's?); run `taskkeeper open --print` and paste the address into your browser",
+            page.display()
+        );
+    }
+    launch(&page)?;
     say!(
-        "opened {}/ui/ in your browser (its sign-in code works once, within a minute)",
-        base
+        "opened {}/ui/ in your browser through a sign-in page only you can read ({}); it works once, within a minute, and is removed then",
+        base,
+        page.display()
     );
     Ok(())
 }
@@ -82,41 +97,41 @@ fn encode_fragment_value(value: &str) -> String {
     out
 }
 
-/// Hands the address to the desktop's opener and waits for it (they return at once).
-fn launch(url: &str) -> anyhow::Result<()> {
-    let (program, mut command) = opener(url);
+/// Hands the sign-in page to the desktop's opener and waits for it (they return at once).
+fn launch(page: &Path) -> anyhow::Result<()> {
+    let (program, mut command) = opener(page);
     let status = command.status().with_context(|| {
         format!(
-            "cannot run {program} to open the browser; run `taskkeeper open --print` and open the address yourself"
+            "cannot run {program} to open the browser; run `taskkeeper open --print` and paste the address into your browser"
         )
     })?;
     if !status.success() {
         bail!(
-            "{program} could not open the browser ({status}); run `taskkeeper open --print` and open the address yourself"
+            "{program} could not open the browser ({status}); run `taskkeeper open --print` and paste the address into your browser"
         );
     }
     Ok(())
 }
 
 #[cfg(target_os = "macos")]
-fn opener(url: &str) -> (&'static str, Command) {
+fn opener(page: &Path) -> (&'static str, Command) {
     let mut c = Command::new("open");
-    c.arg(url);
+    c.arg(page);
     ("open", c)
 }
 
 #[cfg(windows)]
-fn opener(url: &str) -> (&'static str, Command) {
-    // `start`'s first quoted argument is the window title; the empty one keeps the URL an URL.
+fn opener(page: &Path) -> (&'static str, Command) {
+    // `start`'s first quoted argument is the window title; the empty one keeps the path a path.
     let mut c = Command::new("cmd");
-    c.args(["/C", "start", "", url]);
+    c.args(["/C", "start", ""]).arg(page);
     ("start", c)
 }
 
 #[cfg(not(any(target_os = "macos", windows)))]
-fn opener(url: &str) -> (&'static str, Command) {
+fn opener(page: &Path) -> (&'static str, Command) {
     let mut c = Command::new("xdg-open");
-    c.arg(url);
+    c.arg(page);
     ("xdg-open", c)
 }
 

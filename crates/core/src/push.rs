@@ -7,6 +7,17 @@
 //! the same transaction as the change (the store's `push_deliveries`), so a restart or a
 //! crash loses nothing, and the server's sender posts the queue in order. Nothing here
 //! speaks HTTP: the server renders the items on the wire and sends them.
+//!
+//! Which addresses: the daemon posts what an asker wrote, with the `Authorization` header
+//! the asker chose, to the address the asker named, again and again for a day. On this
+//! machine that could reach a local service that trusts loopback (an admin endpoint, the
+//! daemon itself), and on the owner's network a router or a metadata service. So a webhook
+//! goes to a public address; this machine and the private and special ranges only when the
+//! owner allows them, and the daemon's own port never ([`target_refusal`]). The address is
+//! judged as a connection would use it: every IPv4 spelling is normalised by the URL parser
+//! before it gets here, names are resolved by the caller, and an IPv6 form that stands for an
+//! IPv4 address (mapped, compatible, translated, NAT64, 6to4, Teredo) is judged as that
+//! address.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
@@ -170,13 +181,23 @@ const fn v4(a: u8, b: u8, c: u8, d: u8, prefix: u8) -> Ipv4Net {
     Ipv4Net::new_assert(Ipv4Addr::new(a, b, c, d), prefix)
 }
 
-const fn v6(first: u16, second: u16, prefix: u8) -> Ipv6Net {
-    Ipv6Net::new_assert(Ipv6Addr::new(first, second, 0, 0, 0, 0, 0, 0), prefix)
+const fn v6(segments: [u16; 3], prefix: u8) -> Ipv6Net {
+    let [a, b, c] = segments;
+    Ipv6Net::new_assert(Ipv6Addr::new(a, b, c, 0, 0, 0, 0, 0), prefix)
 }
 
+/// IPv4 ranges that reach this machine itself: loopback, and "this network", which Linux
+/// connects to as if it were loopback (`http://0.0.0.0:PORT/` reaches a local service).
+const LOCAL_V4: [(Ipv4Net, &str); 2] = [
+    (v4(127, 0, 0, 0, 8), "loopback (127.0.0.0/8)"),
+    (
+        v4(0, 0, 0, 0, 8),
+        "\"this network\" (0.0.0.0/8), which reaches this machine",
+    ),
+];
+
 /// IPv4 ranges a webhook may not point into unless the owner allows it, with their names.
-const REFUSED_V4: [(Ipv4Net, &str); 13] = [
-    (v4(0, 0, 0, 0, 8), "\"this network\" (0.0.0.0/8)"),
+const REFUSED_V4: [(Ipv4Net, &str); 12] = [
     (v4(10, 0, 0, 0, 8), "private (10.0.0.0/8)"),
     (
         v4(100, 64, 0, 0, 10),
@@ -197,35 +218,170 @@ const REFUSED_V4: [(Ipv4Net, &str); 13] = [
     (v4(240, 0, 0, 0, 4), "reserved (240.0.0.0/4)"),
 ];
 
-const REFUSED_V6: [(Ipv6Net, &str); 6] = [
-    (v6(0, 0, 128), "unspecified (::)"),
-    (v6(0x0100, 0, 64), "discard-only (100::/64)"),
-    (v6(0x2001, 0x0db8, 32), "documentation (2001:db8::/32)"),
-    (v6(0xfc00, 0, 7), "unique-local (fc00::/7)"),
-    (v6(0xfe80, 0, 10), "link-local (fe80::/10)"),
-    (v6(0xff00, 0, 8), "multicast (ff00::/8)"),
+/// IPv6 ranges a webhook may not point into unless the owner allows it (the ones that carry
+/// an IPv4 address are judged by that address, [`CARRIERS`]).
+const REFUSED_V6: [(Ipv6Net, &str); 7] = [
+    (v6([0x0100, 0, 0], 64), "discard-only (100::/64)"),
+    (
+        v6([0x64, 0xff9b, 1], 48),
+        "local-use IPv4/IPv6 translation (64:ff9b:1::/48)",
+    ),
+    (v6([0x2001, 0x0db8, 0], 32), "documentation (2001:db8::/32)"),
+    (v6([0xfc00, 0, 0], 7), "unique-local (fc00::/7)"),
+    (v6([0xfe80, 0, 0], 10), "link-local (fe80::/10)"),
+    (v6([0xfec0, 0, 0], 10), "site-local (fec0::/10)"),
+    (v6([0xff00, 0, 0], 8), "multicast (ff00::/8)"),
 ];
 
-/// Why a webhook may not be sent to `ip`, or `None` when it may: loopback and public
-/// addresses always may; private, link-local, shared and the other special ranges only when
-/// the owner allows them (`push.allow_private_targets`). An IPv4 address inside IPv6
-/// (`::ffff:a.b.c.d`) is judged as the IPv4 address it is.
-pub fn address_refusal(ip: IpAddr, s: &Push) -> Option<&'static str> {
-    if ip.is_loopback() || s.allow_private_targets {
-        return None;
+/// Where an IPv6 transition form keeps the IPv4 address it stands for.
+#[derive(Clone, Copy)]
+enum Carried {
+    /// The last 32 bits.
+    Last,
+    /// 6to4: the 32 bits after the `2002` prefix.
+    SixToFour,
+    /// Teredo: the client's address, the last 32 bits inverted.
+    TeredoClient,
+}
+
+/// The IPv6 forms that stand for an IPv4 address: each is judged as that address, so
+/// `[::ffff:127.0.0.1]` is loopback and `[64:ff9b::a9fe:a9fe]` link-local. `::` and `::1`,
+/// inside the IPv4-compatible range, are judged before it, as themselves.
+const CARRIERS: [(Ipv6Net, &str, Carried); 6] = [
+    (
+        Ipv6Net::new_assert(Ipv6Addr::new(0, 0, 0, 0, 0, 0xffff, 0, 0), 96),
+        "IPv4-mapped (::ffff:0:0/96)",
+        Carried::Last,
+    ),
+    (
+        Ipv6Net::new_assert(Ipv6Addr::new(0, 0, 0, 0, 0xffff, 0, 0, 0), 96),
+        "IPv4-translated (::ffff:0:0:0/96)",
+        Carried::Last,
+    ),
+    (
+        Ipv6Net::new_assert(Ipv6Addr::UNSPECIFIED, 96),
+        "IPv4-compatible (::/96)",
+        Carried::Last,
+    ),
+    (
+        v6([0x64, 0xff9b, 0], 96),
+        "NAT64 (64:ff9b::/96)",
+        Carried::Last,
+    ),
+    (
+        v6([0x2002, 0, 0], 16),
+        "6to4 (2002::/16)",
+        Carried::SixToFour,
+    ),
+    (
+        v6([0x2001, 0, 0], 32),
+        "Teredo (2001::/32)",
+        Carried::TeredoClient,
+    ),
+];
+
+/// The IPv4 address an IPv6 transition form stands for, and the form's name.
+fn carried_v4(ip: Ipv6Addr) -> Option<(Ipv4Addr, &'static str)> {
+    let (_, name, how) = CARRIERS.iter().find(|(net, _, _)| net.contains(&ip))?;
+    let o = ip.octets();
+    let v4 = match how {
+        Carried::Last => Ipv4Addr::new(o[12], o[13], o[14], o[15]),
+        Carried::SixToFour => Ipv4Addr::new(o[2], o[3], o[4], o[5]),
+        Carried::TeredoClient => Ipv4Addr::new(!o[12], !o[13], !o[14], !o[15]),
+    };
+    Some((v4, name))
+}
+
+/// What kind of address a webhook points at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// This machine: loopback, or an address the kernel connects to as loopback.
+    Local(&'static str),
+    /// Private, link-local, shared, documentation and the other special ranges.
+    Special(&'static str),
+    Public,
+}
+
+fn kind_v4(ip: Ipv4Addr) -> Kind {
+    if let Some((_, name)) = LOCAL_V4.iter().find(|(net, _)| net.contains(&ip)) {
+        return Kind::Local(name);
     }
+    REFUSED_V4
+        .iter()
+        .find(|(net, _)| net.contains(&ip))
+        .map_or(Kind::Public, |(_, name)| Kind::Special(name))
+}
+
+/// The kind of `ip`, and the transition form it was found inside, if any.
+fn kind(ip: IpAddr) -> (Kind, Option<&'static str>) {
     match ip {
-        IpAddr::V4(v4) => REFUSED_V4
-            .iter()
-            .find(|(net, _)| net.contains(&v4))
-            .map(|(_, name)| *name),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => address_refusal(IpAddr::V4(v4), s),
-            None => REFUSED_V6
-                .iter()
-                .find(|(net, _)| net.contains(&v6))
-                .map(|(_, name)| *name),
+        IpAddr::V4(v4) => (kind_v4(v4), None),
+        IpAddr::V6(v6) if v6.is_loopback() => (Kind::Local("loopback (::1)"), None),
+        IpAddr::V6(v6) if v6.is_unspecified() => (
+            Kind::Local("unspecified (::), which reaches this machine"),
+            None,
+        ),
+        IpAddr::V6(v6) => match carried_v4(v6) {
+            Some((v4, form)) => (kind_v4(v4), Some(form)),
+            None => (
+                REFUSED_V6
+                    .iter()
+                    .find(|(net, _)| net.contains(&v6))
+                    .map_or(Kind::Public, |(_, name)| Kind::Special(name)),
+                None,
+            ),
         },
+    }
+}
+
+/// Why a webhook may not be sent to an address; the words name the range and what allows it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TargetRefused {
+    #[error(
+        "{}{range}, this machine's own services, where push notifications go only when the owner allows them (`taskkeeper settings set push.allow_loopback_targets true`)",
+        carried(*.form)
+    )]
+    Loopback {
+        range: &'static str,
+        form: Option<&'static str>,
+    },
+    #[error(
+        "{}{range}, where push notifications are not sent; use a public address (the owner may allow such addresses with `taskkeeper settings set push.allow_private_targets true`)",
+        carried(*.form)
+    )]
+    Special {
+        range: &'static str,
+        form: Option<&'static str>,
+    },
+    #[error(
+        "{}{range} on the daemon's own port: the daemon never sends push notifications to itself, whatever the settings",
+        carried(*.form)
+    )]
+    Daemon {
+        range: &'static str,
+        form: Option<&'static str>,
+    },
+}
+
+fn carried(form: Option<&'static str>) -> String {
+    form.map(|f| format!("{f} for ")).unwrap_or_default()
+}
+
+/// Whether a webhook may be sent to `ip`, the address itself or the IPv4 address one of the
+/// IPv6 transition forms stands for: public addresses may; this machine (loopback, and
+/// `0.0.0.0` or `::`, which connect to it) only when the owner allows it
+/// (`push.allow_loopback_targets`), and never on the daemon's own port (`on_daemon_port`:
+/// the webhook's port is the one the daemon listens on); private, link-local, shared and the
+/// other special ranges only when the owner allows them (`push.allow_private_targets`).
+/// The address is the one a connection would use: the caller parses and resolves first.
+pub fn target_refusal(ip: IpAddr, on_daemon_port: bool, s: &Push) -> Option<TargetRefused> {
+    match kind(ip) {
+        (Kind::Public, _) => None,
+        (Kind::Local(range), form) if on_daemon_port => Some(TargetRefused::Daemon { range, form }),
+        (Kind::Local(_), _) if s.allow_loopback_targets => None,
+        (Kind::Local(range), form) => Some(TargetRefused::Loopback { range, form }),
+        (Kind::Special(_), _) if s.allow_private_targets => None,
+        (Kind::Special(range), form) => Some(TargetRefused::Special { range, form }),
     }
 }
 
@@ -237,18 +393,22 @@ mod tests {
         text.parse().unwrap()
     }
 
+    fn refusal(text: &str, s: &Push) -> Option<String> {
+        target_refusal(ip(text), false, s).map(|r| r.to_string())
+    }
+
     #[test]
-    fn loopback_and_public_pass_the_special_ranges_do_not() {
+    fn public_addresses_pass_and_the_special_ranges_do_not() {
         let s = Push::default();
         for ok in [
-            "127.0.0.1",
-            "127.8.9.10",
-            "::1",
             "8.8.8.8",
             "2606:4700::1111",
             "172.32.0.1",
+            "::ffff:8.8.8.8",
+            "64:ff9b::808:808",
+            "2002:808:808::1",
         ] {
-            assert_eq!(address_refusal(ip(ok), &s), None, "{ok}");
+            assert_eq!(refusal(ok, &s), None, "{ok}");
         }
         for (bad, says) in [
             ("10.1.2.3", "private"),
@@ -257,23 +417,101 @@ mod tests {
             ("192.168.1.1", "private"),
             ("169.254.169.254", "link-local"),
             ("100.64.0.1", "shared"),
-            ("0.0.0.0", "this network"),
             ("224.0.0.1", "multicast"),
             ("fd00::1", "unique-local"),
             ("fe80::1", "link-local"),
-            ("::", "unspecified"),
-            ("::ffff:10.0.0.1", "private"),
-            ("::ffff:169.254.169.254", "link-local"),
+            ("fec0::1", "site-local"),
+            ("64:ff9b:1::a00:1", "local-use IPv4/IPv6 translation"),
+            ("::ffff:10.0.0.1", "IPv4-mapped (::ffff:0:0/96) for private"),
+            (
+                "::169.254.169.254",
+                "IPv4-compatible (::/96) for link-local",
+            ),
+            (
+                "::ffff:0:a00:1",
+                "IPv4-translated (::ffff:0:0:0/96) for private",
+            ),
+            ("64:ff9b::a9fe:a9fe", "NAT64 (64:ff9b::/96) for link-local"),
+            (
+                "2002:c0a8:101::1",
+                "6to4 (2002::/16) for private (192.168.0.0/16)",
+            ),
+            // Teredo's client 192.168.1.1, stored inverted.
+            (
+                "2001:0:4136:e378:8000:63bf:3f57:fefe",
+                "Teredo (2001::/32) for private (192.168.0.0/16)",
+            ),
         ] {
-            let why = address_refusal(ip(bad), &s).unwrap_or_else(|| panic!("{bad} passed"));
+            let why = refusal(bad, &s).unwrap_or_else(|| panic!("{bad} passed"));
             assert!(why.contains(says), "{bad}: {why}");
+            assert!(why.contains("push.allow_private_targets"), "{bad}: {why}");
         }
         let allowed = Push {
             allow_private_targets: true,
             ..Push::default()
         };
-        assert_eq!(address_refusal(ip("10.1.2.3"), &allowed), None);
-        assert_eq!(address_refusal(ip("fe80::1"), &allowed), None);
+        for now_ok in ["10.1.2.3", "fe80::1", "64:ff9b::a9fe:a9fe", "2002:a00:1::"] {
+            assert_eq!(refusal(now_ok, &allowed), None, "{now_ok}");
+        }
+        // Allowing private ranges does not allow this machine.
+        assert!(refusal("127.0.0.1", &allowed).is_some());
+        assert!(refusal("0.0.0.0", &allowed).is_some());
+    }
+
+    #[test]
+    fn this_machine_in_any_form_only_when_the_owner_allows_it_and_never_on_the_daemons_port() {
+        let this_machine = [
+            ("127.0.0.1", "loopback (127.0.0.0/8)"),
+            ("127.8.9.10", "loopback (127.0.0.0/8)"),
+            ("::1", "loopback (::1)"),
+            ("0.0.0.0", "this network"),
+            ("::", "unspecified (::)"),
+            (
+                "::ffff:127.0.0.1",
+                "IPv4-mapped (::ffff:0:0/96) for loopback",
+            ),
+            ("::127.0.0.1", "IPv4-compatible (::/96) for loopback"),
+            (
+                "::ffff:0:7f00:1",
+                "IPv4-translated (::ffff:0:0:0/96) for loopback",
+            ),
+            ("64:ff9b::7f00:1", "NAT64 (64:ff9b::/96) for loopback"),
+            ("2002:7f00:1::", "6to4 (2002::/16) for loopback"),
+            (
+                "2001:0:4136:e378:8000:63bf:80ff:fffe",
+                "Teredo (2001::/32) for loopback",
+            ),
+        ];
+        let s = Push::default();
+        for (addr, says) in this_machine {
+            let why = refusal(addr, &s).unwrap_or_else(|| panic!("{addr} passed"));
+            assert!(why.contains(says), "{addr}: {why}");
+            assert!(why.contains("push.allow_loopback_targets"), "{addr}: {why}");
+        }
+        let loopback = Push {
+            allow_loopback_targets: true,
+            allow_private_targets: true,
+            ..Push::default()
+        };
+        for (addr, says) in this_machine {
+            assert_eq!(refusal(addr, &loopback), None, "{addr}");
+            let why = target_refusal(ip(addr), true, &loopback)
+                .unwrap_or_else(|| panic!("{addr} on the daemon's port passed"))
+                .to_string();
+            assert!(
+                why.contains(says) && why.contains("the daemon's own port"),
+                "{addr}: {why}"
+            );
+        }
+        // The daemon's port elsewhere is just a port.
+        assert_eq!(target_refusal(ip("8.8.8.8"), true, &s), None);
+        assert_eq!(target_refusal(ip("10.0.0.1"), true, &loopback), None);
+        // Loopback allowed does not allow the private ranges.
+        let only_loopback = Push {
+            allow_loopback_targets: true,
+            ..Push::default()
+        };
+        assert!(refusal("10.0.0.1", &only_loopback).is_some());
     }
 
     #[test]

@@ -18,7 +18,7 @@ pub const NOTIFICATIONS_ENABLED: &str = "notifications.enabled";
 pub const APP_SHORTCUT: &str = "app.shortcut";
 
 /// The keys, in the order the settings panel shows them.
-pub const KEYS: [&str; 32] = [
+pub const KEYS: [&str; 33] = [
     "reminders.first_after.claude-code",
     "reminders.first_after.default",
     "reminders.ladder",
@@ -41,6 +41,7 @@ pub const KEYS: [&str; 32] = [
     "sessions.max",
     "sessions.create_desks_max",
     // Push notifications (see [`Push`]).
+    "push.allow_loopback_targets",
     "push.allow_private_targets",
     "push.retry_first",
     "push.retry_max",
@@ -437,8 +438,10 @@ pub fn format_bytes(bytes: u64) -> String {
 /// Push notifications to askers' webhooks (the rules are in [`crate::push`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Push {
+    /// Webhooks may point at this machine (loopback; never the daemon's own port).
+    pub allow_loopback_targets: bool,
     /// Webhooks may point into private, link-local, shared and the other special ranges
-    /// (loopback and public addresses always may).
+    /// (public addresses always may).
     pub allow_private_targets: bool,
     /// A failed delivery is tried again after this, doubling with each failure...
     pub retry_first: Duration,
@@ -453,6 +456,7 @@ pub struct Push {
 impl Default for Push {
     fn default() -> Self {
         Self {
+            allow_loopback_targets: false,
             allow_private_targets: false,
             retry_first: Duration::from_secs(1),
             retry_max: Duration::from_secs(300),
@@ -467,6 +471,7 @@ const PUSH_CONFIGS_HELP: &str = "a whole number from 1 to 100";
 impl Push {
     fn get(&self, key: &str) -> Result<String, SettingError> {
         Ok(match key {
+            "push.allow_loopback_targets" => self.allow_loopback_targets.to_string(),
             "push.allow_private_targets" => self.allow_private_targets.to_string(),
             "push.retry_first" => format_duration(self.retry_first),
             "push.retry_max" => format_duration(self.retry_max),
@@ -482,6 +487,9 @@ impl Push {
         let invalid = |expected| SettingError::invalid(key, value, expected);
         let duration = || parse_duration(value).ok_or_else(|| invalid(DURATION_HELP));
         match key {
+            "push.allow_loopback_targets" => {
+                self.allow_loopback_targets = parse_bool(value).ok_or_else(|| invalid(BOOL_HELP))?
+            }
             "push.allow_private_targets" => {
                 self.allow_private_targets = parse_bool(value).ok_or_else(|| invalid(BOOL_HELP))?
             }
@@ -677,6 +685,7 @@ mod tests {
             "sessions.keep_ended = 1d",
             "sessions.max = 500",
             "sessions.create_desks_max = 50",
+            "push.allow_loopback_targets = false",
             "push.allow_private_targets = false",
             "push.retry_first = 1s",
             "push.retry_max = 5m",
@@ -723,6 +732,7 @@ mod tests {
             ("sessions.keep_ended", "0d"),
             ("sessions.max", "-5"),
             ("sessions.create_desks_max", ""),
+            ("push.allow_loopback_targets", "yes"),
             ("push.allow_private_targets", "1"),
             ("push.retry_first", "0s"),
             ("push.give_up_after", "soon"),

@@ -65,6 +65,8 @@ pub struct Daemon {
     push_wake: crate::a2a::push::Waker,
     push_looks: Arc<std::sync::atomic::AtomicU64>,
     digest_wake: Arc<tokio::sync::Notify>,
+    /// The web UI's sign-in codes: their pages go when the daemon stops.
+    ui_codes: crate::http::ui_codes::UiCodes,
 }
 
 impl Daemon {
@@ -136,7 +138,7 @@ impl Daemon {
         let files = crate::files::Files::new(&config.data_dir, addr.port());
         let tasks = Tasks::new(store.clone(), config.clock.clone(), files.clone());
         let (stop, mut stopped) = watch::channel(false);
-        let pusher = crate::a2a::push::Pusher::new(tasks.clone())
+        let pusher = crate::a2a::push::Pusher::new(tasks.clone(), addr.port())
             .map_err(|e| DaemonError::Push(e.to_string()))?;
         let push_wake = pusher.waker();
         let push_looks = pusher.looks();
@@ -202,12 +204,18 @@ impl Daemon {
                 port: addr.port(),
             },
         );
+        let ui_codes = crate::http::ui_codes::UiCodes::new(token.clone(), config.clock.clone())
+            .with_pages(&config.data_dir, addr.port())
+            .map_err(|source| DaemonError::DataDir {
+                path: config.data_dir.join(crate::http::ui_codes::PAGES_DIR),
+                source,
+            })?;
         let ui = crate::http::ui::UiState {
             files: match &config.ui_dir {
                 Some(dir) => Some(Arc::new(crate::http::ui::UiFiles::load(dir)?)),
                 None => None,
             },
-            codes: crate::http::ui_codes::UiCodes::new(token.clone(), config.clock.clone()),
+            codes: ui_codes.clone(),
         };
         let (app, routes) = crate::router::router(
             crate::router::Areas {
@@ -308,6 +316,7 @@ impl Daemon {
             push_wake,
             push_looks,
             digest_wake,
+            ui_codes,
         })
     }
 
@@ -407,6 +416,7 @@ impl Daemon {
         // session, a finished stream's task): a restart must find it free.
         let store = self.store.clone();
         let _ = tokio::task::spawn_blocking(move || store.close()).await;
+        self.ui_codes.remove_pages();
         tracing::info!("daemon stopped");
     }
 }

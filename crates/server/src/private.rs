@@ -34,6 +34,17 @@ pub fn open_private_append(path: &Path) -> io::Result<fs::File> {
     Ok(file)
 }
 
+/// Write a new file at `path`, 0600 from its creation on; refused if anything is there already
+/// (a file, or a link planted to send the write elsewhere).
+pub fn write_new_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write as _;
+    let mut options = fs::OpenOptions::new();
+    options.create_new(true).write(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path)?.write_all(bytes)
+}
+
 /// Make the data directory and every file of ours in it private, before the store opens:
 /// the files that exist get 0600, and the database file and its lock file are created 0600
 /// when missing, so what SQLite creates beside them follows. `others` names the rest of our

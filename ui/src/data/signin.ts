@@ -1,5 +1,6 @@
 // How a browser page signs in (the HTTP transport's part): the owner token from a one-time
-// code, a hand-typed `#token=`, or the tab's session storage; and the bearer header.
+// code (which `taskkeeper open`'s private sign-in page, or `open --print`, puts in the
+// fragment), a hand-typed `#token=`, or the tab's session storage; and the bearer header.
 
 import { DataError, unreachable } from './errors';
 import { fromHttpError, isRecord, protocol } from './decode';
@@ -28,10 +29,11 @@ export function withBearer(token: string | null, extra: Record<string, string>):
 }
 
 /**
- * How a browser page gets the owner token. `taskkeeper open` puts a one-time code in the
- * fragment (`#code=...`), because the browser's command line, where the address goes, is
- * readable by every local user; the page trades it at once at `POST /ui/session` for the
- * token. A `#token=...` still works for an address typed or pasted by hand (nothing puts it on
+ * How a browser page gets the owner token. `taskkeeper open` starts the browser on a private
+ * sign-in page (a file only the owner can read: the browser's command line, which every local
+ * user can read, holds just its path), which sends the browser here with a one-time code in
+ * the fragment (`#code=...`); the page trades it at once at `POST /ui/session` for the token
+ * (the daemon removes the sign-in page then). A `#token=...` still works for an address typed or pasted by hand (nothing puts it on
  * a command line then), but `taskkeeper open` never makes one. Either way it leaves the
  * address bar at once, before any request, so it doesn't end up in history, bookmarks or
  * screenshots, and the token goes to sessionStorage, where a reload finds it.

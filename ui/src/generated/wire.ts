@@ -336,9 +336,16 @@ export type OwnerError = { kind: OwnerErrorKind, message: string, };
 export type ErrorBody = { error: OwnerError, };
 
 /**
- * `POST /api/ui/codes`: a sign-in code for the web UI (see `ui_codes.rs`), shown once.
+ * `POST /api/ui/codes`: what to mint. `page`: write the code into a sign-in page for the
+ * browser to open (`taskkeeper open`), so no command line holds it.
  */
-export type UiCodeView = { code: string, expiresAt: Timestamp, };
+export type UiCodeRequest = { page: boolean, };
+
+/**
+ * `POST /api/ui/codes`: a sign-in code for the web UI (see `ui_codes.rs`), shown once, and
+ * the sign-in page that carries it when one was asked for.
+ */
+export type UiCodeView = { code: string, expiresAt: Timestamp, page?: string, };
 
 /**
  * `POST /ui/session`: the code from the page's address.

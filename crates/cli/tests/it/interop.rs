@@ -287,6 +287,10 @@ fn the_reference_sdk_client_works_against_us_in_v1_0_and_v0_3_and_over_http_json
     let desk = json!({"name": "web", "dir": desk_dir.path(), "agent": "generic"}).to_string();
     let (code, body) = request(served.port, "POST", "/api/desks", &desk).unwrap();
     assert_eq!(code, 201, "{body}");
+    // The script's webhook is on this machine, which the owner allows.
+    let allow = json!({"push.allow_loopback_targets": "true"}).to_string();
+    let (code, body) = request(served.port, "PUT", "/api/settings", &allow).unwrap();
+    assert_eq!(code, 200, "{body}");
 
     // One desk for both runs: each run ends every task it opens, so the next starts on an
     // idle desk (its first send must come back WORKING, not queued).

@@ -1,6 +1,6 @@
-//! `taskkeeper open` against a real `taskkeeper serve --ui`: the address it prints or hands
-//! to the browser holds a one-time code and never the owner token, and that code signs a page
-//! in exactly once.
+//! `taskkeeper open` against a real `taskkeeper serve --ui`: the address it prints holds a
+//! one-time code and never the owner token, and that code signs a page in exactly once; what
+//! it hands to the browser holds no secret at all, only the path of a private sign-in page.
 
 use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
@@ -77,11 +77,14 @@ fn open_print_gives_a_one_time_code_and_never_the_token() {
     assert_ne!(code_in(again.trim(), &served), code);
 }
 
-/// What the browser's command line holds is readable by every local user: the opener `open`
-/// runs (here a stand-in `xdg-open` that records its arguments) gets the code, not the token.
+/// What the browser's command line holds is readable by every local user. The opener `open`
+/// runs (here a stand-in `xdg-open` that records its arguments) gets the path of a sign-in
+/// page that only the owner can read: a watcher that tries everything it read there cannot
+/// sign in, while the browser (this test, reading the page as the owner's browser does and
+/// following its address) signs in once, and the page is gone after that.
 #[cfg(all(unix, not(target_os = "macos")))]
 #[test]
-fn the_browsers_command_line_holds_the_code_not_the_token() {
+fn a_watcher_of_the_browsers_command_line_cannot_sign_in() {
     use std::os::unix::fs::PermissionsExt as _;
 
     let (served, dir) = served_with_ui();
@@ -115,6 +118,41 @@ fn the_browsers_command_line_holds_the_code_not_the_token() {
     assert!(!stdout(&out).contains(TOKEN), "{}", stdout(&out));
     let args = std::fs::read_to_string(&args_file).unwrap();
     assert!(!args.contains(TOKEN), "{args}");
-    let code = code_in(args.trim(), &served);
+
+    // The watcher: everything it read, whole, after `code=`, and every long run of hex.
+    let mut tries: Vec<String> = args.lines().map(str::to_owned).collect();
+    tries.extend(args.split("code=").skip(1).map(|s| s.trim().to_owned()));
+    tries.extend(
+        args.split(|c: char| !c.is_ascii_hexdigit())
+            .filter(|run| run.len() >= 16)
+            .map(str::to_owned),
+    );
+    for guess in &tries {
+        let (status, body) = exchange(served.port, guess);
+        assert_ne!(
+            status, 200,
+            "signed in with {guess:?} read off the command line"
+        );
+        assert!(!body.to_string().contains(TOKEN));
+    }
+
+    // What it read is the path of a page in the data directory that only the owner can read.
+    let page = std::path::PathBuf::from(args.trim());
+    assert!(page.is_absolute(), "{args}");
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&page), 0o600, "{}", page.display());
+    assert_eq!(mode(page.parent().unwrap()), 0o700);
+
+    // The browser opens the page and follows it to the UI with the code, and is signed in.
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains(TOKEN), "{html}");
+    let address = html
+        .split("url=")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("the page sends the browser nowhere: {html}"));
+    let code = code_in(address, &served);
     assert_eq!(exchange(served.port, &code).0, 200);
+    assert!(!page.exists(), "the page outlived its code");
+    assert_eq!(exchange(served.port, &code).0, 401);
 }

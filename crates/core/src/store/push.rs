@@ -240,6 +240,19 @@ impl Store {
         })
     }
 
+    /// Why each queued delivery that failed did, in queue order: its last attempt's error.
+    pub fn push_errors(&self) -> Result<Vec<String>, StoreError> {
+        self.read(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT last_error FROM push_deliveries WHERE last_error IS NOT NULL ORDER BY seq",
+            )?;
+            let errors = stmt
+                .query_map([], |r| r.get(0))?
+                .collect::<Result<Vec<String>, _>>()?;
+            Ok(errors)
+        })
+    }
+
     /// Record an attempt at delivery `seq`: delivered (it leaves the queue), or failed with
     /// `error` (tried again later, or dropped once older than `push.give_up_after`).
     pub fn push_attempted(

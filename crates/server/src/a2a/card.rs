@@ -10,7 +10,7 @@
 
 use serde_json::{Value, json};
 use taskkeeper_core::Desk;
-use taskkeeper_core::settings::Settings;
+use taskkeeper_core::settings::{Push, Settings};
 
 use super::wire::EXTENSION_URI;
 
@@ -82,7 +82,19 @@ pub fn extension(settings: &Settings) -> Value {
                 "expired", "expiredAt", "acknowledgedAt", "waitingOnOwner", "deliveredAt", "lastWords"
             ],
             "methods": ["AckTask"],
+            "pushTargets": push_targets(&settings.push),
         },
+    })
+}
+
+/// Where a webhook may point (`core::push::target_refusal`), as the settings have it: the
+/// card says it so an asker knows before it is refused.
+fn push_targets(push: &Push) -> Value {
+    json!({
+        "schemes": ["http"],
+        "loopbackAllowed": push.allow_loopback_targets,
+        "privateRangesAllowed": push.allow_private_targets,
+        "rule": "A webhook is an http:// URL on a public address. This machine (loopback, 0.0.0.0 and ::, in any spelling, IPv6 form or name that resolves there) is refused unless the owner allows it, since local services trust it; so are the private, link-local, shared, unique-local and other special ranges, IPv6 forms that carry such an IPv4 address included, since they reach the owner's network; this daemon's own port is refused always. Addresses are checked when the webhook is set and again when each push connects.",
     })
 }
 

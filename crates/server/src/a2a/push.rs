@@ -4,8 +4,10 @@
 //!
 //! Two halves. The methods (Create/Get/List/Delete, v0.3's `tasks/pushNotificationConfig/*`
 //! and the config inline in SendMessage) check the target when it is set: `http://` only
-//! (this build has no TLS), loopback or public addresses, the private, link-local, shared and
-//! other special ranges only when the owner allows them (`push.allow_private_targets`). The
+//! (this build has no TLS), public addresses; this machine only when the owner allows it
+//! (`push.allow_loopback_targets`) and never on the daemon's own port; the private,
+//! link-local, shared and other special ranges only when the owner allows them
+//! (`push.allow_private_targets`); the rule is `core::push::target_refusal`. The
 //! [`Pusher`] sends: the store queues each change's pushes in the change's own transaction
 //! (core `store/push.rs`), and the pusher, woken by the changes that queued one (the task
 //! service tells it; a change of a task without a webhook does not wake it) and on the
@@ -13,7 +15,7 @@
 //! gets its pushes in order, and reports each attempt back to the store, which retries with
 //! backoff and drops what still fails after `push.give_up_after`. The addresses a name
 //! resolves to are checked again at connect time ([`CheckedResolver`]), so a name that
-//! rebinds to a private address after it was checked is still refused.
+//! rebinds to a private or loopback address after it was checked is still refused.
 
 use std::collections::HashSet;
 use std::net::{IpAddr, SocketAddr};
@@ -149,9 +151,16 @@ fn new_config(raw: ConfigIn, dialect: Dialect) -> Result<NewPushConfig, RpcError
     })
 }
 
-/// Where a webhook may point: `http://` to a loopback or public address; the special ranges
-/// only when the owner allows them. A name is resolved and each of its addresses checked.
-pub(crate) async fn check_target(url: &str, settings: &Push) -> Result<(), String> {
+/// Where a webhook may point (`core::push::target_refusal`): `http://` to a public address;
+/// this machine and the special ranges only as the owner allows; this daemon's port never.
+/// The `url` crate's host parser has already normalised every IPv4 spelling (`2130706433`,
+/// `0x7f000001`, `0177.0.0.1`, `127.1`) and the bracketed IPv6 forms; a name is resolved and
+/// each of its addresses checked.
+pub(crate) async fn check_target(
+    url: &str,
+    settings: &Push,
+    daemon_port: u16,
+) -> Result<(), String> {
     let parsed =
         Url::parse(url).map_err(|e| format!("url {url:?} is not an absolute URL ({e})"))?;
     match parsed.scheme() {
@@ -164,6 +173,7 @@ pub(crate) async fn check_target(url: &str, settings: &Push) -> Result<(), Strin
         other => return Err(format!("url {url:?}: the scheme must be http, not {other}")),
     }
     let port = parsed.port_or_known_default().unwrap_or(80);
+    let on_daemon_port = port == daemon_port;
     let addrs: Vec<IpAddr> = match parsed.host() {
         Some(url::Host::Ipv4(ip)) => vec![IpAddr::V4(ip)],
         Some(url::Host::Ipv6(ip)) => vec![IpAddr::V6(ip)],
@@ -175,17 +185,20 @@ pub(crate) async fn check_target(url: &str, settings: &Push) -> Result<(), Strin
         None => return Err(format!("url {url:?} has no host")),
     };
     for ip in addrs {
-        refuse(ip, settings)?;
+        refuse(ip, on_daemon_port, settings)?;
     }
     Ok(())
 }
 
-fn refuse(ip: IpAddr, settings: &Push) -> Result<(), String> {
-    match push::address_refusal(ip, settings) {
+/// Whether a webhook URL names the port this daemon listens on.
+fn on_daemon_port(url: &Url, daemon_port: u16) -> bool {
+    url.port_or_known_default() == Some(daemon_port)
+}
+
+fn refuse(ip: IpAddr, on_daemon_port: bool, settings: &Push) -> Result<(), String> {
+    match push::target_refusal(ip, on_daemon_port, settings) {
         None => Ok(()),
-        Some(range) => Err(format!(
-            "the webhook address {ip} is {range}, where push notifications are not sent; use a loopback or public address (the owner may allow such addresses with `taskkeeper settings set push.allow_private_targets true`)"
-        )),
+        Some(why) => Err(format!("the webhook address {ip} is {why}")),
     }
 }
 
@@ -197,7 +210,7 @@ pub(super) async fn checked_config(ctx: &Ctx, raw: Value) -> Result<NewPushConfi
 async fn checked(ctx: &Ctx, raw: ConfigIn) -> Result<NewPushConfig, RpcError> {
     let config = new_config(raw, ctx.dialect)?;
     let settings = super::settings_of(ctx).await?;
-    check_target(&config.url, &settings.push)
+    check_target(&config.url, &settings.push, ctx.a2a.port)
         .await
         .map_err(RpcError::invalid_params)?;
     Ok(config)
@@ -389,21 +402,26 @@ pub fn body(d: &Delivery) -> Value {
 }
 
 /// Resolves a webhook's name and refuses it when any of its addresses is one pushes may not
-/// go to: the check at connect time, on the addresses the connection will use.
+/// go to: the check at connect time, on the addresses the connection will use. A resolver
+/// is not told the port, so the pusher has one client for webhooks on the daemon's own port
+/// (`on_daemon_port`, where this machine is refused whatever the settings) and one for the
+/// rest.
 struct CheckedResolver {
     tasks: Tasks,
+    on_daemon_port: bool,
 }
 
 impl Resolve for CheckedResolver {
     fn resolve(&self, name: Name) -> Resolving {
         let tasks = self.tasks.clone();
+        let on_daemon_port = self.on_daemon_port;
         Box::pin(async move {
             let settings = tasks.blocking(|s, _| s.settings()).await?;
             let host = name.as_str().to_owned();
             let addrs: Vec<SocketAddr> =
                 tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
             for a in &addrs {
-                refuse(a.ip(), &settings.push)
+                refuse(a.ip(), on_daemon_port, &settings.push)
                     .map_err(|e| format!("{host} resolves to {}: {e}", a.ip()))?;
             }
             Ok(Box::new(addrs.into_iter()) as Addrs)
@@ -418,7 +436,7 @@ pub type Waker = Arc<Notify>;
 /// The sender loop (see the module docs).
 pub struct Pusher {
     tasks: Tasks,
-    client: reqwest::Client,
+    clients: Clients,
     wake: Waker,
     /// Reads of the push queue so far: a test counts them to know a change of a task
     /// without a webhook did not make one.
@@ -431,23 +449,58 @@ impl std::fmt::Debug for Pusher {
     }
 }
 
+/// The HTTP clients pushes go out through, and the daemon's port they tell apart.
+#[derive(Clone)]
+struct Clients {
+    daemon_port: u16,
+    /// For webhooks on the daemon's own port.
+    on_daemon_port: reqwest::Client,
+    other: reqwest::Client,
+}
+
+impl Clients {
+    fn new(tasks: &Tasks, daemon_port: u16) -> Result<Self, reqwest::Error> {
+        let client = |on_daemon_port| {
+            reqwest::Client::builder()
+                .no_proxy()
+                // A redirect could lead anywhere; a webhook answers where it is.
+                .redirect(reqwest::redirect::Policy::none())
+                .timeout(SEND_TIMEOUT)
+                // Each push connects anew, so each is checked on the address it uses, under
+                // the settings of the moment.
+                .pool_max_idle_per_host(0)
+                .dns_resolver(Arc::new(CheckedResolver {
+                    tasks: tasks.clone(),
+                    on_daemon_port,
+                }))
+                .build()
+        };
+        Ok(Self {
+            daemon_port,
+            on_daemon_port: client(true)?,
+            other: client(false)?,
+        })
+    }
+
+    fn for_url(&self, url: &Url) -> &reqwest::Client {
+        if on_daemon_port(url, self.daemon_port) {
+            &self.on_daemon_port
+        } else {
+            &self.other
+        }
+    }
+}
+
 impl Pusher {
-    pub fn new(tasks: Tasks) -> Result<Self, reqwest::Error> {
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            // A redirect could lead anywhere; a webhook answers where it is.
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(SEND_TIMEOUT)
-            .dns_resolver(Arc::new(CheckedResolver {
-                tasks: tasks.clone(),
-            }))
-            .build()?;
+    /// The sender for a daemon listening on `daemon_port`, where no push goes.
+    pub fn new(tasks: Tasks, daemon_port: u16) -> Result<Self, reqwest::Error> {
+        let clients = Clients::new(&tasks, daemon_port)?;
         // Told by the task service after each change that queued a push: a change of a task
         // without a webhook does not wake this loop.
         let wake = tasks.push_wake();
         Ok(Self {
             tasks,
-            client,
+            clients,
             wake,
             looks: Arc::default(),
         })
@@ -493,10 +546,10 @@ impl Pusher {
                 if !in_flight.insert(key.clone()) {
                     continue;
                 }
-                let (tasks, client, done) =
-                    (self.tasks.clone(), self.client.clone(), done_tx.clone());
+                let (tasks, clients, done) =
+                    (self.tasks.clone(), self.clients.clone(), done_tx.clone());
                 sending.spawn(async move {
-                    deliver(&tasks, &client, d).await;
+                    deliver(&tasks, &clients, d).await;
                     let _ = done.send(key);
                 });
             }
@@ -521,8 +574,8 @@ impl Pusher {
 }
 
 /// One attempt at `d`, reported to the store.
-async fn deliver(tasks: &Tasks, client: &reqwest::Client, d: Delivery) {
-    let outcome = post(tasks, client, &d).await;
+async fn deliver(tasks: &Tasks, clients: &Clients, d: Delivery) {
+    let outcome = post(tasks, clients, &d).await;
     let (seq, failure) = (d.seq, outcome.clone().err());
     let attempted = tasks
         .blocking(move |s, now| s.push_attempted(seq, outcome, now))
@@ -556,7 +609,7 @@ async fn deliver(tasks: &Tasks, client: &reqwest::Client, d: Delivery) {
 }
 
 /// POST one push; `Err` says why it did not arrive.
-async fn post(tasks: &Tasks, client: &reqwest::Client, d: &Delivery) -> Result<(), String> {
+async fn post(tasks: &Tasks, clients: &Clients, d: &Delivery) -> Result<(), String> {
     let settings = tasks
         .blocking(|s, _| s.settings())
         .await
@@ -564,12 +617,14 @@ async fn post(tasks: &Tasks, client: &reqwest::Client, d: &Delivery) -> Result<(
     let url = Url::parse(&d.config.url).map_err(|e| e.to_string())?;
     // A literal address never reaches the resolver: check it here (the setting may have
     // changed since the config was set).
+    let on_daemon_port = on_daemon_port(&url, clients.daemon_port);
     match url.host() {
-        Some(url::Host::Ipv4(ip)) => refuse(IpAddr::V4(ip), &settings.push)?,
-        Some(url::Host::Ipv6(ip)) => refuse(IpAddr::V6(ip), &settings.push)?,
+        Some(url::Host::Ipv4(ip)) => refuse(IpAddr::V4(ip), on_daemon_port, &settings.push)?,
+        Some(url::Host::Ipv6(ip)) => refuse(IpAddr::V6(ip), on_daemon_port, &settings.push)?,
         _ => {}
     }
-    let mut request = client
+    let mut request = clients
+        .for_url(&url)
         .post(url)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .body(body(d).to_string());

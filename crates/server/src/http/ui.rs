@@ -6,11 +6,12 @@
 //! The guard lets exactly `GET /ui` and `GET /ui/...` through without a token (the `Host` and
 //! `Origin` checks still apply); every `/api` call the page then makes needs the owner token.
 //!
-//! How the page gets the token: `taskkeeper open` mints a one-time code (`POST /api/ui/codes`,
-//! see [`crate::http::ui_codes`]) and opens `/ui/#code=...`; the page trades the code for the token
-//! at `POST /ui/session`, the one other route open without a token (a page has none yet). The
-//! browser's command line, which every local user can read, so only ever holds a code that
-//! is spent within a second and dead within a minute.
+//! How the page gets the token: `taskkeeper open` mints a one-time code in a private sign-in
+//! page (`POST /api/ui/codes` with `page`, see [`crate::http::ui_codes`]) and opens that file,
+//! which sends the browser on to `/ui/#code=...`; the page trades the code for the token at
+//! `POST /ui/session`, the one other route open without a token (a page has none yet). The
+//! browser's command line, which every local user can read, so holds only the path of a file
+//! no one else can read.
 //!
 //! The directory is read once at start into memory (it is a few hundred KiB): a request can
 //! only ever name a file that was there, so no path (`..`, `%2e%2e`, symlinks made later) can
@@ -23,6 +24,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::http::routes::{Access, Room};
 use axum::body::{Body, Bytes};
@@ -35,7 +37,7 @@ use sha2::{Digest as _, Sha256};
 use taskkeeper_core::Timestamp;
 
 use crate::error::{OwnerError, OwnerErrorKind};
-use crate::http::ui_codes::UiCodes;
+use crate::http::ui_codes::{CODE_LIFETIME, UiCodes};
 
 /// The page's Content Security Policy: its own scripts, styles and API only, never framed.
 pub const CSP: &str = "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'";
@@ -275,13 +277,27 @@ pub(crate) fn rooms(ui: UiState) -> [Room; 3] {
     [files, session, mint]
 }
 
-/// `POST /api/ui/codes`: a sign-in code for the web UI (see `ui_codes.rs`), shown once.
+/// `POST /api/ui/codes`: what to mint. `page`: write the code into a sign-in page for the
+/// browser to open (`taskkeeper open`), so no command line holds it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UiCodeRequest {
+    #[serde(default)]
+    pub page: bool,
+}
+
+/// `POST /api/ui/codes`: a sign-in code for the web UI (see `ui_codes.rs`), shown once, and
+/// the sign-in page that carries it when one was asked for.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct UiCodeView {
     pub code: String,
     pub expires_at: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional))]
+    pub page: Option<String>,
 }
 
 /// `POST /ui/session`: the code from the page's address.
@@ -300,17 +316,34 @@ pub struct UiSessionView {
     pub token: String,
 }
 
-/// `POST /api/ui/codes` (owner token): a code for `taskkeeper open` to put in the address.
-pub(crate) async fn mint_code(State(codes): State<UiCodes>) -> Response {
-    match codes.mint() {
+/// `POST /api/ui/codes` (owner token): a code for `taskkeeper open`, in a sign-in page when
+/// asked. A page is looked at again once its code has lapsed, and removed if still there.
+pub(crate) async fn mint_code(
+    State(codes): State<UiCodes>,
+    crate::http::Body(request): crate::http::Body<UiCodeRequest>,
+) -> Response {
+    let minted = if request.page {
+        codes.mint_page()
+    } else {
+        codes.mint()
+    };
+    match minted {
         Ok(minted) => {
-            tracing::info!(expires_at = %minted.expires_at, "minted a web UI sign-in code");
+            tracing::info!(expires_at = %minted.expires_at, page = minted.page.is_some(), "minted a web UI sign-in code");
+            if minted.page.is_some() {
+                let codes = codes.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(CODE_LIFETIME + Duration::from_secs(1)).await;
+                    codes.lapse();
+                });
+            }
             no_store(
                 (
                     StatusCode::CREATED,
                     axum::Json(UiCodeView {
                         code: minted.code,
                         expires_at: minted.expires_at,
+                        page: minted.page.map(|p| p.display().to_string()),
                     }),
                 )
                     .into_response(),

@@ -86,6 +86,7 @@ fn decls(cfg: &Config) -> Vec<Decl> {
         decl::<crate::error::OwnerError>(cfg),
         decl::<crate::error::ErrorBody>(cfg),
         // Signing a browser page in.
+        decl::<ui::UiCodeRequest>(cfg),
         decl::<ui::UiCodeView>(cfg),
         decl::<ui::UiSessionRequest>(cfg),
         decl::<ui::UiSessionView>(cfg),

@@ -20,6 +20,7 @@ mod mcp;
 mod owner_api;
 mod protojson;
 mod push;
+mod push_targets;
 mod rest;
 mod routes;
 mod streams;

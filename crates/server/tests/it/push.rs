@@ -3,7 +3,9 @@
 //! per-asker isolation; every change reaching the webhook in order with the configured
 //! authentication; a failing webhook getting the push again with backoff on the injected
 //! clock, in order; a restart in the middle; targets in refused ranges refused with nothing
-//! stored, and allowed once the owner says so.
+//! stored, and allowed once the owner says so. The webhook is on this machine, which the owner
+//! allows explicitly in each test (`push.allow_loopback_targets`); `push_targets.rs` holds the
+//! refusals of this machine in its every form.
 
 use std::collections::HashMap;
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
@@ -21,23 +23,23 @@ const V1: Option<&str> = Some("1.0");
 
 /// One request the webhook received.
 #[derive(Debug, Clone)]
-struct Hit {
+pub(crate) struct Hit {
     path: String,
     headers: HashMap<String, String>,
-    body: Value,
+    pub(crate) body: Value,
     /// What the webhook answered.
     status: u16,
 }
 
 /// The webhook: answers 503 to the first `fail_first` requests, then 200.
-struct Webhook {
-    port: u16,
+pub(crate) struct Webhook {
+    pub(crate) port: u16,
     hits: Arc<Mutex<Vec<Hit>>>,
     fail_first: Arc<AtomicUsize>,
 }
 
 impl Webhook {
-    fn start(fail_first: usize) -> Self {
+    pub(crate) fn start(fail_first: usize) -> Self {
         Self::on(TcpListener::bind("127.0.0.1:0").unwrap(), fail_first)
     }
 
@@ -94,17 +96,17 @@ impl Webhook {
         }
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
-    fn hits(&self, path: &str) -> Vec<Hit> {
+    pub(crate) fn hits(&self, path: &str) -> Vec<Hit> {
         let all = self.hits.lock().unwrap();
         all.iter().filter(|h| h.path == path).cloned().collect()
     }
 
     /// The requests to `path` it answered 200, once there are `n`.
-    fn delivered(&self, path: &str, n: usize) -> Vec<Hit> {
+    pub(crate) fn delivered(&self, path: &str, n: usize) -> Vec<Hit> {
         until(&format!("{n} pushes to {path}"), || {
             let ok: Vec<Hit> = self
                 .hits(path)
@@ -116,11 +118,11 @@ impl Webhook {
     }
 }
 
-fn call(method: &str, params: Value) -> Value {
+pub(crate) fn call(method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params})
 }
 
-fn send(message_id: &str, push: Option<Value>) -> Value {
+pub(crate) fn send(message_id: &str, push: Option<Value>) -> Value {
     let mut configuration = json!({"returnImmediately": true});
     if let Some(p) = push {
         configuration["taskPushNotificationConfig"] = p;
@@ -132,7 +134,7 @@ fn send(message_id: &str, push: Option<Value>) -> Value {
     )
 }
 
-fn worker(d: &TestDaemon, id: &str, status: &str, text: &str) {
+pub(crate) fn worker(d: &TestDaemon, id: &str, status: &str, text: &str) {
     let (code, body) = d.call(
         "POST",
         &format!("/api/tasks/{id}/update"),
@@ -148,7 +150,7 @@ fn shape(body: &Value) -> (String, String) {
     (member.clone(), state)
 }
 
-fn task_id(sent: &Value) -> String {
+pub(crate) fn task_id(sent: &Value) -> String {
     sent["result"]["task"]["id"]
         .as_str()
         .unwrap_or_else(|| panic!("{sent}"))
@@ -160,6 +162,7 @@ fn configs_are_set_read_listed_and_deleted_only_by_the_tasks_asker() {
     let d = TestDaemon::start();
     d.with_desk("web");
     let hook = Webhook::start(0);
+    d.set_setting("push.allow_loopback_targets", "true");
     let alice = d.add_asker("alice");
     let bob = d.add_asker("bob");
     let id = task_id(&d.rpc("/a2a/web", &alice, V1, &send("m-1", None)));
@@ -322,6 +325,7 @@ fn every_change_reaches_the_webhook_in_order_with_its_authentication() {
     let d = TestDaemon::start();
     d.with_desk("web");
     let hook = Webhook::start(0);
+    d.set_setting("push.allow_loopback_targets", "true");
     let push = json!({"url": hook.url("/hook"), "token": "tok-7",
                       "authentication": {"scheme": "Bearer", "credentials": "s3cret"}});
     let id = task_id(&d.rpc("/a2a/web", TOKEN, V1, &send("m-1", Some(push))));
@@ -381,6 +385,7 @@ fn a_failing_webhook_gets_the_push_again_with_backoff_in_order() {
     d.with_desk("api");
     d.set_setting("push.retry_first", "10s");
     let hook = Webhook::start(2);
+    d.set_setting("push.allow_loopback_targets", "true");
     let id = task_id(&d.rpc(
         "/a2a/web",
         TOKEN,
@@ -438,6 +443,7 @@ fn a_restart_in_the_middle_still_delivers_what_was_queued() {
     d.set_setting("push.retry_max", "1s");
     // Every push fails until after the restart.
     let hook = Webhook::start(usize::MAX);
+    d.set_setting("push.allow_loopback_targets", "true");
     let id = task_id(&d.rpc(
         "/a2a/web",
         TOKEN,
@@ -542,6 +548,7 @@ fn a_follow_up_to_an_ended_task_is_refused_and_leaves_no_webhook() {
     let d = TestDaemon::start();
     d.with_desk("web");
     let hook = Webhook::start(0);
+    d.set_setting("push.allow_loopback_targets", "true");
     let id = task_id(&d.rpc("/a2a/web", TOKEN, V1, &send("m-1", None)));
     worker(&d, &id, "done", "Added --json");
     let mut follow = send("m-2", Some(json!({"url": hook.url("/f")})));
@@ -578,6 +585,7 @@ fn a_workers_artifacts_are_pushed_as_artifact_updates() {
     assert_eq!(code, 201, "{body}");
     std::fs::write(dir.path().join("report.txt"), "all green").unwrap();
     let hook = Webhook::start(0);
+    d.set_setting("push.allow_loopback_targets", "true");
     let id = task_id(&d.rpc(
         "/a2a/web",
         TOKEN,

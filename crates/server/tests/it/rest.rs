@@ -262,7 +262,9 @@ fn every_method_answers_over_http_json_on_the_tasks_json_rpc_sees() {
     ));
     assert_eq!(working["tasks"][0]["id"], id.as_str(), "{working}");
 
-    // Push notification configs: create, get, list, delete.
+    // Push notification configs: create, get, list, delete (a webhook on this machine, which
+    // the owner allows).
+    d.set_setting("push.allow_loopback_targets", "true");
     let base = format!("/a2a/web/tasks/{id}/pushNotificationConfigs");
     let config = json!({"id": "hook-1", "url": "http://127.0.0.1:9/hook", "token": "t-1"});
     let created = ok(call(&d, a, "POST", &base, Some(&config)));

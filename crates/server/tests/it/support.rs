@@ -63,7 +63,10 @@ impl TestDaemon {
         let mut config = DaemonConfig::new(self.addr.port(), self.data_dir.clone());
         config.token = Some(TOKEN.to_owned());
         change(&mut config);
-        self.daemon = Some(rt.block_on(Daemon::start(config)).unwrap());
+        let daemon = rt.block_on(Daemon::start(config)).unwrap();
+        // `change` may have moved it to another port.
+        self.addr = daemon.addr();
+        self.daemon = Some(daemon);
     }
 
     pub fn daemon(&self) -> &Daemon {

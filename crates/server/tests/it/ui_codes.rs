@@ -1,13 +1,21 @@
 //! The web UI's sign-in codes over real HTTP: the owner mints one at `POST /api/ui/codes`, a
 //! page without a token trades it once at `POST /ui/session`; a spent, unknown or lapsed code
 //! is refused in the daemon's error shape and changes nothing, and the exchange passes the
-//! same `Host` and `Origin` checks as every route.
+//! same `Host` and `Origin` checks as every route. A code asked for in a sign-in page is in a
+//! 0600 file of a 0700 directory, which goes once the code is used, refused or lapsed, and
+//! when the daemon stops or starts.
 
+#[cfg(unix)]
+use std::os::unix::fs::PermissionsExt as _;
+#[cfg(unix)]
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use taskkeeper_core::{Clock as _, ManualClock, SystemClock, Timestamp};
+#[cfg(unix)]
+use taskkeeper_server::http::ui_codes::PAGES_DIR;
 use taskkeeper_server::http::ui_codes::{CODE_LIFETIME, MAX_OUTSTANDING};
 
 use crate::support::{TOKEN, TestDaemon};
@@ -184,6 +192,109 @@ fn minting_needs_the_owner_token_and_a_refusal_mints_nothing() {
         }
     }
     // Had any refusal made a code, the owner could not mint the full number now.
+    for _ in 0..MAX_OUTSTANDING {
+        d.mint();
+    }
+}
+
+/// A minted page: its path, checked to be a private file in a private directory of the data
+/// directory, and the address it sends the browser to.
+#[cfg(unix)]
+fn minted_page(d: &TestDaemon) -> (PathBuf, String) {
+    let (status, minted) = d.call("POST", "/api/ui/codes", Some(&json!({"page": true})));
+    assert_eq!(status, 201, "{minted}");
+    let page = PathBuf::from(minted["page"].as_str().unwrap());
+    assert_eq!(page.parent().unwrap(), d.data_dir.join(PAGES_DIR));
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&page), 0o600, "{}", page.display());
+    assert_eq!(mode(page.parent().unwrap()), 0o700);
+    let html = std::fs::read_to_string(&page).unwrap();
+    let address = html
+        .split("url=")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no refresh address in {html}"))
+        .to_owned();
+    assert_eq!(
+        address,
+        format!(
+            "http://{}/ui/#code={}",
+            d.host(),
+            minted["code"].as_str().unwrap()
+        )
+    );
+    assert!(!html.contains(TOKEN));
+    (page, address)
+}
+
+#[cfg(unix)]
+fn code_of(address: &str) -> &str {
+    address.split("#code=").nth(1).unwrap()
+}
+
+#[cfg(unix)]
+#[test]
+fn a_sign_in_page_is_private_and_gone_once_its_code_is_used_or_lapses() {
+    let clock = ManualClock::new(SystemClock.now());
+    let mut d = TestDaemon::start_with_clock(Arc::new(clock.clone()));
+    let (used, address) = minted_page(&d);
+    assert_eq!(d.exchange(code_of(&address)).0, 200);
+    assert!(
+        !used.exists(),
+        "a used code's page stays: {}",
+        used.display()
+    );
+
+    // A lapsed code's page goes when the code is refused, or at the next mint.
+    let (refused, address) = minted_page(&d);
+    clock.advance(CODE_LIFETIME);
+    assert_refused(&d.exchange(code_of(&address)), "expired");
+    assert!(!refused.exists(), "a refused code's page stays");
+    let (lapsing, _) = minted_page(&d);
+    clock.advance(CODE_LIFETIME);
+    assert!(lapsing.exists());
+    d.mint();
+    assert!(!lapsing.exists(), "a lapsed code's page stays");
+
+    // The daemon's stop removes what is left, and its start what a killed daemon left.
+    let (left, _) = minted_page(&d);
+    d.restart();
+    assert!(!left.exists());
+    let stray = d.data_dir.join(PAGES_DIR).join("open-stray.html");
+    std::fs::write(&stray, "<!doctype html>").unwrap();
+    d.restart();
+    assert!(!stray.exists());
+    let (_, address) = minted_page(&d);
+    assert_eq!(d.exchange(code_of(&address)).0, 200);
+}
+
+/// A sign-in page that cannot be written is refused with what to do instead, and no code is
+/// left waiting for it; so is a request with a field the daemon does not know.
+#[cfg(unix)]
+#[test]
+fn a_page_that_cannot_be_written_or_a_request_that_cannot_be_read_mints_nothing() {
+    let d = TestDaemon::start();
+    let dir = d.data_dir.join(PAGES_DIR);
+    std::fs::remove_dir(&dir).unwrap();
+    std::fs::write(&dir, "in the way").unwrap();
+    for _ in 0..=MAX_OUTSTANDING {
+        // A request the daemon cannot read is refused before anything is minted, too.
+        let (status, body) = d.call("POST", "/api/ui/codes", Some(&json!({"pages": true})));
+        assert_eq!(status, 400, "{body}");
+        assert!(
+            body["error"]["message"].as_str().unwrap().contains("pages"),
+            "{body}"
+        );
+        let (status, body) = d.call("POST", "/api/ui/codes", Some(&json!({"page": true})));
+        assert_eq!(status, 500, "{body}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("cannot write the sign-in page")
+                && message.contains("taskkeeper open --print"),
+            "{message}"
+        );
+        assert!(body.get("code").is_none(), "{body}");
+    }
     for _ in 0..MAX_OUTSTANDING {
         d.mint();
     }
