@@ -211,6 +211,31 @@ fn desk(d: &TestDaemon, name: &str) -> Value {
         .unwrap()
 }
 
+/// The sessions desk `name` has had, live or ended.
+fn sessions_of(d: &TestDaemon, name: &str) -> usize {
+    let (_, list) = d.call("GET", "/api/sessions", None);
+    list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["desk"] == name)
+        .count()
+}
+
+/// Wake the auto-launch loop and wait until a look that began after the caller moved the
+/// clock has finished. A look already under way when the clock moved may have read the old
+/// time and finish first; the loop looks one at a time, so the look that finishes after a
+/// second wake began after the first had finished, with the clock already moved.
+fn looked_since_the_clock_moved(d: &TestDaemon) {
+    for _ in 0..2 {
+        let before = d.daemon().auto_launch_looks();
+        d.daemon().wake_auto_launch();
+        until("the auto-launch loop looked", || {
+            (d.daemon().auto_launch_looks() > before).then_some(())
+        });
+    }
+}
+
 /// The session of this desk has ended (the stand-in exited).
 fn no_live_session(d: &TestDaemon, name: &str) -> Option<()> {
     let v = desk(d, name);
@@ -291,10 +316,18 @@ fn a_desk_with_work_and_no_session_launches_one_by_itself_behind_its_guard() {
         (v["autoLaunchGaveUp"] == true).then_some(v)
     });
     assert_eq!(gave_up["needsSession"], true);
-    // Hours later (the task has not expired yet) it still waits for the owner.
+    // Hours later (the task has not expired yet) it still waits for the owner: the loop looks
+    // at the moved clock and launches nothing (a launch is a new session of the desk).
+    let sessions = sessions_of(&d, "web");
+    assert_eq!(sessions, 5, "one session a launch");
     clock.advance(minutes(6 * 60));
-    d.daemon().wake_auto_launch();
+    looked_since_the_clock_moved(&d);
     assert_eq!(desk(&d, "web")["autoLaunchGaveUp"], true);
+    assert_eq!(
+        sessions_of(&d, "web"),
+        sessions,
+        "hours later: still waiting for the owner"
+    );
     assert_eq!(starts(&log), 5, "hours later: still waiting for the owner");
 
     // The owner launches: the guard starts afresh (and launches again once that one died).
