@@ -411,3 +411,61 @@ fn the_auto_launch_loop_reads_no_task_however_deep_the_queues() {
         "no work, no launch"
     );
 }
+
+/// A stall the owner snoozes for an hour ("Snooze 1 h") is told again once the hour has
+/// passed on the daemon's clock, and not before: at 59 minutes the snooze looks and tells
+/// nothing (the next notice is a later one), at 61 it tells the stall.
+#[test]
+fn a_snoozed_stall_is_told_again_once_the_snooze_has_passed_on_the_daemons_clock() {
+    let (d, clock) = clocked(|_| {});
+    d.with_desk("web");
+    let notices = owner_events(&d, "notice");
+    let stalled = d.add_task("web", "Port the parser");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let tasks = d.daemon().tasks().clone();
+    let stall = taskkeeper_core::Event::Stall;
+    runtime
+        .block_on(tasks.apply(&taskkeeper_core::TaskId::from(stalled.as_str()), stall))
+        .unwrap();
+    // The stall frees the desk: the next task starts, for a notice of its own later.
+    let other = d.add_task("web", "Add a --json flag");
+    assert_eq!(d.task(&other)["state"], "working");
+
+    let owner = d.daemon().owner();
+    let looks = d.daemon().snooze_looks();
+    runtime
+        .block_on(owner.snooze_task(&stalled, minutes(60)))
+        .unwrap();
+    until("the snooze looked at the clock", || {
+        (d.daemon().snooze_looks() > looks).then_some(())
+    });
+
+    clock.advance(minutes(59));
+    let looks = d.daemon().snooze_looks();
+    d.daemon().wake_snoozes();
+    until("the snooze looked at the moved clock", || {
+        (d.daemon().snooze_looks() > looks).then_some(())
+    });
+    // Not yet: the next notice is the one that comes after this look.
+    let (status, out) = d.call(
+        "POST",
+        &format!("/api/tasks/{other}/update"),
+        Some(&json!({"status": "blocked", "text": "Which flag?"})),
+    );
+    assert_eq!(status, 200, "{out}");
+    let next = notices.recv_timeout(Duration::from_secs(20)).unwrap();
+    assert_eq!(
+        (next["kind"].as_str(), next["task"]["id"].as_str()),
+        (Some("blocked"), Some(other.as_str())),
+        "nothing told before the snooze passed: {next}"
+    );
+
+    clock.advance(minutes(2));
+    d.daemon().wake_snoozes();
+    let again = notices.recv_timeout(Duration::from_secs(20)).unwrap();
+    assert_eq!(
+        (again["kind"].as_str(), again["task"]["id"].as_str()),
+        (Some("stalled"), Some(stalled.as_str())),
+        "told again once the snooze passed: {again}"
+    );
+}
