@@ -463,7 +463,10 @@ fn a_log_damaged_after_kill_9_is_refused_untouched_and_recovered_only_on_request
         .unwrap_or_else(|| panic!("counts what it dropped: {report}"));
     assert!(dropped > 0, "{report}");
     let named = lost_in(&report);
-    assert_eq!(named, would_lose, "the doctor named what the recovery dropped");
+    assert_eq!(
+        named, would_lose,
+        "the doctor named what the recovery dropped"
+    );
     // The list is kept beside the copies, in a folder only the owner can read.
     let list = std::fs::read_to_string(aside.join("lost-tasks.txt")).unwrap();
     for id in &named {
@@ -485,7 +488,12 @@ fn a_log_damaged_after_kill_9_is_refused_untouched_and_recovered_only_on_request
         .as_array()
         .unwrap()
         .iter()
-        .map(|t| (t["id"].as_str().unwrap().to_owned(), t["state"].as_str().unwrap().to_owned()))
+        .map(|t| {
+            (
+                t["id"].as_str().unwrap().to_owned(),
+                t["state"].as_str().unwrap().to_owned(),
+            )
+        })
         .collect();
     assert!(
         states.len() < ledger.created.len(),
@@ -497,9 +505,12 @@ fn a_log_damaged_after_kill_9_is_refused_untouched_and_recovered_only_on_request
         .created
         .values()
         .filter(|id| !states.contains_key(*id))
-        .chain(ledger.done.iter().filter(|id| {
-            states.get(*id).is_some_and(|s| s != "completed")
-        }))
+        .chain(
+            ledger
+                .done
+                .iter()
+                .filter(|id| states.get(*id).is_some_and(|s| s != "completed")),
+        )
         .cloned()
         .collect();
     let missing: Vec<&String> = lost.difference(&named).collect();
@@ -508,7 +519,12 @@ fn a_log_damaged_after_kill_9_is_refused_untouched_and_recovered_only_on_request
         "acknowledged tasks lost without being named: {missing:?}\n{report}"
     );
     // Beyond those, only writes whose answer the kill cut off (one in flight a writer).
-    assert!(named.len() <= lost.len() + 4, "{} named, {} lost\n{report}", named.len(), lost.len());
+    assert!(
+        named.len() <= lost.len() + 4,
+        "{} named, {} lost\n{report}",
+        named.len(),
+        lost.len()
+    );
     assert!(
         (named.len() as u64) > dropped,
         "tasks, not transactions: {} tasks, {dropped} transaction(s)\n{report}",

@@ -96,12 +96,8 @@ pub fn lost_tasks(db: &Path) -> Result<Lost, StoreError> {
         path: db.to_owned(),
         reason,
     };
-    let Some((check, images)) = wal::images(db).map_err(|e| {
-        open_err(format!(
-            "cannot read {} and its log: {e}",
-            db.display()
-        ))
-    })?
+    let Some((check, images)) = wal::images(db)
+        .map_err(|e| open_err(format!("cannot read {} and its log: {e}", db.display())))?
     else {
         return Ok(Lost::default());
     };
@@ -254,8 +250,7 @@ pub fn recover(db: &Path, aside: &Path) -> Result<Recovery, StoreError> {
     // Named before anything changes: the damaged log is the only record of what it held.
     let lost = lost_tasks(db)?;
 
-    private_dir(aside)
-        .map_err(|e| open_err(format!("cannot create {}: {e}", aside.display())))?;
+    private_dir(aside).map_err(|e| open_err(format!("cannot create {}: {e}", aside.display())))?;
     let mut copies = Vec::new();
     for file in [db.to_owned(), wal_file.clone(), wal::shm_path(db)] {
         if !file.exists() {

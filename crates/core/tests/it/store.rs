@@ -783,7 +783,12 @@ fn grouped_crash_image(burst: usize) -> (tempfile::TempDir, std::path::PathBuf, 
     // line must not reach the owner's terminal.
     let first = store
         .submit(
-            new_task("web", "a", "m-first", "the first \u{1b}[31mred\nsecond line"),
+            new_task(
+                "web",
+                "a",
+                "m-first",
+                "the first \u{1b}[31mred\nsecond line",
+            ),
             T0,
         )
         .unwrap()
@@ -848,7 +853,10 @@ fn recovery_names_each_acknowledged_task_whose_writes_it_loses() {
     assert_eq!(named.unnamed, None);
     let aside = image.path().join("damaged");
     let recovery = taskkeeper_core::store::recover(&db, &aside).unwrap();
-    assert_eq!(recovery.lost, named, "the doctor and the recovery name the same");
+    assert_eq!(
+        recovery.lost, named,
+        "the doctor and the recovery name the same"
+    );
     let kept = versions(&db);
     let lost: Vec<&String> = committed
         .iter()
@@ -878,7 +886,10 @@ fn recovery_names_each_acknowledged_task_whose_writes_it_loses() {
         line.contains(&first.id) && line.contains("asker a") && line.contains("the first [31mred"),
         "{line}"
     );
-    assert!(!line.contains('\u{1b}') && !line.contains("second line"), "{line:?}");
+    assert!(
+        !line.contains('\u{1b}') && !line.contains("second line"),
+        "{line:?}"
+    );
 
     let list = aside.join(taskkeeper_core::store::LOST_TASKS_FILE);
     #[cfg(unix)]

@@ -287,10 +287,12 @@ fn taken_or_refused(
         "HTTP {status} on {path} for {body}: {text}"
     );
     if status != 200 {
-        let v: Value = serde_json::from_str(&text)
-            .map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
+        let v: Value =
+            serde_json::from_str(&text).map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
         prop_assert!(
-            v["error"]["message"].as_str().is_some_and(|m| !m.is_empty()),
+            v["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()),
             "{text}"
         );
     }

@@ -740,7 +740,10 @@ fn a_task_handed_to_a_session_that_clears_is_handed_again_to_the_next() {
     // Given back: nobody holds it until it is handed again, the ended session included.
     for s in ["s-1", "s-2"] {
         let m = c.refused("task_update", ending(s));
-        assert!(m.contains("has not been handed to this session yet"), "{s}: {m}");
+        assert!(
+            m.contains("has not been handed to this session yet"),
+            "{s}: {m}"
+        );
     }
     assert_eq!(d.task(&id)["state"], "working", "it keeps its place");
 
