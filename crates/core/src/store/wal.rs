@@ -738,6 +738,63 @@ mod tests {
         live.conn.execute_batch("ROLLBACK").unwrap();
     }
 
+    /// Of a whole log both images are the database as committed; past a damaged page only
+    /// the committed one holds the later commits, and it reads as a database.
+    #[test]
+    fn the_images_keep_what_sqlite_keeps_and_what_was_committed() {
+        let live = Live::new(10);
+        let rows = |image: &[u8]| {
+            let mut conn = rusqlite::Connection::open_in_memory().unwrap();
+            conn.deserialize_read_exact(rusqlite::MAIN_DB, image, image.len(), true)
+                .unwrap();
+            conn.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0))
+                .unwrap()
+        };
+        let (_, whole) = images(&live.db).unwrap().unwrap();
+        assert_eq!(whole.kept, whole.committed);
+        assert_eq!(rows(&whole.committed), 10);
+
+        let mut bytes = live.wal();
+        let at = frame_at(&live, 5) + FRAME_HEADER_LEN + 1000;
+        for b in &mut bytes[at..at + 8] {
+            *b ^= 0xff;
+        }
+        std::fs::write(wal_path(&live.db), &bytes).unwrap();
+        let (check, damaged) = images(&live.db).unwrap().unwrap();
+        assert_eq!(check.first_bad_frame, Some(5));
+        // What SQLite keeps: the rows committed before frame 5 (the table took a commit).
+        assert_eq!(rows(&damaged.kept), check.replayed_transactions as i64 - 1);
+        assert!(rows(&damaged.kept) < 10);
+        // Each later commit wrote the table's whole page again, the damaged row included.
+        assert_eq!(rows(&damaged.committed), 10, "{check:?}");
+        assert!(
+            damaged.damaged_pages.is_empty(),
+            "later frames hold its page"
+        );
+
+        // A page written once, in the damaged frame, is not in the committed image: said.
+        let live = Live::new(2);
+        live.conn
+            .execute_batch("CREATE TABLE u (n INTEGER PRIMARY KEY)")
+            .unwrap();
+        let frames = check_files(&live.db).unwrap().unwrap().frames as usize;
+        live.commit(3);
+        let mut bytes = live.wal();
+        // The new table's own page, written by its commit and never again.
+        let page_of = |n: usize| be(&bytes, frame_at(&live, n));
+        let only = (1..=frames)
+            .rev()
+            .find(|&n| page_of(n) != 1 && page_of(n) != 2)
+            .unwrap();
+        let page = page_of(only);
+        let at = frame_at(&live, only) + FRAME_HEADER_LEN + 100;
+        bytes[at] ^= 0xff;
+        std::fs::write(wal_path(&live.db), &bytes).unwrap();
+        let (check, damaged) = images(&live.db).unwrap().unwrap();
+        assert!(check.is_damaged(), "{check:?}");
+        assert_eq!(damaged.damaged_pages, vec![page]);
+    }
+
     #[test]
     fn frames_left_from_before_a_restart_are_not_damage() {
         let live = Live::new(20);
