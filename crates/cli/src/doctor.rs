@@ -1,6 +1,7 @@
 //! `taskkeeper doctor`: what the database's write-ahead log holds, read without letting
 //! SQLite touch it, and with `--recover` the one explicit way past a damaged log (the daemon
-//! refuses to start on one rather than drop committed work unannounced).
+//! refuses to start on one rather than drop committed work unannounced). Either way a damaged
+//! log's loss is named task by task (`store::lost_tasks`): a transaction may hold many tasks.
 
 use std::path::PathBuf;
 
@@ -32,10 +33,11 @@ pub fn doctor(data_dir: Option<PathBuf>, recover: bool) -> anyhow::Result<()> {
     let damaged = found.as_ref().is_some_and(WalCheck::is_damaged);
     if !recover {
         if damaged {
+            say_lost(&store::lost_tasks(&db)?, "would be", None);
             bail!(
                 "the write-ahead log is damaged and `taskkeeper serve` refuses to start; \
                  `taskkeeper doctor --recover` copies the files aside, keeps what verifies \
-                 and reports what was dropped"
+                 and names the tasks it dropped"
             );
         }
         say!("nothing is damaged");
@@ -64,6 +66,11 @@ pub fn doctor(data_dir: Option<PathBuf>, recover: bool) -> anyhow::Result<()> {
             check.dropped()
         );
     }
+    let listed = recovery
+        .aside
+        .as_ref()
+        .map(|(dir, _)| dir.join(store::LOST_TASKS_FILE));
+    say_lost(&recovery.lost, "were", listed.as_deref());
     if recovery.integrity != "ok" {
         bail!(
             "the recovered database fails its integrity check ({}); the damaged files are \
@@ -100,5 +107,21 @@ fn describe(path: &std::path::Path, check: &WalCheck) {
             check.unfinished_frames,
             check.trailing_bytes
         );
+    }
+}
+
+/// The acknowledged tasks whose committed writes are lost, a line each (`LostTask::line`
+/// makes the asker's words safe for a terminal), and what cannot be named.
+fn say_lost(lost: &store::Lost, were: &str, listed: Option<&std::path::Path>) {
+    let in_file = listed.map_or_else(String::new, |p| format!(", listed in {}", p.display()));
+    say!(
+        "lost: {} acknowledged task(s) whose committed writes {were} dropped{in_file}",
+        lost.tasks.len()
+    );
+    for task in &lost.tasks {
+        say!("  {}", task.line());
+    }
+    if let Some(why) = &lost.unnamed {
+        say!("  and more not named: {why}");
     }
 }

@@ -4,7 +4,8 @@
 //!
 //! The queue is not a separate structure: it is the desk's SUBMITTED tasks ordered by
 //! [`Task::queue_seq`]. These functions are the only place that order, the "holds the
-//! desk" rule, and which session may end a task are written down.
+//! desk" rule, which session may end a task, and what a session's end gives back are written
+//! down.
 
 use crate::desk::DeskName;
 use crate::session::{Session, SessionId};
@@ -65,16 +66,19 @@ pub enum NotHeld {
     )]
     NotDelivered { task: TaskId, where_: String },
     #[error(
-        "task {task} was handed to session {other}, not to this one, and is not the desk's current task; nothing changed: that session ends it, or the owner does (`taskkeeper task update`)"
+        "task {task} was handed to session {other}, not to this one; nothing changed: that session ends it, or the owner does (`taskkeeper task update`)"
     )]
     OtherSession { task: TaskId, other: SessionId },
 }
 
 /// Whether `session` may end `task` (the worker's `task_update`): only a task of its own
-/// desk that was handed to it, or its desk's current, delivered task (the desk's session
-/// after a `/clear` goes on with it). A queued or undelivered task is refused, whoever
-/// asks; the owner ends any task without naming a session. An ended task of the desk is
-/// let through, so the transition says it has ended.
+/// desk that was handed to this very session. Another session of the same desk is refused,
+/// even while the task is the desk's current one: a session that ended gave its tasks back
+/// ([`goes_back`]), and its successor (after a `/clear`, say) is handed them again, with
+/// their header, before it may end them. A task a desk's command took names no session, so
+/// any session of the desk may end it. A queued or undelivered task is refused, whoever
+/// asks; the owner ends any task without naming a session. An ended task of the desk is let
+/// through, so the transition says it has ended.
 pub fn session_may_end(task: &Task, session: &Session) -> Result<(), NotHeld> {
     if task.desk != session.desk {
         return Err(NotHeld::OtherDesk {
@@ -88,7 +92,6 @@ pub fn session_may_end(task: &Task, session: &Session) -> Result<(), NotHeld> {
     }
     match &task.delivered_to {
         Some(to) if *to == session.id => Ok(()),
-        Some(_) if holds_desk(task) => Ok(()),
         Some(other) => Err(NotHeld::OtherSession {
             task: task.id.clone(),
             other: other.clone(),
@@ -103,4 +106,13 @@ pub fn session_may_end(task: &Task, session: &Session) -> Result<(), NotHeld> {
             },
         }),
     }
+}
+
+/// Whether `task` goes back to its desk now that session `ended` has ended: it is open and
+/// was handed to that session. It keeps its place (a working task still holds the desk, so
+/// nothing queued overtakes it) and is handed again, whole and with its header, to the
+/// desk's next session, which alone may then end it ([`session_may_end`]). The one rule for
+/// what a session's end does to its tasks; [`crate::Event::HandBack`] applies it.
+pub fn goes_back(task: &Task, ended: &SessionId) -> bool {
+    task.is_open() && task.delivered_to.as_ref() == Some(ended)
 }

@@ -59,6 +59,10 @@ pub enum Event {
     Delivered {
         to: Option<crate::session::SessionId>,
     },
+    /// The session the task was handed to has ended: it goes back to its desk, to be handed
+    /// again, with its header, to the desk's next session (when [`crate::queue::goes_back`]
+    /// says so; otherwise nothing changes). A new session starts a new ladder.
+    HandBack { from: crate::session::SessionId },
     /// The session was told that a task it had was canceled.
     CancelTold,
     /// The worker's latest words at the end of a turn.
@@ -86,6 +90,7 @@ impl Event {
             Event::Resume => "resume",
             Event::Acknowledge => "acknowledge",
             Event::Delivered { .. } => "delivered",
+            Event::HandBack { .. } => "hand-back",
             Event::CancelTold => "cancel-told",
             Event::WorkerSaid { .. } => "worker-said",
             Event::OwnerWait { .. } => "owner-wait",
@@ -290,6 +295,14 @@ pub fn apply(task: &Task, event: Event, now: Timestamp) -> Result<Task, Transiti
             if to.is_some() {
                 next.delivered_to = to;
             }
+        }
+        Event::HandBack { from } => {
+            if !crate::queue::goes_back(task, &from) {
+                return Ok(next);
+            }
+            next.delivered_at = None;
+            next.delivered_to = None;
+            next.reminders_sent = 0;
         }
         Event::CancelTold => {
             if !task.cancel_to_tell() {

@@ -396,6 +396,16 @@ impl Daemon {
         self.owner.auto_launches().poke();
     }
 
+    /// Make the stalls the owner snoozed look at the clock now (for tests that moved it).
+    pub fn wake_snoozes(&self) {
+        self.owner.wake_snoozes();
+    }
+
+    /// How many times the snoozed stalls have looked at the clock since the start.
+    pub fn snooze_looks(&self) -> u64 {
+        self.owner.snooze_looks()
+    }
+
     /// How many times the auto-launch loop has looked at the desks since the start.
     pub fn auto_launch_looks(&self) -> u64 {
         self.owner.auto_launches().looks()

@@ -16,7 +16,7 @@ pub mod wal;
 mod writer;
 
 pub use reads::Reads;
-pub use recover::{Recovery, aside_dir, recover};
+pub use recover::{LOST_TASKS_FILE, Lost, LostTask, Recovery, aside_dir, lost_tasks, recover};
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -72,7 +72,7 @@ pub enum StoreError {
     )]
     Corrupt { path: PathBuf, detail: String },
     #[error(
-        "the write-ahead log {wal} of {path} is damaged: {detail}. Taskkeeper did not start, so nothing was dropped, and left {path}, {wal} and {shm} untouched. `taskkeeper doctor` shows what verifies; `taskkeeper doctor --recover` copies the three files aside, keeps what verifies and reports what was dropped"
+        "the write-ahead log {wal} of {path} is damaged: {detail}. Taskkeeper did not start, so nothing was dropped, and left {path}, {wal} and {shm} untouched. `taskkeeper doctor` shows what verifies and names the tasks whose writes would be lost; `taskkeeper doctor --recover` copies the three files aside, keeps what verifies and names the tasks it dropped"
     )]
     WalDamaged {
         path: PathBuf,

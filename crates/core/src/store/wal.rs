@@ -14,6 +14,10 @@
 //! the same log, says how many frames SQLite itself last knew as committed; a log that ends
 //! before them was cut short.
 //!
+//! For a damaged log it also folds the frames into two page images of the database, as SQLite
+//! would keep it and as it was committed ([`images`]), so recovery can name the tasks whose
+//! committed writes the damage loses.
+//!
 //! Written by hand: no maintained crate verifies a WAL and looks beyond its valid prefix;
 //! the format is small and fixed (<https://www.sqlite.org/walformat.html>). The tests build
 //! their logs with real SQLite.
@@ -27,6 +31,8 @@ pub const FRAME_HEADER_LEN: usize = 24;
 const MAGIC_LE: u32 = 0x377f_0682;
 const MAGIC_BE: u32 = 0x377f_0683;
 const VERSION: u32 = 3_007_000;
+/// The largest database image [`images`] builds, in bytes.
+const MAX_IMAGE: usize = 1 << 32;
 
 /// `<db>-wal`.
 pub fn wal_path(db: &Path) -> PathBuf {
@@ -250,7 +256,39 @@ fn fill(reader: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
 }
 
 /// Check a log read from `reader`; `index` is the `-shm` header, if one was readable.
-pub fn check(mut reader: impl Read, index: Option<IndexHeader>) -> io::Result<WalCheck> {
+pub fn check(reader: impl Read, index: Option<IndexHeader>) -> io::Result<WalCheck> {
+    walk(reader, index, false).map(|(check, _)| check)
+}
+
+/// How a frame fares when the log is replayed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    /// In the verified prefix SQLite replays (kept if a commit of the prefix follows it).
+    Prefix,
+    /// After the first bad frame, but it carries the log's salts and verifies against its
+    /// predecessor: written and, if a commit follows, committed; SQLite drops it.
+    Verified,
+    /// Neither: damaged, or left from before the log started over.
+    Bad,
+}
+
+/// One frame: the page it holds and, for a commit, the database's size in pages after it.
+#[derive(Debug, Clone)]
+struct Frame {
+    page_no: u32,
+    commit_size: u32,
+    fate: Fate,
+    /// The page, when the walk keeps them.
+    page: Vec<u8>,
+}
+
+/// [`check`], and each frame's fate (with its page when `keep_pages`).
+fn walk(
+    mut reader: impl Read,
+    index: Option<IndexHeader>,
+    keep_pages: bool,
+) -> io::Result<(WalCheck, Vec<Frame>)> {
+    let mut frames = Vec::new();
     let mut out = WalCheck::default();
     let mut header = [0u8; HEADER_LEN];
     let got = fill(&mut reader, &mut header)?;
@@ -258,7 +296,7 @@ pub fn check(mut reader: impl Read, index: Option<IndexHeader>) -> io::Result<Wa
     if got < HEADER_LEN {
         // Never written past its start: there is nothing in it to replay or to lose.
         out.trailing_bytes = got as u64;
-        return Ok(out);
+        return Ok((out, frames));
     }
     let magic = be(&header, 0);
     let order = match magic {
@@ -287,7 +325,7 @@ pub fn check(mut reader: impl Read, index: Option<IndexHeader>) -> io::Result<Wa
         reader.read_to_end(&mut rest)?;
         out.bytes += rest.len() as u64;
         out.trailing_bytes = rest.len() as u64;
-        return Ok(out);
+        return Ok((out, frames));
     }
     out.page_size = Some(page_size);
 
@@ -332,6 +370,18 @@ pub fn check(mut reader: impl Read, index: Option<IndexHeader>) -> io::Result<Wa
             checksum(order, &frame[FRAME_HEADER_LEN..], s)
         };
         let salts = *salts.get_or_insert(frame_salts);
+        let mut keep = |fate| {
+            frames.push(Frame {
+                page_no,
+                commit_size: be(&frame, 4),
+                fate,
+                page: if keep_pages {
+                    frame[FRAME_HEADER_LEN..].to_vec()
+                } else {
+                    Vec::new()
+                },
+            });
+        };
         if in_prefix {
             let next = sum_from(running);
             if page_no != 0 && frame_salts == salts && next == stored {
@@ -343,6 +393,7 @@ pub fn check(mut reader: impl Read, index: Option<IndexHeader>) -> io::Result<Wa
                 }
                 prev_stored = stored;
                 prev_computed = next;
+                keep(Fate::Prefix);
                 continue;
             }
             in_prefix = false;
@@ -355,6 +406,7 @@ pub fn check(mut reader: impl Read, index: Option<IndexHeader>) -> io::Result<Wa
         if verifies && is_commit {
             out.dropped_transactions += 1;
         }
+        keep(if verifies { Fate::Verified } else { Fate::Bad });
         prev_stored = stored;
         prev_computed = from_stored;
     }
@@ -365,7 +417,108 @@ pub fn check(mut reader: impl Read, index: Option<IndexHeader>) -> io::Result<Wa
     {
         out.index_committed_frames = Some(u64::from(index.max_frame));
     }
-    Ok(out)
+    Ok((out, frames))
+}
+
+/// The database as SQLite would open it beside this log, and as it was committed: two page
+/// images, read from the files without letting SQLite touch them.
+#[derive(Debug, Clone)]
+pub struct Images {
+    /// The database file with the replayed prefix of the log folded in: what SQLite keeps.
+    pub kept: Vec<u8>,
+    /// The same, with every frame past the damage that verifies against its predecessor
+    /// folded in too, to the last commit among them: what was committed (and so
+    /// acknowledged). The damaged frames are left out, so a page they alone held is as it
+    /// was before them.
+    pub committed: Vec<u8>,
+    /// The pages whose last committed version is in a damaged frame, no later frame holding
+    /// them: what only they held is not in `committed`.
+    pub damaged_pages: Vec<u32>,
+}
+
+/// The two [`Images`] of `db` and its log, with the log's [`WalCheck`]; `None` when there is
+/// no log. Each image is a whole database in rollback-journal mode (header bytes 18 and 19
+/// set to 1), to be opened in memory (`sqlite3_deserialize`). Reads only.
+pub fn images(db: &Path) -> io::Result<Option<(WalCheck, Images)>> {
+    let file = match File::open(wal_path(db)) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if file.metadata()?.len() == 0 {
+        return Ok(None);
+    }
+    let index = match std::fs::read(shm_path(db)) {
+        Ok(b) => index_header(&b),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e),
+    };
+    let (check, frames) = walk(io::BufReader::new(file), index, true)?;
+    let main = std::fs::read(db)?;
+    let page_size = check.page_size.unwrap_or(4096) as usize;
+    let replayed = usize::try_from(check.replayed_frames).unwrap_or(usize::MAX);
+    let kept = fold(&main, page_size, frames.iter().take(replayed));
+    let written = |f: &&Frame| f.fate != Fate::Bad;
+    let last_commit = frames
+        .iter()
+        .rposition(|f| written(&f) && f.commit_size != 0)
+        .map_or(0, |i| i + 1);
+    let committed = fold(
+        &main,
+        page_size,
+        frames.iter().take(last_commit).filter(written),
+    );
+    let mut damaged_pages = Vec::new();
+    for (i, f) in frames.iter().enumerate().take(last_commit) {
+        let later = &frames[i + 1..last_commit];
+        if f.fate == Fate::Bad
+            && f.page_no != 0
+            && !later.iter().any(|l| written(&l) && l.page_no == f.page_no)
+            && !damaged_pages.contains(&f.page_no)
+        {
+            damaged_pages.push(f.page_no);
+        }
+    }
+    Ok(Some((
+        check,
+        Images {
+            kept,
+            committed,
+            damaged_pages,
+        },
+    )))
+}
+
+/// `main` with `frames` written over it in order, as a checkpoint would: each page at its
+/// place, and the file cut to the size each commit names.
+fn fold<'a>(main: &[u8], page_size: usize, frames: impl Iterator<Item = &'a Frame>) -> Vec<u8> {
+    let mut image = main.to_vec();
+    let mut size = None;
+    for f in frames {
+        let at = (f.page_no as usize - 1) * page_size;
+        // A verified frame is SQLite's own; this only keeps a freak one from asking for
+        // terabytes.
+        if at > MAX_IMAGE {
+            continue;
+        }
+        if image.len() < at + page_size {
+            image.resize(at + page_size, 0);
+        }
+        image[at..at + page_size].copy_from_slice(&f.page);
+        if f.commit_size != 0 {
+            size = Some(f.commit_size as usize * page_size);
+        }
+    }
+    if let Some(size) = size {
+        image.resize(size, 0);
+    }
+    // Bytes 18 and 19: the file format's write and read versions, 2 for WAL. In memory there
+    // is no log: 1, the rollback journal.
+    if image.len() >= 20 {
+        image[18] = 1;
+        image[19] = 1;
+    }
+    image
 }
 
 #[cfg(test)]
@@ -583,6 +736,63 @@ mod tests {
         assert_eq!(check.replayed_frames, committed.replayed_frames);
         assert!(!check.is_damaged(), "{check:?}");
         live.conn.execute_batch("ROLLBACK").unwrap();
+    }
+
+    /// Of a whole log both images are the database as committed; past a damaged page only
+    /// the committed one holds the later commits, and it reads as a database.
+    #[test]
+    fn the_images_keep_what_sqlite_keeps_and_what_was_committed() {
+        let live = Live::new(10);
+        let rows = |image: &[u8]| {
+            let mut conn = rusqlite::Connection::open_in_memory().unwrap();
+            conn.deserialize_read_exact(rusqlite::MAIN_DB, image, image.len(), true)
+                .unwrap();
+            conn.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0))
+                .unwrap()
+        };
+        let (_, whole) = images(&live.db).unwrap().unwrap();
+        assert_eq!(whole.kept, whole.committed);
+        assert_eq!(rows(&whole.committed), 10);
+
+        let mut bytes = live.wal();
+        let at = frame_at(&live, 5) + FRAME_HEADER_LEN + 1000;
+        for b in &mut bytes[at..at + 8] {
+            *b ^= 0xff;
+        }
+        std::fs::write(wal_path(&live.db), &bytes).unwrap();
+        let (check, damaged) = images(&live.db).unwrap().unwrap();
+        assert_eq!(check.first_bad_frame, Some(5));
+        // What SQLite keeps: the rows committed before frame 5 (the table took a commit).
+        assert_eq!(rows(&damaged.kept), check.replayed_transactions as i64 - 1);
+        assert!(rows(&damaged.kept) < 10);
+        // Each later commit wrote the table's whole page again, the damaged row included.
+        assert_eq!(rows(&damaged.committed), 10, "{check:?}");
+        assert!(
+            damaged.damaged_pages.is_empty(),
+            "later frames hold its page"
+        );
+
+        // A page written once, in the damaged frame, is not in the committed image: said.
+        let live = Live::new(2);
+        live.conn
+            .execute_batch("CREATE TABLE u (n INTEGER PRIMARY KEY)")
+            .unwrap();
+        let frames = check_files(&live.db).unwrap().unwrap().frames as usize;
+        live.commit(3);
+        let mut bytes = live.wal();
+        // The new table's own page, written by its commit and never again.
+        let page_of = |n: usize| be(&bytes, frame_at(&live, n));
+        let only = (1..=frames)
+            .rev()
+            .find(|&n| page_of(n) != 1 && page_of(n) != 2)
+            .unwrap();
+        let page = page_of(only);
+        let at = frame_at(&live, only) + FRAME_HEADER_LEN + 100;
+        bytes[at] ^= 0xff;
+        std::fs::write(wal_path(&live.db), &bytes).unwrap();
+        let (check, damaged) = images(&live.db).unwrap().unwrap();
+        assert!(check.is_damaged(), "{check:?}");
+        assert_eq!(damaged.damaged_pages, vec![page]);
     }
 
     #[test]

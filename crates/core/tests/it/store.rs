@@ -681,6 +681,14 @@ fn a_log_cut_short_of_its_commits_is_refused() {
     let err = Store::open(&db, StoreOptions::default()).unwrap_err();
     assert!(matches!(err, StoreError::WalDamaged { .. }), "{err}");
     assert!(err.to_string().contains("-shm index"), "{err}");
+    // What was cut off cannot be named, and recovery says so rather than name nothing.
+    let lost = taskkeeper_core::store::lost_tasks(&db).unwrap();
+    assert!(
+        lost.unnamed
+            .as_deref()
+            .is_some_and(|why| why.contains("gone from the log")),
+        "{lost:?}"
+    );
 }
 
 #[test]
@@ -749,6 +757,156 @@ fn recovery_copies_the_damaged_files_aside_keeps_what_verifies_and_counts_what_i
 fn schema_commits(whole: &wal::WalCheck) -> u64 {
     // 30 tasks and one desk; the rest created the schema.
     whole.replayed_transactions - 31
+}
+
+/// Every task in the database at `db` (opened by the store, so its log is replayed), by id,
+/// with its version.
+fn versions(db: &std::path::Path) -> std::collections::BTreeMap<String, u64> {
+    let store = Store::open(db, StoreOptions::default()).unwrap();
+    store
+        .tasks(&TaskFilter::default())
+        .unwrap()
+        .into_iter()
+        .map(|t| (t.id.to_string(), t.version))
+        .collect()
+}
+
+/// A crash image whose log holds many tasks a transaction: one task, then `burst` submitted
+/// at once (the writer commits what is queued in one transaction), then the first of them and
+/// every third one finished. Returns the image, its database, and the last frame of the first
+/// task's commit.
+fn grouped_crash_image(burst: usize) -> (tempfile::TempDir, std::path::PathBuf, usize) {
+    let live = tempfile::tempdir().unwrap();
+    let store = open(&live);
+    with_desk(&store, "web");
+    // The asker's text goes through terminal_safe when it is shown: an escape and a second
+    // line must not reach the owner's terminal.
+    let first = store
+        .submit(
+            new_task(
+                "web",
+                "a",
+                "m-first",
+                "the first \u{1b}[31mred\nsecond line",
+            ),
+            T0,
+        )
+        .unwrap()
+        .task;
+    let live_db = live.path().join("tasks.db");
+    let first_commit = wal::check_files(&live_db).unwrap().unwrap().replayed_frames as usize;
+    let (tx, rx) = std::sync::mpsc::channel();
+    for i in 0..burst {
+        let tx = tx.clone();
+        store.submit_then(
+            new_task("web", "b", &format!("m{i}"), &format!("request {i}")),
+            taskkeeper_core::store::Resend::SameTask,
+            None,
+            T0,
+            move |r| tx.send(r.map(|c| c.task.id)).unwrap(),
+        );
+    }
+    let ids: Vec<TaskId> = (0..burst).map(|_| rx.recv().unwrap().unwrap()).collect();
+    for id in std::iter::once(&first.id).chain(ids.iter().step_by(3)) {
+        store
+            .apply(
+                id,
+                Event::WorkerDone {
+                    summary: "done".into(),
+                },
+                T0,
+            )
+            .unwrap();
+    }
+    let image = tempfile::tempdir().unwrap();
+    for suffix in ["", "-wal", "-shm"] {
+        let name = format!("tasks.db{suffix}");
+        std::fs::copy(live.path().join(&name), image.path().join(&name)).unwrap();
+    }
+    drop(store);
+    let db = image.path().join("tasks.db");
+    (image, db, first_commit)
+}
+
+/// Recovery names every acknowledged task whose committed writes the damage loses, not the
+/// transactions: with many tasks a commit, the count of dropped transactions is far below
+/// the tasks lost (issue 24: "43 committed transaction(s)", 115 tasks gone, none named). The
+/// doctor names them before anything changes; recovery writes the list into the aside
+/// folder, which only the owner can read.
+#[test]
+fn recovery_names_each_acknowledged_task_whose_writes_it_loses() {
+    let (image, db, first_commit) = grouped_crash_image(60);
+    let whole_copy = tempfile::tempdir().unwrap();
+    for suffix in ["", "-wal", "-shm"] {
+        let name = format!("tasks.db{suffix}");
+        std::fs::copy(image.path().join(&name), whole_copy.path().join(&name)).unwrap();
+    }
+    let committed = versions(&whole_copy.path().join("tasks.db"));
+    assert_eq!(committed.len(), 61);
+    damage_frame(&db, first_commit);
+    let found = wal::check_files(&db).unwrap().unwrap();
+    assert!(found.is_damaged(), "{found:?}");
+
+    let before = files(&db);
+    let named = taskkeeper_core::store::lost_tasks(&db).unwrap();
+    assert_eq!(files(&db), before, "naming them changed nothing");
+    assert_eq!(named.unnamed, None);
+    let aside = image.path().join("damaged");
+    let recovery = taskkeeper_core::store::recover(&db, &aside).unwrap();
+    assert_eq!(
+        recovery.lost, named,
+        "the doctor and the recovery name the same"
+    );
+    let kept = versions(&db);
+    let lost: Vec<&String> = committed
+        .iter()
+        .filter(|(id, v)| kept.get(*id).is_none_or(|k| k < v))
+        .map(|(id, _)| id)
+        .collect();
+    let listed: Vec<&String> = named.tasks.iter().map(|t| &t.id).collect();
+    assert_eq!(listed, lost, "each lost task named, and no other");
+    assert!(lost.len() > 50, "{}", lost.len());
+    assert!(
+        (lost.len() as u64) > recovery.dropped_transactions() + 1,
+        "tasks lost, not transactions: {} tasks, {} transaction(s)",
+        lost.len(),
+        recovery.dropped_transactions()
+    );
+
+    // Each line names the task, its asker and its request's first line, made safe.
+    let first = named
+        .tasks
+        .iter()
+        .find(|t| t.asker == "a")
+        .expect("the first task is lost too");
+    assert_eq!(first.kept, None, "{first:?}");
+    assert_eq!(first.committed.0, "completed");
+    let line = first.line();
+    assert!(
+        line.contains(&first.id) && line.contains("asker a") && line.contains("the first [31mred"),
+        "{line}"
+    );
+    assert!(
+        !line.contains('\u{1b}') && !line.contains("second line"),
+        "{line:?}"
+    );
+
+    let list = aside.join(taskkeeper_core::store::LOST_TASKS_FILE);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = |p: &std::path::Path| p.metadata().unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&aside), 0o700, "the aside folder is the owner's only");
+        assert_eq!(mode(&list), 0o600);
+    }
+    let text = std::fs::read_to_string(&list).unwrap();
+    assert!(
+        text.starts_with(&format!("{} acknowledged task(s)", lost.len())),
+        "{text}"
+    );
+    for t in &named.tasks {
+        assert!(text.contains(&t.line()), "{text}");
+    }
 }
 
 #[test]

@@ -21,12 +21,17 @@ fn starting_points() -> Vec<(&'static str, Task)> {
     };
     let mut stalled = with_state(TaskState::Working);
     stalled.stalled_at = Some(now);
+    let mut handed = with_state(TaskState::Working);
+    handed.delivered_at = Some(now);
+    handed.delivered_to = Some(taskkeeper_core::SessionId::from("s-1"));
+    handed.reminders_sent = 1;
     let mut acked = with_state(TaskState::Completed);
     acked.acknowledged_at = Some(now);
     vec![
         ("submitted", base.clone()),
         ("working", with_state(TaskState::Working)),
         ("working+stalled", stalled),
+        ("working+handed", handed),
         ("input-required", with_state(TaskState::InputRequired)),
         ("auth-required", with_state(TaskState::AuthRequired)),
         ("completed", with_state(TaskState::Completed)),
@@ -65,6 +70,9 @@ fn events() -> Vec<Event> {
         Event::Acknowledge,
         Event::Delivered { to: None },
         Event::CancelTold,
+        Event::HandBack {
+            from: taskkeeper_core::SessionId::from("s-1"),
+        },
         Event::WorkerSaid {
             text: "Now writing the probe".into(),
         },
@@ -109,6 +117,7 @@ fn outcome(before: &Task, result: &Result<Task, TransitionError>) -> String {
                 ("expired", t.expired_at.is_some()),
                 ("acked", t.acknowledged_at.is_some()),
                 ("delivered", t.delivered_at.is_some()),
+                ("handed", t.delivered_to.is_some()),
                 ("waiting", t.waiting_on_owner),
                 ("said", t.last_words.is_some()),
                 ("told", t.cancel_told_at.is_some()),
@@ -125,6 +134,9 @@ fn outcome(before: &Task, result: &Result<Task, TransitionError>) -> String {
             }
             if t.reminders_sent > before.reminders_sent {
                 s.push_str("+reminded");
+            }
+            if t.reminders_sent < before.reminders_sent {
+                s.push_str("+new-ladder");
             }
             s
         }
@@ -148,18 +160,20 @@ fn every_state_and_event() {
         table.push('\n');
     }
     // Columns: start done blocked failed rejected follow-up cancel expire remind stall resume ack
-    //          delivered cancel-told worker-said owner-wait add-artifacts append-artifact
+    //          delivered cancel-told hand-back worker-said owner-wait add-artifacts
+    //          append-artifact
     let expected = [
-        "submitted       | working completed input-required failed rejected submitted canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen !NothingToDeliver !NothingToDeliver submitted+said submitted+waiting submitted+attached submitted+attached+chunking",
-        "working         | !NotQueued completed input-required failed rejected working canceled canceled+expired working+reminded working+stalled !NotStalled !StillOpen working+delivered !NothingToDeliver working+said working+waiting working+attached working+attached+chunking",
-        "working+stalled | !NotQueued completed+stalled input-required failed+stalled rejected+stalled working canceled+stalled canceled+stalled+expired !NotWorking !NotWorking working !StillOpen working+stalled+delivered !NothingToDeliver working+stalled+said working+stalled+waiting working+stalled+attached working+stalled+attached+chunking",
-        "input-required  | !NotQueued completed input-required failed rejected working canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen !NothingToDeliver !NothingToDeliver input-required+said input-required+waiting input-required+attached input-required+attached+chunking",
-        "auth-required   | !NotQueued completed input-required failed rejected working canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen !NothingToDeliver !NothingToDeliver auth-required+said auth-required+waiting auth-required+attached auth-required+attached+chunking",
-        "completed       | !NotQueued !Ended !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled completed+acked !NothingToDeliver !NothingToDeliver !Ended !Ended !Ended !Ended",
-        "completed+acked | !NotQueued !Ended !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled same !NothingToDeliver !NothingToDeliver !Ended !Ended !Ended !Ended",
-        "failed          | !NotQueued !Ended !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled failed+acked !NothingToDeliver !NothingToDeliver !Ended !Ended !Ended !Ended",
-        "canceled        | !NotQueued !Ended !Ended !Ended !Ended !Ended same !Ended !NotWorking !NotWorking !NotStalled canceled+acked !NothingToDeliver !NothingToDeliver !Ended !Ended !Ended !Ended",
-        "rejected        | !NotQueued !Ended !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled rejected+acked !NothingToDeliver !NothingToDeliver !Ended !Ended !Ended !Ended",
+        "submitted       | working completed input-required failed rejected submitted canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen !NothingToDeliver !NothingToDeliver same submitted+said submitted+waiting submitted+attached submitted+attached+chunking",
+        "working         | !NotQueued completed input-required failed rejected working canceled canceled+expired working+reminded working+stalled !NotStalled !StillOpen working+delivered !NothingToDeliver same working+said working+waiting working+attached working+attached+chunking",
+        "working+stalled | !NotQueued completed+stalled input-required failed+stalled rejected+stalled working canceled+stalled canceled+stalled+expired !NotWorking !NotWorking working !StillOpen working+stalled+delivered !NothingToDeliver same working+stalled+said working+stalled+waiting working+stalled+attached working+stalled+attached+chunking",
+        "working+handed  | !NotQueued completed+delivered+handed input-required+delivered+handed failed+delivered+handed rejected+delivered+handed working+handed+new-ladder canceled+delivered+handed canceled+expired+delivered+handed working+delivered+handed+reminded working+stalled+delivered+handed !NotStalled !StillOpen !NothingToDeliver !NothingToDeliver working+new-ladder working+delivered+handed+said working+delivered+handed+waiting working+delivered+handed+attached working+delivered+handed+attached+chunking",
+        "input-required  | !NotQueued completed input-required failed rejected working canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen !NothingToDeliver !NothingToDeliver same input-required+said input-required+waiting input-required+attached input-required+attached+chunking",
+        "auth-required   | !NotQueued completed input-required failed rejected working canceled canceled+expired !NotWorking !NotWorking !NotStalled !StillOpen !NothingToDeliver !NothingToDeliver same auth-required+said auth-required+waiting auth-required+attached auth-required+attached+chunking",
+        "completed       | !NotQueued !Ended !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled completed+acked !NothingToDeliver !NothingToDeliver same !Ended !Ended !Ended !Ended",
+        "completed+acked | !NotQueued !Ended !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled same !NothingToDeliver !NothingToDeliver same !Ended !Ended !Ended !Ended",
+        "failed          | !NotQueued !Ended !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled failed+acked !NothingToDeliver !NothingToDeliver same !Ended !Ended !Ended !Ended",
+        "canceled        | !NotQueued !Ended !Ended !Ended !Ended !Ended same !Ended !NotWorking !NotWorking !NotStalled canceled+acked !NothingToDeliver !NothingToDeliver same !Ended !Ended !Ended !Ended",
+        "rejected        | !NotQueued !Ended !Ended !Ended !Ended !Ended !NotCancelable !Ended !NotWorking !NotWorking !NotStalled rejected+acked !NothingToDeliver !NothingToDeliver same !Ended !Ended !Ended !Ended",
     ]
     .join("\n")
         + "\n";
@@ -316,6 +330,12 @@ fn arb_event() -> impl Strategy<Value = Event> {
         Just(Event::Resume),
         Just(Event::Acknowledge),
         Just(Event::Delivered { to: None }),
+        Just(Event::Delivered {
+            to: Some(taskkeeper_core::SessionId::from("s-1"))
+        }),
+        Just(Event::HandBack {
+            from: taskkeeper_core::SessionId::from("s-1")
+        }),
         Just(Event::CancelTold),
         any::<u8>().prop_map(|n| Event::WorkerSaid {
             text: format!("words {n}")

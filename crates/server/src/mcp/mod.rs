@@ -19,7 +19,7 @@
 //! is refused. A session Taskkeeper launched carries both in headers of its private MCP
 //! configuration, which no argument overrides. A worker's call must name a proven session
 //! the daemon knows, and that session scopes the call: `task_update` ends only a task handed
-//! to it or its desk's current one ([`taskkeeper_core::queue::session_may_end`]), `task_get`
+//! to it ([`taskkeeper_core::queue::session_may_end`]), `task_get`
 //! refuses a task of another desk, `task_list` lists that desk, and `task_send` asks as
 //! `desk:<desk>` (a name no registered asker can have, since asker names cannot contain
 //! ':'). The owner's token may name a session without proof, or none: then it acts as the

@@ -10,6 +10,7 @@ mod desks;
 pub(crate) mod digest;
 mod events;
 mod routes;
+mod snooze;
 #[cfg(test)]
 mod ui_types;
 mod worker;
@@ -46,6 +47,8 @@ pub struct OwnerService {
     machine: std::sync::Arc<crate::owner::agents::Machine>,
     /// The desks that launch a session by themselves: their guard (`autolaunch.rs`).
     auto_launches: std::sync::Arc<crate::owner::autolaunch::AutoLaunches>,
+    /// The stalls the owner snoozed, waiting on the daemon's clock (`snooze.rs`).
+    snoozes: std::sync::Arc<snooze::Snoozes>,
 }
 
 /// Which tasks to list.
@@ -136,6 +139,7 @@ impl OwnerService {
             stop,
             machine: std::sync::Arc::new(machine),
             auto_launches: std::sync::Arc::default(),
+            snoozes: std::sync::Arc::default(),
         }
     }
 
@@ -279,50 +283,6 @@ impl OwnerService {
         let changed = self.tasks.apply(&TaskId::from(id), Event::Resume).await?;
         self.reschedule();
         Ok(TaskView::from(&changed.task))
-    }
-
-    /// Tell the owner about a stalled task again after `after` (a notification's "Snooze 1 h"),
-    /// if it is still stalled then. The task itself is not changed, and a snooze does not
-    /// outlive the daemon: after a restart the stall shows in the tray and the list as ever.
-    pub async fn snooze_task(
-        &self,
-        id: &str,
-        after: std::time::Duration,
-    ) -> Result<TaskView, OwnerError> {
-        let id = TaskId::from(id);
-        let task = self
-            .tasks
-            .get(&id)
-            .await?
-            .ok_or_else(|| StoreError::NoSuchTask(id.clone()))?;
-        if task.stalled_at.is_none() || !task.is_open() {
-            return Err(OwnerError::invalid(format!(
-                "task {id} is not stalled ({}); only a stalled task can be snoozed",
-                task.state()
-            )));
-        }
-        tracing::info!(task = %id, after_s = after.as_secs(), "stall snoozed");
-        let (tasks, notifier, mut stop) = (
-            self.tasks.clone(),
-            self.sessions.notifier().clone(),
-            self.stop.clone(),
-        );
-        tokio::spawn(async move {
-            tokio::select! {
-                () = tokio::time::sleep(after) => {}
-                _ = stop.wait_for(|stopping| *stopping) => return,
-            }
-            match tasks.get(&id).await {
-                Ok(Some(task)) if task.is_open() && task.stalled_at.is_some() => {
-                    notifier.stalled(&task);
-                }
-                Ok(_) => tracing::debug!(task = %id, "a snoozed stall ended meanwhile"),
-                Err(error) => {
-                    tracing::warn!(%error, task = %id, "could not re-read a snoozed task")
-                }
-            }
-        });
-        Ok(TaskView::from(&task))
     }
 
     async fn blocking<R: Send + 'static>(

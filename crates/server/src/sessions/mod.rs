@@ -208,13 +208,31 @@ impl Sessions {
     }
 
     /// The one place the desk's waiting-on-owner mark follows a session's activity
-    /// (`session::owner_wait_change`): every change of activity comes through here, from an
-    /// edge or a level signal, so no adapter sets or clears the mark on its own.
+    /// (`session::owner_wait_change`), and the one place a session's end reaches its tasks:
+    /// every change of activity comes through here, from an edge or a level signal (the hook
+    /// that says so, `/clear`, a killed process, a launched session that exits), so no
+    /// adapter sets or clears the mark, or gives a task back, on its own.
     async fn activity_moved(&self, session: &Session, before: Activity) {
         if let Some(waiting) = taskkeeper_core::session::owner_wait_change(before, session.activity)
         {
             self.mark_owner_wait(&session.desk, waiting).await;
         }
+        if before != Activity::Ended && session.activity == Activity::Ended {
+            self.hand_back(session).await;
+        }
+    }
+
+    /// The session ended: what was handed to it goes back to its desk
+    /// (`queue::goes_back`), to be handed again, with its header, to the desk's next session
+    /// (after Claude Code's `/clear`, the new one).
+    async fn hand_back(&self, session: &Session) {
+        let from = &session.id;
+        self.for_desk_tasks(
+            &session.desk,
+            |t| taskkeeper_core::queue::goes_back(t, from),
+            || Event::HandBack { from: from.clone() },
+        )
+        .await;
     }
 
     /// The desk's open tasks.

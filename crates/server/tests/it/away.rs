@@ -211,6 +211,31 @@ fn desk(d: &TestDaemon, name: &str) -> Value {
         .unwrap()
 }
 
+/// The sessions desk `name` has had, live or ended.
+fn sessions_of(d: &TestDaemon, name: &str) -> usize {
+    let (_, list) = d.call("GET", "/api/sessions", None);
+    list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["desk"] == name)
+        .count()
+}
+
+/// Wake the auto-launch loop and wait until a look that began after the caller moved the
+/// clock has finished. A look already under way when the clock moved may have read the old
+/// time and finish first; the loop looks one at a time, so the look that finishes after a
+/// second wake began after the first had finished, with the clock already moved.
+fn looked_since_the_clock_moved(d: &TestDaemon) {
+    for _ in 0..2 {
+        let before = d.daemon().auto_launch_looks();
+        d.daemon().wake_auto_launch();
+        until("the auto-launch loop looked", || {
+            (d.daemon().auto_launch_looks() > before).then_some(())
+        });
+    }
+}
+
 /// The session of this desk has ended (the stand-in exited).
 fn no_live_session(d: &TestDaemon, name: &str) -> Option<()> {
     let v = desk(d, name);
@@ -291,10 +316,18 @@ fn a_desk_with_work_and_no_session_launches_one_by_itself_behind_its_guard() {
         (v["autoLaunchGaveUp"] == true).then_some(v)
     });
     assert_eq!(gave_up["needsSession"], true);
-    // Hours later (the task has not expired yet) it still waits for the owner.
+    // Hours later (the task has not expired yet) it still waits for the owner: the loop looks
+    // at the moved clock and launches nothing (a launch is a new session of the desk).
+    let sessions = sessions_of(&d, "web");
+    assert_eq!(sessions, 5, "one session a launch");
     clock.advance(minutes(6 * 60));
-    d.daemon().wake_auto_launch();
+    looked_since_the_clock_moved(&d);
     assert_eq!(desk(&d, "web")["autoLaunchGaveUp"], true);
+    assert_eq!(
+        sessions_of(&d, "web"),
+        sessions,
+        "hours later: still waiting for the owner"
+    );
     assert_eq!(starts(&log), 5, "hours later: still waiting for the owner");
 
     // The owner launches: the guard starts afresh (and launches again once that one died).
@@ -376,5 +409,63 @@ fn the_auto_launch_loop_reads_no_task_however_deep_the_queues() {
         desk(&d, "auto")["needsSession"],
         false,
         "no work, no launch"
+    );
+}
+
+/// A stall the owner snoozes for an hour ("Snooze 1 h") is told again once the hour has
+/// passed on the daemon's clock, and not before: at 59 minutes the snooze looks and tells
+/// nothing (the next notice is a later one), at 61 it tells the stall.
+#[test]
+fn a_snoozed_stall_is_told_again_once_the_snooze_has_passed_on_the_daemons_clock() {
+    let (d, clock) = clocked(|_| {});
+    d.with_desk("web");
+    let notices = owner_events(&d, "notice");
+    let stalled = d.add_task("web", "Port the parser");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let tasks = d.daemon().tasks().clone();
+    let stall = taskkeeper_core::Event::Stall;
+    runtime
+        .block_on(tasks.apply(&taskkeeper_core::TaskId::from(stalled.as_str()), stall))
+        .unwrap();
+    // The stall frees the desk: the next task starts, for a notice of its own later.
+    let other = d.add_task("web", "Add a --json flag");
+    assert_eq!(d.task(&other)["state"], "working");
+
+    let owner = d.daemon().owner();
+    let looks = d.daemon().snooze_looks();
+    runtime
+        .block_on(owner.snooze_task(&stalled, minutes(60)))
+        .unwrap();
+    until("the snooze looked at the clock", || {
+        (d.daemon().snooze_looks() > looks).then_some(())
+    });
+
+    clock.advance(minutes(59));
+    let looks = d.daemon().snooze_looks();
+    d.daemon().wake_snoozes();
+    until("the snooze looked at the moved clock", || {
+        (d.daemon().snooze_looks() > looks).then_some(())
+    });
+    // Not yet: the next notice is the one that comes after this look.
+    let (status, out) = d.call(
+        "POST",
+        &format!("/api/tasks/{other}/update"),
+        Some(&json!({"status": "blocked", "text": "Which flag?"})),
+    );
+    assert_eq!(status, 200, "{out}");
+    let next = notices.recv_timeout(Duration::from_secs(20)).unwrap();
+    assert_eq!(
+        (next["kind"].as_str(), next["task"]["id"].as_str()),
+        (Some("blocked"), Some(other.as_str())),
+        "nothing told before the snooze passed: {next}"
+    );
+
+    clock.advance(minutes(2));
+    d.daemon().wake_snoozes();
+    let again = notices.recv_timeout(Duration::from_secs(20)).unwrap();
+    assert_eq!(
+        (again["kind"].as_str(), again["task"]["id"].as_str()),
+        (Some("stalled"), Some(stalled.as_str())),
+        "told again once the snooze passed: {again}"
     );
 }

@@ -1,7 +1,8 @@
 //! The decoders at the daemon's edges under random input. The JSON-RPC decoder: whatever
 //! arrives, the daemon answers with a well-formed JSON-RPC response (a result, or an error
 //! with a known code), never a panic, a hang or a bare HTTP error for a readable body. The
-//! hook intake: a payload is taken (200) or refused (a 4xx in our error shape), never a 5xx.
+//! hook intakes (Claude Code's, the generic report, Codex's and Gemini's, each with its own
+//! events): a payload is taken (200) or refused (a 4xx in our error shape), never a 5xx.
 //! MCP tool inputs: any arguments to any tool get a JSON-RPC answer (a tool result, maybe
 //! an error result, or a JSON-RPC error), never a 5xx. After every case the daemon still
 //! answers.
@@ -166,21 +167,66 @@ const HOOK_EVENTS: [&str; 8] = [
     "Notification",
 ];
 
+/// Codex CLI's hooks and Gemini CLI's (`core::agent_hooks::read`), for their routes.
+const CODEX_EVENTS: [&str; 8] = [
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "PermissionRequest",
+    "Stop",
+    "Interrupt",
+    "SessionEnd",
+];
+const GEMINI_EVENTS: [&str; 11] = [
+    "SessionStart",
+    "BeforeAgent",
+    "BeforeTool",
+    "AfterTool",
+    "AfterAgent",
+    "Notification",
+    "BeforeModel",
+    "AfterModel",
+    "BeforeToolSelection",
+    "PreCompress",
+    "SessionEnd",
+];
+
+/// The fields Codex's and Gemini's hooks carry that the intake reads.
+const HOOK_FIELDS: [&str; 9] = [
+    "last_assistant_message",
+    "prompt_response",
+    "notification_type",
+    "stop_hook_active",
+    "mcp_context",
+    "source",
+    "reason",
+    "prompt",
+    "model",
+];
+
 fn arb_hook() -> impl Strategy<Value = Value> {
+    arb_hook_of(&HOOK_EVENTS)
+}
+
+/// A hook payload of one of `events` with a session, a directory and anything besides: mostly
+/// a readable event, session and directory, so most cases get past the checks to what the
+/// hook does; the rest are anything.
+fn arb_hook_of(events: &[&'static str]) -> impl Strategy<Value = Value> + use<> {
     (
         prop_oneof![
-            proptest::sample::select(HOOK_EVENTS.to_vec()).prop_map(|e| json!(e)),
-            arb_json()
+            6 => proptest::sample::select(events.to_vec()).prop_map(|e| json!(e)),
+            1 => arb_json()
         ],
         prop_oneof![
-            "s-[a-z0-9]{1,8}".prop_map(|s| json!(s)),
-            ".{0,24}".prop_map(|s| json!(s)),
-            arb_json()
+            6 => "s-[a-z0-9]{1,8}".prop_map(|s| json!(s)),
+            1 => ".{0,24}".prop_map(|s| json!(s)),
+            1 => arb_json()
         ],
         prop_oneof![
-            Just(json!("/tmp/fuzz")),
-            ".{0,16}".prop_map(|s| json!(s)),
-            arb_json()
+            6 => Just(json!("/tmp/fuzz")),
+            1 => ".{0,16}".prop_map(|s| json!(s)),
+            1 => arb_json()
         ],
         arb_json(),
     )
@@ -193,6 +239,15 @@ fn arb_hook() -> impl Strategy<Value = Value> {
             }
             body
         })
+}
+
+/// A hook before one of our tools (`event`, the tool as the agent names it) with any input.
+fn arb_tool_call(event: &'static str, tool: &'static str) -> impl Strategy<Value = Value> {
+    (arb_hook_of(&[event]), arb_json()).prop_map(move |(mut hook, input)| {
+        hook["tool_name"] = json!(tool);
+        hook["tool_input"] = input;
+        hook
+    })
 }
 
 fn post_as_worker(path: &str, body: &str, extra: &[(String, String)]) -> (u16, String) {
@@ -217,6 +272,31 @@ fn still_answers() -> Result<(), TestCaseError> {
     let (status, _) = d.raw("GET", "/healthz", &d.host(), &[], "");
     prop_assert_eq!(status, 200);
     Ok(())
+}
+
+/// A hook is taken (200), or refused in our shape (400, or 404 for a desk hint naming no desk
+/// that could exist); never a 5xx. The daemon answers afterwards.
+fn taken_or_refused(
+    path: &str,
+    body: &str,
+    headers: &[(String, String)],
+) -> Result<(), TestCaseError> {
+    let (status, text) = post_as_worker(path, body, headers);
+    prop_assert!(
+        status == 200 || (400..500).contains(&status),
+        "HTTP {status} on {path} for {body}: {text}"
+    );
+    if status != 200 {
+        let v: Value =
+            serde_json::from_str(&text).map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
+        prop_assert!(
+            v["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()),
+            "{text}"
+        );
+    }
+    still_answers()
 }
 
 const TOOLS: [&str; 7] = [
@@ -247,16 +327,50 @@ proptest! {
         let body = raw.unwrap_or_else(|| hook.to_string());
         let headers: Vec<(String, String)> =
             headers.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
-        let (status, text) = post_as_worker(path, &body, &headers);
-        // Taken, or refused in our shape (400, or 404 for a desk hint naming no desk that
-        // could exist); never a 5xx.
-        prop_assert!(status == 200 || (400..500).contains(&status), "HTTP {status} for {body}: {text}");
-        if status != 200 {
-            let v: Value = serde_json::from_str(&text)
-                .map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
-            prop_assert!(v["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{text}");
+        taken_or_refused(path, &body, &headers)?;
+    }
+
+    #[test]
+    fn any_codex_or_gemini_hook_payload_is_taken_or_refused_in_our_shape(
+        (path, hook) in prop_oneof![
+            4 => (Just("/hooks/codex"), arb_hook_of(&CODEX_EVENTS)),
+            4 => (Just("/hooks/gemini"), arb_hook_of(&GEMINI_EVENTS)),
+            // A call of one of our tools, under each agent's name for them: its input is
+            // given back with the session's proof.
+            2 => (Just("/hooks/codex"), arb_tool_call("PreToolUse", "mcp__taskkeeper__task_update")),
+            2 => (Just("/hooks/gemini"), arb_tool_call("BeforeTool", "mcp_taskkeeper_task_update")),
+            1 => (proptest::sample::select(vec!["/hooks/codex", "/hooks/gemini"]), arb_json()),
+        ],
+        // What these agents' hooks read, each there or not, anything or a value that means
+        // something to them.
+        fields in proptest::collection::vec(
+            proptest::option::of(prop_oneof![
+                2 => arb_json(),
+                1 => proptest::sample::select(vec![json!("ToolPermission"), json!(true),
+                    json!({"server_name": "taskkeeper"}), json!("startup"), json!("clear")]),
+            ]),
+            HOOK_FIELDS.len(),
+        ),
+        raw in proptest::option::weighted(0.15, ".{0,48}"),
+        headers in proptest::collection::vec(
+            (proptest::sample::select(vec!["X-Taskkeeper-Desk", "X-Taskkeeper-Tmux",
+                "X-Taskkeeper-Tmux-Pane", "X-Taskkeeper-Pid", "X-Taskkeeper-Codex-Home"]),
+             "[ -~]{0,24}"),
+            0..3,
+        ),
+    ) {
+        let mut hook = hook;
+        if let Value::Object(h) = &mut hook {
+            for (k, v) in HOOK_FIELDS.iter().zip(fields) {
+                if let Some(v) = v {
+                    h.insert((*k).to_owned(), v);
+                }
+            }
         }
-        still_answers()?;
+        let body = raw.unwrap_or_else(|| hook.to_string());
+        let headers: Vec<(String, String)> =
+            headers.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+        taken_or_refused(path, &body, &headers)?;
     }
 
     #[test]

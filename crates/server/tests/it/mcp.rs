@@ -658,8 +658,7 @@ fn a_session_cannot_speak_for_another_or_end_what_it_was_not_given() {
         assert_eq!(&d.task(id), was, "nothing changed");
     }
 
-    // Once it is delivered, the desk's current task may be ended by its session, and the
-    // session it was handed to ends it too.
+    // Once it is delivered to it, the session ends the desk's current task.
     deliver(&d, &current, "s-api");
     let (_, list) = c.ok("task_list", as_session(&d, "s-api", json!({})));
     assert_eq!(ids_of(&list), [current.clone(), queued.clone()]);
@@ -679,6 +678,84 @@ fn a_session_cannot_speak_for_another_or_end_what_it_was_not_given() {
     let m = c.refused("task_update", as_session(&d, "s-api-2", ending(&queued)));
     assert!(m.contains("was handed to session s-api"), "{m}");
     assert_eq!(d.task(&queued)["state"], "input-required");
+}
+
+/// Two proven sessions of one desk: the task handed to the first is the desk's current one,
+/// and still the second may not end it (issue 24: it could, "or its desk's current,
+/// delivered task"); the first may.
+#[test]
+fn another_session_of_the_desk_cannot_end_what_was_handed_to_the_first() {
+    let d = two_desks();
+    session(&d, "s-api-2", "api");
+    let c = Client::connect(&d, &worker(&d));
+    let current = d.add_task("api", "Add a --json flag");
+    deliver(&d, &current, "s-api");
+    let before = d.task(&current);
+    assert_eq!(before["state"], "working", "the desk's current task");
+    let ending = json!({"task_id": current, "status": "done", "text": "Done, trust me."});
+
+    let m = c.refused("task_update", as_session(&d, "s-api-2", ending.clone()));
+    assert!(
+        m.contains("was handed to session s-api, not to this one") && m.contains("nothing changed"),
+        "{m}"
+    );
+    assert_eq!(d.task(&current), before, "nothing changed");
+    // Not even `working`, which keeps the task open.
+    let keep = json!({"task_id": current, "status": "working", "text": "Still at it"});
+    c.refused("task_update", as_session(&d, "s-api-2", keep));
+    assert_eq!(d.task(&current), before, "nothing changed");
+
+    c.ok("task_update", as_session(&d, "s-api", ending));
+    assert_eq!(d.task(&current)["state"], "completed");
+}
+
+/// Claude Code's `/clear` ends one session id and starts another at the same desk: the task
+/// handed to the first goes back and is handed again, whole and with its header, to the new
+/// one at its turn's end; the new one then ends it, and the ended one no longer can.
+#[test]
+fn a_task_handed_to_a_session_that_clears_is_handed_again_to_the_next() {
+    let d = TestDaemon::start();
+    d.set_setting("reminders.paused", "true");
+    let h = crate::hooks::Hooks::new(&d);
+    h.ok("s-1", "SessionStart", json!({"source": "startup"}));
+    let id = d.add_task("work", "Keep me");
+    let header = format!("[Taskkeeper] Task {id} from owner (desk work):");
+    let stop = json!({"last_assistant_message": "Hi", "background_tasks": []});
+    let first = h.ok("s-1", "Stop", stop.clone());
+    assert!(
+        first.contains("\"decision\":\"block\"") && first.contains(&header),
+        "handed to s-1: {first}"
+    );
+    let c = Client::connect(&d, &worker(&d));
+    let ending = |s: &str| {
+        as_session(
+            &d,
+            s,
+            json!({"task_id": id, "status": "done", "text": "Kept it"}),
+        )
+    };
+
+    h.ok("s-1", "SessionEnd", json!({"reason": "clear"}));
+    h.ok("s-2", "SessionStart", json!({"source": "clear"}));
+    // Given back: nobody holds it until it is handed again, the ended session included.
+    for s in ["s-1", "s-2"] {
+        let m = c.refused("task_update", ending(s));
+        assert!(
+            m.contains("has not been handed to this session yet"),
+            "{s}: {m}"
+        );
+    }
+    assert_eq!(d.task(&id)["state"], "working", "it keeps its place");
+
+    let again = h.ok("s-2", "Stop", stop);
+    assert!(
+        again.contains("\"decision\":\"block\"") && again.contains(&header),
+        "handed again to s-2, with its header: {again}"
+    );
+    let m = c.refused("task_update", ending("s-1"));
+    assert!(m.contains("was handed to session s-2"), "{m}");
+    c.ok("task_update", ending("s-2"));
+    assert_eq!(d.task(&id)["state"], "completed");
 }
 
 #[test]
