@@ -115,13 +115,15 @@ fn describe(path: &std::path::Path, check: &WalCheck) {
 fn say_lost(lost: &store::Lost, were: &str, listed: Option<&std::path::Path>) {
     let in_file = listed.map_or_else(String::new, |p| format!(", listed in {}", p.display()));
     say!(
-        "lost: {} acknowledged task(s) whose committed writes {were} dropped{in_file}",
-        lost.tasks.len()
+        "lost: {} acknowledged task(s) whose committed writes {} dropped{}",
+        lost.tasks.len(),
+        were,
+        in_file
     );
     for task in &lost.tasks {
         say!("  {}", task.line());
     }
     if let Some(why) = &lost.unnamed {
-        say!("  and more not named: {why}");
+        say!("  and more not named: {}", why);
     }
 }
