@@ -525,11 +525,9 @@ fn a_log_damaged_after_kill_9_is_refused_untouched_and_recovered_only_on_request
         named.len(),
         lost.len()
     );
-    assert!(
-        (named.len() as u64) > dropped,
-        "tasks, not transactions: {} tasks, {dropped} transaction(s)\n{report}",
-        named.len()
-    );
+    // The count is of tasks, named one by one (`lost_in` checks the count against the lines);
+    // it is not compared with the transactions: a transaction may carry one task or several,
+    // and a task may be written by several of them.
     let out = doctor(dir.path(), &[]);
     assert!(out.status.success(), "{}", stdout(&out));
 }
