@@ -255,12 +255,12 @@ fn the_sessions_own_pane_gets_one_paste_and_a_moved_reach_is_checked_again() {
     let got = until("the paste and its Enter", || {
         read(&record).filter(|r| r.contains(&first) && r.ends_with('\r'))
     });
-    assert!(got.starts_with("\u{1b}[200~[Taskkeeper] Task "), "{got:?}");
+    assert!(got.starts_with("\u{1b}[200~«Taskkeeper» Task "), "{got:?}");
     assert_eq!(got.matches("\u{1b}[200~").count(), 1, "{got:?}");
     assert_eq!(got.matches("\u{1b}[201~").count(), 1, "one paste: {got:?}");
     let (inside, after) = got.split_once("\u{1b}[201~").unwrap();
     assert!(
-        inside.contains("\r> Look at this[201~\r> echoed after the paste201~\r"),
+        inside.contains("\r│ Look at this[201~\r│ echoed after the paste201~\r"),
         "the asker's words are inside the paste: {got:?}"
     );
     assert!(inside.contains("task_update"), "{got:?}");
