@@ -113,7 +113,7 @@ class Fake:
     def __init__(self, work: Path, rules: dict | None = None) -> None:
         rules = rules or {
             "rules": [
-                {"name": "task", "match": r"\[Taskkeeper\] Task (?P<id>[0-9a-f-]{36}) from", "tool_result": False,
+                {"name": "task", "match": r"«Taskkeeper» Task (?P<id>[0-9a-f-]{36}) from", "tool_result": False,
                  "tool": {"name": TASK_UPDATE, "input": {"task_id": "{{id}}", "status": "done", "text": "ok"}}},
                 {"name": "raw", "match": "RAW-", "reply": "ok"},
                 {"name": "after-tool", "tool_result": True, "reply": "done"},

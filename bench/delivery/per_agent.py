@@ -96,7 +96,7 @@ TARGET = measure.TARGET
 INSIDE = "TASKKEEPER_BENCH_NETNS"
 CODEX = TARGET / "codex-0.171.0/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
 GEMINI = TARGET / "gemini-cli-0.61.0/node_modules/@google/gemini-cli/bundle/gemini.js"
-TASK = "[Taskkeeper] Task "
+TASK = "«Taskkeeper» Task "
 
 
 def taskkeeper_bin() -> Path:
@@ -237,7 +237,7 @@ def completed_or_missed(d: measure.Daemon, task_id: str, what: str, timeout: flo
 def claude_rules() -> dict:
     return {
         "rules": [
-            {"name": "task", "match": r"\[Taskkeeper\] Task (?P<id>[0-9a-f-]{36}) from", "tool_result": False,
+            {"name": "task", "match": r"«Taskkeeper» Task (?P<id>[0-9a-f-]{36}) from", "tool_result": False,
              "tool": {"name": measure.TASK_UPDATE, "input": {"task_id": "{{id}}", "status": "done", "text": "ok"}}},
             {"name": "busy", "match": "BUSY-", "tool_result": False, "delay": 2.0, "reply": "ok"},
             {"name": "after-tool", "tool_result": True, "reply": "done"},

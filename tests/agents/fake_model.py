@@ -5,11 +5,11 @@ harness). Standard library only.
 
 It answers every request from the last thing the session said or got:
 - a tool's result: a short text reply ("Noted."), so the turn ends;
-- a prompt holding "[Taskkeeper] Task <id>": a task_update call ending that task as done;
+- a prompt holding "«Taskkeeper» Task <id>": a task_update call ending that task as done;
 - a prompt holding "END OTHER <id>": a task_update call for that id (another session's task);
 - a task whose request holds "GO QUIET": the last words "Now writing the probe." and nothing
   more, so the turn ends with the task still open (a session gone quiet);
-- a watchdog reminder ("[Taskkeeper] Reminder #<n>" naming "- Task <id> from"): a task_update
+- a watchdog reminder ("«Taskkeeper» Reminder #<n>" naming "• Task <id> from"): a task_update
   call ending that task as done, "Finished it after the reminder.";
 - a prompt holding "RUN SHELL: <command>" (to the line's end): the agent's own shell tool running
   that command (Codex's exec_command, Gemini's run_shell_command), ahead of any task in it; the
@@ -32,14 +32,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 LOG = sys.argv[1]
 LOCK = threading.Lock()
-TASK = re.compile(r"\[Taskkeeper\] Task ([0-9a-f-]{36})")
+TASK = re.compile(r"«Taskkeeper» Task ([0-9a-f-]{36})")
 OTHER = re.compile(r"END OTHER ([0-9a-f-]{36})")
 SHELL = re.compile(r"RUN SHELL: ([^\n]+)")
-REMINDER = re.compile(r"\[Taskkeeper\] Reminder #\d+:[\s\S]*?- Task ([0-9a-f-]{36}) from ")
+REMINDER = re.compile(r"«Taskkeeper» Reminder #\d+:[\s\S]*?• Task ([0-9a-f-]{36}) from ")
 QUIET = "GO QUIET"
 LAST_WORDS = "Now writing the probe."
 # What Taskkeeper steers into a Codex turn with the owner's denial: read with the tool's result.
-OWNER_NOTE = "[Taskkeeper] The owner did not allow it:"
+OWNER_NOTE = "«Taskkeeper» The owner did not allow it:"
 COUNT = [0]
 
 

@@ -103,7 +103,7 @@ step "the hook helper through the command connect wrote"
 hook=$(python3 -c "import json; h = json.load(open('$home/.claude/settings.json'))['hooks']['SessionStart'][0]['hooks'][0]; print(h['command'], *h['args'])")
 payload='{"session_id": "pkg-1", "hook_event_name": "SessionStart", "cwd": "'"$home/work"'", "source": "startup"}'
 out=$(echo "$payload" | as_user $hook)
-echo "$out" | grep -q '\[Taskkeeper\] This session works at desk' || fail "the hook helper answered: $out"
+echo "$out" | grep -q '«Taskkeeper» This session works at desk' || fail "the hook helper answered: $out"
 as_user taskkeeper status | grep -q 'pkg-1' || fail "the daemon does not know session pkg-1"
 helper=$(python3 -c "import json; print(json.load(open('$home/.claude.json'))['mcpServers']['taskkeeper']['headersHelper'])")
 as_user sh -c "$helper" | grep -q '"Authorization":"Bearer ' || fail "the MCP headers helper (\`$helper\`) gave no header"

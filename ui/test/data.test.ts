@@ -217,7 +217,7 @@ describe('browser transport', () => {
     await data.resumeSession('s 1');
     expect(await data.setDeliverCommand('my desk', 'tmux send-keys -t w "$(cat)"')).toEqual(desk({ deliverCommand: 'cat' }));
     await data.setDeliverCommand('web', null);
-    expect(await data.launchSession('my desk')).toEqual({ id: 's 1', desk: 'web', permission: null });
+    expect(await data.launchSession('my desk')).toEqual({ id: 's 1', desk: 'web', permission: null, deliveryProblem: null });
     expect(await data.stopSession('s 1')).toBeUndefined();
     await data.answerPermission('s 1', true);
     await data.answerPermission('s 1', false, '  not in this repo ');
@@ -310,6 +310,19 @@ describe('browser transport', () => {
       description: null,
       input: '{}',
     });
+  });
+
+  it("reads why a delivery to a session did not go through, its absence (an older daemon) as none, and refuses another shape", async () => {
+    const deliveryProblem = { method: 'tmux paste', why: 'bash (process 7) is in front of the pane', at: '2026-11-30T10:01:00.000Z' };
+    const { deliveryProblem: _, ...older } = session({ id: 's-2' });
+    const { env } = fakeEnv({ stored: 't', respond: () => json(200, { sessions: [session({ deliveryProblem }), older] }) });
+    const sessions = await createDataSource(env).listSessions();
+    expect(sessions[0]?.deliveryProblem).toEqual(deliveryProblem);
+    expect(sessions[1]).toEqual(session({ id: 's-2' }));
+    for (const wrong of ['refused', { method: 'tmux paste', why: 'x' }, { method: 1, why: 'x', at: '2026-11-30T10:01:00.000Z' }]) {
+      const bad = fakeEnv({ stored: 't', respond: () => json(200, { sessions: [session({ deliveryProblem: wrong as never })] }) });
+      await expect(createDataSource(bad.env).listSessions()).rejects.toMatchObject({ kind: 'protocol' });
+    }
   });
 
   it('refuses a permission request in another shape', async () => {
@@ -533,9 +546,9 @@ describe('tauri transport', () => {
     await data.resumeSession('s1');
     expect((await data.setDeliverCommand('web', 'cat')).deliverCommand).toBe('cat');
     await data.setDeliverCommand('web', null);
-    expect(await data.launchSession('web')).toEqual({ id: 's1', desk: 'web', permission: null });
+    expect(await data.launchSession('web')).toEqual({ id: 's1', desk: 'web', permission: null, deliveryProblem: null });
     expect(await data.stopSession('s1')).toBeUndefined();
-    expect(await data.answerPermission('s1', true)).toEqual({ id: 's1', desk: 'web', permission: null });
+    expect(await data.answerPermission('s1', true)).toEqual({ id: 's1', desk: 'web', permission: null, deliveryProblem: null });
     await data.answerPermission('s1', false, 'use the test runner instead');
     await data.answerPermission('s1', false, '');
     await data.answerPermission('s1', false, 'no', 'r-2');

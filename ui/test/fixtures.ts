@@ -62,6 +62,7 @@ export function session(overrides: Partial<SessionView> = {}): SessionView {
     updatedAt: '2026-11-30T10:00:00.000Z',
     remindersPaused: false,
     permission: null,
+    deliveryProblem: null,
     ...overrides,
   };
 }

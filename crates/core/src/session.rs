@@ -216,6 +216,11 @@ pub struct Reach {
     pub tmux_pane: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
+    /// When `pid` started (Linux: `/proc/PID/stat`'s `starttime`, clock ticks after boot), read
+    /// by the daemon when the pid was reported: a process of that pid with another start time is
+    /// not the session's (the agent went and its pid was reused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid_started: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub messaging_socket: Option<String>,
     /// The tmux server's socket (from `$TMUX`), for pasting into `tmux_pane`.
@@ -246,6 +251,7 @@ impl Reach {
         let Reach {
             tmux_pane,
             pid,
+            pid_started,
             messaging_socket,
             tmux_socket,
             status_file,
@@ -253,6 +259,10 @@ impl Reach {
             app_server_socket,
             headless,
         } = newer;
+        // A pid and its start time go together: a newer pid without one has none.
+        if pid.is_some() {
+            self.pid_started = pid_started;
+        }
         self.headless |= headless;
         self.app_server_socket = app_server_socket.or(self.app_server_socket.take());
         self.messaging_token = messaging_token.or(self.messaging_token.take());
@@ -592,6 +602,33 @@ mod tests {
 
     fn t(s: i64) -> Timestamp {
         Timestamp::from_millis(s * 1000)
+    }
+
+    /// A pid and the start time read with it travel together: a report with another pid
+    /// brings its own (or none), one without a pid keeps both.
+    #[test]
+    fn a_pid_keeps_its_own_start_time() {
+        let mut reach = Reach {
+            pid: Some(10),
+            pid_started: Some(100),
+            ..Reach::default()
+        };
+        reach.merge(Reach {
+            tmux_pane: Some("%1".into()),
+            ..Reach::default()
+        });
+        assert_eq!((reach.pid, reach.pid_started), (Some(10), Some(100)));
+        reach.merge(Reach {
+            pid: Some(11),
+            ..Reach::default()
+        });
+        assert_eq!((reach.pid, reach.pid_started), (Some(11), None));
+        reach.merge(Reach {
+            pid: Some(12),
+            pid_started: Some(120),
+            ..Reach::default()
+        });
+        assert_eq!((reach.pid, reach.pid_started), (Some(12), Some(120)));
     }
 
     #[test]

@@ -144,15 +144,21 @@ export function expectDesk(value: unknown): DeskView {
 }
 
 /**
- * A session, its `permission` checked: absent (a daemon from before the field) reads as null,
- * anything but null or a request in the documented shape is refused.
+ * A session, its `permission` and `deliveryProblem` checked: absent (a daemon from before the
+ * field) reads as null, anything but null or the documented shape is refused.
  */
 export function expectSession(value: unknown): SessionView {
   if (!isRecord(value) || typeof value.id !== 'string' || typeof value.desk !== 'string') throw protocol('session');
   const asked = value.permission ?? null;
   if (asked !== null && !isPermissionRequest(asked)) throw protocol('session');
   const permission = asked === null ? null : { ...asked, description: asked.description ?? null };
-  return { ...value, permission } as unknown as SessionView;
+  const problem = value.deliveryProblem ?? null;
+  if (problem !== null && !isDeliveryProblem(problem)) throw protocol('session');
+  return { ...value, permission, deliveryProblem: problem } as unknown as SessionView;
+}
+
+function isDeliveryProblem(value: unknown): boolean {
+  return isRecord(value) && typeof value.method === 'string' && typeof value.why === 'string' && typeof value.at === 'string';
 }
 
 export function expectSessions(value: unknown): SessionView[] {

@@ -224,6 +224,10 @@ headless: boolean,
  */
 permission: PermissionView | null, 
 /**
+ * Why the latest push to it did not deliver (nothing was delivered since).
+ */
+deliveryProblem: DeliveryProblemView | null, 
+/**
  * The owner paused this session's reminders.
  */
 remindersPaused: boolean, updatedAt: Timestamp, };
@@ -252,6 +256,12 @@ message?: string,
  * else, the answer is refused instead of landing on a request the owner never saw.
  */
 requestId?: string, };
+
+/**
+ * Why a push to a session did not deliver: the way in tried (`tmux paste`, `command`, …),
+ * why, and when.
+ */
+export type DeliveryProblemView = { method: string, why: string, at: Timestamp, };
 
 /**
  * An agent Taskkeeper can connect (`GET /api/agents`), as the settings panel lists it.

@@ -167,7 +167,7 @@ fn scenario(kind: Kind, program: &Path) {
         assert!(
             told["text"]
                 .as_str()
-                .is_some_and(|t| t.contains("[Taskkeeper] The owner did not allow it: Not here.")),
+                .is_some_and(|t| t.contains("«Taskkeeper» The owner did not allow it: Not here.")),
             "the model read the owner's message with the refusal: {told}"
         );
     }

@@ -517,9 +517,7 @@ fn rules(mut specific: Vec<Value>) -> Value {
 /// it: the first line of the request, say, which follows the frame's begin line behind the
 /// quote prefix.
 fn header(then: &str) -> String {
-    format!(
-        r"\[Taskkeeper\] Task (?P<id>{UUID}) from [^\n]*\n\[Taskkeeper\] Begin of [^\n]*\n> {then}"
-    )
+    format!(r"«Taskkeeper» Task (?P<id>{UUID}) from [^\n]*\n«Taskkeeper» Begin of [^\n]*\n│ {then}")
 }
 
 /// A rule that ends the task it matched through MCP.
@@ -1413,7 +1411,7 @@ fn a_task_sent_over_a2a_reaches_an_idle_session() {
     eprintln!("A2A send to the session's turn: {:.2?}", t.elapsed());
     let tail = turn["tail"].as_str().unwrap();
     assert!(
-        tail.contains(&format!("[Taskkeeper] Task {id} from ci-bot"))
+        tail.contains(&format!("«Taskkeeper» Task {id} from ci-bot"))
             && tail.contains("task_update")
             && tail.contains(&id),
         "the header names the task, the asker and task_update: {tail}"
@@ -1468,7 +1466,7 @@ fn a_task_sent_to_a_fresh_session_is_pasted_into_its_pane() {
         turn["tail"]
             .as_str()
             .unwrap()
-            .contains(&format!("[Taskkeeper] Task {id} from ci-bot")),
+            .contains(&format!("«Taskkeeper» Task {id} from ci-bot")),
         "{turn:#}"
     );
     let events = w.hook_events();
@@ -1480,7 +1478,7 @@ fn a_task_sent_to_a_fresh_session_is_pasted_into_its_pane() {
     let text = prompt["prompt"].as_str().unwrap();
     assert!(
         !text.starts_with("<task-notification>")
-            && text.contains(&format!("[Taskkeeper] Task {id} from ci-bot")),
+            && text.contains(&format!("«Taskkeeper» Task {id} from ci-bot")),
         "typed into the pane as a prompt of its own: {prompt:#}"
     );
     let task = w.wait("the delivery to be confirmed", |w| {
@@ -1538,7 +1536,7 @@ fn a_task_sent_to_a_fresh_session_arrives_through_its_inbox_socket() {
     let tail = turn["tail"].as_str().unwrap();
     assert!(
         tail.contains("Another Claude session sent a message")
-            && tail.contains(&format!("[Taskkeeper] Task {id} from ci-bot")),
+            && tail.contains(&format!("«Taskkeeper» Task {id} from ci-bot")),
         "Claude Code framed it as a message from another session: {tail}"
     );
     // The prompt is the text itself: neither a paste nor a waiter's task notification.
@@ -1549,7 +1547,7 @@ fn a_task_sent_to_a_fresh_session_arrives_through_its_inbox_socket() {
         prompt["prompt"]
             .as_str()
             .unwrap()
-            .starts_with(&format!("[Taskkeeper] Task {id} from ci-bot")),
+            .starts_with(&format!("«Taskkeeper» Task {id} from ci-bot")),
         "{prompt:#}"
     );
     let task = w.wait("the delivery to be confirmed", |w| {
@@ -1664,7 +1662,7 @@ fn a_print_session_starting_with_work_waiting_takes_it_as_its_first_message() {
         .collect();
     assert_eq!(prompts.len(), 2, "{prompts:#?}{}", w.report());
     assert!(
-        prompts[0].starts_with(&format!("[Taskkeeper] Task {id} from ci-bot")),
+        prompts[0].starts_with(&format!("«Taskkeeper» Task {id} from ci-bot")),
         "the first turn is the task: {prompts:#?}"
     );
     // Claude Code 2.1.332 takes the run's own prompt as soon as it can: in the task's turn,
@@ -1684,7 +1682,7 @@ fn a_print_session_starting_with_work_waiting_takes_it_as_its_first_message() {
         .filter(|r| {
             r["tail"]
                 .as_str()
-                .is_some_and(|t| t.contains("[Taskkeeper] Task "))
+                .is_some_and(|t| t.contains("«Taskkeeper» Task "))
         })
         .count();
     assert_eq!(seen, 1, "the task reached the model once{}", w.report());
@@ -1704,7 +1702,7 @@ fn a_print_session_starting_with_work_waiting_takes_it_as_its_first_message() {
 /// wakes it through the waiter, and the model ends the task.
 #[test]
 fn a_quiet_session_is_reminded_through_the_waiter() {
-    let reminder = format!(r"\[Taskkeeper\] Reminder #\d+:[\s\S]*?- Task (?P<id>{UUID}) from ");
+    let reminder = format!(r"«Taskkeeper» Reminder #\d+:[\s\S]*?• Task (?P<id>{UUID}) from ");
     let mut w = World::connected(&rules(vec![
         end_with_tool(
             "reminded",
@@ -1948,7 +1946,7 @@ fn a_task_sent_while_busy_is_handed_over_by_the_stop_hook() {
 /// ends it.
 #[test]
 fn a_launched_headless_session_takes_its_tasks_on_stdin() {
-    let reminder = format!(r"\[Taskkeeper\] Reminder #\d+:[\s\S]*?- Task (?P<id>{UUID}) from ");
+    let reminder = format!(r"«Taskkeeper» Reminder #\d+:[\s\S]*?• Task (?P<id>{UUID}) from ");
     let first = header("FIRST: fix the flag");
     let second = header("SECOND: update the docs");
     let w = World::connected(&rules(vec![
@@ -2013,7 +2011,7 @@ fn a_launched_headless_session_takes_its_tasks_on_stdin() {
             .filter(|r| {
                 r["tail"]
                     .as_str()
-                    .is_some_and(|t| t.contains("[Taskkeeper] Task ") && t.contains(request))
+                    .is_some_and(|t| t.contains("«Taskkeeper» Task ") && t.contains(request))
             })
             .count();
         assert_eq!(

@@ -252,7 +252,7 @@ pub(crate) fn the_task_was_a_taskkeeper_turn(d: &Served, model: &FakeModel, id: 
         requests.iter().any(|r| r["last"] == "user"
             && r["text"]
                 .as_str()
-                .is_some_and(|t| t.contains(&format!("[Taskkeeper] Task {id} from ci-bot")))),
+                .is_some_and(|t| t.contains(&format!("«Taskkeeper» Task {id} from ci-bot")))),
         "the task was a turn's input: {requests:?}"
     );
     let (_, t) = request(d.port, "GET", &format!("/api/tasks/{id}"), "").unwrap();
@@ -496,7 +496,7 @@ fn scenario(kind: Kind, program: &Path) {
         turns.iter().any(|r| r["last"] == "user"
             && r["text"]
                 .as_str()
-                .is_some_and(|t| t.contains(&format!("[Taskkeeper] Task {mine} from ci-bot")))),
+                .is_some_and(|t| t.contains(&format!("«Taskkeeper» Task {mine} from ci-bot")))),
         "the turn's end handed the task over as the next prompt: {requests:?}"
     );
     let (_, sessions) = request(d.port, "GET", "/api/sessions", "").unwrap();
@@ -632,7 +632,7 @@ fn launched_scenario(kind: Kind, program: &Path) {
         requests.iter().any(|r| r["last"] == "user"
             && r["text"]
                 .as_str()
-                .is_some_and(|t| t.contains(&format!("[Taskkeeper] Task {mine} from ci-bot")))),
+                .is_some_and(|t| t.contains(&format!("«Taskkeeper» Task {mine} from ci-bot")))),
         "the task was a turn's input: {requests:?}"
     );
 

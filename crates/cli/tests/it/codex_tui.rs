@@ -269,7 +269,7 @@ pub(crate) fn tui_scenario(program: &Path, quiet: bool) -> Ran {
     // The TUI shows the turn as its own.
     wait_for("the TUI to show the task", &report, || {
         tmux.screen()
-            .contains(&format!("[Taskkeeper] Task {mine}"))
+            .contains(&format!("«Taskkeeper» Task {mine}"))
             .then_some(())
     });
     Ran {

@@ -214,7 +214,7 @@ fn the_hook_helper_always_exits_0_and_stays_silent_on_trouble() {
     let out = hook(&d.url(), &[], &start, dir.path());
     assert!(out.status.success());
     assert!(
-        stdout(&out).contains("\"additionalContext\":\"[Taskkeeper] This session works at desk"),
+        stdout(&out).contains("\"additionalContext\":\"«Taskkeeper» This session works at desk"),
         "{}",
         stdout(&out)
     );
@@ -309,7 +309,7 @@ fn the_waiter_exits_2_with_the_text_or_0_when_sent_away() {
     assert_ne!(older, newer);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).starts_with("[Taskkeeper] Task "),
+        stderr(&out).starts_with("«Taskkeeper» Task "),
         "{}",
         stderr(&out)
     );

@@ -298,7 +298,7 @@ fn a_recorded_reminder_survives_kill_9_and_is_not_repeated() {
     assert_eq!(out.status.code(), Some(2));
     let text = String::from_utf8_lossy(&out.stderr);
     assert!(
-        text.starts_with("[Taskkeeper] Reminder #1:") && text.contains(&id),
+        text.starts_with("«Taskkeeper» Reminder #1:") && text.contains(&id),
         "{text}"
     );
     assert_eq!(reminded(d.port), 1, "the restart repeated nothing");

@@ -128,7 +128,7 @@ fn a_reporting_agent_is_given_its_task_and_reminded_through_its_command() {
     });
     assert!(
         reminded.contains(&format!("Task {id} from owner"))
-            && reminded.contains("Your last words: \"Rotating the access log next.\""),
+            && reminded.contains("Your last words:\n  │ Rotating the access log next.\n"),
         "{reminded}"
     );
     report(&["turn-started"]);

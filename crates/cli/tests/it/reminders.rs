@@ -45,19 +45,19 @@ fn assert_reminded(kind: Kind, requests: &[Value], shown: &Value, request: &str)
             && r["answer"][1] == LAST_WORDS
             && r["text"]
                 .as_str()
-                .is_some_and(|t| t.contains(&format!("[Taskkeeper] Task {id} from ci-bot")))),
+                .is_some_and(|t| t.contains(&format!("«Taskkeeper» Task {id} from ci-bot")))),
         "the task's turn ended with last words and no task_update: {requests:?}"
     );
     let reminder = requests
         .iter()
         .filter(|r| r["kind"] == kind.name() && r["last"] == "user")
         .filter_map(|r| r["text"].as_str())
-        .find(|t| t.contains("[Taskkeeper] Reminder #1:"))
+        .find(|t| t.contains("«Taskkeeper» Reminder #1:"))
         .unwrap_or_else(|| panic!("no reminder reached the model: {requests:?}"));
     assert!(
-        reminder.contains(&format!("- Task {id} from ci-bot (desk web), reminder 1:"))
+        reminder.contains(&format!("• Task {id} from ci-bot (desk web), reminder 1:"))
             && reminder.contains(request)
-            && reminder.contains(&format!("Your last words: \"{LAST_WORDS}\"")),
+            && reminder.contains(&format!("Your last words:\n  │ {LAST_WORDS}\n")),
         "the reminder names the task, its request and the session's last words: {reminder}"
     );
     assert_eq!(shown["state"], "completed", "{shown}");

@@ -289,23 +289,23 @@ fn reminder_text_carries_request_last_words_and_the_way_out() {
     )
     .unwrap();
     let text = delivery::watchdog_text(4, &[&t], &[]);
-    assert!(text.starts_with("[Taskkeeper] Reminder #4:"), "{text}");
+    assert!(text.starts_with("«Taskkeeper» Reminder #4:"), "{text}");
     assert!(
         text.contains("open task. Carry on"),
         "no stray spaces: {text}"
     );
     for part in [
         "Task t-9 from ci-bot",
-        "Request:\n  [Taskkeeper] Begin of ci-bot's request on task t-9, quoted",
-        "\n  > Add a --json flag\n  [Taskkeeper] End of ci-bot's request on task t-9.\n",
-        "Your last words: \"Now writing the probe…\"",
+        "Request:\n  «Taskkeeper» Begin of ci-bot's request on task t-9, quoted",
+        "\n  │ Add a --json flag\n  «Taskkeeper» End of ci-bot's request on task t-9.\n",
+        "Your last words:\n  │ Now writing the probe…\n",
         "task_update(task_id \"t-9\"",
     ] {
         assert!(text.contains(part), "{part} missing in {text}");
     }
     let note = delivery::watchdog_text(5, &[], &[&t]);
     assert!(
-        note.starts_with("[Taskkeeper] Note #5: task t-9 from ci-bot is now marked stalled"),
+        note.starts_with("«Taskkeeper» Note #5: task t-9 from ci-bot is now marked stalled"),
         "{note}"
     );
 }

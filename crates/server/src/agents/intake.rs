@@ -1,7 +1,7 @@
 //! What every agent's hook intake shares: how a hook is refused (a 400 naming what was wrong,
 //! the store's refusals in the owner API's error shape) and what the hook helper's environment
-//! adds to a session (its desk hint, tmux pane, process, Claude Code's inbox and status file),
-//! read from the headers in [`crate::agents::headers`].
+//! adds to a session (its desk hint, tmux pane, process and when it started, Claude Code's
+//! inbox and status file), read from the headers in [`crate::agents::headers`].
 
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse as _, Response};
@@ -38,9 +38,12 @@ pub(crate) fn reach_of(kind: AgentKind, request: &HeaderMap) -> (Option<String>,
             .filter(|v| !v.is_empty())
     };
     let tmux_socket = h(headers::TMUX).and_then(|t| t.split(',').next().map(str::to_owned));
+    let pid = h(headers::PID).and_then(|p| p.parse().ok());
     let reach = Reach {
         tmux_pane: h(headers::TMUX_PANE),
-        pid: h(headers::PID).and_then(|p| p.parse().ok()),
+        pid,
+        // Read now, while the hook's agent runs: a later process with its pid is another.
+        pid_started: pid.and_then(crate::delivery::process::started),
         messaging_socket: h(headers::MESSAGING_SOCKET),
         messaging_token: h(headers::MESSAGING_TOKEN),
         tmux_socket,

@@ -207,6 +207,11 @@ impl Launcher {
         &self.launched
     }
 
+    /// The delivery service it launches over.
+    pub(crate) fn delivery(&self) -> &Delivery {
+        &self.delivery
+    }
+
     /// Launch a headless session at `desk`, of the desk's kind, as its adapter says
     /// (`Adapter::launch`): its tasks and reminders go to the session's stdin, and the
     /// session ends when the process does.

@@ -191,9 +191,9 @@ mod tests {
     fn the_message_names_the_session_and_carries_the_token_when_known() {
         let mut s = session("/tmp/cc-socks/1.sock", Some(1));
         assert_eq!(
-            lines(&s, "[Taskkeeper] Task t-1"),
+            lines(&s, "«Taskkeeper» Task t-1"),
             "{\"type\":\"user\",\"session_id\":\"0b6c3f5e-8d52-4c1c-9d43-3c4f8e2a1b7d\",\
-             \"message\":{\"role\":\"user\",\"content\":\"[Taskkeeper] Task t-1\"}}\n"
+             \"message\":{\"role\":\"user\",\"content\":\"«Taskkeeper» Task t-1\"}}\n"
         );
         s.reach.messaging_token = Some("a8034584".into());
         let text = lines(&s, "two\nlines");

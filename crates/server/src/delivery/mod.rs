@@ -13,6 +13,7 @@
 mod command;
 #[cfg(unix)]
 mod inbox;
+pub(crate) mod process;
 mod push;
 mod stdin;
 mod tmux;
@@ -88,6 +89,21 @@ pub(crate) struct State {
     /// Sessions and desks a push is going to right now: one at a time, so a task that
     /// arrives meanwhile is not sent again alongside the one on its way.
     in_flight: Mutex<HashSet<String>>,
+    /// Numbers the tmux pastes, so each has a buffer of its own.
+    pastes: AtomicU64,
+    /// Why the latest push to each session did not deliver, until something is delivered to
+    /// it: the owner sees it on the session.
+    problems: Mutex<HashMap<SessionId, DeliveryProblem>>,
+}
+
+/// Why a push to a session did not deliver (a pane refused, a command that failed), as the
+/// owner sees it on the session until something is delivered to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryProblem {
+    /// The way in that was tried.
+    pub method: Method,
+    pub why: String,
+    pub at: taskkeeper_core::Timestamp,
 }
 
 /// The stdins Taskkeeper holds, of the sessions it launched: the launcher keeps them
@@ -136,6 +152,29 @@ impl Delivery {
     /// The sessions registry it delivers into.
     pub fn sessions(&self) -> &Sessions {
         &self.sessions
+    }
+
+    /// Why the latest push to session `id` did not deliver, if nothing was delivered since.
+    pub fn problem(&self, id: &SessionId) -> Option<DeliveryProblem> {
+        lock(&self.state.problems).get(id).cloned()
+    }
+
+    /// `method` did not deliver to session `id`, for `why`: the owner sees it on the session.
+    pub(crate) fn note_problem(&self, id: &SessionId, method: Method, why: &str) {
+        let problem = DeliveryProblem {
+            method,
+            why: why.to_owned(),
+            at: self.sessions.tasks.now(),
+        };
+        lock(&self.state.problems).insert(id.clone(), problem);
+        self.sessions.shown_changed();
+    }
+
+    /// Something was delivered to session `id`: its latest problem is over.
+    pub(crate) fn clear_problem(&self, id: &SessionId) {
+        if lock(&self.state.problems).remove(id).is_some() {
+            self.sessions.shown_changed();
+        }
     }
 }
 
@@ -241,7 +280,12 @@ impl Delivery {
         for t in items {
             let (event, text) = telling(t, to, self.sessions.tasks.files());
             match self.sessions.tasks.apply_at(&t.id, t.version, event).await {
-                Ok(c) if c.changed => texts.push(text),
+                Ok(c) if c.changed => {
+                    if let Some(id) = to {
+                        self.clear_problem(id);
+                    }
+                    texts.push(text);
+                }
                 Ok(_) | Err(StoreError::Transition(_) | StoreError::Conflict(_)) => {}
                 Err(e) => return Err(e),
             }

@@ -102,6 +102,9 @@ impl Delivery {
         // Subscribed before the first pass: a change while a pass runs goes to the next one.
         let mut changes = self.sessions.changes();
         let mut look = Look::All;
+        // When to look at everything again (a session too young to paste into): kept across
+        // passes, since a pass that looks only at what changed meanwhile does not see it.
+        let mut recheck_at: Option<tokio::time::Instant> = None;
         loop {
             let recheck = match self.deliver_pass(std::mem::take(&mut look)).await {
                 Ok(r) => r,
@@ -111,14 +114,21 @@ impl Delivery {
                     Some(Duration::from_secs(30))
                 }
             };
+            if let Some(d) = recheck {
+                let at = tokio::time::Instant::now() + d;
+                recheck_at = Some(recheck_at.map_or(at, |r| r.min(at)));
+            }
             tokio::select! {
                 r = changes.recv() => look.add(r),
                 () = async {
-                    match recheck {
-                        Some(d) => tokio::time::sleep(d).await,
+                    match recheck_at {
+                        Some(at) => tokio::time::sleep_until(at).await,
                         None => std::future::pending().await,
                     }
-                } => look = Look::All,
+                } => {
+                    recheck_at = None;
+                    look = Look::All;
+                }
                 _ = stop.wait_for(|s| *s) => return,
             }
             // Everything that came meanwhile goes into the same pass.
@@ -264,8 +274,16 @@ impl Delivery {
                 }
                 _ => continue,
             };
+            if let (Some(session), Pushed::Unconfirmed(why) | Pushed::Failed(why)) =
+                (&target.session, &outcome)
+            {
+                self.note_problem(&session.id, method, why);
+            }
             match outcome {
                 Pushed::Delivered => {
+                    if let Some(session) = &target.session {
+                        self.clear_problem(&session.id);
+                    }
                     if let Err(e) = self.claim_parcel(target.session.as_ref(), &parcel).await {
                         tracing::warn!(target = %target_key, error = %e, "claiming a delivered parcel failed");
                     }

@@ -520,9 +520,33 @@ pub struct SessionView {
     /// What a headless session asks the owner to allow (it waits until answered).
     #[serde(default)]
     pub permission: Option<PermissionView>,
+    /// Why the latest push to it did not deliver (nothing was delivered since).
+    #[serde(default)]
+    pub delivery_problem: Option<DeliveryProblemView>,
     /// The owner paused this session's reminders.
     pub reminders_paused: bool,
     pub updated_at: Timestamp,
+}
+
+/// Why a push to a session did not deliver: the way in tried (`tmux paste`, `command`, …),
+/// why, and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryProblemView {
+    pub method: String,
+    pub why: String,
+    pub at: Timestamp,
+}
+
+impl From<&crate::delivery::DeliveryProblem> for DeliveryProblemView {
+    fn from(p: &crate::delivery::DeliveryProblem) -> Self {
+        Self {
+            method: p.method.as_str().to_owned(),
+            why: p.why.clone(),
+            at: p.at,
+        }
+    }
 }
 
 impl From<&taskkeeper_core::Session> for SessionView {
@@ -541,6 +565,7 @@ impl From<&taskkeeper_core::Session> for SessionView {
             pid: s.reach.pid,
             headless: s.reach.headless,
             permission: None,
+            delivery_problem: None,
             reminders_paused: s.watch.paused,
             updated_at: s.updated_at,
         }

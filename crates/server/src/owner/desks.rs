@@ -157,7 +157,8 @@ impl OwnerService {
         Ok(self.session_view(&session))
     }
 
-    /// A session as the owner sees it, with what it asks the owner, if anything.
+    /// A session as the owner sees it, with what it asks the owner, if anything, and why a
+    /// delivery to it did not go through.
     fn session_view(&self, session: &taskkeeper_core::Session) -> SessionView {
         let mut view = SessionView::from(session);
         view.permission = self
@@ -165,6 +166,11 @@ impl OwnerService {
             .launched()
             .asked(&session.id)
             .map(|p| crate::owner::api::PermissionView::from(&p));
+        view.delivery_problem = self
+            .launcher
+            .delivery()
+            .problem(&session.id)
+            .map(|p| crate::owner::api::DeliveryProblemView::from(&p));
         view
     }
 

@@ -74,6 +74,7 @@ fn decls(cfg: &Config) -> Vec<Decl> {
         decl::<api::SessionList>(cfg),
         decl::<api::PermissionView>(cfg),
         decl::<api::PermissionAnswer>(cfg),
+        decl::<api::DeliveryProblemView>(cfg),
         // Agents.
         decl::<api::AgentView>(cfg),
         decl::<api::AgentList>(cfg),

@@ -164,6 +164,12 @@ impl Sessions {
         self.session_touched(id);
     }
 
+    /// A session changed in a way only the owner sees (why a delivery to it failed): the
+    /// owner's event stream and the app hear it; the loops and waiters have nothing to do.
+    pub(crate) fn shown_changed(&self) {
+        self.inner.shown.0.send_modify(|g| *g = g.wrapping_add(1));
+    }
+
     /// Session `id` changed in a way only its own followers care about (a waiter came).
     pub(crate) fn session_touched(&self, id: &SessionId) {
         self.inner.interest.tell(&Interested::Session(id.clone()));

@@ -59,7 +59,7 @@ fn a_desk_reached_only_by_its_command_gets_each_task_once() {
     assert_eq!(lines(&log), [format!("bot {first} []")]);
     let texts = read(&out.join("texts")).unwrap();
     assert!(
-        texts.starts_with(&format!("[Taskkeeper] Task {first} from owner (desk bot):")),
+        texts.starts_with(&format!("«Taskkeeper» Task {first} from owner (desk bot):")),
         "{texts}"
     );
     assert!(texts.contains("Rotate the logs") && texts.contains("task_update"));
@@ -102,7 +102,7 @@ fn a_desk_reached_only_by_its_command_gets_each_task_once() {
     let texts = read(&out.join("texts")).unwrap();
     assert!(
         texts.contains(&format!(
-            "[Taskkeeper] Task {second} from owner was canceled (Not needed after all)"
+            "«Taskkeeper» Task {second} from owner was canceled (Not needed after all)"
         )),
         "{texts}"
     );
@@ -357,7 +357,7 @@ fn a_follow_up_during_a_slow_delivery_goes_after_it() {
     assert_eq!(texts.matches(&format!("Task {id} from owner")).count(), 2);
     assert!(
         texts
-            .split("[Taskkeeper] Task ")
+            .split("«Taskkeeper» Task ")
             .last()
             .unwrap()
             .contains("Also the error log, please"),

@@ -137,24 +137,26 @@ fn file_link_and_data_parts_reach_the_worker_and_the_daemon_names_the_file() {
 
     let text = until("the delivery", || read(&out));
     assert!(
-        text.contains(&format!("- part 2: {}", saved.display())),
+        text.contains(&format!("• part 2: {}", saved.display())),
         "{text}"
     );
     assert!(
-        text.contains("> [part 2: a file named \"../../../token\" (text/plain)"),
+        text.contains("│ [part 2: a file named \"../../../token\" (text/plain)"),
         "{text}"
     );
     assert!(
-        text.contains("> [part 3: a link to a file named \"spec.pdf\" (application/pdf): https://example.com/spec.pdf]"),
+        text.contains("│ [part 3: a link to a file named \"spec.pdf\" (application/pdf): https://example.com/spec.pdf]"),
         "{text}"
     );
-    assert!(text.contains(">   \"tests\": 12"), "{text}");
+    assert!(text.contains("│   \"tests\": 12"), "{text}");
     assert!(
         !text.contains('\u{1b}'),
         "no control character reaches the session: {text:?}"
     );
     assert!(
-        !text.lines().any(|l| l.starts_with("- part 9")),
+        !text
+            .lines()
+            .any(|l| l.starts_with("• part 9") || l.starts_with("- part 9")),
         "an asker's file name cannot forge where a file was saved: {text}"
     );
     // GetTask gives the asker its message back as it sent it.

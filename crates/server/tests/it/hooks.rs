@@ -118,7 +118,7 @@ fn a_session_attaches_to_the_desk_of_its_directory_and_gets_the_note() {
         .as_str()
         .unwrap();
     assert!(
-        note.starts_with("[Taskkeeper] This session works at desk \"web\""),
+        note.starts_with("«Taskkeeper» This session works at desk \"web\""),
         "{note}"
     );
     assert!(note.contains("task_update"));
@@ -307,7 +307,7 @@ fn the_stop_that_ends_a_task_hands_over_the_next_and_the_waiter_wakes_an_idle_se
     assert_eq!(v["decision"], "block");
     let reason = v["reason"].as_str().unwrap();
     assert!(
-        reason.starts_with(&format!("[Taskkeeper] Task {first} from owner")),
+        reason.starts_with(&format!("«Taskkeeper» Task {first} from owner")),
         "{reason}"
     );
     assert!(
@@ -443,7 +443,7 @@ fn an_idle_session_without_a_waiter_gets_its_task_pasted_into_tmux() {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert!(
-        screen.contains(&format!("[Taskkeeper] Task {id} from owner")),
+        screen.contains(&format!("«Taskkeeper» Task {id} from owner")),
         "{screen}"
     );
     assert!(

@@ -27,6 +27,7 @@ mod streams;
 mod support;
 mod terminal;
 mod tidy;
+mod tmux;
 mod trips;
 mod ui;
 mod ui_codes;

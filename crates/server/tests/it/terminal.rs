@@ -18,24 +18,24 @@ use crate::support::{TestDaemon, read, until};
 
 /// A tmux server of the test's own, killed on drop; its panes start in `dir`, so whatever a
 /// failing run makes a shell do stays in the test's directory.
-struct Tmux {
-    sock: PathBuf,
-    dir: PathBuf,
+pub(crate) struct Tmux {
+    pub(crate) sock: PathBuf,
+    pub(crate) dir: PathBuf,
 }
 
 impl Tmux {
-    fn new(dir: &Path) -> Self {
+    pub(crate) fn new(dir: &Path) -> Self {
         Self {
             sock: dir.join("tmux.sock"),
             dir: dir.to_owned(),
         }
     }
 
-    fn socket(&self) -> String {
+    pub(crate) fn socket(&self) -> String {
         self.sock.to_string_lossy().into_owned()
     }
 
-    fn run(&self, args: &[&str]) -> String {
+    pub(crate) fn run(&self, args: &[&str]) -> String {
         let out = Command::new("tmux")
             .arg("-S")
             .arg(&self.sock)
@@ -53,7 +53,7 @@ impl Tmux {
     }
 
     /// A new tmux session `name` running `command`; its pane's id.
-    fn pane(&self, name: &str, command: &str) -> String {
+    pub(crate) fn pane(&self, name: &str, command: &str) -> String {
         self.run(&[
             "new-session",
             "-d",
@@ -70,14 +70,14 @@ impl Tmux {
         self.run(&["display-message", "-p", "-t", name, "#{pane_id}"])
     }
 
-    fn pane_pid(&self, pane: &str) -> u32 {
+    pub(crate) fn pane_pid(&self, pane: &str) -> u32 {
         self.run(&["display-message", "-p", "-t", pane, "#{pane_pid}"])
             .parse()
             .unwrap()
     }
 
     /// Type a line into the pane, as a person would.
-    fn type_line(&self, pane: &str, line: &str) {
+    pub(crate) fn type_line(&self, pane: &str, line: &str) {
         self.run(&["send-keys", "-t", pane, "-l", line]);
         self.run(&["send-keys", "-t", pane, "Enter"]);
     }
@@ -94,7 +94,7 @@ impl Drop for Tmux {
 }
 
 /// What a hook reports about the session's reach: the pane, its server, and the pid.
-fn reach(tmux: &Tmux, pane: &str, pid: Option<u32>) -> Vec<(&'static str, String)> {
+pub(crate) fn reach(tmux: &Tmux, pane: &str, pid: Option<u32>) -> Vec<(&'static str, String)> {
     let mut headers = vec![
         ("X-Taskkeeper-Tmux-Pane", pane.to_owned()),
         ("X-Taskkeeper-Tmux", format!("{},1,0", tmux.socket())),
@@ -107,7 +107,7 @@ fn reach(tmux: &Tmux, pane: &str, pid: Option<u32>) -> Vec<(&'static str, String
 
 /// The desk `web` at the hooks' directory, with a command that appends what it is given to
 /// `out/texts`: the method after the paste.
-fn web_desk(d: &TestDaemon, h: &Hooks<'_>) -> PathBuf {
+pub(crate) fn web_desk(d: &TestDaemon, h: &Hooks<'_>) -> PathBuf {
     let out = d.data_dir.join("out");
     std::fs::create_dir_all(&out).unwrap();
     std::fs::create_dir_all(&h.cwd).unwrap();
@@ -121,14 +121,14 @@ fn web_desk(d: &TestDaemon, h: &Hooks<'_>) -> PathBuf {
     out.join("texts")
 }
 
-fn delivered(d: &TestDaemon, id: &str) -> Option<()> {
+pub(crate) fn delivered(d: &TestDaemon, id: &str) -> Option<()> {
     d.task(id)["deliveredAt"].is_string().then_some(())
 }
 
 /// The shell in `pane` has run everything it was given before now, and none of it touched
 /// `marker`: a sentinel typed after it has run. (Words pasted there that left the shell
 /// inside a quote would swallow the sentinel: that fails too.)
-fn shell_ran_nothing_of_it(tmux: &Tmux, pane: &str, dir: &Path, marker: &Path) {
+pub(crate) fn shell_ran_nothing_of_it(tmux: &Tmux, pane: &str, dir: &Path, marker: &Path) {
     let sentinel = dir.join("sentinel");
     tmux.type_line(pane, &format!("touch {}", sentinel.display()));
     until("the shell to run the sentinel", || {
@@ -195,14 +195,14 @@ fn a_pane_that_is_not_the_sessions_own_is_never_pasted_into() {
     }
 }
 
-/// A pane that asks for bracketed paste and records every byte, run by the session's
-/// process's parent: the session's pid is the recorder's `cat`, a child of the pane's
-/// process. Returns the pane, the pid and the record's path.
-fn recorder(tmux: &Tmux, dir: &Path) -> (String, u32, PathBuf) {
+/// A pane (tmux session `name`) that asks for bracketed paste and records every byte, run by
+/// the session's process's parent: the session's pid is the recorder's `cat`, a child of the
+/// pane's process. Returns the pane, the pid and the record's path.
+pub(crate) fn recorder(tmux: &Tmux, dir: &Path, name: &str) -> (String, u32, PathBuf) {
     let (script, child, record) = (
-        dir.join("record.sh"),
-        dir.join("record.pid"),
-        dir.join("record"),
+        dir.join(format!("{name}.sh")),
+        dir.join(format!("{name}.pid")),
+        dir.join(format!("{name}.record")),
     );
     std::fs::write(
         &script,
@@ -215,7 +215,7 @@ fn recorder(tmux: &Tmux, dir: &Path) -> (String, u32, PathBuf) {
         ),
     )
     .unwrap();
-    let pane = tmux.pane("cc", &format!("exec sh '{}'", script.display()));
+    let pane = tmux.pane(name, &format!("exec sh '{}'", script.display()));
     // tmux reads the pane's output in order: once READY shows, the mode is set.
     until("the recorder to ask for bracketed paste", || {
         tmux.run(&["capture-pane", "-p", "-t", &pane])
@@ -238,7 +238,7 @@ fn the_sessions_own_pane_gets_one_paste_and_a_moved_reach_is_checked_again() {
     let h = Hooks::new(&d);
     let texts = web_desk(&d, &h);
     let tmux = Tmux::new(&d.data_dir);
-    let (pane, pid, record) = recorder(&tmux, &d.data_dir);
+    let (pane, pid, record) = recorder(&tmux, &d.data_dir, "cc");
     let shell = tmux.pane("victim", "sh");
     let (status, _) = h.send(
         "s-1",
@@ -255,12 +255,12 @@ fn the_sessions_own_pane_gets_one_paste_and_a_moved_reach_is_checked_again() {
     let got = until("the paste and its Enter", || {
         read(&record).filter(|r| r.contains(&first) && r.ends_with('\r'))
     });
-    assert!(got.starts_with("\u{1b}[200~[Taskkeeper] Task "), "{got:?}");
+    assert!(got.starts_with("\u{1b}[200~«Taskkeeper» Task "), "{got:?}");
     assert_eq!(got.matches("\u{1b}[200~").count(), 1, "{got:?}");
     assert_eq!(got.matches("\u{1b}[201~").count(), 1, "one paste: {got:?}");
     let (inside, after) = got.split_once("\u{1b}[201~").unwrap();
     assert!(
-        inside.contains("\r> Look at this[201~\r> echoed after the paste201~\r"),
+        inside.contains("\r│ Look at this[201~\r│ echoed after the paste201~\r"),
         "the asker's words are inside the paste: {got:?}"
     );
     assert!(inside.contains("task_update"), "{got:?}");

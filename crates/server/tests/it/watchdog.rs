@@ -83,15 +83,15 @@ fn a_quiet_session_is_reminded_then_the_task_stalls_and_the_owner_hears() {
     let first = wait(&d);
     assert_eq!(first["action"], "deliver", "{first}");
     let text = first["text"].as_str().unwrap();
-    assert!(text.starts_with("[Taskkeeper] Reminder #1:"), "{text}");
+    assert!(text.starts_with("«Taskkeeper» Reminder #1:"), "{text}");
     assert!(
         text.contains(&format!("Task {id} from owner"))
-            && text.contains("  Request:\n  [Taskkeeper] Begin of owner's request")
-            && text.contains("\n  > Add a --json flag\n"),
+            && text.contains("  Request:\n  «Taskkeeper» Begin of owner's request")
+            && text.contains("\n  │ Add a --json flag\n"),
         "{text}"
     );
     assert!(
-        text.contains("Your last words: \"Now writing the probe…\""),
+        text.contains("Your last words:\n  │ Now writing the probe…\n"),
         "{text}"
     );
     let (_, task) = d.call("GET", &format!("/api/tasks/{id}"), None);
@@ -113,7 +113,7 @@ fn a_quiet_session_is_reminded_then_the_task_stalls_and_the_owner_hears() {
         second["text"]
             .as_str()
             .unwrap()
-            .starts_with("[Taskkeeper] Reminder #2:"),
+            .starts_with("«Taskkeeper» Reminder #2:"),
         "{second}"
     );
     hook(

@@ -1,5 +1,6 @@
-// One session at a desk: what it is doing, its background commands, its reminder switch, and,
-// for a headless session, the stop button and the tool it asks the owner to allow.
+// One session at a desk: what it is doing, its background commands, its reminder switch, why a
+// delivery to it did not go through, and, for a headless session, the stop button and the tool
+// it asks the owner to allow.
 
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { DataSource } from '../../data';
@@ -51,6 +52,11 @@ export function SessionRow({ data, session: s, now, onChanged }: { data: DataSou
       )}
       {wakesItself && s.wakesAt && (
         <p class="note">It wakes itself at {formatTime(s.wakesAt, now)} (a schedule of its own); no reminders until then.</p>
+      )}
+      {s.deliveryProblem && s.activity !== 'ended' && (
+        <p class="note is-warning" data-delivery-problem>
+          Not delivered by {s.deliveryProblem.method} at {formatTime(s.deliveryProblem.at, now)}: {s.deliveryProblem.why}
+        </p>
       )}
       {s.permission && s.activity !== 'ended' && (
         <PermissionAsk key={s.permission.requestId} id={s.id} request={s.permission} busy={busy} onAnswer={answer} />

@@ -566,7 +566,7 @@ mod tests {
         );
         assert_eq!(
             steer[0]["params"]["input"][0]["text"],
-            "[Taskkeeper] The owner did not allow it: Not in this repository."
+            "«Taskkeeper» The owner did not allow it: Not in this repository."
         );
         assert_eq!(
             s.read(

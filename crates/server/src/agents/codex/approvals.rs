@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 
 /// What leads the owner's message with a denial, in the turn.
-pub(super) const OWNER_SAID: &str = "[Taskkeeper] The owner did not allow it:";
+pub(super) const OWNER_SAID: &str = "«Taskkeeper» The owner did not allow it:";
 
 /// An approval request of Codex's as the owner sees it: the tool, what it is in a line
 /// (Codex's reason when it gives one, else the command or the files it changes) and its
