@@ -1138,7 +1138,7 @@ fn the_read_tools_quote_and_filter_the_askers_words() {
     assert_safe_for_the_model("task_list", &text);
     assert_structured_safe("task_list (structured)", &list);
     assert!(
-        text.contains(&begin) && text.contains("\n  > Fix the build."),
+        text.contains(&begin) && text.contains("\n  │ Fix the build."),
         "task_list: the request is not quoted:\n{text}"
     );
 
