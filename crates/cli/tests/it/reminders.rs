@@ -55,7 +55,7 @@ fn assert_reminded(kind: Kind, requests: &[Value], shown: &Value, request: &str)
         .find(|t| t.contains("«Taskkeeper» Reminder #1:"))
         .unwrap_or_else(|| panic!("no reminder reached the model: {requests:?}"));
     assert!(
-        reminder.contains(&format!("• Task {id} from ci-bot (desk web), reminder 1:"))
+        reminder.contains(&format!("• Task {id} from ci-bot at desk web, reminder 1:"))
             && reminder.contains(request)
             && reminder.contains(&format!("Your last words:\n  │ {LAST_WORDS}\n")),
         "the reminder names the task, its request and the session's last words: {reminder}"

@@ -299,7 +299,7 @@ fn reminder_text_carries_request_last_words_and_the_way_out() {
         "Request:\n  «Taskkeeper» Begin of ci-bot's request on task t-9, quoted",
         "\n  │ Add a --json flag\n  «Taskkeeper» End of ci-bot's request on task t-9.\n",
         "Your last words:\n  │ Now writing the probe…\n",
-        "task_update(task_id \"t-9\"",
+        "call task_update with task_id \"t-9\"",
     ] {
         assert!(text.contains(part), "{part} missing in {text}");
     }

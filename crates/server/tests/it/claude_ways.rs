@@ -80,7 +80,7 @@ fn a_print_session_that_starts_at_a_desk_with_work_waiting_takes_it_as_its_first
         .as_str()
         .unwrap_or_else(|| panic!("no first message: {out}"));
     assert!(
-        first.starts_with(&format!("«Taskkeeper» Task {id} from owner (desk work)")),
+        first.starts_with(&format!("«Taskkeeper» Task {id} from owner at desk work")),
         "{first}"
     );
     assert!(out["hookSpecificOutput"]["additionalContext"].is_string());

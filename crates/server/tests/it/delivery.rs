@@ -59,7 +59,9 @@ fn a_desk_reached_only_by_its_command_gets_each_task_once() {
     assert_eq!(lines(&log), [format!("bot {first} []")]);
     let texts = read(&out.join("texts")).unwrap();
     assert!(
-        texts.starts_with(&format!("«Taskkeeper» Task {first} from owner (desk bot):")),
+        texts.starts_with(&format!(
+            "«Taskkeeper» Task {first} from owner at desk bot:"
+        )),
         "{texts}"
     );
     assert!(texts.contains("Rotate the logs") && texts.contains("task_update"));
@@ -102,7 +104,7 @@ fn a_desk_reached_only_by_its_command_gets_each_task_once() {
     let texts = read(&out.join("texts")).unwrap();
     assert!(
         texts.contains(&format!(
-            "«Taskkeeper» Task {second} from owner was canceled (Not needed after all)"
+            "«Taskkeeper» Task {second} from owner was canceled, the reason given: Not needed after all"
         )),
         "{texts}"
     );

@@ -348,7 +348,7 @@ fn the_stop_that_ends_a_task_hands_over_the_next_and_the_waiter_wakes_an_idle_se
     assert!(answer.contains(r#""action":"deliver""#), "{answer}");
     assert!(
         answer.contains(&format!(
-            "Task {second} from owner was canceled (not needed)"
+            "Task {second} from owner was canceled, the reason given: not needed"
         )),
         "{answer}"
     );

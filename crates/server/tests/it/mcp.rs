@@ -719,7 +719,7 @@ fn a_task_handed_to_a_session_that_clears_is_handed_again_to_the_next() {
     let h = crate::hooks::Hooks::new(&d);
     h.ok("s-1", "SessionStart", json!({"source": "startup"}));
     let id = d.add_task("work", "Keep me");
-    let header = format!("«Taskkeeper» Task {id} from owner (desk work):");
+    let header = format!("«Taskkeeper» Task {id} from owner at desk work:");
     let stop = json!({"last_assistant_message": "Hi", "background_tasks": []});
     let first = h.ok("s-1", "Stop", stop.clone());
     assert!(
