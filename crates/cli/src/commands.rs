@@ -510,6 +510,14 @@ pub fn status(json: bool) -> anyhow::Result<()> {
                 age(now, s.since),
                 bg
             );
+            if let Some(p) = &s.delivery_problem {
+                say!(
+                    "    its task waits: the {} did not deliver {} ago: {}",
+                    p.method,
+                    age(now, p.at),
+                    p.why
+                );
+            }
             if let Some(p) = &s.permission {
                 say!(
                     "    asks to use {}: {}  (`taskkeeper session allow {}` or `deny`)",

@@ -254,3 +254,30 @@ fn a_desk_command_gets_none_of_the_daemons_tokens() {
     }
     assert!(seen.contains(&format!("TASKKEEPER_TASKS={id}")), "{seen}");
 }
+
+/// A way in that did not deliver is shown where the owner looks: `taskkeeper status` names
+/// the session's problem (the method and why) until something is delivered to it.
+#[test]
+fn status_says_why_a_sessions_task_waits() {
+    let root = tempfile::tempdir().unwrap();
+    let d = Served::start(&root.path().join("data"));
+    let work = root.path().join("bot");
+    std::fs::create_dir_all(&work).unwrap();
+    command_desk(
+        &d,
+        &work,
+        "cat > /dev/null; echo 'the agent is busy' >&2; exit 3",
+    );
+    let o = run_in(&d, &work, &["report", "started"], Some("g-1"));
+    assert!(o.status.success(), "{}", text(&o));
+    let sent = d.cli(&["task", "add", "bot", "Rotate the logs"]);
+    assert!(sent.status.success(), "{}", text(&sent));
+    let shown = until("the problem in status", || {
+        let o = d.cli(&["status"]);
+        let out = text(&o);
+        out.contains("its task waits: the command did not deliver")
+            .then_some(out)
+    });
+    assert!(shown.contains("session g-1"), "{shown}");
+    assert!(shown.contains("exit"), "the reason is named: {shown}");
+}
