@@ -16,14 +16,23 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := build-essential pkg-config libwebkit2gtk-4.1-dev libayatana-appindicator3-1 \
 	xvfb dbus dbus-x11 webkit2gtk-driver chromium tmux curl python3 iproute2
 
-.PHONY: run test deps apt npm ui ui-types lint test-rust test-ui test-browser package test-package clean
+.PHONY: run test deps apt npm ui ui-types lint test-rust test-ui test-browser package test-package test-leftovers clean
 
 run: deps ui
 	$(CARGO) run -p taskkeeper-app
 
 # test-package last: a cold release build is the slowest step (about 20 min on a loaded
 # 2-core machine, under 4 min warm, since ${CARGO_TARGET_DIR} outlives the clone).
-test: deps ui lint test-rust test-ui test-browser test-package
+test: deps ui lint test-rust test-ui test-browser test-package test-leftovers
+
+# Every process a test starts carries this run's mark, so tests/leftovers.sh can tell at the
+# end whether one was left running (a daemon, a tmux server, a browser) and fail if so.
+ifndef TASKKEEPER_TEST_RUN
+TASKKEEPER_TEST_RUN := $(shell date +%s%N)
+endif
+export TASKKEEPER_TEST_RUN
+test-leftovers:
+	tests/leftovers.sh
 
 deps: apt npm
 

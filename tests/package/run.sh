@@ -87,7 +87,11 @@ while read -r cmd; do
 done <<<"$commands"
 
 step "taskkeeper serve --ui from the package"
-as_user taskkeeper serve --port "$port" --ui >"$scratch/serve.out" 2>"$scratch/serve.err" &
+# Not through as_user: a shell function in the background is a subshell, so `$!` would be
+# that subshell and killing it would leave the daemon serving. `env` execs the daemon, so
+# `$!` is the daemon itself.
+env HOME="$home" TASKKEEPER_URL="$url" taskkeeper serve --port "$port" --ui \
+  >"$scratch/serve.out" 2>"$scratch/serve.err" &
 daemon=$!
 for _ in $(seq 300); do
   grep -q "listening on $url" "$scratch/serve.out" 2>/dev/null && break
@@ -110,6 +114,10 @@ as_user sh -c "$helper" | grep -q '"Authorization":"Bearer ' || fail "the MCP he
 
 kill "$daemon"
 wait "$daemon" || true
+for exe in /proc/[0-9]*/exe; do
+  [ "$(readlink "$exe" 2>/dev/null)" != /usr/bin/taskkeeper ] \
+    || fail "the installed taskkeeper still runs as process ${exe//[^0-9]/} after the daemon was stopped"
+done
 daemon=
 
 step "dpkg -r $pkg"
