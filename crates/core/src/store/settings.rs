@@ -35,26 +35,30 @@ impl Store {
 
     /// Change one setting; an invalid value is refused and nothing is written.
     pub fn set_setting(&self, key: &str, value: &str) -> Result<Settings, StoreError> {
-        let written = self.set_setting_uncached(key, value);
+        self.set_settings(vec![(key.to_owned(), value.to_owned())])
+    }
+
+    /// Change several settings in one transaction: each is checked over the ones before it,
+    /// and one invalid value refuses them all and writes nothing.
+    pub fn set_settings(&self, changes: Vec<(String, String)>) -> Result<Settings, StoreError> {
+        let written = self.write(move |c| {
+            let mut settings = load_settings(c)?;
+            for (key, value) in &changes {
+                settings.set(key, value)?;
+                let canonical = settings.get(key)?;
+                c.prepare_cached(
+                    "INSERT INTO settings (key, value) VALUES (?1, ?2) \
+                     ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                )?
+                .execute(params![key, canonical])?;
+            }
+            Ok(settings)
+        });
         // Whatever the outcome: the next read goes to the table.
         let mut cache = self.settings_cache();
         cache.generation = cache.generation.wrapping_add(1);
         cache.settings = None;
         written
-    }
-
-    fn set_setting_uncached(&self, key: &str, value: &str) -> Result<Settings, StoreError> {
-        let (key, value) = (key.to_owned(), value.to_owned());
-        self.write(move |c| {
-            let mut settings = load_settings(c)?;
-            settings.set(&key, &value)?;
-            let canonical = settings.get(&key)?;
-            c.execute(
-                "INSERT INTO settings (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                params![key, canonical],
-            )?;
-            Ok(settings)
-        })
     }
 }
 
