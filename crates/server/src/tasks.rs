@@ -6,6 +6,9 @@
 //!
 //! Every task write of the daemon goes through here; nothing else calls `Store::submit` or
 //! `Store::apply`.
+//! The other tables are reached through the services it hands out (`tasks.desks()`,
+//! `tasks.session_store()`, …, in `crate::services`), over the same store, clock and trip
+//! counts.
 //!
 //! A task's channel lives while someone watches it: the last [`TaskWatch`] to go removes it,
 //! so a task nobody follows costs nothing here, and [`Tasks::watchers`] counts who follows.

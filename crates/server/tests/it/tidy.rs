@@ -220,6 +220,40 @@ fn only_the_services_reach_the_store() {
     );
 }
 
+/// Every session write of the daemon goes through the sessions registry
+/// (`crates/server/src/sessions/mod.rs`: `Sessions::update`, `attach`, `put`, …), the one
+/// caller of the sessions service's writes, so a change to a session has one owner.
+#[test]
+fn only_the_sessions_registry_writes_sessions() {
+    let registry = root().join("crates/server/src/sessions/mod.rs");
+    let write = Regex::new(
+        r"session_store\(\)\.(put|update|update_holder|update_each|attach|reconcile|reconcile_all)\(",
+    )
+    .unwrap();
+    let mut found = Vec::new();
+    for path in product_sources() {
+        if path == registry || path.starts_with(root().join("crates/server/src/services")) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let code: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect();
+        let code = Regex::new(r"\s*\.\s*")
+            .unwrap()
+            .replace_all(&code.join("\n"), ".")
+            .into_owned();
+        for m in write.find_iter(&code) {
+            found.push(format!("{}: {}", shown(&path), m.as_str()));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "session writes outside the sessions registry; call `Sessions` instead: {found:?}"
+    );
+}
+
 /// The waiting-on-owner mark is derived once, from activity changes
 /// (`core::session::owner_wait_change`, applied in `crates/server/src/sessions/mod.rs`): no
 /// adapter sets or clears it on its own, so they cannot disagree again.
