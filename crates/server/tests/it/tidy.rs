@@ -230,6 +230,7 @@ fn only_the_sessions_registry_writes_sessions() {
         r"session_store\(\)\.(put|update|update_holder|update_each|attach|reconcile|reconcile_all)\(",
     )
     .unwrap();
+    let space = Regex::new(r"\s*\.\s*").unwrap();
     let mut found = Vec::new();
     for path in product_sources() {
         if path == registry || path.starts_with(root().join("crates/server/src/services")) {
@@ -240,10 +241,7 @@ fn only_the_sessions_registry_writes_sessions() {
             .lines()
             .filter(|l| !l.trim_start().starts_with("//"))
             .collect();
-        let code = Regex::new(r"\s*\.\s*")
-            .unwrap()
-            .replace_all(&code.join("\n"), ".")
-            .into_owned();
+        let code = space.replace_all(&code.join("\n"), ".").into_owned();
         for m in write.find_iter(&code) {
             found.push(format!("{}: {}", shown(&path), m.as_str()));
         }
