@@ -220,6 +220,30 @@ fn only_the_services_reach_the_store() {
     );
 }
 
+/// The core's store is laid out by table on machinery modules of its own; its `mod.rs` only
+/// declares the modules and names the public API, so no store module imports items from its
+/// parent and the store has no import cycle through it.
+#[test]
+fn the_stores_root_only_declares_and_reexports() {
+    let text = std::fs::read_to_string(root().join("crates/core/src/store/mod.rs")).unwrap();
+    let other: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            !(l.is_empty()
+                || l.starts_with("//")
+                || l.starts_with("mod ")
+                || l.starts_with("pub mod ")
+                || l.starts_with("pub use "))
+        })
+        .collect();
+    assert!(
+        other.is_empty(),
+        "crates/core/src/store/mod.rs holds more than module declarations and re-exports; move \
+         these into the module of the table or the machinery they belong to: {other:?}"
+    );
+}
+
 /// Every session write of the daemon goes through the sessions registry
 /// (`crates/server/src/sessions/mod.rs`: `Sessions::update`, `attach`, `put`, …), the one
 /// caller of the sessions service's writes, so a change to a session has one owner.
