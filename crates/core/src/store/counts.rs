@@ -9,7 +9,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::error::StoreError;
 use super::open::Store;
 use super::rows::desk_name;
-use super::tasks::load_task;
+use super::rows::load_task;
 use crate::desk::DeskName;
 use crate::task::{Task, TaskId, TaskState};
 

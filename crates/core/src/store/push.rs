@@ -8,8 +8,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::error::StoreError;
 use super::open::Store;
+use super::rows::load_task;
 use super::settings::load_settings;
-use super::tasks::load_task;
 use crate::clock::Timestamp;
 use crate::limits;
 use crate::push::{self, Attempted, Delivery, NewPushConfig, PushAuth, PushConfig, PushItem};

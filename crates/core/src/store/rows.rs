@@ -1,13 +1,15 @@
-//! Row decoding shared by the tables: a stored task body, a desk row, a desk name, and the
-//! optional-filter clause the listing queries are built from.
+//! Row decoding shared by the tables: a stored task body (and a task read by its id), a desk
+//! row, a desk name, and the optional-filter clause the listing queries are built from.
 
 use std::path::PathBuf;
+
+use rusqlite::{Connection, OptionalExtension};
 
 use super::error::StoreError;
 use super::reads;
 use crate::clock::Timestamp;
 use crate::desk::{Desk, DeskName};
-use crate::task::Task;
+use crate::task::{Task, TaskId};
 
 /// One optional equality filter of a query, on parameter `?n`: `column = ?n` when the caller
 /// gives a value, else a condition that holds (the parameter is bound to NULL). Written out
@@ -61,4 +63,11 @@ pub(super) fn decode_tasks(
     rows: impl Iterator<Item = rusqlite::Result<String>>,
 ) -> Result<Vec<Task>, StoreError> {
     rows.map(|body| decode_task(&body?)).collect()
+}
+
+/// Task `id` as stored (by primary key).
+pub(super) fn load_task(c: &Connection, id: &TaskId) -> Result<Option<Task>, StoreError> {
+    let mut stmt = c.prepare_cached("SELECT body FROM tasks WHERE id = ?1")?;
+    let body: Option<String> = stmt.query_row([id.as_str()], |r| r.get(0)).optional()?;
+    body.map(|b| decode_task(&b)).transpose()
 }

@@ -16,7 +16,7 @@ use super::desks::load_desk;
 use super::error::StoreError;
 use super::open::Store;
 use super::push;
-use super::rows::{decode_task, decode_tasks, filter_on};
+use super::rows::{decode_task, decode_tasks, filter_on, load_task};
 use super::settings::load_settings;
 use crate::clock::Timestamp;
 use crate::desk::DeskName;
@@ -442,12 +442,6 @@ pub(super) fn tasks_sql(filter: &TaskFilter) -> String {
         filter_on("desk", 1, filter.desk.is_some()),
         filter_on("asker", 2, filter.asker.is_some()),
     )
-}
-
-pub(super) fn load_task(c: &Connection, id: &TaskId) -> Result<Option<Task>, StoreError> {
-    let mut stmt = c.prepare_cached("SELECT body FROM tasks WHERE id = ?1")?;
-    let body: Option<String> = stmt.query_row([id.as_str()], |r| r.get(0)).optional()?;
-    body.map(|b| decode_task(&b)).transpose()
 }
 
 pub(super) fn load_task_by_request(
