@@ -3,9 +3,9 @@
 //! finished, blocked or stalled.
 //!
 //! The queue is not a separate structure: it is the desk's SUBMITTED tasks ordered by
-//! [`Task::queue_seq`]. These functions are the only place that order, the "holds the
-//! desk" rule, which session may end a task, and what a session's end gives back are written
-//! down.
+//! [`Task::queue_seq`]. These functions are the only place the "holds the desk" rule, which
+//! session may end a task, and what a session's end gives back are written down. A queued
+//! task's position is counted by the store, on its index (`store::counts`).
 
 use crate::desk::DeskName;
 use crate::session::{Session, SessionId};
@@ -30,24 +30,6 @@ pub fn next_to_start<'a>(desk_tasks: impl IntoIterator<Item = &'a Task>) -> Opti
         }
     }
     first
-}
-
-/// Fill in [`Task::queue_position`] (1 = next) for the queued tasks of one desk; other tasks
-/// get `None`.
-pub fn positions(desk_tasks: &mut [Task]) {
-    let mut queued: Vec<(i64, usize)> = desk_tasks
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| t.state() == TaskState::Submitted)
-        .map(|(i, t)| (t.queue_seq, i))
-        .collect();
-    queued.sort_unstable();
-    for t in desk_tasks.iter_mut() {
-        t.queue_position = None;
-    }
-    for (pos, (_, i)) in queued.into_iter().enumerate() {
-        desk_tasks[i].queue_position = u32::try_from(pos + 1).ok();
-    }
 }
 
 /// Why a session may not end a task.

@@ -286,7 +286,8 @@ pub struct Task {
     /// The order key of the desk's FIFO queue: lower starts first.
     pub queue_seq: i64,
     /// 1 for the next task to start, while the task is queued. Derived from `queue_seq`
-    /// when the store reads the task ([`crate::queue::positions`]); never stored.
+    /// when the store reads the task (`store::counts`, the one place it is computed); never
+    /// stored.
     #[serde(skip)]
     pub queue_position: Option<u32>,
     /// Reminders sent on the current ladder (a follow-up or a resume starts a new ladder).

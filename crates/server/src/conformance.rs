@@ -169,7 +169,7 @@ pub(crate) async fn prepare(
     enabled: bool,
 ) -> Result<(), StoreError> {
     let marker = marker_dir(data_dir);
-    let existing = tasks.blocking(|s, _| s.desk(DESK)).await?;
+    let existing = tasks.desks().get(DESK).await?;
     match (enabled, existing) {
         // A new run: the last run's open tasks would only count against the anonymous
         // asker's open-task limit.
@@ -186,15 +186,11 @@ pub(crate) async fn prepare(
                 dir: marker,
                 deliver_command: None,
             };
-            tasks
-                .blocking(move |s, now| s.add_desk(desk, now).map(drop))
-                .await?;
+            tasks.desks().add(desk).await?;
         }
         (false, Some(desk)) if desk.dir == marker => {
             cancel_open(tasks, &desk.name, "Conformance mode ended.").await?;
-            tasks
-                .blocking(move |s, _| s.remove_desk(&desk.name).map(drop))
-                .await?;
+            tasks.desks().remove(&desk.name).await?;
         }
         _ => {}
     }
@@ -212,7 +208,7 @@ async fn cancel_open(
         desk: Some(desk.clone()),
         ..Default::default()
     };
-    let open = tasks.blocking(move |s, _| s.tasks(&filter)).await?;
+    let open = tasks.list(filter).await?;
     for t in open {
         let event = Event::Cancel {
             reason: Some(reason.into()),

@@ -437,26 +437,13 @@ impl Daemon {
 async fn prune_due(tasks: &Tasks, files: &crate::files::Files) -> Option<Duration> {
     let now = tasks.now();
     let result = async {
-        let (keep_tasks, keep_sessions, tasks_due) = tasks
-            .blocking(move |store, now| {
-                let settings = store.settings()?;
-                let (keep_tasks, keep_sessions) =
-                    (settings.keep_ended, settings.limits.keep_ended_sessions);
-                let due = store.next_prune_at(keep_tasks)?.is_some_and(|t| t <= now);
-                Ok((keep_tasks, keep_sessions, due))
-            })
-            .await?;
+        let (keep_tasks, keep_sessions, tasks_due) = tasks.housekeeping().tasks_due().await?;
         if tasks_due {
             let pruned = tasks.prune_ended(keep_tasks).await?;
             if pruned > 0 {
                 tracing::info!(pruned, "pruned ended tasks");
                 // A pruned task's files go with it.
-                let files = files.clone();
-                let removed = tasks
-                    .blocking(move |store, _| {
-                        Ok(files.prune(|id| matches!(store.task(id), Ok(Some(_)) | Err(_))))
-                    })
-                    .await?;
+                let removed = tasks.housekeeping().prune_files(files.clone()).await?;
                 match removed {
                     Ok(0) => {}
                     Ok(n) => tracing::info!(tasks = n, "removed the files of pruned tasks"),
@@ -467,22 +454,8 @@ async fn prune_due(tasks: &Tasks, files: &crate::files::Files) -> Option<Duratio
             }
         }
         tasks
-            .blocking(move |store, now| {
-                if store
-                    .next_session_prune_at(keep_sessions)?
-                    .is_some_and(|t| t <= now)
-                {
-                    let pruned = store.prune_ended_sessions(now, keep_sessions)?;
-                    if pruned > 0 {
-                        tracing::info!(pruned, "pruned ended sessions");
-                    }
-                }
-                let next = [
-                    store.next_prune_at(keep_tasks)?,
-                    store.next_session_prune_at(keep_sessions)?,
-                ];
-                Ok(next.into_iter().flatten().min())
-            })
+            .housekeeping()
+            .prune_sessions(keep_tasks, keep_sessions)
             .await
     }
     .await;

@@ -24,6 +24,7 @@ pub mod notify;
 pub mod owner;
 mod private;
 mod router;
+pub mod services;
 pub mod sessions;
 mod tasks;
 mod token;

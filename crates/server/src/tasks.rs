@@ -6,6 +6,9 @@
 //!
 //! Every task write of the daemon goes through here; nothing else calls `Store::submit` or
 //! `Store::apply`.
+//! The other tables are reached through the services it hands out (`tasks.desks()`,
+//! `tasks.session_store()`, …, in `crate::services`), over the same store, clock and trip
+//! counts.
 //!
 //! A task's channel lives while someone watches it: the last [`TaskWatch`] to go removes it,
 //! so a task nobody follows costs nothing here, and [`Tasks::watchers`] counts who follows.
@@ -17,11 +20,16 @@
 //! task read takes an idle read connection where the caller is. [`Tasks::trips`] counts them.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use taskkeeper_core::store::{Changed, PageQuery, Resend, TaskFilter};
 use taskkeeper_core::{Clock, Event, NewTask, Store, StoreError, Task, TaskId, Timestamp};
+
+use crate::services::{
+    AskerStore, DeskStore, Housekeeping, MarkStore, PushStore, SessionStore, SettingStore, Stored,
+    WatchdogReads,
+};
 use tokio::sync::broadcast;
 
 /// Events buffered per task channel; a subscriber that falls further behind re-reads the
@@ -31,8 +39,7 @@ const FEED_CHANNEL: usize = 1024;
 
 #[derive(Clone, Debug)]
 pub struct Tasks {
-    store: Store,
-    clock: Arc<dyn Clock>,
+    stored: Stored,
     hub: Arc<Hub>,
     /// The files that travel with tasks (`files`).
     files: crate::files::Files,
@@ -47,22 +54,14 @@ struct Hub {
     pokes: broadcast::Sender<()>,
     /// Told when a change queued a push for a webhook: the push sender's wake.
     pushes: Arc<tokio::sync::Notify>,
-    trips: TripCounts,
-}
-
-/// See [`Trips`].
-#[derive(Debug, Default)]
-struct TripCounts {
-    pool: AtomicU64,
-    writer: AtomicU64,
-    direct: AtomicU64,
 }
 
 /// The thread trips the task service made since it was made, for tests that pin a cost by
 /// counting (never by time).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Trips {
-    /// Calls run on the blocking pool ([`Tasks::blocking`]).
+    /// Calls run on the blocking pool (every service's calls but the task writes and reads
+    /// below).
     pub pool: u64,
     /// Task writes handed to the store's writer thread and awaited without a pool thread.
     pub writer: u64,
@@ -144,11 +143,9 @@ impl Tasks {
             feed: broadcast::channel(FEED_CHANNEL).0,
             pokes: broadcast::channel(16).0,
             pushes: Arc::new(tokio::sync::Notify::new()),
-            trips: TripCounts::default(),
         };
         Self {
-            store,
-            clock,
+            stored: Stored::new(store, clock),
             hub: Arc::new(hub),
             files,
         }
@@ -160,17 +157,17 @@ impl Tasks {
     }
 
     pub fn now(&self) -> Timestamp {
-        self.clock.now()
+        self.stored.clock.now()
     }
 
     /// The injected clock's monotonic reading.
     pub fn monotonic(&self) -> std::time::Duration {
-        self.clock.monotonic()
+        self.stored.clock.monotonic()
     }
 
     /// The thread trips made so far (see [`Trips`]).
     pub fn trips(&self) -> Trips {
-        let t = &self.hub.trips;
+        let t = &self.stored.trips;
         Trips {
             pool: t.pool.load(Ordering::Relaxed),
             writer: t.writer.load(Ordering::Relaxed),
@@ -178,23 +175,52 @@ impl Tasks {
         }
     }
 
-    /// Run a store call on the blocking pool.
-    pub async fn blocking<R: Send + 'static>(
-        &self,
-        f: impl FnOnce(&Store, Timestamp) -> Result<R, StoreError> + Send + 'static,
-    ) -> Result<R, StoreError> {
-        self.hub.trips.pool.fetch_add(1, Ordering::Relaxed);
-        let store = self.store.clone();
-        let now = self.clock.now();
-        tokio::task::spawn_blocking(move || f(&store, now))
-            .await
-            .map_err(|e| StoreError::Sqlite(format!("the store call did not finish: {e}")))?
+    /// The desks service.
+    pub fn desks(&self) -> DeskStore {
+        DeskStore(self.stored.clone())
+    }
+
+    /// The sessions service (its writes are the sessions registry's).
+    pub fn session_store(&self) -> SessionStore {
+        SessionStore(self.stored.clone())
+    }
+
+    /// The settings service.
+    pub fn setting_store(&self) -> SettingStore {
+        SettingStore(self.stored.clone())
+    }
+
+    /// The push service: webhooks and the sender's queue.
+    pub fn push_store(&self) -> PushStore {
+        PushStore(self.stored.clone())
+    }
+
+    /// The askers service.
+    pub fn askers(&self) -> AskerStore {
+        AskerStore(self.stored.clone())
+    }
+
+    /// The marks service (and the digest).
+    pub fn marks(&self) -> MarkStore {
+        MarkStore(self.stored.clone())
+    }
+
+    /// The housekeeping service (pruning).
+    pub fn housekeeping(&self) -> Housekeeping {
+        Housekeeping(self.stored.clone())
+    }
+
+    /// The watchdog's reads.
+    pub fn watchdog_reads(&self) -> WatchdogReads {
+        WatchdogReads(self.stored.clone())
     }
 
     /// Delete the tasks that ended more than `keep` ago (the daemon's housekeeping). Nothing
     /// is published: only ended tasks go, and an ended task's channel is already gone.
     pub async fn prune_ended(&self, keep: std::time::Duration) -> Result<usize, StoreError> {
-        self.blocking(move |s, now| s.prune_ended(now, keep)).await
+        self.stored
+            .blocking(move |s, now| s.prune_ended(now, keep))
+            .await
     }
 
     /// A task write on the store's writer thread, awaited here: the writer answers on a
@@ -203,11 +229,11 @@ impl Tasks {
         &self,
         start: impl FnOnce(&Store, Timestamp, Box<dyn FnOnce(Result<Changed, StoreError>) + Send>),
     ) -> Result<Changed, StoreError> {
-        self.hub.trips.writer.fetch_add(1, Ordering::Relaxed);
+        self.stored.trips.writer.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = tokio::sync::oneshot::channel();
         start(
-            &self.store,
-            self.clock.now(),
+            &self.stored.store,
+            self.stored.clock.now(),
             Box::new(move |r| {
                 let _ = tx.send(r);
             }),
@@ -280,45 +306,44 @@ impl Tasks {
     /// The settings, from the store's memory when it has them (every A2A call asks for the
     /// limits), else read on the blocking pool.
     pub async fn settings(&self) -> Result<taskkeeper_core::settings::Settings, StoreError> {
-        match self.store.cached_settings() {
+        match self.stored.store.cached_settings() {
             Some(settings) => Ok(settings),
-            None => self.blocking(|s, _| s.settings()).await,
+            None => self.setting_store().get().await,
         }
     }
 
     /// Desk `name`, from the store's memory when it has it (every A2A call names its desk),
     /// else read on the blocking pool.
     pub async fn desk(&self, name: &str) -> Result<Option<taskkeeper_core::Desk>, StoreError> {
-        if let Some(desk) = self.store.cached_desk(name) {
+        if let Some(desk) = self.stored.store.cached_desk(name) {
             return Ok(Some(desk));
         }
-        let name = name.to_owned();
-        self.blocking(move |s, _| s.desk(&name)).await
+        self.desks().get(name).await
     }
 
     /// Task `id`: read where the caller is when a read connection is idle (one lookup by
     /// key, see `Store::try_task`), else on the blocking pool.
     pub async fn get(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
-        if let Some(read) = self.store.try_task(id) {
-            self.hub.trips.direct.fetch_add(1, Ordering::Relaxed);
+        if let Some(read) = self.stored.store.try_task(id) {
+            self.stored.trips.direct.fetch_add(1, Ordering::Relaxed);
             return read;
         }
         let id = id.clone();
-        self.blocking(move |s, _| s.task(&id)).await
+        self.stored.blocking(move |s, _| s.task(&id)).await
     }
 
     /// The desks set to launch by themselves if the store has them in memory (`None`: ask
     /// the store), so the auto-launch loop can tell without a trip whether a change is its.
     pub fn cached_auto_launch_desks(&self) -> Option<Vec<taskkeeper_core::Desk>> {
-        self.store.cached_auto_launch_desks()
+        self.desks().cached_auto_launch()
     }
 
     pub async fn list(&self, filter: TaskFilter) -> Result<Vec<Task>, StoreError> {
-        self.blocking(move |s, _| s.tasks(&filter)).await
+        self.stored.blocking(move |s, _| s.tasks(&filter)).await
     }
 
     pub async fn page(&self, query: PageQuery) -> Result<(Vec<Task>, u64), StoreError> {
-        self.blocking(move |s, _| s.task_page(&query)).await
+        self.stored.blocking(move |s, _| s.task_page(&query)).await
     }
 
     /// Every later version of task `id`. Subscribe before reading the task, so no change can

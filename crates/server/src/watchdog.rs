@@ -18,9 +18,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use taskkeeper_core::store::{StateFilter, TaskFilter};
 use taskkeeper_core::watchdog::{self, Plan, Schedule, Wake};
-use taskkeeper_core::{DeskName, Event, Session, StoreError, Task, TaskId, Timestamp, delivery};
+use taskkeeper_core::{Event, Session, StoreError, Task, TaskId, Timestamp, delivery};
 use tokio::sync::{Notify, watch};
 
 use crate::notify::Notifier;
@@ -92,57 +91,11 @@ struct Done {
 }
 
 /// One desk as a pass reads it from the store: its sessions (newest first) and open tasks.
-type DeskState = (DeskName, Vec<Session>, Vec<Task>);
-
 /// How many desks a pass reads and plans at a time. A full pass walks every desk in use in
 /// batches of this many, so what it holds is one batch's sessions and tasks, never the whole
 /// store's (issue 13: reading 10,000 desks at once grew the process by 43 MiB, which the
 /// allocator kept after the read was dropped).
 pub const BATCH: usize = 64;
-
-/// The desks `look` names: every desk with a session or an open task, or the desks named and
-/// those of the sessions named.
-fn desks_to_read(s: &taskkeeper_core::Store, look: Look) -> Result<Vec<DeskName>, StoreError> {
-    match look {
-        Look::All => s.desks_in_use(),
-        Look::Some { desks, sessions } => {
-            let mut names = desks;
-            for id in &sessions {
-                if let Some(session) = s.session(id)? {
-                    names.insert(session.desk);
-                }
-            }
-            Ok(names.into_iter().collect())
-        }
-    }
-}
-
-/// Read these desks. A desk is read without its queue: its working and blocked tasks, and of
-/// its queued tasks those that expire by `now` and the earliest, which is all the plan looks
-/// at.
-fn read_desks(
-    s: &taskkeeper_core::Store,
-    names: Vec<DeskName>,
-    created_by: Timestamp,
-) -> Result<Vec<DeskState>, StoreError> {
-    names
-        .into_iter()
-        .map(|desk| {
-            let sessions = s.sessions(Some(&desk))?;
-            let mut tasks = s.tasks(&TaskFilter {
-                state: StateFilter::Unqueued,
-                desk: Some(desk.clone()),
-                ..Default::default()
-            })?;
-            for t in s.expiring_tasks(&desk, created_by)? {
-                if !tasks.iter().any(|held| held.id == t.id) {
-                    tasks.push(t);
-                }
-            }
-            Ok((desk, sessions, tasks))
-        })
-        .collect()
-}
 
 impl Watchdog {
     pub fn new(
@@ -186,17 +139,8 @@ impl Watchdog {
         // read in the same trip: this runs after every change of any task.
         let (settings, names, mut first) = self
             .tasks
-            .blocking(move |s, _| {
-                let settings = s.settings()?;
-                let names = desks_to_read(s, look)?;
-                let created_by = watchdog::expired_if_created_by(now, &settings);
-                let first = if names.len() <= BATCH {
-                    Some(read_desks(s, names.clone(), created_by)?)
-                } else {
-                    None
-                };
-                Ok((settings, names, first))
-            })
+            .watchdog_reads()
+            .first(look.named(), now, BATCH)
             .await?;
         if full {
             schedule.clear();
@@ -213,9 +157,7 @@ impl Watchdog {
                 None => {
                     let batch = batch.to_vec();
                     done.trips += 1;
-                    self.tasks
-                        .blocking(move |s, _| read_desks(s, batch, created_by))
-                        .await?
+                    self.tasks.watchdog_reads().desks(batch, created_by).await?
                 }
             };
             done.largest_read = done.largest_read.max(desks.len());
@@ -303,31 +245,29 @@ impl Watchdog {
         stalled: &[Task],
     ) -> Result<(), StoreError> {
         let (id, remind, stalled) = (session.id.clone(), remind.to_vec(), stalled.to_vec());
-        let seq = self
-            .tasks
-            .blocking(move |s, _| {
-                // The reminder quotes the task as it was before this rung.
-                let before: Vec<Task> = remind
-                    .iter()
-                    .map(|t| {
-                        let mut t = t.clone();
-                        t.reminders_sent = t.reminders_sent.saturating_sub(1);
-                        t
-                    })
-                    .collect();
-                let updated = s.update_session(&id, move |session| {
-                    let seq = session.watch.record(now, true, |seq| {
-                        delivery::watchdog_text(
-                            seq,
-                            &before.iter().collect::<Vec<_>>(),
-                            &stalled.iter().collect::<Vec<_>>(),
-                        )
-                    });
-                    (true, seq)
-                })?;
-                Ok(updated.map_or(0, |(_, seq)| seq))
+        // The reminder quotes the task as it was before this rung.
+        let before: Vec<Task> = remind
+            .iter()
+            .map(|t| {
+                let mut t = t.clone();
+                t.reminders_sent = t.reminders_sent.saturating_sub(1);
+                t
             })
-            .await?;
+            .collect();
+        let seq = self
+            .sessions
+            .update(&id, move |session, _| {
+                let seq = session.watch.record(now, true, |seq| {
+                    delivery::watchdog_text(
+                        seq,
+                        &before.iter().collect::<Vec<_>>(),
+                        &stalled.iter().collect::<Vec<_>>(),
+                    )
+                });
+                (true, seq)
+            })
+            .await?
+            .map_or(0, |(_, seq)| seq);
         tracing::info!(session = %session.id, seq, "watchdog message recorded");
         Ok(())
     }
@@ -335,19 +275,14 @@ impl Watchdog {
     /// Move every quiet session's clock later by `gap`: the machine slept and so did they.
     async fn slept(&self, gap: Duration) -> Result<(), StoreError> {
         let gap_ms = i64::try_from(gap.as_millis()).unwrap_or(i64::MAX);
-        self.tasks
-            .blocking(move |s, _| {
-                for session in s.sessions(None)? {
-                    s.update_session(&session.id, move |session| {
-                        let quiet = session.is_live()
-                            && session.activity == taskkeeper_core::Activity::Idle;
-                        if quiet {
-                            session.watch.slept_ms = session.watch.slept_ms.saturating_add(gap_ms);
-                        }
-                        (quiet, ())
-                    })?;
+        self.sessions
+            .update_each(move |session| {
+                let quiet =
+                    session.is_live() && session.activity == taskkeeper_core::Activity::Idle;
+                if quiet {
+                    session.watch.slept_ms = session.watch.slept_ms.saturating_add(gap_ms);
                 }
-                Ok(())
+                quiet
             })
             .await
     }

@@ -6,7 +6,10 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{Store, StoreError, load_settings, load_task};
+use super::error::StoreError;
+use super::open::Store;
+use super::rows::load_task;
+use super::settings::load_settings;
 use crate::clock::Timestamp;
 use crate::limits;
 use crate::push::{self, Attempted, Delivery, NewPushConfig, PushAuth, PushConfig, PushItem};
@@ -140,7 +143,7 @@ impl Store {
         let task = task.clone();
         self.write(move |c| {
             let mut t = load_task(c, &task)?.ok_or_else(|| StoreError::NoSuchTask(task.clone()))?;
-            super::fill_positions(c, std::slice::from_mut(&mut t))?;
+            super::counts::fill_positions(c, std::slice::from_mut(&mut t))?;
             insert_config(c, &t, new, now)
         })
     }

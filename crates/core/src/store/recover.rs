@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
+use super::error::StoreError;
+use super::open::{check_header, take_lock};
 use super::wal::{self, WalCheck};
-use super::{StoreError, check_header, take_lock};
 use crate::clock::Timestamp;
 use crate::task::Task;
 

@@ -9,7 +9,9 @@ use std::thread;
 
 use rusqlite::Connection;
 
-use super::StoreError;
+use std::sync::{Arc, PoisonError};
+
+use super::error::StoreError;
 
 /// Told the outcome of the commit; `Err` means the whole group was rolled back.
 pub(super) type Reply = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
@@ -93,5 +95,54 @@ fn commit_group(conn: &Connection, group: Vec<Job>) {
     }
     for reply in replies {
         reply(outcome.clone());
+    }
+}
+
+impl super::open::Store {
+    /// Run `f` in the writer's next group commit and wait for that commit.
+    pub(super) fn write<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
+    ) -> Result<R, StoreError> {
+        let (tx, rx) = mpsc::sync_channel::<Result<R, StoreError>>(1);
+        self.write_then(f, move |result| {
+            let _ = tx.send(result);
+        });
+        rx.recv().map_err(|_| StoreError::Closed)?
+    }
+
+    /// Run `f` in the writer's next group commit and hand its outcome to `done` once that
+    /// commit is durable (or refused). Returns at once: `done` runs on the writer thread, so
+    /// it must only pass the outcome on (an async caller's channel), never block.
+    pub(super) fn write_then<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
+        done: impl FnOnce(Result<R, StoreError>) + Send + 'static,
+    ) {
+        let totals = Arc::clone(&self.inner.reads);
+        let job: Job = Box::new(move |conn| {
+            let result = totals.counting(|| conn.and_then(f));
+            let keep = result.is_ok();
+            let reply: Reply = Box::new(move |commit| done(commit.and(result)));
+            (keep, reply)
+        });
+        let sender = self
+            .inner
+            .writer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        match sender {
+            Some(sender) => {
+                if let Err(mpsc::SendError(job)) = sender.send(job) {
+                    let (_, reply) = job(Err(StoreError::Closed));
+                    reply(Err(StoreError::Closed));
+                }
+            }
+            None => {
+                let (_, reply) = job(Err(StoreError::Closed));
+                reply(Err(StoreError::Closed));
+            }
+        }
     }
 }

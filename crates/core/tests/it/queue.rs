@@ -1,6 +1,6 @@
 //! Which queued task a desk starts next.
 
-use taskkeeper_core::queue::{holds_desk, next_to_start, positions};
+use taskkeeper_core::queue::{holds_desk, next_to_start};
 use taskkeeper_core::{TaskState, Timestamp};
 
 use crate::support::submitted;
@@ -34,19 +34,6 @@ fn a_working_task_holds_the_desk_until_it_is_blocked_or_stalls() {
         next_to_start([&stalled, &queued]).map(|t| t.id.as_str()),
         Some("q")
     );
-}
-
-#[test]
-fn positions_count_from_one_in_queue_order() {
-    let mut working = submitted("w", 1);
-    working.status.state = TaskState::Working;
-    let mut tasks = vec![submitted("z", 9), working, submitted("y", 4)];
-    positions(&mut tasks);
-    let got: Vec<_> = tasks
-        .iter()
-        .map(|t| (t.id.as_str(), t.queue_position))
-        .collect();
-    assert_eq!(got, vec![("z", Some(2)), ("w", None), ("y", Some(1))]);
 }
 
 /// Which session may end a task: only the one it was handed to, never another session of the

@@ -324,6 +324,49 @@ fn invalid_settings_are_refused_and_not_written() {
     assert_eq!(store.settings().unwrap().hourly_cap, 6);
 }
 
+/// Several settings change in one transaction: one invalid value refuses them all and leaves
+/// every setting as it was, in memory and in the table (after a reopen); valid ones all land.
+#[test]
+fn settings_changed_together_land_together_or_not_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir);
+    let change = |pairs: &[(&str, &str)]| {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect::<Vec<_>>()
+    };
+    let err = store
+        .set_settings(change(&[
+            ("reminders.hourly_cap", "3"),
+            ("reminders.ladder", "10s,20s"),
+            ("reminders.hourly_cap", "lots"),
+        ]))
+        .unwrap_err();
+    assert!(err.to_string().contains("reminders.hourly_cap"), "{err}");
+    let unchanged = |store: &Store| {
+        let s = store.settings().unwrap();
+        assert_eq!(s.hourly_cap, 6);
+        assert_ne!(s.get("reminders.ladder").unwrap(), "10s,20s");
+    };
+    unchanged(&store);
+    store.close();
+    drop(store);
+    let store = open(&dir);
+    unchanged(&store);
+    let settings = store
+        .set_settings(change(&[
+            ("reminders.hourly_cap", "3"),
+            ("reminders.ladder", "10s,20s"),
+        ]))
+        .unwrap();
+    assert_eq!(settings.hourly_cap, 3);
+    assert_eq!(
+        store.settings().unwrap().get("reminders.ladder").unwrap(),
+        "10s,20s"
+    );
+}
+
 /// Every A2A call asks for the settings: they are read from the table once and then from
 /// memory, and a change is seen by the next read, from this store or after a reopen.
 #[test]

@@ -115,7 +115,8 @@ pub(super) async fn extended_card(ctx: &Ctx) -> Result<Value, RpcError> {
     let (desks, settings) = ctx
         .a2a
         .tasks
-        .blocking(|s, _| Ok((s.desks()?, s.settings()?)))
+        .desks()
+        .all_with_settings()
         .await
         .map_err(RpcError::from_store)?;
     let a2a = &ctx.a2a;

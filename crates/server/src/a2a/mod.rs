@@ -158,14 +158,15 @@ async fn desk_card(
 ) -> Response {
     let result = a2a
         .tasks
-        .blocking(move |s, _| {
+        .desks()
+        .with_settings(&desk)
+        .await
+        .and_then(|(found, settings)| {
             Ok((
-                s.desk(&desk)?
-                    .ok_or(taskkeeper_core::StoreError::NoSuchDesk(desk))?,
-                s.settings()?,
+                found.ok_or(taskkeeper_core::StoreError::NoSuchDesk(desk))?,
+                settings,
             ))
-        })
-        .await;
+        });
     match result {
         Ok((desk, settings)) => {
             let opts = a2a.card_options(Some(desk.name.as_str()), Detail::Public, Dialect::V1);
@@ -179,11 +180,7 @@ async fn desk_card(
 }
 
 async fn machine_card(State(a2a): State<A2a>, headers: HeaderMap) -> Response {
-    match a2a
-        .tasks
-        .blocking(|s, _| Ok((s.desks()?, s.settings()?)))
-        .await
-    {
+    match a2a.tasks.desks().all_with_settings().await {
         Ok((desks, settings)) => {
             let conformance_desk = a2a
                 .card

@@ -294,7 +294,8 @@ pub(super) async fn create(ctx: &Ctx, params: Value) -> Result<Value, RpcError> 
     let stored = ctx
         .a2a
         .tasks
-        .blocking(move |s, now| s.put_push_config(&id, config, now))
+        .push_store()
+        .set(&id, config)
         .await
         .map_err(RpcError::from_store)?;
     ctx.a2a.push.notify_one();
@@ -325,7 +326,8 @@ async fn configs_of(ctx: &Ctx, task: &Task) -> Result<Vec<PushConfig>, RpcError>
     let id = task.id.clone();
     ctx.a2a
         .tasks
-        .blocking(move |s, _| s.push_configs(&id))
+        .push_store()
+        .list(&id)
         .await
         .map_err(RpcError::from_store)
 }
@@ -361,7 +363,8 @@ pub(super) async fn delete(ctx: &Ctx, params: Value) -> Result<Value, RpcError> 
     let deleted = ctx
         .a2a
         .tasks
-        .blocking(move |s, _| s.delete_push_config(&id, &cid))
+        .push_store()
+        .delete(&id, &cid)
         .await
         .map_err(RpcError::from_store)?;
     if !deleted {
@@ -416,7 +419,7 @@ impl Resolve for CheckedResolver {
         let tasks = self.tasks.clone();
         let on_daemon_port = self.on_daemon_port;
         Box::pin(async move {
-            let settings = tasks.blocking(|s, _| s.settings()).await?;
+            let settings = tasks.setting_store().get().await?;
             let host = name.as_str().to_owned();
             let addrs: Vec<SocketAddr> =
                 tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
@@ -529,11 +532,7 @@ impl Pusher {
             let now = self.tasks.now();
             // What is due and when the next is, in one trip to the blocking pool: this runs
             // after every change of any task.
-            let (due, next) = match self
-                .tasks
-                .blocking(move |s, _| Ok((s.push_due(now, PASS)?, s.push_next_due()?)))
-                .await
-            {
+            let (due, next) = match self.tasks.push_store().due(now, PASS).await {
                 Ok(read) => read,
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot read the push queue; trying again soon");
@@ -577,9 +576,7 @@ impl Pusher {
 async fn deliver(tasks: &Tasks, clients: &Clients, d: Delivery) {
     let outcome = post(tasks, clients, &d).await;
     let (seq, failure) = (d.seq, outcome.clone().err());
-    let attempted = tasks
-        .blocking(move |s, now| s.push_attempted(seq, outcome, now))
-        .await;
+    let attempted = tasks.push_store().attempted(seq, outcome).await;
     let (task, config) = (d.config.task_id.as_str(), d.config.id.as_str());
     match attempted {
         Ok(Attempted::Delivered) => {
@@ -611,7 +608,8 @@ async fn deliver(tasks: &Tasks, clients: &Clients, d: Delivery) {
 /// POST one push; `Err` says why it did not arrive.
 async fn post(tasks: &Tasks, clients: &Clients, d: &Delivery) -> Result<(), String> {
     let settings = tasks
-        .blocking(|s, _| s.settings())
+        .setting_store()
+        .get()
         .await
         .map_err(|e| e.to_string())?;
     let url = Url::parse(&d.config.url).map_err(|e| e.to_string())?;

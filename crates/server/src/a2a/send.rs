@@ -188,7 +188,8 @@ pub(super) async fn send(ctx: &Ctx, params: Value, streaming: bool) -> Result<Re
             .map_err(|e| RpcError::from_store(taskkeeper_core::StoreError::Transition(e)))?;
             let id = task.id.clone();
             tasks
-                .blocking(move |s, now| s.put_push_config(&id, webhook, now))
+                .push_store()
+                .set(&id, webhook)
                 .await
                 .map_err(RpcError::from_store)?;
             ctx.a2a.push.notify_one();

@@ -169,7 +169,8 @@ async fn fold(
             let name = desk.clone();
             let note = sessions
                 .tasks()
-                .blocking(move |s, _| s.desk(name.as_str()))
+                .desks()
+                .get(name.as_str())
                 .await?
                 .map(|d| delivery::session_note(&d))
                 .unwrap_or_default();

@@ -227,7 +227,8 @@ impl Launcher {
         let desk = self
             .sessions()
             .tasks()
-            .blocking(move |s, _| s.desk(&name))
+            .desks()
+            .get(&name)
             .await?
             .ok_or_else(|| StoreError::NoSuchDesk(desk.to_owned()))?;
         if !desk.dir.is_dir() {
@@ -307,12 +308,7 @@ impl Launcher {
             headless: true,
             ..Reach::default()
         };
-        let session = match self
-            .sessions()
-            .tasks()
-            .blocking(move |s, _| s.put_session(session))
-            .await
-        {
+        let session = match self.sessions().put(session).await {
             Ok(s) => s,
             Err(e) => {
                 headless::kill_group(pid, headless::Signal::SIGKILL);

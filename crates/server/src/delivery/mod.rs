@@ -204,25 +204,23 @@ impl Delivery {
         seq: Option<u64>,
     ) -> Result<Option<String>, StoreError> {
         let id = id.clone();
-        self.sessions
-            .tasks
-            .blocking(move |s, _| {
-                let taken = s.update_session(&id, move |session| {
-                    let ours = session
-                        .watch
-                        .pending
-                        .as_ref()
-                        .is_some_and(|(n, _)| seq.is_none_or(|seq| *n == seq));
-                    let note = if ours {
-                        session.watch.pending.take().map(|(_, text)| text)
-                    } else {
-                        None
-                    };
-                    (note.is_some(), note)
-                })?;
-                Ok(taken.and_then(|(_, note)| note))
+        let taken = self
+            .sessions
+            .update(&id, move |session, _| {
+                let ours = session
+                    .watch
+                    .pending
+                    .as_ref()
+                    .is_some_and(|(n, _)| seq.is_none_or(|seq| *n == seq));
+                let note = if ours {
+                    session.watch.pending.take().map(|(_, text)| text)
+                } else {
+                    None
+                };
+                (note.is_some(), note)
             })
-            .await
+            .await?;
+        Ok(taken.and_then(|(_, note)| note))
     }
 
     /// Who started the turn that is starting: Taskkeeper, if it was expecting one.
@@ -327,11 +325,7 @@ impl Delivery {
         add: impl FnOnce(Means) -> Means,
     ) -> Result<Option<Method>, StoreError> {
         let name = session.desk.clone();
-        let desk = self
-            .sessions
-            .tasks
-            .blocking(move |s, _| s.desk(name.as_str()))
-            .await?;
+        let desk = self.sessions.tasks.desks().get(name.as_str()).await?;
         Ok(self
             .ranked(session, add(self.means(session, desk.as_ref())))
             .first()

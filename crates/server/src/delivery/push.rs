@@ -143,25 +143,8 @@ impl Delivery {
         let (sessions, desks) = self
             .sessions
             .tasks
-            .blocking(move |s, _| match look {
-                Look::All => Ok((s.sessions(None)?, s.desks()?)),
-                Look::Some { desks, sessions } => {
-                    let mut names = desks;
-                    for id in &sessions {
-                        if let Some(session) = s.session(id)? {
-                            names.insert(session.desk);
-                        }
-                    }
-                    let (mut all, mut found) = (Vec::new(), Vec::new());
-                    for name in names {
-                        if let Some(desk) = s.desk(name.as_str())? {
-                            all.extend(s.sessions(Some(&name))?);
-                            found.push(desk);
-                        }
-                    }
-                    Ok((all, found))
-                }
-            })
+            .desks()
+            .sessions_and_desks(look.named())
             .await?;
         let desks: HashMap<DeskName, Desk> =
             desks.into_iter().map(|d| (d.name.clone(), d)).collect();

@@ -320,7 +320,8 @@ impl McpServer {
         let id = SessionId::from(session_id.clone());
         let session = self
             .tasks
-            .blocking(move |s, _| s.session(&id))
+            .session_store()
+            .get(&id)
             .await
             .map_err(|e| ToolError::store(e, |_, _| String::new()))?;
         match session {

@@ -328,7 +328,8 @@ impl McpServer {
         let call = self.call(ctx, args.session).await?;
         let desks = self
             .tasks
-            .blocking(|s, _| s.desks())
+            .desks()
+            .list()
             .await
             .map_err(|e| ToolError::store(e, |_, _| String::new()))?;
         let own = call.session.as_ref().map(|s| s.desk.clone());

@@ -68,23 +68,13 @@ pub(crate) async fn tick(owner: &OwnerService, now: Timestamp) -> Option<Timesta
     // sessions, never the tasks. With none set, nothing is read at all.
     if owner
         .tasks()
-        .cached_auto_launch_desks()
+        .desks()
+        .cached_auto_launch()
         .is_some_and(|desks| desks.is_empty())
     {
         return None;
     }
-    let read = owner
-        .tasks()
-        .blocking(|s, _| {
-            let mut desks = Vec::new();
-            for desk in s.auto_launch_desks()? {
-                let work = s.desk_has_work(&desk.name)?;
-                let live = autolaunch::has_live_session(&s.sessions(Some(&desk.name))?);
-                desks.push((desk, work, live));
-            }
-            Ok(desks)
-        })
-        .await;
+    let read = owner.tasks().desks().auto_launch_work().await;
     let desks = match read {
         Ok(r) => r,
         Err(e) => {
@@ -167,7 +157,8 @@ pub(crate) async fn run(owner: OwnerService, mut stop: watch::Receiver<bool>) {
 fn concerns(owner: &OwnerService, desk: &DeskName) -> bool {
     owner
         .tasks()
-        .cached_auto_launch_desks()
+        .desks()
+        .cached_auto_launch()
         .is_none_or(|desks| desks.iter().any(|d| d.name == *desk))
 }
 

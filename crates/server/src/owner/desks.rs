@@ -29,9 +29,7 @@ impl OwnerService {
     /// The desks, each with its open tasks and whether it has a live session (a desk with
     /// work and none is shown as such: nothing moves until a session is launched).
     pub async fn list_desks(&self) -> Result<Vec<DeskView>, OwnerError> {
-        let (desks, loads, sessions, now) = self
-            .blocking(|s, now| Ok((s.desks()?, s.desk_loads()?, s.sessions(None)?, now)))
-            .await?;
+        let (desks, loads, sessions, now) = self.tasks().desks().overview().await?;
         Ok(desks
             .iter()
             .map(|d| {
@@ -62,8 +60,7 @@ impl OwnerService {
     pub async fn set_auto_launch(&self, name: &str, on: bool) -> Result<DeskView, OwnerError> {
         let name = parse_desk(name)?;
         let desk = name.clone();
-        self.blocking(move |s, _| s.set_auto_launch(&desk, on))
-            .await?;
+        self.tasks().desks().set_auto_launch(&desk, on).await?;
         self.auto_launches.reset(&name);
         self.desk_view(&name).await
     }
@@ -106,8 +103,8 @@ impl OwnerService {
             dir,
             deliver_command,
         };
-        self.blocking(move |s, now| s.add_desk(desk, now).map(|d| DeskView::from(&d)))
-            .await
+        let desk = self.tasks().desks().add(desk).await?;
+        Ok(DeskView::from(&desk))
     }
 
     /// Set or remove the command that delivers text to a desk's agent.
@@ -119,7 +116,9 @@ impl OwnerService {
         let name = parse_desk(name)?;
         let command = checked_command(command)?;
         let desk = self
-            .blocking(move |s, _| s.set_deliver_command(&name, command))
+            .tasks()
+            .desks()
+            .set_deliver_command(&name, command)
             .await?;
         // Something may be waiting for exactly this way in.
         self.sessions.poke();
@@ -184,33 +183,15 @@ impl OwnerService {
 
     pub async fn remove_desk(&self, name: &str) -> Result<(), OwnerError> {
         let name = parse_desk(name)?;
-        self.blocking(move |s, _| s.remove_desk(&name)).await
+        Ok(self.tasks().desks().remove(&name).await?)
     }
 
     /// Sessions, most recently active first.
     pub async fn list_sessions(&self) -> Result<Vec<SessionView>, OwnerError> {
-        // Hooks can be missed (Esc fires none): read the level signals before answering.
-        let (sessions, moved) = self
-            .blocking(|s, now| {
-                let mut sessions = s.sessions(None)?;
-                let mut moved = Vec::new();
-                for session in sessions.iter_mut() {
-                    let updated = crate::sessions::reconcile_stored(s, &session.id, now)?;
-                    if let Some((fresh, before)) = updated {
-                        *session = fresh;
-                        if session.activity != before {
-                            moved.push((session.clone(), before));
-                        }
-                    }
-                }
-                Ok((sessions, moved))
-            })
-            .await?;
-        // As any correction does: who follows the session hears it, and the desk's
+        // Hooks can be missed (Esc fires none): read the level signals before answering. As
+        // any correction does, who follows a session that moved hears it, and the desk's
         // waiting-on-owner mark follows the activity.
-        for (session, before) in moved {
-            self.sessions.reconciled(&session, before).await;
-        }
+        let sessions = self.sessions.reconcile_all().await?;
         Ok(sessions.iter().map(|s| self.session_view(s)).collect())
     }
 
@@ -218,17 +199,15 @@ impl OwnerService {
     pub async fn pause_session(&self, id: &str, paused: bool) -> Result<SessionView, OwnerError> {
         let id = taskkeeper_core::SessionId::from(id);
         let session = self
-            .blocking(move |s, _| {
-                let updated = s.update_session(&id, move |x| {
-                    let changed = x.watch.paused != paused;
-                    x.watch.paused = paused;
-                    (changed, ())
-                })?;
-                updated
-                    .map(|(x, ())| x)
-                    .ok_or_else(|| StoreError::NoSuchSession(id.to_string()))
+            .sessions
+            .update(&id, move |x, _| {
+                let changed = x.watch.paused != paused;
+                x.watch.paused = paused;
+                (changed, ())
             })
-            .await?;
+            .await?
+            .map(|(x, ())| x)
+            .ok_or_else(|| StoreError::NoSuchSession(id.to_string()))?;
         self.reschedule();
         Ok(self.session_view(&session))
     }

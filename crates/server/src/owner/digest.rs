@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use taskkeeper_core::Timestamp;
-use taskkeeper_core::digest::{self, OFFERED};
+use taskkeeper_core::digest;
 use tokio::sync::{Notify, watch};
 
 use crate::notify::{Notice, Notifier};
@@ -31,10 +31,7 @@ async fn offer(
     utc_offset_s: i32,
 ) -> Option<Timestamp> {
     let now = owner.tasks().now();
-    let read = owner
-        .tasks()
-        .blocking(|s, _| Ok((s.settings()?.digest_at, s.mark(OFFERED)?)))
-        .await;
+    let read = owner.tasks().marks().digest_offer().await;
     let (at, last) = match read {
         Ok(r) => r,
         Err(e) => {
@@ -48,11 +45,7 @@ async fn offer(
     }
     match owner.digest_counts().await {
         Ok(counts) => {
-            if let Err(e) = owner
-                .tasks()
-                .blocking(move |s, _| s.set_mark(OFFERED, now))
-                .await
-            {
+            if let Err(e) = owner.tasks().marks().offered(now).await {
                 tracing::warn!(error = %e, "could not record the digest's offer");
                 return Some(now.plus(CAP));
             }

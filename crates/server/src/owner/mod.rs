@@ -17,7 +17,7 @@ mod worker;
 
 use serde::Deserialize;
 use taskkeeper_core::store::{OWNER_ASKER, StateFilter, TaskFilter};
-use taskkeeper_core::{DeskName, Event, Message, NewTask, Store, StoreError, TaskId, Timestamp};
+use taskkeeper_core::{DeskName, Event, Message, NewTask, StoreError, TaskId};
 
 use crate::http::auth::{Credentials, token_hash};
 use crate::owner::api::{AskerView, NewAsker, TaskDetail, TaskView};
@@ -174,7 +174,7 @@ impl OwnerService {
 
     /// Every setting as text, keyed by name.
     pub async fn settings(&self) -> Result<SettingsMap, OwnerError> {
-        let settings = self.blocking(|s, _| s.settings()).await?;
+        let settings = self.tasks.setting_store().get().await?;
         Ok(settings
             .pairs()
             .into_iter()
@@ -206,19 +206,14 @@ impl OwnerService {
         &self,
         changes: Vec<(String, String)>,
     ) -> Result<SettingsMap, OwnerError> {
-        let mut check = self.blocking(|s, _| s.settings()).await?;
+        let mut check = self.tasks.setting_store().get().await?;
         for (k, v) in &changes {
             check
                 .set(k, v)
                 .map_err(|e| OwnerError::invalid(e.to_string()))?;
         }
-        self.blocking(move |s, _| {
-            for (k, v) in &changes {
-                s.set_setting(k, v)?;
-            }
-            Ok(())
-        })
-        .await?;
+        // One transaction: a concurrent change cannot leave half of these written.
+        self.tasks.setting_store().set(changes).await?;
         self.reschedule();
         self.settings_changed
             .send_modify(|n| *n = n.wrapping_add(1));
@@ -253,21 +248,16 @@ impl OwnerService {
         let desk = task.desk.clone();
         let task_for_text = task.clone();
         let found = self
-            .blocking(move |s, now| {
-                let sessions = s.sessions(Some(&desk))?;
-                let Some(session) = taskkeeper_core::session::holder(&sessions) else {
-                    return Ok(false);
-                };
+            .sessions
+            .update_holder(&desk, move |x, now| {
                 // The owner asked: not counted against the hourly cap.
-                let updated = s.update_session(&session.id, move |x| {
-                    x.watch.record(now, false, |seq| {
-                        taskkeeper_core::delivery::watchdog_text(seq, &[&task_for_text], &[])
-                    });
-                    (true, ())
-                })?;
-                Ok(updated.is_some())
+                x.watch.record(now, false, |seq| {
+                    taskkeeper_core::delivery::watchdog_text(seq, &[&task_for_text], &[])
+                });
+                (true, ())
             })
-            .await?;
+            .await?
+            .is_some();
         if !found {
             return Err(OwnerError::invalid(format!(
                 "no live session at desk {}; nobody to remind",
@@ -285,28 +275,13 @@ impl OwnerService {
         Ok(TaskView::from(&changed.task))
     }
 
-    async fn blocking<R: Send + 'static>(
-        &self,
-        f: impl FnOnce(&Store, Timestamp) -> Result<R, StoreError> + Send + 'static,
-    ) -> Result<R, OwnerError> {
-        Ok(self.tasks.blocking(f).await?)
-    }
-
     /// The digest since the owner last took one; `take` records this one as taken, so the
     /// next starts from now.
     pub async fn digest(&self, take: bool) -> Result<crate::owner::api::DigestView, OwnerError> {
-        self.blocking(move |s, now| {
-            let since = s.mark(taskkeeper_core::digest::TAKEN)?;
-            let tasks = s.tasks(&TaskFilter::default())?;
-            let view = crate::owner::api::DigestView::from(&taskkeeper_core::digest::digest(
-                &tasks, since, now,
-            ));
-            if take {
-                s.set_mark(taskkeeper_core::digest::TAKEN, now)?;
-            }
-            Ok(view)
-        })
-        .await
+        let (tasks, since, now) = self.tasks.marks().digest(take).await?;
+        Ok(crate::owner::api::DigestView::from(
+            &taskkeeper_core::digest::digest(&tasks, since, now),
+        ))
     }
 
     /// The digest's counts, without taking it.
@@ -320,9 +295,7 @@ impl OwnerService {
         &self,
         tasks: Vec<taskkeeper_core::Task>,
     ) -> Result<Vec<TaskView>, OwnerError> {
-        let (settings, sessions, now) = self
-            .blocking(|s, now| Ok((s.settings()?, s.sessions(None)?, now)))
-            .await?;
+        let (settings, sessions, now) = self.tasks.session_store().with_settings().await?;
         // By desk once: a scan of the holders per task would be quadratic in a long list.
         let by_desk: std::collections::HashMap<&DeskName, &taskkeeper_core::Session> =
             taskkeeper_core::session::holders(&sessions)
@@ -432,10 +405,7 @@ impl OwnerService {
     pub async fn add_asker(&self, name: &str) -> Result<NewAsker, OwnerError> {
         let token = Token::generate();
         let hash = token_hash(token.as_str());
-        let name = name.to_owned();
-        let asker = self
-            .blocking(move |s, now| s.add_asker(&name, &hash, now))
-            .await?;
+        let asker = self.tasks.askers().add(name, &hash).await?;
         self.credentials.add_asker(&asker);
         tracing::info!(asker = %asker.name, "asker added");
         Ok(NewAsker {
@@ -445,14 +415,13 @@ impl OwnerService {
     }
 
     pub async fn list_askers(&self) -> Result<Vec<AskerView>, OwnerError> {
-        self.blocking(|s, _| Ok(s.askers()?.iter().map(AskerView::from).collect()))
-            .await
+        let askers = self.tasks.askers().list().await?;
+        Ok(askers.iter().map(AskerView::from).collect())
     }
 
     /// Remove an asker: its token stops working at once; its tasks stay.
     pub async fn remove_asker(&self, name: &str) -> Result<(), OwnerError> {
-        let owned = name.to_owned();
-        self.blocking(move |s, _| s.remove_asker(&owned)).await?;
+        self.tasks.askers().remove(name).await?;
         self.credentials.remove_asker(name);
         tracing::info!(asker = %name, "asker removed");
         Ok(())

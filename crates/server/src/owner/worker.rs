@@ -128,7 +128,8 @@ pub(crate) async fn worker_update(
         }
         let desk_name = task.desk.clone();
         let (desk, settings) = tasks
-            .blocking(move |s, _| Ok((s.desk(desk_name.as_str())?, s.settings()?)))
+            .desks()
+            .with_settings(desk_name.as_str())
             .await
             .map_err(UpdateRefused::Store)?;
         let desk = desk

@@ -102,6 +102,15 @@ impl Default for Look {
 }
 
 impl Look {
+    /// What the store's services read for it: `None` for everything, else the desks and
+    /// sessions named.
+    pub(crate) fn named(self) -> Option<(HashSet<DeskName>, HashSet<SessionId>)> {
+        match self {
+            Look::All => None,
+            Look::Some { desks, sessions } => Some((desks, sessions)),
+        }
+    }
+
     /// Nothing to look at.
     pub(crate) fn is_empty(&self) -> bool {
         matches!(self, Look::Some { desks, sessions } if desks.is_empty() && sessions.is_empty())

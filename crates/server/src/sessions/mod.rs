@@ -12,10 +12,9 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use changes::{CHANGES_CHANNEL, Generation, Interest};
-use taskkeeper_core::desk::{self, Placement};
 use taskkeeper_core::session::{Activity, Edge, Level, Reach, Session, SessionId};
-use taskkeeper_core::store::{NewDesk, StateFilter, TaskFilter};
-use taskkeeper_core::{AgentKind, DeskName, Event, StoreError, Task, TaskState};
+use taskkeeper_core::store::{StateFilter, TaskFilter};
+use taskkeeper_core::{AgentKind, DeskName, Event, StoreError, Task, TaskState, Timestamp};
 use tokio::sync::broadcast;
 
 use crate::tasks::Tasks;
@@ -105,32 +104,53 @@ impl Sessions {
         reach: Reach,
         agent: AgentKind,
     ) -> Result<Session, StoreError> {
-        let (id, cwd) = (id.clone(), cwd.to_owned());
         self.tasks
-            .blocking(move |s, now| {
-                let merge = reach.clone();
-                let updated = s.update_session(&id, move |existing| {
-                    let changed = merge != Reach::default() && existing.reach != merge;
-                    if changed {
-                        existing.reach.merge(merge);
-                        existing.updated_at = now;
-                    }
-                    (changed, ())
-                })?;
-                if let Some((session, ())) = updated {
-                    return Ok(session);
-                }
-                let (desk, new_desk) = resolve_desk(s, &cwd, desk_hint, agent)?;
-                let created = new_desk.as_ref().map(|d| d.name.clone());
-                let mut session = Session::new(id, desk, agent, cwd, now);
-                session.reach = reach;
-                let session = s.add_session(session, new_desk, now)?;
-                if let Some(name) = created.filter(|n| *n == session.desk) {
-                    tracing::info!(desk = %name, dir = %session.cwd.display(), "created a desk for a new session");
-                }
-                Ok(session)
-            })
+            .session_store()
+            .attach(id, cwd, desk_hint, reach, agent)
             .await
+    }
+
+    /// Insert or replace a session Taskkeeper launched.
+    pub(crate) async fn put(&self, session: Session) -> Result<Session, StoreError> {
+        self.tasks.session_store().put(session).await
+    }
+
+    /// Change session `id` in one step: `change` gets the session and the time of the call
+    /// and says whether it changed anything (an unchanged session is not written). `None`:
+    /// no such session. Every session write of the daemon is this registry's.
+    pub(crate) async fn update<R: Send + 'static>(
+        &self,
+        id: &SessionId,
+        change: impl FnOnce(&mut Session, Timestamp) -> (bool, R) + Send + 'static,
+    ) -> Result<Option<(Session, R)>, StoreError> {
+        self.tasks.session_store().update(id, change).await
+    }
+
+    /// [`Sessions::update`] on the session that holds `desk`, if one does.
+    pub(crate) async fn update_holder<R: Send + 'static>(
+        &self,
+        desk: &DeskName,
+        change: impl FnOnce(&mut Session, Timestamp) -> (bool, R) + Send + 'static,
+    ) -> Result<Option<(Session, R)>, StoreError> {
+        self.tasks.session_store().update_holder(desk, change).await
+    }
+
+    /// Change every session, each in its own step, in one trip.
+    pub(crate) async fn update_each(
+        &self,
+        change: impl Fn(&mut Session) -> bool + Send + Sync + 'static,
+    ) -> Result<(), StoreError> {
+        self.tasks.session_store().update_each(change).await
+    }
+
+    /// Every session, each corrected from its level signal first (hooks can be missed);
+    /// with those whose activity moved, which are told as any correction is.
+    pub(crate) async fn reconcile_all(&self) -> Result<Vec<Session>, StoreError> {
+        let (sessions, moved) = self.tasks.session_store().reconcile_all(level_of).await?;
+        for (session, before) in moved {
+            self.reconciled(&session, before).await;
+        }
+        Ok(sessions)
     }
 
     /// Fold edges into a session in one step and store it.
@@ -144,18 +164,15 @@ impl Sessions {
         }
         let id2 = id.clone();
         let (session, before) = self
-            .tasks
-            .blocking(move |s, now| {
-                let updated = s.update_session(&id2, move |session| {
-                    let before = session.activity;
-                    for edge in edges {
-                        session.apply(edge, now);
-                    }
-                    (true, before)
-                })?;
-                updated.ok_or_else(|| StoreError::NoSuchSession(id2.to_string()))
+            .update(&id2, move |session, now| {
+                let before = session.activity;
+                for edge in edges {
+                    session.apply(edge, now);
+                }
+                (true, before)
             })
-            .await?;
+            .await?
+            .ok_or_else(|| StoreError::NoSuchSession(id2.to_string()))?;
         self.session_changed(id);
         self.activity_moved(&session, before).await;
         Ok(session)
@@ -188,17 +205,14 @@ impl Sessions {
     /// hook that changed the session meanwhile is never overwritten.
     pub async fn reconcile(&self, id: &SessionId) -> Result<Option<Session>, StoreError> {
         let id2 = id.clone();
-        let reconciled = self
-            .tasks
-            .blocking(move |s, now| reconcile_stored(s, &id2, now))
-            .await?;
+        let reconciled = self.tasks.session_store().reconcile(&id2, level_of).await?;
         if let Some((session, before)) = &reconciled {
             self.reconciled(session, *before).await;
         }
         Ok(reconciled.map(|(session, _)| session))
     }
 
-    /// A session was corrected from its level signal (`reconcile_stored`), its activity
+    /// A session was corrected from its level signal (`SessionStore::reconcile`), its activity
     /// `before`: only a session whose activity moved is news to anyone.
     pub(crate) async fn reconciled(&self, session: &Session, before: Activity) {
         if session.activity != before {
@@ -313,52 +327,8 @@ impl Sessions {
 
 impl Tasks {
     pub async fn get_session(&self, id: &SessionId) -> Result<Option<Session>, StoreError> {
-        let id = id.clone();
-        self.blocking(move |s, _| s.session(&id)).await
+        self.session_store().get(id).await
     }
-}
-
-/// The desk a new session works at (`desk::place`: the desk its hint names, else the desk its
-/// directory belongs to, else a new one); the store creates a new desk together with the
-/// session (`Store::add_session`), which also bounds how many desks sessions may create.
-fn resolve_desk(
-    s: &taskkeeper_core::Store,
-    cwd: &Path,
-    hint: Option<String>,
-    agent: AgentKind,
-) -> Result<(DeskName, Option<NewDesk>), StoreError> {
-    let desks = s.desks()?;
-    let placed = desk::place(&desks, cwd, hint.as_deref(), s.settings()?.create_desks);
-    match placed {
-        Ok(Placement::Existing(name)) => Ok((name, None)),
-        Ok(Placement::New(name)) => {
-            let desk = NewDesk {
-                name: name.clone(),
-                agent,
-                dir: cwd.to_owned(),
-                deliver_command: None,
-            };
-            Ok((name, Some(desk)))
-        }
-        Err(unplaced) => Err(StoreError::NoSuchDesk(unplaced.to_string())),
-    }
-}
-
-/// Correct a stored session from its level signal in one step: the level is read and the
-/// decision made inside the same write as the update, so a hook that changed the session
-/// meanwhile is never overwritten. Returns the session and its activity before.
-pub fn reconcile_stored(
-    s: &taskkeeper_core::Store,
-    id: &SessionId,
-    now: taskkeeper_core::Timestamp,
-) -> Result<Option<(Session, taskkeeper_core::Activity)>, StoreError> {
-    s.update_session(id, move |session| {
-        let before = session.activity;
-        if let Some(level) = level_of(session) {
-            session.reconcile(level, now);
-        }
-        (session.activity != before, before)
-    })
 }
 
 /// A level signal for a session, where one can be read: the process is gone, or the agent's

@@ -1,7 +1,8 @@
 //! Rules about the source tree itself, checked by reading it (rust-analyzer's "tidy" idea):
 //! every module says why it exists, the code map names every part of the daemon and no part
-//! of it is too long to read at a sitting, only the task service writes tasks, only the
-//! sessions registry marks a desk waiting on the owner, the daemon's areas name each other
+//! of it (nor any source file of the workspace) is too long to read at a sitting, only the
+//! task service writes tasks, only the services reach the store, only the sessions registry
+//! marks a desk waiting on the owner, the daemon's areas name each other
 //! without an import cycle, and every reference to a design note resolves to a
 //! file (and a section) inside the repository.
 
@@ -148,6 +149,133 @@ fn only_the_task_service_writes_tasks() {
          unpublished; call `Tasks` instead: {found:?}"
     );
 }
+/// Where the daemon may name the store itself: the services (`services/`, and `tasks.rs`
+/// for tasks) and the daemon's start and stop, which open it, hand it to the services and
+/// close it.
+fn may_name_the_store(relative: &str) -> bool {
+    relative.starts_with("crates/server/src/services/")
+        || relative == "crates/server/src/tasks.rs"
+        || relative == "crates/server/src/daemon.rs"
+}
+
+/// Each line of `text` (comments out) that names the store's raw type (`Store`, not an enum
+/// variant of that name) or runs a closure on the store (`.blocking(`), with its number.
+fn raw_store_uses(text: &str) -> Vec<String> {
+    let raw =
+        Regex::new(r"(taskkeeper_core|store)::Store\b|(^|[^:\w])Store([^\w(]|$)|\.blocking\(")
+            .unwrap();
+    let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or("");
+    code.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim_start().starts_with("//"))
+        .filter(|(_, l)| raw.is_match(l.split(" // ").next().unwrap_or("")))
+        .map(|(n, l)| format!("{}: {}", n + 1, l.trim()))
+        .collect()
+}
+
+#[test]
+fn the_scan_for_raw_store_uses_finds_the_type_and_a_closure_on_it() {
+    let found = raw_store_uses(
+        "fn f(s: &taskkeeper_core::Store) {}\n\
+         let x = tasks.blocking(|s, _| s.desks()).await;\n\
+         use taskkeeper_core::{Store, StoreError};\n\
+         // Store::submit in a comment is fine\n\
+         Err(UpdateRefused::Store(e)) => {}\n\
+         Store(#[from] StoreError),\n\
+         let d = tasks.desks().list().await?;",
+    );
+    assert_eq!(found.len(), 3, "{found:?}");
+}
+
+/// Every part of the daemon reaches the store through a service that says what it does: no
+/// file outside the services names the store or hands a closure to it
+/// (`Tasks::blocking(|store, now| …)` is gone).
+#[test]
+fn only_the_services_reach_the_store() {
+    let mut found = Vec::new();
+    for path in product_sources() {
+        let relative = shown(&path);
+        if path.starts_with(root().join("crates/core")) || may_name_the_store(&relative) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        found.extend(
+            raw_store_uses(&text)
+                .into_iter()
+                .map(|u| format!("{relative}:{u}")),
+        );
+    }
+    // The daemon opens and closes the store but runs no closure on it.
+    let daemon = std::fs::read_to_string(root().join("crates/server/src/daemon.rs")).unwrap();
+    found.extend(
+        raw_store_uses(&daemon)
+            .into_iter()
+            .filter(|u| u.contains(".blocking("))
+            .map(|u| format!("crates/server/src/daemon.rs:{u}")),
+    );
+    assert!(
+        found.is_empty(),
+        "the store reached outside the services (crates/server/src/services/, tasks.rs); add a \
+         named method to the service that keeps that table and call it: {found:?}"
+    );
+}
+
+/// The core's store is laid out by table on machinery modules of its own; its `mod.rs` only
+/// declares the modules and names the public API, so no store module imports items from its
+/// parent and the store has no import cycle through it.
+#[test]
+fn the_stores_root_only_declares_and_reexports() {
+    let text = std::fs::read_to_string(root().join("crates/core/src/store/mod.rs")).unwrap();
+    let other: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            !(l.is_empty()
+                || l.starts_with("//")
+                || l.starts_with("mod ")
+                || l.starts_with("pub mod ")
+                || l.starts_with("pub use "))
+        })
+        .collect();
+    assert!(
+        other.is_empty(),
+        "crates/core/src/store/mod.rs holds more than module declarations and re-exports; move \
+         these into the module of the table or the machinery they belong to: {other:?}"
+    );
+}
+
+/// Every session write of the daemon goes through the sessions registry
+/// (`crates/server/src/sessions/mod.rs`: `Sessions::update`, `attach`, `put`, …), the one
+/// caller of the sessions service's writes, so a change to a session has one owner.
+#[test]
+fn only_the_sessions_registry_writes_sessions() {
+    let registry = root().join("crates/server/src/sessions/mod.rs");
+    let write = Regex::new(
+        r"session_store\(\)\.(put|update|update_holder|update_each|attach|reconcile|reconcile_all)\(",
+    )
+    .unwrap();
+    let space = Regex::new(r"\s*\.\s*").unwrap();
+    let mut found = Vec::new();
+    for path in product_sources() {
+        if path == registry || path.starts_with(root().join("crates/server/src/services")) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let code: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect();
+        let code = space.replace_all(&code.join("\n"), ".").into_owned();
+        for m in write.find_iter(&code) {
+            found.push(format!("{}: {}", shown(&path), m.as_str()));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "session writes outside the sessions registry; call `Sessions` instead: {found:?}"
+    );
+}
+
 /// The waiting-on-owner mark is derived once, from activity changes
 /// (`core::session::owner_wait_change`, applied in `crates/server/src/sessions/mod.rs`): no
 /// adapter sets or clears it on its own, so they cannot disagree again.
@@ -702,6 +830,67 @@ fn no_file_of_the_daemon_is_longer_than_a_sitting() {
     assert!(
         long.is_empty(),
         "split these by what their parts do (over {MOST} lines): {long:?}"
+    );
+}
+
+/// The lines of `text` before its unit tests (`#[cfg(test)] mod tests`), which may be long.
+fn lines_before_tests(text: &str) -> usize {
+    let mut lines = text.lines().peekable();
+    let mut n = 0;
+    while let Some(line) = lines.next() {
+        if line.trim() == "#[cfg(test)]"
+            && lines
+                .peek()
+                .is_some_and(|next| next.starts_with("mod tests"))
+        {
+            break;
+        }
+        n += 1;
+    }
+    n
+}
+
+#[test]
+fn the_line_count_stops_at_the_unit_tests() {
+    assert_eq!(
+        lines_before_tests("a\nb\n#[cfg(test)]\nmod tests {\n}\n"),
+        2
+    );
+    assert_eq!(
+        lines_before_tests("a\n#[cfg(test)]\nfn only_in_tests() {}\nb\n"),
+        4
+    );
+}
+
+/// No source file anywhere in the workspace (every crate's `src/`, and the web UI's
+/// `ui/src`) is longer than about a sitting's reading before its tests: 800 lines. The
+/// daemon keeps its own, tighter bound (above).
+#[test]
+fn no_source_file_is_longer_than_a_sitting() {
+    const MOST: usize = 800;
+    let root = root();
+    let mut found = Vec::new();
+    for krate in std::fs::read_dir(root.join("crates")).unwrap().flatten() {
+        files(&krate.path().join("src"), &[".rs"], &mut found);
+    }
+    files(&root.join("ui/src"), &[".ts", ".tsx", ".css"], &mut found);
+    assert!(
+        found.iter().any(|f| shown(f).ends_with("style.css")),
+        "the scan found the UI's sources: {found:?}"
+    );
+    let long: Vec<_> = found
+        .iter()
+        .map(|f| {
+            (
+                shown(f),
+                lines_before_tests(&std::fs::read_to_string(f).unwrap()),
+            )
+        })
+        .filter(|(_, lines)| *lines > MOST)
+        .collect();
+    assert!(
+        long.is_empty(),
+        "split these by what their parts do (over {MOST} lines before their tests): {long:?}"
     );
 }
 

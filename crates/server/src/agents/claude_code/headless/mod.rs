@@ -305,7 +305,8 @@ impl Launcher {
         let orphans: Vec<Session> = self
             .sessions()
             .tasks()
-            .blocking(|s, _| s.sessions(None))
+            .session_store()
+            .list(None)
             .await?
             .into_iter()
             .filter(|s| s.reach.headless && s.is_live() && !self.launched().holds(&s.id))
