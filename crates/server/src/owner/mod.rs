@@ -46,6 +46,8 @@ pub struct OwnerService {
     machine: std::sync::Arc<crate::owner::agents::Machine>,
     /// The desks that launch a session by themselves: their guard (`autolaunch.rs`).
     auto_launches: std::sync::Arc<crate::owner::autolaunch::AutoLaunches>,
+    /// What the network listener for askers on other machines is doing.
+    network: tokio::sync::watch::Receiver<crate::network::NetworkStatus>,
 }
 
 /// Which tasks to list.
@@ -125,6 +127,7 @@ impl OwnerService {
         launcher: crate::agents::launched::Launcher,
         stop: tokio::sync::watch::Receiver<bool>,
         machine: crate::owner::agents::Machine,
+        network: tokio::sync::watch::Receiver<crate::network::NetworkStatus>,
     ) -> Self {
         Self {
             tasks,
@@ -136,7 +139,13 @@ impl OwnerService {
             stop,
             machine: std::sync::Arc::new(machine),
             auto_launches: std::sync::Arc::default(),
+            network,
         }
+    }
+
+    /// The network listener for askers on other machines, now.
+    pub fn network(&self) -> crate::owner::api::NetworkView {
+        crate::owner::api::NetworkView::from(&*self.network.borrow())
     }
 
     pub(crate) fn tasks(&self) -> &Tasks {
@@ -478,9 +487,12 @@ impl OwnerService {
             .await?;
         self.credentials.add_asker(&asker);
         tracing::info!(asker = %asker.name, "asker added");
+        let network = self.network();
         Ok(NewAsker {
             asker: AskerView::from(&asker),
             token: token.as_str().to_owned(),
+            network: (network.state == crate::owner::api::NetworkStateView::Listening)
+                .then_some(network),
         })
     }
 
