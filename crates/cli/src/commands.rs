@@ -124,11 +124,13 @@ pub fn serve(
             Err(e) => return Err(e.into()),
         };
         say!("listening on http://{}", daemon.addr());
+        // On stderr, beside the log: stdout's one line is what scripts and the service
+        // manager wait for, and a reader may close it after that line.
         let network = daemon.network();
         if let Some(url) = &network.url {
-            say!("askers on other machines: {}/a2a/<desk>", url);
+            tell!("askers on other machines: {}/a2a/<desk>", url);
             if let Some(fingerprint) = &network.certificate_sha256 {
-                say!("  certificate SHA-256 (askers pin it): {}", fingerprint);
+                tell!("  certificate SHA-256 (askers pin it): {}", fingerprint);
             }
         }
         if let Some(warning) = &network.warning {
