@@ -75,7 +75,10 @@ impl NetworkFlags {
             ("network.tls", tls.to_owned()),
             ("network.cert_file", path(&self.tls_cert)),
             ("network.key_file", path(&self.tls_key)),
-            ("network.public_url", self.public_url.clone().unwrap_or_default()),
+            (
+                "network.public_url",
+                self.public_url.clone().unwrap_or_default(),
+            ),
             ("network.trusted_proxies", self.trusted_proxy.join(",")),
             ("network.insecure_http", self.insecure_http.to_string()),
         ] {
@@ -416,7 +419,10 @@ pub fn asker(cmd: AskerCommand) -> anyhow::Result<()> {
             if let Some(network) = &added.network
                 && let Some(url) = &network.url
             {
-                tell!("from another machine it reaches a desk at {}/a2a/<desk>", url);
+                tell!(
+                    "from another machine it reaches a desk at {}/a2a/<desk>",
+                    url
+                );
                 if let Some(fingerprint) = &network.certificate_sha256 {
                     tell!("certificate SHA-256 (the asker pins it): {}", fingerprint);
                 }

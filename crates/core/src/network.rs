@@ -95,11 +95,10 @@ impl Default for Network {
 const LISTEN_HELP: &str = "off, or an address and port such as 0.0.0.0:7718 or [::]:7718";
 const TLS_HELP: &str = "self-signed, files, proxy or off";
 const PATH_HELP: &str = "a file's path (empty for none)";
-const URL_HELP: &str =
-    "an https:// (or http://) URL with a host and no path, such as https://box.example.net:7718 (empty: the listen address)";
+const URL_HELP: &str = "an https:// (or http://) URL with a host and no path, such as https://box.example.net:7718 (empty: the listen address)";
 const PROXIES_HELP: &str =
     "comma-separated addresses or networks such as 127.0.0.1, 10.0.0.0/8 (empty for none)";
-const PER_MINUTE_HELP: &str = "a whole number from 1 to 100000";
+const PER_MINUTE_HELP: &str = "a whole number from 1 to 10000000";
 
 impl Network {
     pub(crate) fn get(&self, key: &str) -> Result<String, SettingError> {
@@ -143,7 +142,7 @@ impl Network {
                 .trim()
                 .parse::<u32>()
                 .ok()
-                .filter(|n| (1..=100_000).contains(n))
+                .filter(|n| (1..=10_000_000).contains(n))
                 .ok_or_else(|| invalid(PER_MINUTE_HELP))
         };
         match key {
@@ -198,7 +197,11 @@ impl Network {
             },
             _ => (None, None),
         };
-        let scheme = if self.tls == Tls::Off { "http" } else { "https" };
+        let scheme = if self.tls == Tls::Off {
+            "http"
+        } else {
+            "https"
+        };
         let public = match &self.public_url {
             Some(url) => origin(url).ok_or_else(|| PlanError::PublicUrl(url.clone()))?,
             None if self.tls == Tls::Proxy => return Err(PlanError::ProxyNeedsUrl),
@@ -415,7 +418,8 @@ impl Windows {
     /// until its window is over.
     pub fn take(&mut self, caller: &str, max: u32, now: Timestamp) -> Result<(), Duration> {
         if !self.by_caller.contains_key(caller) && self.by_caller.len() >= REMEMBERED {
-            self.by_caller.retain(|_, (start, _)| now.since(*start) < WINDOW);
+            self.by_caller
+                .retain(|_, (start, _)| now.since(*start) < WINDOW);
             if self.by_caller.len() >= REMEMBERED {
                 let stalest = self
                     .by_caller
@@ -427,10 +431,7 @@ impl Windows {
                 }
             }
         }
-        let (start, count) = self
-            .by_caller
-            .entry(caller.to_owned())
-            .or_insert((now, 0));
+        let (start, count) = self.by_caller.entry(caller.to_owned()).or_insert((now, 0));
         if now.since(*start) >= WINDOW || now < *start {
             (*start, *count) = (now, 0);
         }
@@ -582,10 +583,7 @@ mod tests {
     #[test]
     fn plain_http_beyond_loopback_needs_the_owners_word() {
         let n = network(&[("network.listen", "10.1.2.3:7718"), ("network.tls", "off")]);
-        assert!(matches!(
-            n.plan(),
-            Err(PlanError::PlainBeyondLoopback(_))
-        ));
+        assert!(matches!(n.plan(), Err(PlanError::PlainBeyondLoopback(_))));
         let n = network(&[
             ("network.listen", "10.1.2.3:7718"),
             ("network.tls", "off"),
@@ -672,7 +670,9 @@ mod tests {
         for _ in 0..3 {
             w.take("alice", 3, t0).unwrap();
         }
-        let wait = w.take("alice", 3, t0.plus(Duration::from_secs(20))).unwrap_err();
+        let wait = w
+            .take("alice", 3, t0.plus(Duration::from_secs(20)))
+            .unwrap_err();
         assert_eq!(wait, Duration::from_secs(40));
         // Another caller has its own window.
         w.take("bob", 3, t0).unwrap();

@@ -203,8 +203,7 @@ impl Daemon {
         let launcher =
             crate::agents::launched::Launcher::new(delivery.clone(), launched, Some(launch));
         launcher.end_orphaned_headless().await?;
-        let (network_status, network) =
-            watch::channel(crate::network::NetworkStatus::default());
+        let (network_status, network) = watch::channel(crate::network::NetworkStatus::default());
         let owner = OwnerService::new(
             tasks.clone(),
             credentials.clone(),

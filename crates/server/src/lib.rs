@@ -37,7 +37,7 @@ pub use daemon::{Daemon, DaemonError};
 pub use http::auth::{Caller, CallerKind};
 pub use http::network::Timeouts as NetworkTimeouts;
 pub use network::{NetworkState, NetworkStatus};
-pub use taskkeeper_core::network::{Network, Tls};
 pub use owner::{OwnerError, OwnerErrorKind, OwnerService, TaskQuery, WorkerEnding, WorkerStatus};
+pub use taskkeeper_core::network::{Network, Tls};
 pub use tasks::{Tasks, Trips};
 pub use token::{OWNER_FILE as OWNER_TOKEN_FILE, Token, WORKER_FILE as WORKER_TOKEN_FILE};

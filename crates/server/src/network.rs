@@ -127,16 +127,17 @@ impl Supervisor {
         let Some(plan) = network.plan()? else {
             return Ok(None);
         };
-        let listener = std::net::TcpListener::bind(plan.listen).map_err(|source| {
-            NetworkError::Listen {
+        let listener =
+            std::net::TcpListener::bind(plan.listen).map_err(|source| NetworkError::Listen {
                 addr: plan.listen,
                 source,
-            }
-        })?;
-        let addr = listener.local_addr().map_err(|source| NetworkError::Listen {
-            addr: plan.listen,
-            source,
-        })?;
+            })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|source| NetworkError::Listen {
+                addr: plan.listen,
+                source,
+            })?;
         // Port 0 (tests): the URL and the names follow the port that was chosen.
         let plan = if plan.listen.port() == 0 {
             let mut chosen = network.clone();

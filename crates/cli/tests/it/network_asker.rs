@@ -100,10 +100,7 @@ impl Namespaces {
         ip(&["link", "add", &d, "type", "veth", "peer", "name", &a]);
         ip(&["link", "set", &d, "netns", &made.daemon]);
         ip(&["link", "set", &a, "netns", &made.asker]);
-        for (ns, dev, addr) in [
-            (&made.daemon, &d, DAEMON_IP),
-            (&made.asker, &a, ASKER_IP),
-        ] {
+        for (ns, dev, addr) in [(&made.daemon, &d, DAEMON_IP), (&made.asker, &a, ASKER_IP)] {
             ip(&["-n", ns, "addr", "add", &format!("{addr}/30"), "dev", dev]);
             ip(&["-n", ns, "link", "set", dev, "up"]);
             ip(&["-n", ns, "link", "set", "lo", "up"]);
@@ -157,7 +154,10 @@ fn an_asker_on_another_machine_reaches_a_desk_over_tls_through_the_official_sdks
     let listen = format!("{DAEMON_IP}:{PORT}");
     let served = Served::start_with(
         data.path(),
-        &[std::ffi::OsStr::new("--listen"), std::ffi::OsStr::new(&listen)],
+        &[
+            std::ffi::OsStr::new("--listen"),
+            std::ffi::OsStr::new(&listen),
+        ],
     );
     let desk_dir = tempfile::tempdir().unwrap();
     let desk = json!({"name": "web", "dir": desk_dir.path(), "agent": "generic"}).to_string();
@@ -171,7 +171,10 @@ fn an_asker_on_another_machine_reaches_a_desk_over_tls_through_the_official_sdks
     let token = stdout(&added).trim().to_owned();
     let said = String::from_utf8_lossy(&added.stderr).into_owned();
     let url = format!("https://{listen}/a2a/web");
-    assert!(said.contains(&format!("https://{listen}/a2a/<desk>")), "{said}");
+    assert!(
+        said.contains(&format!("https://{listen}/a2a/<desk>")),
+        "{said}"
+    );
     let pin = said
         .lines()
         .find_map(|l| l.split("(the asker pins it): ").nth(1))
@@ -209,7 +212,10 @@ fn an_asker_on_another_machine_reaches_a_desk_over_tls_through_the_official_sdks
             "blocking-completed",
             "file-parts-artifacts",
         ] {
-            assert!(checks.contains(&must), "{binding}: {must} did not run: {checks:?}");
+            assert!(
+                checks.contains(&must),
+                "{binding}: {must} did not run: {checks:?}"
+            );
         }
         // TODO(issue 26, HTTPS push): run "push-config" here with a webhook at an https://
         // URL in the asker's namespace, once the daemon pushes over https.
@@ -249,11 +255,25 @@ fn an_asker_on_another_machine_reaches_a_desk_over_tls_through_the_official_sdks
     let curl = which("curl");
     let owner = format!("Authorization: Bearer {}", crate::support::TOKEN);
     let asker = format!("Authorization: Bearer {token}");
-    for path in ["/api/tasks", "/api/askers", "/hooks/claude-code", "/mcp", "/ui/", "/healthz"] {
+    for path in [
+        "/api/tasks",
+        "/api/askers",
+        "/hooks/claude-code",
+        "/mcp",
+        "/ui/",
+        "/healthz",
+    ] {
         for auth in [&owner, &asker] {
             let out = in_asker(&curl)
                 .args(["-sk", "-o", "/dev/null", "-w", "%{http_code}", "-H", auth])
-                .args(["-X", "POST", "-H", "Content-Type: application/json", "-d", "{}"])
+                .args([
+                    "-X",
+                    "POST",
+                    "-H",
+                    "Content-Type: application/json",
+                    "-d",
+                    "{}",
+                ])
                 .arg(format!("https://{listen}{path}"))
                 .output()
                 .unwrap();
@@ -265,7 +285,15 @@ fn an_asker_on_another_machine_reaches_a_desk_over_tls_through_the_official_sdks
         }
     }
     let loopback = in_asker(&curl)
-        .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5"])
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "--max-time",
+            "5",
+        ])
         .arg(format!("http://{DAEMON_IP}:{}/healthz", served.port))
         .output()
         .unwrap();
@@ -276,12 +304,18 @@ fn an_asker_on_another_machine_reaches_a_desk_over_tls_through_the_official_sdks
     );
     let card: Value = serde_json::from_str(&stdout(
         &in_asker(&curl)
-            .args(["-sk", &format!("https://{listen}/.well-known/agent-card.json")])
+            .args([
+                "-sk",
+                &format!("https://{listen}/.well-known/agent-card.json"),
+            ])
             .output()
             .unwrap(),
     ))
     .unwrap();
-    assert_eq!(card["supportedInterfaces"][0]["url"], format!("https://{listen}/a2a"));
+    assert_eq!(
+        card["supportedInterfaces"][0]["url"],
+        format!("https://{listen}/a2a")
+    );
     drop(served);
 }
 

@@ -270,7 +270,12 @@ mod tests {
         }
         for card in [
             desk_card(&desk(), &At::loopback(1), &s, opts(Detail::Extended, true)),
-            machine_card(&[desk()], &At::loopback(1), &s, opts(Detail::Extended, true)),
+            machine_card(
+                &[desk()],
+                &At::loopback(1),
+                &s,
+                opts(Detail::Extended, true),
+            ),
         ] {
             assert!(
                 card.to_string().contains("/home/alice/secret-project"),

@@ -218,7 +218,10 @@ async fn desk_card(
     match result {
         Ok((desk, settings)) => {
             let opts = a2a.card_options(Some(desk.name.as_str()), Detail::Public, Dialect::V1);
-            card_response(&headers, &card::desk_card(&desk, &a2a.at(), &settings, opts))
+            card_response(
+                &headers,
+                &card::desk_card(&desk, &a2a.at(), &settings, opts),
+            )
         }
         Err(taskkeeper_core::StoreError::NoSuchDesk(d)) => not_found_json(format!(
             "no desk named {d}; the machine card at /.well-known/agent-card.json lists the desks"

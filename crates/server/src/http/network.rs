@@ -173,7 +173,7 @@ fn too_many(message: String, wait: Duration) -> Response {
     response
 }
 
-fn text<'a>(headers: &'a HeaderMap, name: impl header::AsHeaderName) -> Option<&'a str> {
+fn text(headers: &HeaderMap, name: impl header::AsHeaderName) -> Option<&str> {
     headers.get(name).and_then(|h| h.to_str().ok())
 }
 

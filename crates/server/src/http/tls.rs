@@ -28,9 +28,13 @@ pub const SELF_SIGNED_NAMES: &str = "network-cert.names";
 
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
-    #[error("cannot read the certificate file {path}: {reason}; give a PEM file with the chain, the server's certificate first")]
+    #[error(
+        "cannot read the certificate file {path}: {reason}; give a PEM file with the chain, the server's certificate first"
+    )]
     Cert { path: PathBuf, reason: String },
-    #[error("cannot read the key file {path}: {reason}; give the PEM private key (PKCS#8, PKCS#1 or SEC1) of the certificate")]
+    #[error(
+        "cannot read the key file {path}: {reason}; give the PEM private key (PKCS#8, PKCS#1 or SEC1) of the certificate"
+    )]
     Key { path: PathBuf, reason: String },
     #[error("cannot make or keep the self-signed certificate in {dir}: {reason}")]
     SelfSigned { dir: PathBuf, reason: String },

@@ -105,10 +105,16 @@ fn the_network_listener_is_off_until_the_owner_turns_it_on_and_follows_the_setti
     });
     let (_, body) = d.call("GET", "/api/network", None);
     assert!(
-        body["error"].as_str().unwrap().contains("network.cert_file"),
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("network.cert_file"),
         "{body}"
     );
-    assert!(TcpStream::connect(addr).is_err(), "nothing listens any more");
+    assert!(
+        TcpStream::connect(addr).is_err(),
+        "nothing listens any more"
+    );
 
     // Off again.
     d.call(
@@ -139,7 +145,11 @@ fn a_self_signed_certificate_is_made_once_kept_private_and_named_by_the_card_and
     assert_eq!(card.fingerprint, fingerprint);
     let card = card.json();
     for interface in card["supportedInterfaces"].as_array().unwrap() {
-        assert_eq!(interface["url"], format!("https://{addr}/a2a/web"), "{card}");
+        assert_eq!(
+            interface["url"],
+            format!("https://{addr}/a2a/web"),
+            "{card}"
+        );
     }
     assert_eq!(card["url"], format!("https://{addr}/a2a/web"));
     assert!(card["securitySchemes"]["bearer"].is_object(), "{card}");
@@ -355,7 +365,10 @@ fn behind_a_proxy_forwarded_headers_are_believed_only_from_the_listed_addresses(
         addr,
         "GET",
         "/.well-known/agent-card.json",
-        &[("Host", "elsewhere:1"), ("X-Forwarded-Host", "box.example.net")],
+        &[
+            ("Host", "elsewhere:1"),
+            ("X-Forwarded-Host", "box.example.net"),
+        ],
     );
     assert_eq!(forwarded.status, 200, "{}", forwarded.body);
 
@@ -364,7 +377,12 @@ fn behind_a_proxy_forwarded_headers_are_believed_only_from_the_listed_addresses(
     let mallory = ("X-Forwarded-For", "198.51.100.7");
     let first = plain(addr, "POST", "/a2a/web", &[wrong[0], wrong[1], mallory]);
     assert_eq!(first.status, 401, "{}", first.body);
-    let again = plain(addr, "GET", "/.well-known/agent-card.json", &[wrong[0], mallory]);
+    let again = plain(
+        addr,
+        "GET",
+        "/.well-known/agent-card.json",
+        &[wrong[0], mallory],
+    );
     assert_eq!(again.status, 429, "{}", again.body);
     let other = plain(
         addr,
@@ -383,7 +401,10 @@ fn behind_a_proxy_forwarded_headers_are_believed_only_from_the_listed_addresses(
         addr,
         "GET",
         "/.well-known/agent-card.json",
-        &[("Host", "elsewhere:1"), ("X-Forwarded-Host", "box.example.net")],
+        &[
+            ("Host", "elsewhere:1"),
+            ("X-Forwarded-Host", "box.example.net"),
+        ],
     );
     assert_eq!(foreign.status, 403, "{}", foreign.body);
     let first = plain(
@@ -403,7 +424,10 @@ fn behind_a_proxy_forwarded_headers_are_believed_only_from_the_listed_addresses(
         "/.well-known/agent-card.json",
         &[("Host", &host), ("X-Forwarded-For", "198.51.100.8")],
     );
-    assert_eq!(other.status, 429, "the source is the peer, whatever it claims");
+    assert_eq!(
+        other.status, 429,
+        "the source is the peer, whatever it claims"
+    );
 }
 
 #[test]
@@ -429,13 +453,23 @@ fn the_front_refuses_foreign_hosts_and_origins_and_every_token_but_an_askers() {
     for token in [TOKEN, worker.as_str()] {
         let answer = rpc(&d, "/a2a/web", token, &send("hello"));
         assert_eq!(answer.status, 403, "{}", answer.body);
-        assert!(answer.body.contains("askers' tokens only"), "{}", answer.body);
+        assert!(
+            answer.body.contains("askers' tokens only"),
+            "{}",
+            answer.body
+        );
     }
     let answer = rpc(&d, "/a2a/web", &asker, &send("hello"));
     assert_eq!(answer.status, 200, "{}", answer.body);
 
     // What is not on the network is not there, for an asker either.
-    for path in ["/api/tasks", "/hooks/claude-code", "/mcp", "/ui/", "/healthz"] {
+    for path in [
+        "/api/tasks",
+        "/hooks/claude-code",
+        "/mcp",
+        "/ui/",
+        "/healthz",
+    ] {
         let auth = format!("Bearer {asker}");
         let answer = get(&d, path, &[("Authorization", &auth)]);
         assert_eq!(answer.status, 404, "{path}: {}", answer.body);
@@ -501,8 +535,7 @@ fn each_asker_gets_its_requests_and_streams_per_minute_on_the_injected_clock() {
         task["result"]["task"]["id"].as_str().unwrap().to_owned()
     };
     let (first, second) = (open("follow me"), open("and me"));
-    let subscribe =
-        |id: &str| json!({"jsonrpc": "2.0", "id": 2, "method": "SubscribeToTask", "params": {"id": id}});
+    let subscribe = |id: &str| json!({"jsonrpc": "2.0", "id": 2, "method": "SubscribeToTask", "params": {"id": id}});
     let cancel =
         |id: &str| json!({"jsonrpc": "2.0", "id": 3, "method": "CancelTask", "params": {"id": id}});
     // A stream, followed until its task ends (cancelled here).
@@ -510,7 +543,11 @@ fn each_asker_gets_its_requests_and_streams_per_minute_on_the_injected_clock() {
         std::thread::scope(|s| {
             let stream = s.spawn(|| rpc(&d, "/a2a/web", &bob, &subscribe(id)));
             until("the stream to be open", || {
-                (d.daemon().tasks().watchers(&taskkeeper_core::TaskId::from(id)) > 0).then_some(())
+                (d.daemon()
+                    .tasks()
+                    .watchers(&taskkeeper_core::TaskId::from(id))
+                    > 0)
+                .then_some(())
             });
             assert_eq!(rpc(&d, "/a2a/web", &bob, &cancel(id)).status, 200);
             stream.join().unwrap()
@@ -518,7 +555,11 @@ fn each_asker_gets_its_requests_and_streams_per_minute_on_the_injected_clock() {
     };
     let followed = follow(&first);
     assert_eq!(followed.status, 200, "{}", followed.body);
-    assert!(followed.body.contains("TASK_STATE_CANCELED"), "{}", followed.body);
+    assert!(
+        followed.body.contains("TASK_STATE_CANCELED"),
+        "{}",
+        followed.body
+    );
     let refused = rpc(&d, "/a2a/web", &bob, &subscribe(&second));
     assert!(
         refused.body.contains("STREAMS_PER_MINUTE_LIMIT"),
@@ -528,7 +569,11 @@ fn each_asker_gets_its_requests_and_streams_per_minute_on_the_injected_clock() {
     assert!(refused.body.contains("network.streams_per_minute"));
     clock.advance(Duration::from_secs(60));
     let followed = follow(&second);
-    assert!(followed.body.contains("TASK_STATE_CANCELED"), "{}", followed.body);
+    assert!(
+        followed.body.contains("TASK_STATE_CANCELED"),
+        "{}",
+        followed.body
+    );
 }
 
 fn slow(change: impl FnOnce(&mut DaemonConfig)) -> TestDaemon {

@@ -82,12 +82,9 @@ fn concrete(path: &str) -> String {
 
 /// A daemon with the network listener on (self-signed, on loopback for the test) and an
 /// injected clock, so the wait after each wrong token can be passed without sleeping.
-fn with_network(
-    conformance: bool,
-) -> (TestDaemon, taskkeeper_core::ManualClock) {
-    let clock = taskkeeper_core::ManualClock::new(taskkeeper_core::Timestamp::from_millis(
-        1_000_000_000,
-    ));
+fn with_network(conformance: bool) -> (TestDaemon, taskkeeper_core::ManualClock) {
+    let clock =
+        taskkeeper_core::ManualClock::new(taskkeeper_core::Timestamp::from_millis(1_000_000_000));
     let d = TestDaemon::start_configured(|c| {
         c.conformance = conformance;
         c.clock = std::sync::Arc::new(clock.clone());
@@ -137,7 +134,9 @@ fn check_every_route_on_the_network(d: &TestDaemon, clock: &taskkeeper_core::Man
     let addr = d.network_addr();
     let on_network: Vec<&RouteDoc> = d.daemon().routes().iter().filter(|r| r.network).collect();
     assert!(
-        on_network.iter().all(|r| matches!(r.access, Access::Open | Access::Askers)),
+        on_network
+            .iter()
+            .all(|r| matches!(r.access, Access::Open | Access::Askers)),
         "only the cards and the askers' rooms are on the network: {on_network:?}"
     );
     let call = |method: &str, path: &str, token: Option<&str>| {
@@ -156,15 +155,22 @@ fn check_every_route_on_the_network(d: &TestDaemon, clock: &taskkeeper_core::Man
         for method in route.methods.split(' ') {
             // What answers this path on the network: its own row, or a network row whose
             // pattern it also matches.
-            let there = on_network.iter().find(|r| {
-                matches(r.path, &path) && r.methods.split(' ').any(|m| m == method)
-            });
+            let there = on_network
+                .iter()
+                .find(|r| matches(r.path, &path) && r.methods.split(' ').any(|m| m == method));
             for (who, token) in [("owner", TOKEN), ("worker", worker.as_str())] {
                 let got = call(method, &path, Some(token));
-                assert_eq!(got.status, 403, "{who} on the network: {method} {path}: {}", got.body);
+                assert_eq!(
+                    got.status, 403,
+                    "{who} on the network: {method} {path}: {}",
+                    got.body
+                );
             }
             let wrong = call(method, &path, Some("not-a-token"));
-            assert_eq!(wrong.status, 401, "a wrong token on the network: {method} {path}");
+            assert_eq!(
+                wrong.status, 401,
+                "a wrong token on the network: {method} {path}"
+            );
             clock.advance(std::time::Duration::from_secs(301));
             let callers = [("asker", Some(asker.as_str())), ("nobody", None)];
             for (who, token) in callers {
