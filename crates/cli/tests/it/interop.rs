@@ -174,14 +174,28 @@ fn end_as_worker(port: u16, desk: &str, worker: &Worker<'_>, ask: &Value) {
             .map(|t| t["id"].as_str().unwrap().to_owned());
         if let Some(id) = found {
             if let Some(saved) = ask["saved"].as_str() {
+                // The daemon saves a file part after the task's commit (the task may be seen
+                // WORKING a moment before) and before it answers the send.
                 let dir = worker.data_dir.join("files").join(&id).join("in");
-                let contents: Vec<String> = std::fs::read_dir(&dir)
-                    .unwrap_or_else(|e| panic!("no saved files in {}: {e}", dir.display()))
-                    .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
-                    .collect();
+                let read = || -> Vec<String> {
+                    std::fs::read_dir(&dir)
+                        .map(|entries| {
+                            entries
+                                .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+                                .collect()
+                        })
+                        .unwrap_or_default()
+                };
+                let saved_by = Instant::now() + Duration::from_secs(10);
+                let mut contents = read();
+                while !contents.iter().any(|c| c == saved) && Instant::now() < saved_by {
+                    std::thread::sleep(Duration::from_millis(25));
+                    contents = read();
+                }
                 assert!(
                     contents.iter().any(|c| c == saved),
-                    "the asker's file part was not saved for the worker: {contents:?}"
+                    "the asker's file part was not saved for the worker in {}: {contents:?}",
+                    dir.display()
                 );
             }
             let mut files = Vec::new();
