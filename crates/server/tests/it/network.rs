@@ -560,7 +560,23 @@ fn each_asker_gets_its_requests_and_streams_per_minute_on_the_injected_clock() {
         "{}",
         followed.body
     );
-    let refused = rpc(&d, "/a2a/web", &bob, &subscribe(&second));
+    // Refused, or (were it not) a stream that the task's cancel ends, so the test fails
+    // instead of waiting on it.
+    let refused = std::thread::scope(|s| {
+        let attempt = s.spawn(|| rpc(&d, "/a2a/web", &bob, &subscribe(&second)));
+        until("the second stream to be refused or opened", || {
+            let opened = d
+                .daemon()
+                .tasks()
+                .watchers(&taskkeeper_core::TaskId::from(second.as_str()))
+                > 0;
+            (attempt.is_finished() || opened).then_some(())
+        });
+        if !attempt.is_finished() {
+            rpc(&d, "/a2a/web", &bob, &cancel(&second));
+        }
+        attempt.join().unwrap()
+    });
     assert!(
         refused.body.contains("STREAMS_PER_MINUTE_LIMIT"),
         "{}",
