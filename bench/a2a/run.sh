@@ -74,7 +74,8 @@ for line in sys.stdin:
 
 # ---- TLS: the network listener beside plain loopback ---------------------------------------
 # One daemon with `--listen 127.0.0.1:PORT` (its self-signed certificate, TLS 1.3), the same
-# asker's token on both listeners, the numbers per minute raised out of the way. Cells: GetTask
+# asker's token on both listeners (a new asker per desk, each with its open tasks bounded as
+# on loopback), the numbers per minute and the open tasks raised out of the way. Cells: GetTask
 # and SendMessage over JSON-RPC at 1 and 16 keep-alive connections on each listener, and
 # GetTask at one connection with a new connection per call (`--fresh`: a full handshake each,
 # no resumption), which is what a handshake costs.
@@ -93,10 +94,12 @@ if [ "${TLS:-0}" = 1 ]; then
 	done
 	grep -q "^listening on" "$WORK/ours.log" || { cat "$WORK/ours.log" >&2; exit 1; }
 	owner() { curl -fsS -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' "$@"; }
-	owner -o /dev/null -X PUT -d '{"network.requests_per_minute":"10000000","network.streams_per_minute":"10000000"}' \
+	owner -o /dev/null -X PUT -d '{"network.requests_per_minute":"10000000","network.streams_per_minute":"10000000","limits.open_tasks_per_asker":"100000"}' \
 		"http://127.0.0.1:$PORT/api/settings"
-	ASKER="$(owner -d '{"name":"bench"}' "http://127.0.0.1:$PORT/api/askers" |
-		python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])')"
+	asker() {
+		owner -d "{\"name\":\"$1\"}" "http://127.0.0.1:$PORT/api/askers" |
+			python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])'
+	}
 	CA="$WORK/ours-data/network-cert.pem"
 	RESULTS="$WORK/results.jsonl"
 	: >"$RESULTS"
@@ -119,11 +122,13 @@ if [ "${TLS:-0}" = 1 ]; then
 			desk="tls-$method-$conns"
 			owner -o /dev/null -d "{\"name\":\"$desk\",\"dir\":\"/tmp\",\"agent\":\"generic\"}" \
 				"http://127.0.0.1:$PORT/api/desks"
+			ASKER="$(asker "$desk")"
 			tls_cell plain "http://127.0.0.1:$PORT/a2a/$desk" "$method" "$conns"
 			tls_cell tls "https://127.0.0.1:$NET_PORT/a2a/$desk" "$method" "$conns"
 		done
 	done
 	owner -o /dev/null -d '{"name":"tls-fresh","dir":"/tmp","agent":"generic"}' "http://127.0.0.1:$PORT/api/desks"
+	ASKER="$(asker tls-fresh)"
 	tls_cell plain-fresh "http://127.0.0.1:$PORT/a2a/tls-fresh" get 1 --fresh
 	tls_cell tls-fresh "https://127.0.0.1:$NET_PORT/a2a/tls-fresh" get 1 --fresh
 	LOAD_AFTER="$(cut -d' ' -f1-3 /proc/loadavg)"

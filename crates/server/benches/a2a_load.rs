@@ -534,6 +534,8 @@ fn run(a: Args) -> Result<Value, String> {
         .as_str()
         .ok_or_else(|| format!("SendMessage did not answer a task: {created}"))?
         .to_owned();
+    // With `--fresh` each connection carries one call.
+    let mut setup = Conn::open(&a)?;
     let (status, body) = setup.call(&get_call(a.binding, &base, &task_id))?;
     let got = result_of(a.binding, status, &body)?;
     if got["id"] != task_id.as_str() {
