@@ -124,7 +124,10 @@ fn a_network_listener_without_tls_beyond_loopback_is_refused_unless_the_owner_sa
     served.sigterm();
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut served.child.stderr.take().unwrap(), &mut stderr).unwrap();
-    assert!(stderr.contains("warning: ") && stderr.contains("unencrypted"), "{stderr}");
+    assert!(
+        stderr.contains("warning: ") && stderr.contains("unencrypted"),
+        "{stderr}"
+    );
 
     // TLS with files it cannot read: refused, naming the file.
     let missing = dir.path().join("missing.pem");
