@@ -461,6 +461,18 @@ fn the_front_refuses_foreign_hosts_and_origins_and_every_token_but_an_askers() {
     }
     let answer = rpc(&d, "/a2a/web", &asker, &send("hello"));
     assert_eq!(answer.status, 200, "{}", answer.body);
+    // The body limit holds as on loopback.
+    let auth = format!("Bearer {asker}");
+    let huge = "x".repeat(taskkeeper_server::http::MAX_BODY + 1);
+    let too_large = asker_client(&d).exchange(
+        addr,
+        "127.0.0.1",
+        "POST",
+        "/a2a/web",
+        &[("Authorization", &auth), ("Content-Type", "application/json")],
+        &huge,
+    );
+    assert_eq!(too_large.status, 413, "{}", too_large.body);
 
     // What is not on the network is not there, for an asker either.
     for path in [
