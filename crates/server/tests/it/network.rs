@@ -469,7 +469,10 @@ fn the_front_refuses_foreign_hosts_and_origins_and_every_token_but_an_askers() {
         "127.0.0.1",
         "POST",
         "/a2a/web",
-        &[("Authorization", &auth), ("Content-Type", "application/json")],
+        &[
+            ("Authorization", &auth),
+            ("Content-Type", "application/json"),
+        ],
         &huge,
     );
     assert_eq!(too_large.status, 413, "{}", too_large.body);
