@@ -12,7 +12,9 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Build the app: build-essential pkg-config libwebkit2gtk-4.1-dev. Run it:
 # libayatana-appindicator3-1. Test it headless: xvfb dbus dbus-x11 webkit2gtk-driver;
 # browser tests: chromium. Node and npm build ui/. The Codex and Gemini tests run in a
-# loopback-only network namespace: unshare (util-linux) and ip (iproute2).
+# loopback-only network namespace: unshare (util-linux) and ip (iproute2); the test of an
+# asker on another machine makes two namespaces and a veth pair with ip (as root) and asks
+# with curl there.
 APT_PACKAGES := build-essential pkg-config libwebkit2gtk-4.1-dev libayatana-appindicator3-1 \
 	xvfb dbus dbus-x11 webkit2gtk-driver chromium tmux curl python3 iproute2
 
@@ -44,10 +46,14 @@ apt:
 		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
+# The UI's packages, and the A2A JavaScript SDK the network test's asker runs
+# (tests/interop/js; crates/cli/tests/it/network_asker.rs).
 npm:
-	@if [ ! -d ui/node_modules ] || [ ui/package-lock.json -nt ui/node_modules/.package-lock.json ]; then \
-		cd ui && npm ci --no-audit --no-fund; \
-	fi
+	@for dir in ui tests/interop/js; do \
+		if [ ! -d $$dir/node_modules ] || [ $$dir/package-lock.json -nt $$dir/node_modules/.package-lock.json ]; then \
+			(cd $$dir && npm ci --no-audit --no-fund) || exit 1; \
+		fi; \
+	done
 
 ui:
 	cd ui && npm run build

@@ -10,6 +10,9 @@
 #                                            this tree's, e.g. a copy of the one before a change)
 #   A2A_LOAD_BIN=/path/to/a2a_load ...       (a load generator built before; with both set,
 #                                            nothing is built)
+#   TLS=1 bench/a2a/run.sh [SECONDS_PER_CELL] (the network listener over TLS beside plain
+#                                            loopback, one daemon, as an asker; no reference;
+#                                            the report is bench/a2a/tls_report.py's)
 #
 # Cells: v1.0 GetTask (of one existing task) and SendMessage with returnImmediately: true (a
 # fresh messageId per call), each over JSON-RPC and over HTTP+JSON, at 1 and 16 keep-alive
@@ -68,6 +71,70 @@ for line in sys.stdin:
         print(m["executable"])
 ')"
 [ -x "$LOAD" ] || { echo "could not find the a2a_load bench binary" >&2; exit 1; }
+
+# ---- TLS: the network listener beside plain loopback ---------------------------------------
+# One daemon with `--listen 127.0.0.1:PORT` (its self-signed certificate, TLS 1.3), the same
+# asker's token on both listeners (a new asker per desk, each with its open tasks bounded as
+# on loopback), the numbers per minute and the open tasks raised out of the way. Cells: GetTask
+# and SendMessage over JSON-RPC at 1 and 16 keep-alive connections on each listener, and
+# GetTask at one connection with a new connection per call (`--fresh`: a full handshake each,
+# no resumption), which is what a handshake costs.
+if [ "${TLS:-0}" = 1 ]; then
+	TOKEN="$(python3 -c 'import secrets; print(secrets.token_hex(24))')"
+	PORT="$(free_port)"
+	NET_PORT="$(free_port)"
+	say "starting taskkeeper serve on 127.0.0.1:$PORT, its network listener on 127.0.0.1:$NET_PORT"
+	TASKKEEPER_TOKEN="$TOKEN" "$TASKKEEPER" serve --port "$PORT" --data-dir "$WORK/ours-data" \
+		--listen "127.0.0.1:$NET_PORT" >"$WORK/ours.log" 2>&1 &
+	PID=$!
+	PIDS+=($PID)
+	for _ in $(seq 200); do
+		grep -q "^listening on http://127.0.0.1:$PORT" "$WORK/ours.log" && break
+		sleep 0.1
+	done
+	grep -q "^listening on" "$WORK/ours.log" || { cat "$WORK/ours.log" >&2; exit 1; }
+	owner() { curl -fsS -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' "$@"; }
+	owner -o /dev/null -X PUT -d '{"network.requests_per_minute":"10000000","network.streams_per_minute":"10000000","limits.open_tasks_per_asker":"100000"}' \
+		"http://127.0.0.1:$PORT/api/settings"
+	asker() {
+		owner -d "{\"name\":\"$1\"}" "http://127.0.0.1:$PORT/api/askers" |
+			python3 -c 'import json,sys; print(json.load(sys.stdin)["token"])'
+	}
+	CA="$WORK/ours-data/network-cert.pem"
+	RESULTS="$WORK/results.jsonl"
+	: >"$RESULTS"
+	LOAD_BEFORE="$(cut -d' ' -f1-3 /proc/loadavg)"
+	CLK_TCK="$(getconf CLK_TCK)"
+	tls_cell() { # label url method connections [extra args]
+		local label="$1" url="$2" method="$3" conns="$4"
+		shift 4
+		say "$label $method c=$conns $*"
+		local before after line
+		before="$(awk '{print $14 + $15}' "/proc/$PID/stat")"
+		line="$(timeout $((SECONDS_PER_CELL + WARMUP + 60)) "$LOAD" --label "$label" --url "$url" \
+			--method "$method" --connections "$conns" --seconds "$SECONDS_PER_CELL" --warmup "$WARMUP" \
+			--token "$ASKER" --ca "$CA" "$@")"
+		after="$(awk '{print $14 + $15}' "/proc/$PID/stat")"
+		echo "${line%\}},\"serverCpuMs\":$(((after - before) * 1000 / CLK_TCK))}" >>"$RESULTS"
+	}
+	for method in get send; do
+		for conns in 1 16; do
+			desk="tls-$method-$conns"
+			owner -o /dev/null -d "{\"name\":\"$desk\",\"dir\":\"/tmp\",\"agent\":\"generic\"}" \
+				"http://127.0.0.1:$PORT/api/desks"
+			ASKER="$(asker "$desk")"
+			tls_cell plain "http://127.0.0.1:$PORT/a2a/$desk" "$method" "$conns"
+			tls_cell tls "https://127.0.0.1:$NET_PORT/a2a/$desk" "$method" "$conns"
+		done
+	done
+	owner -o /dev/null -d '{"name":"tls-fresh","dir":"/tmp","agent":"generic"}' "http://127.0.0.1:$PORT/api/desks"
+	ASKER="$(asker tls-fresh)"
+	tls_cell plain-fresh "http://127.0.0.1:$PORT/a2a/tls-fresh" get 1 --fresh
+	tls_cell tls-fresh "https://127.0.0.1:$NET_PORT/a2a/tls-fresh" get 1 --fresh
+	LOAD_AFTER="$(cut -d' ' -f1-3 /proc/loadavg)"
+	python3 "$ROOT/bench/a2a/tls_report.py" "$RESULTS" "$SECONDS_PER_CELL" "$LOAD_BEFORE" "$LOAD_AFTER"
+	exit $?
+fi
 
 # ---- the reference SDK --------------------------------------------------------------------
 VENV="$CARGO_TARGET_DIR/a2a-bench/venv-a2a-sdk-$A2A_SDK-uvicorn-$UVICORN"

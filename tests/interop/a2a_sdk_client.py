@@ -3,6 +3,13 @@
 
     a2a_sdk_client.py --url http://127.0.0.1:PORT/a2a/web --token TOKEN --version 1.0|0.3
                       [--binding jsonrpc|http+json] [--worker harness|self]
+                      [--pin SHA256]
+
+With `--pin` (an https:// URL, an asker on another machine), the client pins the server's
+certificate by the SHA-256 fingerprint `taskkeeper asker add` printed: it reads the certificate
+the server presents, refuses it unless its fingerprint is the pinned one, and then trusts that
+certificate alone, with the usual name check, for every request the SDK makes. The webhook check
+is left out there (push notifications over https are not sent yet).
 
 Only the SDK's public client is used (A2ACardResolver, ClientFactory, Client): the point is to
 see what a stock A2A client makes of our wire, not what a hand-written one does. With
@@ -29,9 +36,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
+import ssl
 import sys
 import uuid
+import urllib.parse
 from typing import Any
 
 import httpx
@@ -92,6 +102,18 @@ def expect_state(task: Any, want: int, what: str) -> None:
     expect(got == want, f"{what}: task {task.id} is {state_name(got)}, expected {state_name(want)}")
 
 
+def pinned_context(url: str, pin: str) -> ssl.SSLContext:
+    """Trust the certificate the server at `url` presents, if its SHA-256 is `pin`, alone."""
+    parts = urllib.parse.urlsplit(url)
+    pem = ssl.get_server_certificate((parts.hostname, parts.port or 443))
+    der = ssl.PEM_cert_to_DER_cert(pem)
+    got = hashlib.sha256(der).hexdigest().upper()
+    want = pin.replace(":", "").upper()
+    if got != want:
+        raise SystemExit(f"the server's certificate has SHA-256 {got}, not the pinned {want}")
+    return ssl.create_default_context(cadata=pem)
+
+
 class Run:
     def __init__(self, args: argparse.Namespace) -> None:
         self.url: str = args.url.rstrip("/")
@@ -102,8 +124,10 @@ class Run:
         self.failed = 0
         # Task ids shared between checks.
         self.ids: dict[str, str] = {}
+        self.pinned = bool(args.pin)
+        self.verify: Any = pinned_context(self.url, args.pin) if args.pin else True
         self.http = httpx.AsyncClient(
-            headers={"Authorization": f"Bearer {self.token}"}, timeout=HTTP_TIMEOUT_S
+            headers={"Authorization": f"Bearer {self.token}"}, timeout=HTTP_TIMEOUT_S, verify=self.verify
         )
         self.card: Any = None
         self.plain: Any = None  # non-streaming client: SendMessage / message/send
@@ -262,7 +286,7 @@ class Run:
         # The card at the well-known path is public (read here without any credentials) and
         # says nothing of where the desk works; the SDK's client fetches the extended card
         # with its token, because the public card declares one, and that card does.
-        async with httpx.AsyncClient(timeout=HTTP_TIMEOUT_S) as anonymous:
+        async with httpx.AsyncClient(timeout=HTTP_TIMEOUT_S, verify=self.verify) as anonymous:
             r = await anonymous.get(f"{self.url}/.well-known/agent-card.json")
         expect(r.status_code == 200, f"the public card without a token: HTTP {r.status_code}")
         public = r.json()
@@ -508,7 +532,7 @@ class Run:
         r = await self.http.get(part.url)
         expect(r.status_code == 200, f"fetching {part.url} with the asker's token: HTTP {r.status_code}")
         expect(r.content == b"interop artifact bytes", f"the fetched bytes are {r.content!r}")
-        async with httpx.AsyncClient(timeout=HTTP_TIMEOUT_S) as anonymous:
+        async with httpx.AsyncClient(timeout=HTTP_TIMEOUT_S, verify=self.verify) as anonymous:
             r = await anonymous.get(part.url)
         expect(r.status_code == 401, f"fetching without a token: HTTP {r.status_code}")
         data = [
@@ -534,7 +558,10 @@ class Run:
             if self.version == "1.0":
                 # v0.3 has no JSON-RPC ListTasks (the SDK's compat client refuses it itself).
                 await self.check("list-tasks", self.list_tasks)
-            await self.check("push-config", self.push_config)
+            if not self.pinned:
+                # TODO(issue 26, HTTPS push): from another machine the webhook is an https://
+                # URL there; run this check once the daemon pushes over https.
+                await self.check("push-config", self.push_config)
             await self.check("get-unknown-task", self.task_not_found)
             await self.check("cancel", self.cancel)
             await self.check("stream", self.stream)
@@ -564,6 +591,11 @@ def main() -> int:
         choices=["harness", "self"],
         default="harness",
         help="who ends tasks through the owner API: the caller (default) or this script",
+    )
+    p.add_argument(
+        "--pin",
+        default="",
+        help="the server certificate's SHA-256 fingerprint (AB:CD:...), for an https:// URL",
     )
     args = p.parse_args()
     if args.binding == "http+json" and args.version != "1.0":

@@ -258,6 +258,73 @@ export const SETTING_FIELDS: readonly SettingField[] = [
     kind: 'time-of-day',
     group: 'Digest',
   },
+  // The listener for askers on other machines (crates/core network.rs): off unless it names
+  // an address; it serves A2A and the cards only, and takes askers' tokens only.
+  {
+    key: 'network.listen',
+    label: 'Listen for askers on other machines',
+    help: 'off, or an address and port such as 0.0.0.0:7718. Only A2A and the Agent Cards are served there, to askers with their tokens.',
+    kind: 'text',
+    group: 'Askers on other machines',
+  },
+  {
+    key: 'network.tls',
+    label: 'TLS',
+    help: 'self-signed (made once; askers pin its fingerprint), files (your certificate and key, read again when renewed), proxy (Tailscale serve, Caddy or nginx in front) or off.',
+    kind: 'text',
+    group: 'Askers on other machines',
+  },
+  {
+    key: 'network.cert_file',
+    label: 'Certificate file',
+    help: 'With TLS files: the certificate chain (PEM), such as /etc/letsencrypt/live/box/fullchain.pem.',
+    kind: 'text',
+    group: 'Askers on other machines',
+  },
+  {
+    key: 'network.key_file',
+    label: 'Key file',
+    help: "With TLS files: the certificate's private key (PEM).",
+    kind: 'text',
+    group: 'Askers on other machines',
+  },
+  {
+    key: 'network.public_url',
+    label: 'Public URL',
+    help: 'The https:// URL askers reach it at, which the cards name (empty: the listen address). Needed behind a proxy.',
+    kind: 'text',
+    group: 'Askers on other machines',
+  },
+  {
+    key: 'network.trusted_proxies',
+    label: 'Trusted proxies',
+    help: 'Behind a proxy: its addresses (or networks), comma-separated; only their X-Forwarded-For and X-Forwarded-Host are believed.',
+    kind: 'text',
+    group: 'Askers on other machines',
+  },
+  {
+    key: 'network.insecure_http',
+    label: 'Allow plain HTTP beyond this machine',
+    help: "Plain HTTP on an address other than loopback: askers' tokens cross the network unencrypted. Off unless you mean it.",
+    kind: 'bool',
+    group: 'Askers on other machines',
+  },
+  {
+    key: 'network.requests_per_minute',
+    label: 'Requests per minute',
+    help: 'Each asker on the network (without a token, each address) may make this many requests a minute (1–10000000).',
+    kind: 'count',
+    max: 10000000,
+    group: 'Askers on other machines',
+  },
+  {
+    key: 'network.streams_per_minute',
+    label: 'Streams per minute',
+    help: 'Each asker on the network may open this many streams and blocking requests a minute (1–10000000).',
+    kind: 'count',
+    max: 10000000,
+    group: 'Askers on other machines',
+  },
 ];
 
 /**

@@ -20,6 +20,8 @@ export type {
   ErrorBody,
   Hold,
   MessageView,
+  NetworkStateView,
+  NetworkView,
   Notice,
   OwnerError,
   PermissionAnswer,

@@ -720,6 +720,34 @@ describe('agents', () => {
   });
 });
 
+describe('the network listener', () => {
+  const listening = {
+    state: 'listening',
+    address: '0.0.0.0:7718',
+    url: 'https://box.example.net:7718',
+    tls: 'self-signed',
+    certificateSha256: 'AB:CD',
+    warning: null,
+    error: null,
+  };
+
+  it('is read from /api/network in a browser and get_network in the app', async () => {
+    const http = fakeEnv({ stored: 't', respond: () => json(200, listening) });
+    expect(await createDataSource(http.env).getNetwork()).toEqual(listening);
+    expect(http.rec.fetches.map((f) => [f.method, f.url])).toEqual([['GET', '/api/network']]);
+    const app = fakeEnv({ isTauri: true, invoke: () => ({ ...listening, state: 'off', url: null }) });
+    expect((await createDataSource(app.env).getNetwork()).state).toBe('off');
+    expect(app.rec.invokes).toEqual([{ cmd: 'get_network', args: undefined }]);
+  });
+
+  it('refuses another shape', async () => {
+    for (const bad of [{ ...listening, state: 'maybe' }, { ...listening, url: 7 }, null]) {
+      const { env } = fakeEnv({ isTauri: true, invoke: () => bad });
+      await expect(createDataSource(env).getNetwork()).rejects.toMatchObject({ kind: 'protocol' });
+    }
+  });
+});
+
 describe('notices', () => {
   const asked = { kind: 'permission-asked', session: 's1', desk: 'web', tool: 'Bash', description: 'touch x' };
 

@@ -23,6 +23,7 @@
 //! | `get_settings` | | `{key: value}` | `GET /api/settings` |
 //! | `save_settings` | `changes` (`{key: value}`) | `{key: value}` | `PUT /api/settings` |
 //! | `pause_reminders`, `resume_reminders` | | `{key: value}` | `POST /api/reminders/pause`, `…/resume` |
+//! | `get_network` | | `NetworkView` | `GET /api/network` |
 //! | `list_agents` | | `AgentView[]` | `GET /api/agents` |
 //! | `connect_agent` | `agent`, `force?` | `AgentChange` | `POST /api/agents/{agent}/connect` |
 //! | `disconnect_agent` | `agent` | `AgentChange` | `POST /api/agents/{agent}/disconnect` |
@@ -196,6 +197,7 @@ pub async fn run<R: Runtime>(
         }
         "pause_reminders" => answer(owner.pause_reminders(true).await),
         "resume_reminders" => answer(owner.pause_reminders(false).await),
+        "get_network" => answer(Ok::<_, OwnerError>(owner.network())),
         "list_agents" => answer(owner.agents().await),
         // As `taskkeeper connect claude-code` does; `force` names a `taskkeeper` in a build
         // directory anyway.

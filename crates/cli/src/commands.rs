@@ -19,15 +19,87 @@ use crate::{
 
 use crate::out::{self, say, tell};
 
+/// `serve`'s flags for the listener for askers on other machines; without `--listen`, the
+/// `network.*` settings say (the listener is off unless they name an address).
+#[derive(Debug, Clone, clap::Args)]
+pub struct NetworkFlags {
+    /// Also listen for askers on other machines at ADDR:PORT (e.g. 0.0.0.0:7718), over TLS:
+    /// a self-signed certificate unless --tls-cert/--tls-key or --behind-proxy say otherwise.
+    /// Only A2A and the Agent Cards are served there, and only askers' tokens are taken.
+    #[arg(long, value_name = "ADDR:PORT")]
+    listen: Option<String>,
+    /// The certificate chain (PEM) to serve on --listen; read again whenever it changes.
+    #[arg(long, value_name = "FILE", requires_all = ["listen", "tls_key"])]
+    tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM).
+    #[arg(long, value_name = "FILE", requires_all = ["listen", "tls_cert"])]
+    tls_key: Option<PathBuf>,
+    /// A TLS proxy (Tailscale serve, Caddy, nginx) terminates TLS in front of --listen, which
+    /// speaks plain HTTP; give --public-url and --trusted-proxy.
+    #[arg(long, requires = "listen", conflicts_with = "tls_cert")]
+    behind_proxy: bool,
+    /// The proxy's address (or network), whose X-Forwarded-For and X-Forwarded-Host are
+    /// believed; repeat for more.
+    #[arg(long, value_name = "ADDR", requires = "behind_proxy")]
+    trusted_proxy: Vec<String>,
+    /// The https:// URL askers reach --listen at, which the cards name (default: the listen
+    /// address).
+    #[arg(long, value_name = "URL", requires = "listen")]
+    public_url: Option<String>,
+    /// Allow plain HTTP beyond loopback (no TLS, or a proxy on another machine): askers'
+    /// tokens then cross the network unencrypted.
+    #[arg(long, requires = "listen")]
+    insecure_http: bool,
+}
+
+impl NetworkFlags {
+    /// The listener the flags describe, checked as the settings are (`None`: no --listen).
+    fn network(&self) -> anyhow::Result<Option<taskkeeper_server::Network>> {
+        let Some(listen) = &self.listen else {
+            return Ok(None);
+        };
+        let tls = match (&self.tls_cert, self.behind_proxy, self.insecure_http) {
+            (Some(_), _, _) => "files",
+            (None, true, _) => "proxy",
+            (None, false, true) => "off",
+            (None, false, false) => "self-signed",
+        };
+        let path = |p: &Option<PathBuf>| {
+            p.as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
+        };
+        let mut settings = taskkeeper_core::settings::Settings::default();
+        for (key, value) in [
+            ("network.listen", listen.clone()),
+            ("network.tls", tls.to_owned()),
+            ("network.cert_file", path(&self.tls_cert)),
+            ("network.key_file", path(&self.tls_key)),
+            (
+                "network.public_url",
+                self.public_url.clone().unwrap_or_default(),
+            ),
+            ("network.trusted_proxies", self.trusted_proxy.join(",")),
+            ("network.insecure_http", self.insecure_http.to_string()),
+        ] {
+            settings.set(key, &value)?;
+        }
+        // The numbers per minute are read from the settings as the listener runs.
+        Ok(Some(settings.network))
+    }
+}
+
 pub fn serve(
     port: u16,
     data_dir: Option<PathBuf>,
     conformance: bool,
     ui: Option<Option<PathBuf>>,
+    network: &NetworkFlags,
 ) -> anyhow::Result<()> {
     let mut config = DaemonConfig::from_env()?;
     config.port = port;
     config.conformance = conformance;
+    config.network = network.network()?;
     if let Some(dir) = data_dir {
         config.data_dir = dir;
     }
@@ -55,6 +127,21 @@ pub fn serve(
             Err(e) => return Err(e.into()),
         };
         say!("listening on http://{}", daemon.addr());
+        // On stderr, beside the log: stdout's one line is what scripts and the service
+        // manager wait for, and a reader may close it after that line.
+        let network = daemon.network();
+        if let Some(url) = &network.url {
+            tell!("askers on other machines: {}/a2a/<desk>", url);
+            if let Some(fingerprint) = &network.certificate_sha256 {
+                tell!("  certificate SHA-256 (askers pin it): {}", fingerprint);
+            }
+        }
+        if let Some(warning) = &network.warning {
+            tell!("warning: {}", warning);
+        }
+        if let Some(error) = &network.error {
+            tell!("the listener for askers on other machines is not running: {}", error);
+        }
         wait_for_signal().await?;
         tracing::info!("stopping on signal");
         daemon.shutdown().await;
@@ -329,6 +416,17 @@ pub fn asker(cmd: AskerCommand) -> anyhow::Result<()> {
                 added.asker.name
             );
             say!("{}", added.token);
+            if let Some(network) = &added.network
+                && let Some(url) = &network.url
+            {
+                tell!(
+                    "from another machine it reaches a desk at {}/a2a/<desk>",
+                    url
+                );
+                if let Some(fingerprint) = &network.certificate_sha256 {
+                    tell!("certificate SHA-256 (the asker pins it): {}", fingerprint);
+                }
+            }
         }
         AskerCommand::List { json } => {
             let list: AskerList = client.get("/api/askers")?;

@@ -46,6 +46,8 @@ enum Command {
         /// workspace.
         #[arg(long, value_name = "DIR", num_args = 0..=1)]
         ui: Option<Option<PathBuf>>,
+        #[command(flatten)]
+        network: commands::NetworkFlags,
     },
     /// Check the database's write-ahead log without changing anything; with --recover, get
     /// past a damaged one.
@@ -485,7 +487,8 @@ fn main() -> ExitCode {
             data_dir,
             conformance,
             ui,
-        } => commands::serve(port, data_dir, conformance, ui),
+            network,
+        } => commands::serve(port, data_dir, conformance, ui, &network),
         Command::Open { print } => open::open(print),
         Command::Doctor { data_dir, recover } => doctor::doctor(data_dir, recover),
         Command::Desk(cmd) => commands::desk(cmd),

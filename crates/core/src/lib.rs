@@ -17,6 +17,8 @@
 //!   what is told;
 //! - [`settings`] parses and validates every tunable number;
 //! - [`limits`] bounds what one caller can make Taskkeeper keep;
+//! - [`network`] says where the listener for askers on other machines listens, and how
+//!   often a stranger may ask;
 //! - [`terminal::visible`] is how words from outside are shown on a terminal.
 
 pub mod agent_hooks;
@@ -27,6 +29,7 @@ pub mod desk;
 pub mod digest;
 pub mod files;
 pub mod limits;
+pub mod network;
 pub mod push;
 pub mod queue;
 pub mod session;

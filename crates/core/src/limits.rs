@@ -27,6 +27,8 @@ pub enum Limit {
     CreateDesks,
     StreamsPerCaller,
     PushConfigsPerTask,
+    /// Streams and blocking waits an asker from the network opens per minute.
+    StreamsPerMinute,
 }
 
 impl Limit {
@@ -41,6 +43,7 @@ impl Limit {
             Limit::CreateDesks => "sessions.create_desks_max",
             Limit::StreamsPerCaller => "a2a.streams_per_caller",
             Limit::PushConfigsPerTask => "push.configs_per_task",
+            Limit::StreamsPerMinute => "network.streams_per_minute",
         }
     }
 
@@ -96,6 +99,14 @@ pub enum LimitExceeded {
         "task {task} already has {kept} push notification configs, the most push.configs_per_task ({max}) allows; delete one (DeleteTaskPushNotificationConfig) or set one with the id of an existing one to replace it"
     )]
     PushConfigs { task: String, kept: u64, max: u64 },
+    #[error(
+        "{caller} opened {max} streams and blocking waits in the last minute, the most network.streams_per_minute allows on the network listener; try again in {retry_after_s} s, or follow the task with GetTask (the owner may raise network.streams_per_minute)"
+    )]
+    StreamsPerMinute {
+        caller: String,
+        max: u64,
+        retry_after_s: u64,
+    },
 }
 
 impl LimitExceeded {
@@ -109,6 +120,7 @@ impl LimitExceeded {
             LimitExceeded::CreateDesks { .. } => Limit::CreateDesks,
             LimitExceeded::Streams { .. } => Limit::StreamsPerCaller,
             LimitExceeded::PushConfigs { .. } => Limit::PushConfigsPerTask,
+            LimitExceeded::StreamsPerMinute { .. } => Limit::StreamsPerMinute,
         }
     }
 
@@ -122,7 +134,8 @@ impl LimitExceeded {
             | LimitExceeded::Sessions { max, .. }
             | LimitExceeded::CreateDesks { max, .. }
             | LimitExceeded::Streams { max, .. }
-            | LimitExceeded::PushConfigs { max, .. } => max.to_string(),
+            | LimitExceeded::PushConfigs { max, .. }
+            | LimitExceeded::StreamsPerMinute { max, .. } => max.to_string(),
         }
     }
 }

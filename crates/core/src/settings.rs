@@ -18,7 +18,7 @@ pub const NOTIFICATIONS_ENABLED: &str = "notifications.enabled";
 pub const APP_SHORTCUT: &str = "app.shortcut";
 
 /// The keys, in the order the settings panel shows them.
-pub const KEYS: [&str; 33] = [
+pub const KEYS: [&str; 42] = [
     "reminders.first_after.claude-code",
     "reminders.first_after.default",
     "reminders.ladder",
@@ -56,6 +56,16 @@ pub const KEYS: [&str; 33] = [
     "notifications.session_ended",
     "notifications.finished",
     APP_SHORTCUT,
+    // The network listener for askers on other machines (see [`crate::network`]).
+    "network.listen",
+    "network.tls",
+    "network.cert_file",
+    "network.key_file",
+    "network.public_url",
+    "network.trusted_proxies",
+    "network.insecure_http",
+    "network.requests_per_minute",
+    "network.streams_per_minute",
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,6 +102,8 @@ pub struct Settings {
     pub digest_at: crate::digest::OfferAt,
     /// Which desktop notifications the owner gets, and the app's shortcut.
     pub desktop: Desktop,
+    /// The listener for askers on other machines.
+    pub network: crate::network::Network,
 }
 
 impl Default for Settings {
@@ -114,6 +126,7 @@ impl Default for Settings {
             push: Push::default(),
             digest_at: crate::digest::OfferAt::Login,
             desktop: Desktop::default(),
+            network: crate::network::Network::default(),
         }
     }
 }
@@ -132,13 +145,13 @@ pub enum SettingError {
 }
 
 impl SettingError {
-    fn unknown(key: &str) -> Self {
+    pub(crate) fn unknown(key: &str) -> Self {
         SettingError::UnknownKey {
             key: key.to_owned(),
         }
     }
 
-    fn invalid(key: &str, value: &str, expected: &'static str) -> Self {
+    pub(crate) fn invalid(key: &str, value: &str, expected: &'static str) -> Self {
         SettingError::InvalidValue {
             key: key.to_owned(),
             value: value.to_owned(),
@@ -191,6 +204,7 @@ impl Settings {
             REMINDERS_PAUSED => self.reminders_paused.to_string(),
             "digest.at" => self.digest_at.to_string(),
             k if k.starts_with("push.") => return self.push.get(key),
+            k if k.starts_with("network.") => return self.network.get(key),
             k if Desktop::owns(k) => return self.desktop.get(key),
             _ => return self.limits.get(key),
         })
@@ -245,6 +259,7 @@ impl Settings {
                     .map_err(|_| invalid(crate::digest::OFFER_HELP))?
             }
             k if k.starts_with("push.") => return self.push.set(key, value),
+            k if k.starts_with("network.") => return self.network.set(key, value),
             k if Desktop::owns(k) => return self.desktop.set(key, value),
             _ => return self.limits.set(key, value),
         }
@@ -697,6 +712,10 @@ mod tests {
             "notifications.session_ended = true",
             "notifications.finished = false",
             "app.shortcut = CmdOrCtrl+Alt+K",
+            "network.listen = off",
+            "network.tls = self-signed",
+            "network.requests_per_minute = 600",
+            "network.streams_per_minute = 60",
         ] {
             assert!(text.contains(line), "missing {line} in\n{text}");
         }

@@ -8,10 +8,14 @@
 //! cargo bench -p taskkeeper-server --bench a2a_load -- \
 //!     --url http://127.0.0.1:PORT/a2a/web [--token T] --method get|send \
 //!     [--binding jsonrpc|http+json] [--connections 16] [--seconds 5] [--warmup 1] [--label ours]
-//!     [--file-bytes N]
+//!     [--file-bytes N] [--ca CERT.pem] [--fresh]
 //! ```
 //!
 //! `--file-bytes N` adds a file part of N bytes (`raw`, base64, `text/plain`) to every send.
+//! An `https://` URL (the network listener, `bench/a2a/run.sh` with `TLS=1`) is reached over
+//! TLS (rustls, ring), trusting only `--ca` (the listener's self-signed certificate).
+//! `--fresh` makes every call on a new connection (a full TLS handshake each, no session
+//! resumption), which shows what a handshake costs.
 //!
 //! Plain threads and blocking sockets keep the client cheap and its cost easy to reason about:
 //! on a 2-core machine it shares the CPU with the server, and a heavier client would take the
@@ -39,6 +43,10 @@ struct Args {
     label: String,
     /// A file part of this many bytes in every send (0: text only).
     file_bytes: usize,
+    /// TLS, trusting only this certificate (an `https://` URL).
+    tls: Option<Arc<rustls::ClientConfig>>,
+    /// Every call on a new connection.
+    fresh: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -57,7 +65,7 @@ enum Binding {
 fn usage() -> String {
     "usage: a2a_load --url http://127.0.0.1:PORT/PATH [--token T] --method get|send \
      [--binding jsonrpc|http+json] [--connections N] [--seconds S] [--warmup S] [--label NAME] \
-     [--file-bytes N]"
+     [--file-bytes N] [--ca CERT.pem] [--fresh]"
         .to_owned()
 }
 
@@ -71,10 +79,16 @@ fn parse_args() -> Result<Args, String> {
     let mut warmup = 1.0f64;
     let mut label = String::from("server");
     let mut file_bytes = 0usize;
+    let mut ca = None;
+    let mut fresh = false;
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         // `cargo bench` passes `--bench` to every bench binary; it means nothing here.
         if flag == "--bench" {
+            continue;
+        }
+        if flag == "--fresh" {
+            fresh = true;
             continue;
         }
         let mut value = || {
@@ -109,13 +123,19 @@ fn parse_args() -> Result<Args, String> {
             "--file-bytes" => {
                 file_bytes = value()?.parse().map_err(|e| format!("--file-bytes: {e}"))?
             }
+            "--ca" => ca = Some(value()?),
             other => return Err(format!("unknown argument {other}\n{}", usage())),
         }
     }
     let url = url.ok_or_else(usage)?;
-    let rest = url
-        .strip_prefix("http://")
-        .ok_or("only http:// URLs (loopback) are supported")?;
+    let (rest, tls) = match (url.strip_prefix("http://"), url.strip_prefix("https://")) {
+        (Some(rest), _) => (rest, None),
+        (_, Some(rest)) => {
+            let ca = ca.ok_or("an https:// URL needs --ca CERT.pem (the certificate to trust)")?;
+            (rest, Some(tls_config(&ca)?))
+        }
+        _ => return Err("only http:// and https:// URLs (loopback) are supported".into()),
+    };
     let (authority, path) = match rest.find('/') {
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest, "/"),
@@ -142,13 +162,40 @@ fn parse_args() -> Result<Args, String> {
         warmup,
         label,
         file_bytes,
+        tls,
+        fresh,
     })
 }
 
-/// One keep-alive HTTP/1.1 connection.
+/// TLS that trusts only the certificate in `ca` (PEM), with no session resumption: every new
+/// connection is a full handshake.
+fn tls_config(ca: &str) -> Result<Arc<rustls::ClientConfig>, String> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject as _;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(ca).map_err(|e| format!("--ca {ca}: {e}"))? {
+        roots
+            .add(cert.map_err(|e| format!("--ca {ca}: {e}"))?)
+            .map_err(|e| format!("--ca {ca}: {e}"))?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.resumption = rustls::client::Resumption::disabled();
+    Ok(Arc::new(config))
+}
+
+/// A connection's byte stream: plain TCP or TLS over it.
+trait Io: Read + Write + Send {}
+impl<T: Read + Write + Send> Io for T {}
+
+/// One keep-alive HTTP/1.1 connection (writes go through the reader's stream, which holds
+/// nothing unread between an answer and the next request).
 struct Conn {
-    reader: BufReader<TcpStream>,
-    writer: TcpStream,
+    reader: BufReader<Box<dyn Io>>,
     /// The headers every request carries (Host, the token, the version).
     headers: String,
     /// The interface URL's path; HTTP+JSON paths are joined onto it.
@@ -171,16 +218,36 @@ impl Conn {
         stream
             .set_read_timeout(Some(Duration::from_secs(30)))
             .map_err(|e| e.to_string())?;
-        let writer = stream.try_clone().map_err(|e| e.to_string())?;
+        let io: Box<dyn Io> = match &a.tls {
+            None => Box::new(stream),
+            Some(config) => {
+                let name = rustls::pki_types::ServerName::try_from(
+                    a.host.trim_matches(['[', ']']).to_owned(),
+                )
+                .map_err(|e| format!("server name {}: {e}", a.host))?;
+                let mut conn = rustls::ClientConnection::new(config.clone(), name)
+                    .map_err(|e| e.to_string())?;
+                let mut stream = stream;
+                // The handshake now, so a fresh connection's cost is in the call it opens.
+                while conn.is_handshaking() {
+                    conn.complete_io(&mut stream)
+                        .map_err(|e| format!("TLS handshake: {e}"))?;
+                }
+                Box::new(rustls::StreamOwned::new(conn, stream))
+            }
+        };
         let auth = a
             .token
             .as_ref()
             .map(|t| format!("Authorization: Bearer {t}\r\n"))
             .unwrap_or_default();
-        let headers = format!("Host: {}:{}\r\n{auth}A2A-Version: 1.0\r\n", a.host, a.port);
+        let close = if a.fresh { "Connection: close\r\n" } else { "" };
+        let headers = format!(
+            "Host: {}:{}\r\n{auth}A2A-Version: 1.0\r\n{close}",
+            a.host, a.port
+        );
         Ok(Conn {
-            reader: BufReader::new(stream),
-            writer,
+            reader: BufReader::new(io),
             headers,
             base: a.path.trim_end_matches('/').to_owned(),
         })
@@ -201,8 +268,10 @@ impl Conn {
             call.body.len(),
             call.body
         );
-        self.writer
+        let writer = self.reader.get_mut();
+        writer
             .write_all(req.as_bytes())
+            .and_then(|()| writer.flush())
             .map_err(|e| format!("write: {e}"))?;
         let mut line = String::new();
         self.reader
@@ -375,6 +444,8 @@ fn worker(
     let mut conn = None;
     let mut n = 0u64;
     while !stop.load(Ordering::Relaxed) {
+        // Opening a connection (with `--fresh`, every call's) is part of the call's time.
+        let sent = Instant::now();
         let c = match &mut conn {
             Some(c) => c,
             None => match Conn::open(a) {
@@ -401,7 +472,6 @@ fn worker(
                 &send
             }
         };
-        let sent = Instant::now();
         let answer = c.call(call);
         let took = sent.elapsed();
         let counted = sent >= measure_from && !stop.load(Ordering::Relaxed);
@@ -410,6 +480,9 @@ fn worker(
         }
         match answer {
             Ok((status, b)) if succeeded(a.binding, status, &b) => {
+                if a.fresh {
+                    conn = None;
+                }
                 if counted {
                     t.latencies_us
                         .push(u32::try_from(took.as_micros()).unwrap_or(u32::MAX));
@@ -417,6 +490,9 @@ fn worker(
                 }
             }
             Ok((status, b)) => {
+                if a.fresh {
+                    conn = None;
+                }
                 t.errors += 1;
                 t.first_error.get_or_insert_with(|| {
                     format!("HTTP {status}: {}", String::from_utf8_lossy(&b))
@@ -458,6 +534,8 @@ fn run(a: Args) -> Result<Value, String> {
         .as_str()
         .ok_or_else(|| format!("SendMessage did not answer a task: {created}"))?
         .to_owned();
+    // With `--fresh` each connection carries one call.
+    let mut setup = Conn::open(&a)?;
     let (status, body) = setup.call(&get_call(a.binding, &base, &task_id))?;
     let got = result_of(a.binding, status, &body)?;
     if got["id"] != task_id.as_str() {
@@ -509,6 +587,8 @@ fn run(a: Args) -> Result<Value, String> {
         "p50Us": percentile(&all, 50.0),
         "p99Us": percentile(&all, 99.0),
         "meanBodyBytes": if all.is_empty() { 0 } else { bytes / all.len() as u64 },
+        "tls": a.tls.is_some(),
+        "fresh": a.fresh,
     }))
 }
 

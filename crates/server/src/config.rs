@@ -50,6 +50,11 @@ pub struct DaemonConfig {
     /// The local time's offset from UTC in seconds, for the digest's time of day (`None`:
     /// the machine's, read at each offer).
     pub utc_offset_s: Option<i32>,
+    /// The network listener for askers on other machines as `serve --listen` and its flags
+    /// say, for this run (`None`: as the `network.*` settings say, following their changes).
+    pub network: Option<taskkeeper_core::network::Network>,
+    /// The network listener's handshake, header and body timeouts.
+    pub network_timeouts: crate::http::network::Timeouts,
 }
 
 impl DaemonConfig {
@@ -69,6 +74,8 @@ impl DaemonConfig {
             home: None,
             taskkeeper_bin: None,
             utc_offset_s: None,
+            network: None,
+            network_timeouts: crate::http::network::Timeouts::default(),
         }
     }
 

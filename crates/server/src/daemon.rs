@@ -41,6 +41,8 @@ pub enum DaemonError {
     Ui(#[from] crate::http::ui::UiError),
     #[error("cannot set up the client that sends push notifications: {0}")]
     Push(String),
+    #[error(transparent)]
+    Network(#[from] crate::network::NetworkError),
 }
 
 /// A running daemon.
@@ -67,13 +69,22 @@ pub struct Daemon {
     digest_wake: Arc<tokio::sync::Notify>,
     /// The web UI's sign-in codes: their pages go when the daemon stops.
     ui_codes: crate::http::ui_codes::UiCodes,
+    network: watch::Receiver<crate::network::NetworkStatus>,
+    network_listener: JoinHandle<()>,
 }
 
 impl Daemon {
     /// Open the store, bind 127.0.0.1 and start serving. Refuses a second daemon on the same
     /// data directory, a damaged database and a port in use, each with its own error.
     pub async fn start(config: DaemonConfig) -> Result<Daemon, DaemonError> {
-        let ours = [crate::logging::LOG_FILE, OWNER_FILE, WORKER_FILE];
+        let ours = [
+            crate::logging::LOG_FILE,
+            OWNER_FILE,
+            WORKER_FILE,
+            crate::http::tls::SELF_SIGNED_CERT,
+            crate::http::tls::SELF_SIGNED_KEY,
+            crate::http::tls::SELF_SIGNED_NAMES,
+        ];
         crate::private::secure_data_dir(&config.data_dir, &config.db_path(), &ours).map_err(
             |source| DaemonError::DataDir {
                 path: config.data_dir.clone(),
@@ -157,6 +168,7 @@ impl Daemon {
             },
             slots: Default::default(),
             push: push_wake.clone(),
+            outside: None,
         };
         crate::conformance::prepare(&tasks, &config.data_dir, config.conformance).await?;
         // Cancelled at shutdown: ends any open MCP response so the graceful shutdown
@@ -193,6 +205,7 @@ impl Daemon {
         let launcher =
             crate::agents::launched::Launcher::new(delivery.clone(), launched, Some(launch));
         launcher.end_orphaned_headless().await?;
+        let (network_status, network) = watch::channel(crate::network::NetworkStatus::default());
         let owner = OwnerService::new(
             tasks.clone(),
             credentials.clone(),
@@ -203,6 +216,7 @@ impl Daemon {
                 taskkeeper_bin: config.taskkeeper_bin.clone(),
                 port: addr.port(),
             },
+            network.clone(),
         );
         let ui_codes = crate::http::ui_codes::UiCodes::new(token.clone(), config.clock.clone())
             .with_pages(&config.data_dir, addr.port())
@@ -217,7 +231,7 @@ impl Daemon {
             },
             codes: ui_codes.clone(),
         };
-        let (app, routes) = crate::router::router(
+        let (app, network_router, routes) = crate::router::router(
             crate::router::Areas {
                 owner: owner.clone(),
                 a2a,
@@ -229,6 +243,34 @@ impl Daemon {
             },
             guard,
         );
+
+        let supervisor = crate::network::Supervisor {
+            router: network_router,
+            credentials: credentials.clone(),
+            clock: config.clock.clone(),
+            data_dir: config.data_dir.clone(),
+            timeouts: config.network_timeouts,
+            tasks: tasks.clone(),
+            store: store.clone(),
+            status: Arc::new(network_status),
+        };
+        let wanted = match &config.network {
+            Some(flags) => flags.clone(),
+            None => tasks.settings().await?.network,
+        };
+        let running = match supervisor.start(&wanted).await {
+            Ok(running) => running,
+            // From flags, `serve` says why it does not start; from the settings, the daemon
+            // runs without it and the owner sees why (the status, the log).
+            Err(e) if config.network.is_some() => return Err(e.into()),
+            Err(_) => None,
+        };
+        let network_listener = tokio::spawn(supervisor.run(
+            running,
+            config.network.is_some(),
+            owner.settings_changes(),
+            stopped.clone(),
+        ));
 
         tokio::spawn(crate::notify::follow_tasks(tasks.feed(), notifier.clone()));
         // Waiters re-check whenever a task changes.
@@ -317,7 +359,19 @@ impl Daemon {
             push_looks,
             digest_wake,
             ui_codes,
+            network,
+            network_listener,
         })
+    }
+
+    /// What the network listener for askers on other machines is doing.
+    pub fn network(&self) -> crate::network::NetworkStatus {
+        self.network.borrow().clone()
+    }
+
+    /// Follows the network listener's status: tests wait for a change instead of sleeping.
+    pub fn network_changes(&self) -> watch::Receiver<crate::network::NetworkStatus> {
+        self.network.clone()
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -419,6 +473,7 @@ impl Daemon {
         let _ = self.housekeeping.await;
         let _ = self.watchdog.await;
         let _ = self.pusher.await;
+        let _ = self.network_listener.await;
         if let Some(worker) = self.conformance {
             let _ = worker.await;
         }

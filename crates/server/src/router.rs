@@ -29,9 +29,11 @@ pub(crate) struct Areas {
     pub ui: crate::http::ui::UiState,
 }
 
-/// Every route of the daemon, room by room ([`crate::http::routes`]), behind the guard and the
-/// body limit; with the route table the rooms declare.
-pub(crate) fn router(areas: Areas, guard_state: Arc<Guard>) -> (Router, Vec<RouteDoc>) {
+/// The daemon's routers: every route, room by room ([`crate::http::routes`]), behind the
+/// guard and the body limit, for loopback; the rooms served on the network listener, behind
+/// the body limit, for the network listener to put its own front before
+/// ([`crate::network`]); and the route table the rooms declare.
+pub(crate) fn router(areas: Areas, guard_state: Arc<Guard>) -> (Router, Router, Vec<RouteDoc>) {
     let Areas {
         owner,
         a2a,
@@ -45,7 +47,7 @@ pub(crate) fn router(areas: Areas, guard_state: Arc<Guard>) -> (Router, Vec<Rout
     let events = Room::new(Access::Owner)
         .route("GET", "/api/events", get(crate::owner::events))
         .with_state((owner.clone(), notices));
-    let (router, routes) = House::default()
+    let (router, network, routes) = House::default()
         .room(health)
         .room(crate::owner::room(owner))
         .room(events)
@@ -57,16 +59,32 @@ pub(crate) fn router(areas: Areas, guard_state: Arc<Guard>) -> (Router, Vec<Rout
         .rooms(crate::http::ui::rooms(ui))
         .into_parts();
     let router = router
+        .fallback(no_such_route)
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(axum::middleware::from_fn_with_state(guard_state, guard));
+    let network = network
         .fallback(|| async {
             error_response(
                 StatusCode::NOT_FOUND,
                 OwnerError {
                     kind: OwnerErrorKind::NotFound,
-                    message: "no such route".into(),
+                    message: "no such route on the network listener, which serves A2A and the \
+                              Agent Cards only; the owner API, the hooks, MCP and the web UI \
+                              answer on this machine's loopback address alone"
+                        .into(),
                 },
             )
         })
-        .layer(DefaultBodyLimit::max(MAX_BODY))
-        .layer(axum::middleware::from_fn_with_state(guard_state, guard));
-    (router, routes)
+        .layer(DefaultBodyLimit::max(MAX_BODY));
+    (router, network, routes)
+}
+
+async fn no_such_route() -> axum::response::Response {
+    error_response(
+        StatusCode::NOT_FOUND,
+        OwnerError {
+            kind: OwnerErrorKind::NotFound,
+            message: "no such route".into(),
+        },
+    )
 }

@@ -8,6 +8,7 @@ import type { LiveListener } from './source';
 import type {
   AgentChange,
   AgentView,
+  NetworkView,
   DeskView,
   DigestView,
   OwnerError,
@@ -125,6 +126,19 @@ function expectAgent(value: unknown): AgentView {
     throw protocol('agent');
   }
   return value as unknown as AgentView;
+}
+
+/** The network listener for askers on other machines (`GET /api/network`). */
+export function expectNetwork(value: unknown): NetworkView {
+  const text = (v: unknown) => v === null || v === undefined || typeof v === 'string';
+  if (
+    !isRecord(value) ||
+    !['off', 'listening', 'failed'].includes(value.state as string) ||
+    !['address', 'url', 'tls', 'certificateSha256', 'warning', 'error'].every((k) => text(value[k]))
+  ) {
+    throw protocol('network listener');
+  }
+  return value as unknown as NetworkView;
 }
 
 export function expectAgents(value: unknown): AgentView[] {

@@ -9,6 +9,7 @@ import {
   deliverTask,
   expectAgentChange,
   expectAgents,
+  expectNetwork,
   expectArray,
   expectDesk,
   expectDetail,
@@ -101,6 +102,7 @@ export function httpSource(env: Env, signedIn: Promise<SignIn>): DataSource {
     saveSettings: async (changes) => settingsOf(await request('PUT', '/api/settings', changes)),
     pauseReminders: async () => settingsOf(await post('/api/reminders/pause')),
     resumeReminders: async () => settingsOf(await post('/api/reminders/resume')),
+    getNetwork: async () => expectNetwork(await get('/api/network')),
     listAgents: async () => {
       const body = await get('/api/agents');
       return expectAgents(isRecord(body) ? body.agents : undefined);

@@ -9,6 +9,7 @@ import type {
   AgentView,
   DeskView,
   DigestView,
+  NetworkView,
   SessionView,
   SettingsMap,
   TaskDetail,
@@ -91,6 +92,11 @@ export interface DataSource {
   saveSettings(changes: SettingsMap): Promise<SettingsMap>;
   pauseReminders(): Promise<SettingsMap>;
   resumeReminders(): Promise<SettingsMap>;
+  /**
+   * The listener for askers on other machines: whether it runs, the URL askers are given, the
+   * certificate's fingerprint they pin, and what is wrong (`GET /api/network`).
+   */
+  getNetwork(): Promise<NetworkView>;
   /** The agents Taskkeeper can connect (Claude Code today), with what their settings say. */
   listAgents(): Promise<AgentView[]>;
   /**

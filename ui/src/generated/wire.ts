@@ -321,6 +321,40 @@ export type ConnectRequest = {
 force: boolean, };
 
 /**
+ * Whether the network listener runs.
+ */
+export type NetworkStateView = "off" | "listening" | "failed";
+
+/**
+ * The network listener now.
+ */
+export type NetworkView = { state: NetworkStateView, 
+/**
+ * The address and port it listens on.
+ */
+address: string | null, 
+/**
+ * The URL askers are given (the cards name it): add `/a2a/<desk>` for a desk.
+ */
+url: string | null, 
+/**
+ * `self-signed`, `files`, `proxy` or `off`.
+ */
+tls: string | null, 
+/**
+ * The SHA-256 fingerprint of its certificate (`AB:CD:…`), for askers to pin.
+ */
+certificateSha256: string | null, 
+/**
+ * What the owner is warned of while it runs (plain HTTP beyond loopback).
+ */
+warning: string | null, 
+/**
+ * Why it does not run.
+ */
+error: string | null, };
+
+/**
  * Something the owner should hear about.
  */
 export type Notice = { "kind": "stalled", task: TaskView, } | { "kind": "session-ended", session: string, desk: string, openTasks: number, } | { "kind": "permission-asked", session: string, desk: string, tool: string, description: string | null, 

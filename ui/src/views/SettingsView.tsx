@@ -2,7 +2,9 @@
 // Only changed keys are sent, all in one request, so one bad value saves nothing; the API's
 // error is shown next to the field its message names. Autostart is the tray app's own
 // setting and only appears there. Above the form, the agents found on this machine, each with
-// Connect / Disconnect: the owner service runs the same code as `taskkeeper connect`.
+// Connect / Disconnect: the owner service runs the same code as `taskkeeper connect`. With the
+// settings of the listener for askers on other machines, what it is doing: the URL and the
+// certificate's fingerprint to hand an asker, or why it does not run.
 
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { asDataError, type DataSource } from '../data';
@@ -10,7 +12,7 @@ import type { Load } from '../hooks';
 import { valueOf } from '../hooks';
 import { Code, ErrorBanner, Loading } from '../parts';
 import { changedSettings, fieldsFor, keyInMessage, rebaseDraft, validateSetting, type SettingField } from '../settings';
-import type { AgentView, SettingsMap } from '../types';
+import type { AgentView, NetworkView, SettingsMap } from '../types';
 
 export function SettingsView({
   data,
@@ -125,6 +127,7 @@ export function SettingsView({
                 <Field key={f.key} field={f} value={draft[f.key] ?? ''} error={errors[f.key] ?? null} onChange={(v) => set(f, v)} />
               ))}
             {group === 'App' && data.canAutostart && <Autostart data={data} />}
+            {group === 'Askers on other machines' && <Network data={data} settingsKey={savedKey} />}
           </fieldset>
         ))}
         {formError && (
@@ -248,6 +251,70 @@ function Autostart({ data }: { data: DataSource }) {
       {error && (
         <p class="field-error" role="alert">
           {error}
+        </p>
+      )}
+    </div>
+  );
+}
+
+/**
+ * The listener for askers on other machines as it runs: read again whenever the settings
+ * change (the daemon starts it again as they say), and on Refresh.
+ */
+function Network({ data, settingsKey }: { data: DataSource; settingsKey: string }) {
+  const [network, setNetwork] = useState<NetworkView | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [asked, setAsked] = useState(0);
+  useEffect(() => {
+    let live = true;
+    const read = () =>
+      data.getNetwork().then(
+        (n) => live && (setNetwork(n), setError(null)),
+        (err: unknown) => live && setError(asDataError(err).message),
+      );
+    void read();
+    // The restart after a change takes a moment: look again shortly.
+    const later = setTimeout(() => void read(), 1000);
+    return () => {
+      live = false;
+      clearTimeout(later);
+    };
+  }, [data, settingsKey, asked]);
+  return (
+    <div class="field network" data-network={network?.state ?? 'unknown'}>
+      <div class="row">
+        <strong>
+          {network === null
+            ? 'Reading…'
+            : network.state === 'listening'
+              ? `Listening on ${network.address ?? ''}`
+              : network.state === 'failed'
+                ? 'Not running'
+                : 'Off'}
+        </strong>
+        <button type="button" onClick={() => setAsked((n) => n + 1)}>
+          Refresh
+        </button>
+      </div>
+      {network?.url && (
+        <p class="help">
+          Askers reach a desk at <span class="mono">{`${network.url}/a2a/<desk>`}</span> with their own token from{' '}
+          <Code text="`taskkeeper asker add NAME`" />.
+        </p>
+      )}
+      {network?.certificateSha256 && (
+        <p class="help">
+          Certificate SHA-256 (the asker pins it): <span class="mono">{network.certificateSha256}</span>
+        </p>
+      )}
+      {network?.warning && (
+        <p class="field-error" role="alert">
+          {network.warning}
+        </p>
+      )}
+      {(network?.error ?? error) && (
+        <p class="field-error" role="alert">
+          {network?.error ?? error}
         </p>
       )}
     </div>

@@ -567,6 +567,43 @@ fn settings_commands_read_validate_save_and_pause_reminders() {
 }
 
 #[test]
+fn get_network_says_the_network_listener_is_off_until_a_setting_turns_it_on() {
+    let f = Fixture::new();
+    let network = f.ok("get_network", json!({}));
+    assert_eq!(network["state"], "off", "{network}");
+    assert!(network["url"].is_null());
+    // A setting that cannot make a listener: it says why.
+    f.ok(
+        "save_settings",
+        json!({ "changes": { "network.listen": "127.0.0.1:0", "network.tls": "files" } }),
+    );
+    let network = until_network(&f, "failed");
+    assert!(
+        network["error"]
+            .as_str()
+            .unwrap()
+            .contains("network.cert_file"),
+        "{network}"
+    );
+}
+
+/// The network listener once it is in `state` (it starts again shortly after a change).
+fn until_network(f: &Fixture, state: &str) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let network = f.ok("get_network", json!({}));
+        if network["state"] == state {
+            return network;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the network listener never became {state}: {network}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
 fn autostart_commands_read_and_set_it() {
     let f = Fixture::new();
     assert_eq!(f.ok("get_autostart", json!({})), json!(false));

@@ -30,13 +30,13 @@ const PIP_DEADLINE: Duration = Duration::from_secs(600);
 /// One run of the script: a dozen calls, two of them waiting on the worker.
 const SCRIPT_DEADLINE: Duration = Duration::from_secs(120);
 
-fn script() -> PathBuf {
+pub(crate) fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop/a2a_sdk_client.py")
 }
 
 /// The Cargo target directory, found from the binary under test (`<target>/<profile>/taskkeeper`)
 /// so the cache follows `CARGO_TARGET_DIR` without the variable being set at run time.
-fn target_dir() -> PathBuf {
+pub(crate) fn target_dir() -> PathBuf {
     let exe = Path::new(bin());
     exe.parent()
         .and_then(Path::parent)
@@ -45,7 +45,11 @@ fn target_dir() -> PathBuf {
 }
 
 /// Wait for a child with a deadline; kill it when the deadline passes.
-fn wait_deadline(child: &mut Child, deadline: Duration, what: &str) -> std::process::ExitStatus {
+pub(crate) fn wait_deadline(
+    child: &mut Child,
+    deadline: Duration,
+    what: &str,
+) -> std::process::ExitStatus {
     let start = Instant::now();
     loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -62,7 +66,7 @@ fn wait_deadline(child: &mut Child, deadline: Duration, what: &str) -> std::proc
 
 /// A venv with `a2a-sdk==A2A_SDK`, built once and reused. It is built under a temporary name
 /// and renamed into place, so a run killed halfway never leaves a venv that looks ready.
-fn sdk_python() -> PathBuf {
+pub(crate) fn sdk_python() -> PathBuf {
     let root = target_dir().join("a2a-interop");
     let venv = root.join(format!("venv-a2a-sdk-{A2A_SDK}"));
     let python = venv.join("bin/python");
@@ -138,9 +142,9 @@ fn sdk_python() -> PathBuf {
 }
 
 /// The desk's directory and the daemon's data directory, as the worker's side sees them.
-struct Worker<'a> {
-    desk_dir: &'a Path,
-    data_dir: &'a Path,
+pub(crate) struct Worker<'a> {
+    pub(crate) desk_dir: &'a Path,
+    pub(crate) data_dir: &'a Path,
 }
 
 /// The worker's side: end the open, WORKING task whose request is `ask["request"]`, as the
@@ -170,14 +174,28 @@ fn end_as_worker(port: u16, desk: &str, worker: &Worker<'_>, ask: &Value) {
             .map(|t| t["id"].as_str().unwrap().to_owned());
         if let Some(id) = found {
             if let Some(saved) = ask["saved"].as_str() {
+                // The daemon saves a file part after the task's commit (the task may be seen
+                // WORKING a moment before) and before it answers the send.
                 let dir = worker.data_dir.join("files").join(&id).join("in");
-                let contents: Vec<String> = std::fs::read_dir(&dir)
-                    .unwrap_or_else(|e| panic!("no saved files in {}: {e}", dir.display()))
-                    .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
-                    .collect();
+                let read = || -> Vec<String> {
+                    std::fs::read_dir(&dir)
+                        .map(|entries| {
+                            entries
+                                .filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+                                .collect()
+                        })
+                        .unwrap_or_default()
+                };
+                let saved_by = Instant::now() + Duration::from_secs(10);
+                let mut contents = read();
+                while !contents.iter().any(|c| c == saved) && Instant::now() < saved_by {
+                    std::thread::sleep(Duration::from_millis(25));
+                    contents = read();
+                }
                 assert!(
                     contents.iter().any(|c| c == saved),
-                    "the asker's file part was not saved for the worker: {contents:?}"
+                    "the asker's file part was not saved for the worker in {}: {contents:?}",
+                    dir.display()
                 );
             }
             let mut files = Vec::new();
@@ -213,10 +231,31 @@ fn run_script(
     binding: &str,
 ) -> Vec<Value> {
     let url = format!("{}/a2a/{desk}", served.url());
-    let mut child = Command::new(python)
+    let mut command = Command::new(python);
+    command
         .arg(script())
         .args(["--url", &url, "--token", TOKEN, "--version", version])
-        .args(["--binding", binding])
+        .args(["--binding", binding]);
+    run_client(
+        command,
+        served.port,
+        worker,
+        desk,
+        &format!("the reference SDK's v{version} {binding} client"),
+    )
+}
+
+/// Run an SDK client script (`command`) that prints one JSON line per check and asks the
+/// worker's side to end tasks (`{"await": "worker", ...}`), playing that side through the
+/// owner API on `port`; its check lines, or a failure with all of them.
+pub(crate) fn run_client(
+    mut command: Command,
+    port: u16,
+    worker: &Worker<'_>,
+    desk: &str,
+    what: &str,
+) -> Vec<Value> {
+    let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -247,7 +286,7 @@ fn run_script(
                 let v: Value = serde_json::from_str(&line)
                     .unwrap_or_else(|e| panic!("the script printed a non-JSON line ({e}): {line}"));
                 if v["await"] == "worker" {
-                    end_as_worker(served.port, desk, worker, &v);
+                    end_as_worker(port, desk, worker, &v);
                 } else {
                     lines.push(v);
                 }
@@ -256,10 +295,7 @@ fn run_script(
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                panic!(
-                    "the v{version} {binding} SDK run did not finish within \
-                     {SCRIPT_DEADLINE:?}: {lines:#?}"
-                );
+                panic!("{what} did not finish within {SCRIPT_DEADLINE:?}: {lines:#?}");
             }
         }
     }
@@ -268,7 +304,7 @@ fn run_script(
     let failed: Vec<&Value> = lines.iter().filter(|l| l["ok"] != true).collect();
     assert!(
         status.success() && failed.is_empty() && lines.last().is_some_and(|l| l["check"] == "all"),
-        "the reference SDK's v{version} {binding} client disagrees with our server ({status}).\n\
+        "{what} disagrees with our server ({status}).\n\
          failed checks:\n{failed:#?}\nall lines:\n{lines:#?}\nstderr:\n{stderr}"
     );
     lines

@@ -16,6 +16,7 @@ mod connect;
 mod durability;
 mod generic;
 mod interop;
+mod network_asker;
 mod open;
 mod refusals;
 mod reminders;

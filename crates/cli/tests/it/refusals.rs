@@ -1,6 +1,7 @@
 //! The daemon refuses to start, with a clear message and a non-zero exit, rather than damage
 //! anything: a corrupt database, a damaged write-ahead log, a second daemon on the same data,
-//! a port in use.
+//! a port in use, a network listener for askers that would speak plain HTTP across the network
+//! without the owner's word (or lacks what its TLS needs).
 
 use std::net::TcpListener;
 
@@ -90,4 +91,60 @@ fn a_port_in_use_is_refused() {
         stderr.contains(&format!("port {port}")) && stderr.contains("already in use"),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_network_listener_without_tls_beyond_loopback_is_refused_unless_the_owner_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let flags = |extra: &[&'static str]| -> Vec<&'static std::ffi::OsStr> {
+        [
+            "--listen",
+            "0.0.0.0:0",
+            "--behind-proxy",
+            "--trusted-proxy",
+            "10.0.0.1",
+            "--public-url",
+            "https://box.example.net",
+        ]
+        .into_iter()
+        .chain(extra.iter().copied())
+        .map(std::ffi::OsStr::new)
+        .collect()
+    };
+    let (code, stderr) = Served::try_start_with(dir.path(), &flags(&[]))
+        .err()
+        .expect("must refuse");
+    assert_ne!(code, Some(0));
+    assert!(
+        stderr.contains("plain HTTP") && stderr.contains("--insecure-http"),
+        "says why and what to do: {stderr}"
+    );
+    // With the owner's word it runs, and warns.
+    let mut served = Served::start_with(dir.path(), &flags(&["--insecure-http"]));
+    served.sigterm();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut served.child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(
+        stderr.contains("warning: ") && stderr.contains("unencrypted"),
+        "{stderr}"
+    );
+
+    // TLS with files it cannot read: refused, naming the file.
+    let missing = dir.path().join("missing.pem");
+    let missing = missing.to_str().unwrap();
+    let flags: Vec<&std::ffi::OsStr> = [
+        "--listen",
+        "127.0.0.1:0",
+        "--tls-cert",
+        missing,
+        "--tls-key",
+        missing,
+    ]
+    .into_iter()
+    .map(std::ffi::OsStr::new)
+    .collect();
+    let (_, stderr) = Served::try_start_with(dir.path(), &flags)
+        .err()
+        .expect("must refuse");
+    assert!(stderr.contains("missing.pem"), "{stderr}");
 }

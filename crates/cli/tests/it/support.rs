@@ -46,6 +46,14 @@ impl Served {
             .unwrap_or_else(|(_, stderr)| panic!("daemon did not start: {stderr}"))
     }
 
+    /// [`Served::start_with`], or the exit status and stderr of a daemon that refused to start.
+    pub fn try_start_with(
+        data_dir: &Path,
+        flags: &[&std::ffi::OsStr],
+    ) -> Result<Served, (Option<i32>, String)> {
+        Self::try_start_in(data_dir, 0, None, flags)
+    }
+
     /// Start, or return the exit status and stderr of a daemon that refused to start.
     pub fn try_start(data_dir: &Path, port: u16) -> Result<Served, (Option<i32>, String)> {
         Self::try_start_in(data_dir, port, None, &[])

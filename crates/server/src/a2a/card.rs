@@ -98,6 +98,25 @@ fn push_targets(push: &Push) -> Value {
     })
 }
 
+/// Where a card's interfaces are reached: `http://127.0.0.1:PORT` on loopback, the public
+/// URL on the network listener, with the certificate an asker pins there.
+#[derive(Debug, Clone)]
+pub struct At {
+    /// The origin the interface URLs start with.
+    pub base: String,
+    /// The SHA-256 fingerprint of the listener's certificate (network listener with TLS).
+    pub certificate_sha256: Option<String>,
+}
+
+impl At {
+    pub fn loopback(port: u16) -> Self {
+        Self {
+            base: format!("http://127.0.0.1:{port}"),
+            certificate_sha256: None,
+        }
+    }
+}
+
 /// Which bindings an interface URL serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Bindings {
@@ -107,10 +126,12 @@ enum Bindings {
     JsonRpcAndRest,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn base(
     name: String,
     description: String,
     url: &str,
+    at: &At,
     bindings: Bindings,
     skills: Vec<Value>,
     settings: &Settings,
@@ -142,6 +163,12 @@ fn base(
         "defaultOutputModes": OUTPUT_MODES,
         "skills": skills,
     });
+    if let Some(fingerprint) = &at.certificate_sha256 {
+        // The certificate an asker pins, named where it fetched the card (over that same
+        // certificate); `taskkeeper asker add` prints it to the owner to hand over.
+        card["capabilities"]["extensions"][0]["params"]["tlsCertificateSha256"] =
+            json!(fingerprint);
+    }
     if opts.bearer {
         card["securitySchemes"] = json!({
             "bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer", "description": "an asker token from `taskkeeper asker add`, or the owner's token"}},
@@ -182,8 +209,8 @@ fn skill(desk: &Desk, detail: Detail) -> Value {
     })
 }
 
-pub fn desk_card(desk: &Desk, port: u16, settings: &Settings, opts: CardOptions) -> Value {
-    let url = format!("http://127.0.0.1:{port}/a2a/{}", desk.name);
+pub fn desk_card(desk: &Desk, at: &At, settings: &Settings, opts: CardOptions) -> Value {
+    let url = format!("{}/a2a/{}", at.base, desk.name);
     base(
         desk.name.to_string(),
         format!(
@@ -193,6 +220,7 @@ pub fn desk_card(desk: &Desk, port: u16, settings: &Settings, opts: CardOptions)
             place(desk, opts.detail)
         ),
         &url,
+        at,
         Bindings::JsonRpcAndRest,
         vec![skill(desk, opts.detail)],
         settings,
@@ -202,13 +230,14 @@ pub fn desk_card(desk: &Desk, port: u16, settings: &Settings, opts: CardOptions)
 
 /// The machine's card: every desk as a skill. Its interface is the machine endpoint `/a2a`
 /// (reads, cancels and acks of the caller's tasks on any desk); new tasks go to a desk's URL.
-pub fn machine_card(desks: &[Desk], port: u16, settings: &Settings, opts: CardOptions) -> Value {
-    let url = format!("http://127.0.0.1:{port}/a2a");
+pub fn machine_card(desks: &[Desk], at: &At, settings: &Settings, opts: CardOptions) -> Value {
+    let url = format!("{}/a2a", at.base);
     base(
         "Taskkeeper".to_owned(),
         "The desks of this machine: each skill is a desk with its own A2A endpoint at /a2a/{desk}."
             .to_owned(),
         &url,
+        at,
         Bindings::JsonRpc,
         desks.iter().map(|d| skill(d, opts.detail)).collect(),
         settings,
@@ -244,16 +273,21 @@ mod tests {
     fn the_public_card_names_no_directory_and_the_extended_one_does() {
         let s = Settings::default();
         for card in [
-            desk_card(&desk(), 1, &s, opts(Detail::Public, true)),
-            machine_card(&[desk()], 1, &s, opts(Detail::Public, true)),
+            desk_card(&desk(), &At::loopback(1), &s, opts(Detail::Public, true)),
+            machine_card(&[desk()], &At::loopback(1), &s, opts(Detail::Public, true)),
         ] {
             assert!(!card.to_string().contains("secret-project"), "{card}");
             assert_eq!(card["capabilities"]["extendedAgentCard"], true);
             assert_eq!(card["supportsAuthenticatedExtendedCard"], true);
         }
         for card in [
-            desk_card(&desk(), 1, &s, opts(Detail::Extended, true)),
-            machine_card(&[desk()], 1, &s, opts(Detail::Extended, true)),
+            desk_card(&desk(), &At::loopback(1), &s, opts(Detail::Extended, true)),
+            machine_card(
+                &[desk()],
+                &At::loopback(1),
+                &s,
+                opts(Detail::Extended, true),
+            ),
         ] {
             assert!(
                 card.to_string().contains("/home/alice/secret-project"),
@@ -266,7 +300,7 @@ mod tests {
     fn a_card_without_bearer_declares_no_scheme_and_no_extended_card() {
         let card = desk_card(
             &desk(),
-            1,
+            &At::loopback(1),
             &Settings::default(),
             opts(Detail::Public, false),
         );

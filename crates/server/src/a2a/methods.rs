@@ -129,11 +129,11 @@ pub(super) async fn extended_card(ctx: &Ctx) -> Result<Value, RpcError> {
                     RpcError::from_store(taskkeeper_core::StoreError::NoSuchDesk(name.clone()))
                 })?;
             let opts = a2a.card_options(Some(&name), Detail::Extended, ctx.dialect);
-            card::desk_card(desk, a2a.port, &settings, opts)
+            card::desk_card(desk, &a2a.at(), &settings, opts)
         }
         None => {
             let opts = a2a.card_options(None, Detail::Extended, ctx.dialect);
-            card::machine_card(&desks, a2a.port, &settings, opts)
+            card::machine_card(&desks, &a2a.at(), &settings, opts)
         }
     };
     Ok(card)

@@ -38,6 +38,7 @@ use serde_json::Value;
 use taskkeeper_core::{DeskName, Task, TaskId};
 
 use crate::http::auth::Caller;
+use crate::http::network::Outside;
 use crate::tasks::Tasks;
 use card::{CardOptions, Detail};
 use rpc::RpcError;
@@ -56,6 +57,9 @@ pub(crate) struct A2a {
     pub slots: slots::Slots,
     /// Wakes the push sender when a config is set (its first push is queued).
     pub push: push::Waker,
+    /// Set for a request that came in on the network listener: the public URL the cards and
+    /// file links name there, and the asker's count of streams opened per minute.
+    pub outside: Option<Outside>,
 }
 
 /// Card options as configured for the daemon.
@@ -76,6 +80,7 @@ pub struct CardOptionsConfig {
 /// onto a base URL.
 pub(crate) fn rooms(a2a: A2a) -> Vec<Room> {
     let cards = Room::new(Access::Open)
+        .on_network()
         .route("GET", "/.well-known/agent-card.json", get(machine_card))
         .route("GET", "/.well-known/agent-card.json/", get(machine_card))
         .route(
@@ -90,6 +95,7 @@ pub(crate) fn rooms(a2a: A2a) -> Vec<Room> {
         )
         .with_state(a2a.clone());
     let fetch = Room::new(Access::Askers)
+        .on_network()
         .route("GET", fetch::ROUTE, get(fetch::file))
         .with_state(a2a.clone());
     let mut rooms = vec![cards, fetch];
@@ -134,6 +140,47 @@ fn not_found_json(message: String) -> Response {
 }
 
 impl A2a {
+    /// This A2A for a request that carries `outside` (the network listener's), if any.
+    fn reached(mut self, outside: Option<axum::Extension<Outside>>) -> Self {
+        self.outside = outside.map(|o| o.0);
+        self
+    }
+
+    /// Where the cards' interfaces are reached from where the request came in.
+    fn at(&self) -> card::At {
+        match &self.outside {
+            Some(outside) => card::At {
+                base: outside.public_url.to_string(),
+                certificate_sha256: outside.fingerprint(),
+            },
+            None => card::At::loopback(self.port),
+        }
+    }
+
+    /// A reply as it leaves: on the network listener, links to this daemon's loopback
+    /// address (file artifacts' URLs, made when the file was attached) name the public URL.
+    fn outward(&self, value: &mut Value) {
+        let Some(outside) = &self.outside else {
+            return;
+        };
+        match value {
+            Value::Object(map) => {
+                for (key, v) in map.iter_mut() {
+                    match v {
+                        Value::String(url) if key == "url" || key == "uri" => {
+                            if let Some(public) = outside.public(url, self.port) {
+                                *url = public;
+                            }
+                        }
+                        _ => self.outward(v),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| self.outward(v)),
+            _ => {}
+        }
+    }
+
     fn is_conformance_desk(&self, desk: &str) -> bool {
         self.card.conformance_desk.as_deref() == Some(desk)
     }
@@ -154,8 +201,10 @@ impl A2a {
 async fn desk_card(
     State(a2a): State<A2a>,
     Path(desk): Path<String>,
+    outside: Option<axum::Extension<Outside>>,
     headers: HeaderMap,
 ) -> Response {
+    let a2a = a2a.reached(outside);
     let result = a2a
         .tasks
         .desks()
@@ -170,7 +219,10 @@ async fn desk_card(
     match result {
         Ok((desk, settings)) => {
             let opts = a2a.card_options(Some(desk.name.as_str()), Detail::Public, Dialect::V1);
-            card_response(&headers, &card::desk_card(&desk, a2a.port, &settings, opts))
+            card_response(
+                &headers,
+                &card::desk_card(&desk, &a2a.at(), &settings, opts),
+            )
         }
         Err(taskkeeper_core::StoreError::NoSuchDesk(d)) => not_found_json(format!(
             "no desk named {d}; the machine card at /.well-known/agent-card.json lists the desks"
@@ -179,7 +231,12 @@ async fn desk_card(
     }
 }
 
-async fn machine_card(State(a2a): State<A2a>, headers: HeaderMap) -> Response {
+async fn machine_card(
+    State(a2a): State<A2a>,
+    outside: Option<axum::Extension<Outside>>,
+    headers: HeaderMap,
+) -> Response {
+    let a2a = a2a.reached(outside);
     match a2a.tasks.desks().all_with_settings().await {
         Ok((desks, settings)) => {
             let conformance_desk = a2a
@@ -192,11 +249,11 @@ async fn machine_card(State(a2a): State<A2a>, headers: HeaderMap) -> Response {
                 Some(desk) => {
                     let opts =
                         a2a.card_options(Some(desk.name.as_str()), Detail::Public, Dialect::V03);
-                    card::desk_card(desk, a2a.port, &settings, opts)
+                    card::desk_card(desk, &a2a.at(), &settings, opts)
                 }
                 None => {
                     let opts = a2a.card_options(None, Detail::Public, Dialect::V1);
-                    card::machine_card(&desks, a2a.port, &settings, opts)
+                    card::machine_card(&desks, &a2a.at(), &settings, opts)
                 }
             };
             card_response(&headers, &card)
@@ -318,6 +375,14 @@ pub(crate) enum Reply {
 }
 
 async fn dispatch(ctx: &Ctx, method: &str, params: Value) -> Result<Reply, RpcError> {
+    let mut reply = dispatch_method(ctx, method, params).await?;
+    if let Reply::Json(value) = &mut reply {
+        ctx.a2a.outward(value);
+    }
+    Ok(reply)
+}
+
+async fn dispatch_method(ctx: &Ctx, method: &str, params: Value) -> Result<Reply, RpcError> {
     use Dialect::{V1, V03};
     match (ctx.dialect, method) {
         (V1, "SendMessage") | (V03, "message/send") => send(ctx, params, false).await,

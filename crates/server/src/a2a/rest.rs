@@ -104,7 +104,9 @@ macro_rules! routes {
 /// The binding's rooms: every desk's (askers and the owner) and, in conformance mode, the
 /// conformance desk's, open to callers without a token as its JSON-RPC endpoint is.
 pub(super) fn rooms(a2a: &A2a) -> Vec<Room> {
-    let mut rooms = vec![routes!(Room::new(Access::Askers), "/a2a/{desk}").with_state(a2a.clone())];
+    let mut rooms = vec![
+        routes!(Room::new(Access::Askers).on_network(), "/a2a/{desk}").with_state(a2a.clone()),
+    ];
     if a2a.card.conformance_desk.is_some() {
         // The literal is `conformance::PATH`, which a macro cannot join onto.
         rooms.push(routes!(Room::new(Access::Conformance), "/a2a/tck").with_state(a2a.clone()));
@@ -139,11 +141,16 @@ impl FromRequest<A2a> for Call {
             .map(|p| p.0)
             .unwrap_or_default();
         let caller = parts.extensions.get::<Caller>().cloned();
+        let outside = parts
+            .extensions
+            .get::<crate::http::network::Outside>()
+            .cloned()
+            .map(axum::Extension);
         let uri = parts.uri.clone();
         let headers = parts.headers.clone();
         let body = Bytes::from_request(Request::from_parts(parts, body), a2a).await;
         Ok(Call {
-            a2a: a2a.clone(),
+            a2a: a2a.clone().reached(outside),
             path,
             caller,
             uri,

@@ -18,6 +18,7 @@ use taskkeeper_core::{StoreError, TransitionError};
 use super::wire::Dialect;
 use super::{A2a, Ctx, Envelope, Reply};
 use crate::http::auth::Caller;
+use crate::http::network::Outside;
 use crate::http::routes::{Access, Room};
 use crate::owner::OwnerErrorKind;
 
@@ -26,6 +27,7 @@ use crate::owner::OwnerErrorKind;
 pub(super) fn rooms(a2a: &A2a) -> Vec<Room> {
     let mut rooms = vec![
         Room::new(Access::Askers)
+            .on_network()
             .route("POST", "/a2a", post(machine))
             .route("POST", "/a2a/", post(machine))
             .route("POST", "/a2a/{desk}", post(desk))
@@ -56,21 +58,24 @@ fn rpc_json(status: StatusCode, body: Value) -> Response {
 async fn machine(
     State(a2a): State<A2a>,
     caller: axum::Extension<Caller>,
+    outside: Option<axum::Extension<Outside>>,
     query: Query<VersionQuery>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    handle(a2a, None, caller.0, &query, &headers, body).await
+    handle(a2a.reached(outside), None, caller.0, &query, &headers, body).await
 }
 
 async fn desk(
     State(a2a): State<A2a>,
     Path(desk): Path<String>,
     caller: axum::Extension<Caller>,
+    outside: Option<axum::Extension<Outside>>,
     query: Query<VersionQuery>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
+    let a2a = a2a.reached(outside);
     handle(a2a, Some(desk), caller.0, &query, &headers, body).await
 }
 
@@ -244,6 +249,7 @@ impl RpcError {
             Limit::CreateDesks => "CREATE_DESKS_LIMIT",
             Limit::StreamsPerCaller => "STREAMS_PER_CALLER_LIMIT",
             Limit::PushConfigsPerTask => "PUSH_CONFIGS_PER_TASK_LIMIT",
+            Limit::StreamsPerMinute => "STREAMS_PER_MINUTE_LIMIT",
         };
         Self::new(-32000, e.to_string(), Some(reason))
             .with("setting", e.limit().setting())

@@ -279,6 +279,13 @@ fn message_reply(ctx: &Ctx, answer: &Message, streaming: bool) -> Reply {
 /// a wait needs (`a2a.blocking_wait_max`); refused beyond `a2a.streams_per_caller`.
 pub(super) async fn open_slot(ctx: &Ctx) -> Result<(slots::Slot, Duration), RpcError> {
     let settings = settings_of(ctx).await?;
+    // From the network, opening one also counts against the asker's minute
+    // (`network.streams_per_minute`), whether or not it stays open.
+    if let Some(outside) = &ctx.a2a.outside {
+        outside
+            .open_stream(ctx.caller.asker_name())
+            .map_err(|e| RpcError::limit(&e).with("caller", ctx.caller.asker_name()))?;
+    }
     let slot = ctx
         .a2a
         .slots

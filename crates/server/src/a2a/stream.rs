@@ -52,6 +52,7 @@ pub(crate) fn task_stream(ctx: &Ctx, task: Task, slot: Slot, ends: Ends, shape: 
     // Subscribe before the relay starts: nothing published from now on is missed.
     let watch = ctx.a2a.tasks.watch(&task.id);
     let relay = Relay {
+        a2a: ctx.a2a.clone(),
         tasks: ctx.a2a.tasks.clone(),
         envelope: ctx.envelope.clone(),
         dialect: ctx.dialect,
@@ -78,6 +79,8 @@ pub(crate) fn message_stream(ctx: &Ctx, message: Value) -> Response {
 }
 
 struct Relay {
+    /// For the links in what is relayed (see `A2a::outward`).
+    a2a: super::A2a,
     tasks: Tasks,
     envelope: Envelope,
     dialect: Dialect,
@@ -89,7 +92,8 @@ struct Relay {
 
 impl Relay {
     async fn send(&self, item: &str, v1: Value, is_final: bool) -> bool {
-        let result = wire::stream_item(self.dialect, item, v1, is_final);
+        let mut result = wire::stream_item(self.dialect, item, v1, is_final);
+        self.a2a.outward(&mut result);
         let event = SseEvent::default().data(self.envelope.wrap(result).to_string());
         self.tx.send(Ok(event)).await.is_ok()
     }

@@ -24,6 +24,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use hmac::{Hmac, Mac as _};
 use rand::RngCore as _;
 use sha2::{Digest as _, Sha256};
+use subtle::ConstantTimeEq as _;
 use taskkeeper_core::store::{Asker, OWNER_ASKER};
 
 use crate::token::Token;
@@ -129,10 +130,18 @@ impl Credentials {
         if self.worker.matches(presented) {
             return Some(Caller::Worker);
         }
-        // Comparing hashes: a timing difference reveals nothing about the token itself.
+        // The presented token's hash against every asker's, each in constant time, and all of
+        // them whatever matched: what a stranger on the network could time tells it nothing of
+        // any asker's hash, let alone of a token.
         let hash = token_hash(presented);
         let askers = self.askers.read().unwrap_or_else(PoisonError::into_inner);
-        askers.get(&hash).map(|name| Caller::Asker(name.clone()))
+        let mut found = None;
+        for (kept, name) in askers.iter() {
+            if bool::from(kept.as_bytes().ct_eq(hash.as_bytes())) {
+                found = Some(Caller::Asker(name.clone()));
+            }
+        }
+        found
     }
 
     pub fn add_asker(&self, asker: &Asker) {
@@ -210,6 +219,16 @@ mod tests {
         assert_eq!(c.identify("owner"), Some(Caller::Owner));
         assert_eq!(c.identify("worker"), Some(Caller::Worker));
         assert_eq!(c.identify("someone"), None);
+        let bob = Asker {
+            name: "bob".into(),
+            token_hash: token_hash("bob-token"),
+            created_at: taskkeeper_core::Timestamp::from_millis(0),
+        };
+        c.add_asker(&bob);
+        assert_eq!(c.identify("bob-token"), Some(Caller::Asker("bob".into())));
+        assert_eq!(c.identify("bob-token "), None);
+        c.remove_asker("bob");
+        assert_eq!(c.identify("bob-token"), None);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! HTTP itself: the rooms and who may enter them ([`routes`]), the guard (`Host`, `Origin`,
 //! the bearer token resolved to a [`auth::Caller`]), the body limit (JSON bodies of at most
-//! 1 MiB), the web UI's files and sign-in, and how every area refuses ([`error`]). The
+//! 1 MiB), the web UI's files and sign-in, how every area refuses ([`error`]), and the
+//! network listener's front for strangers ([`network`]) and its certificates ([`tls`]). The
 //! areas' routes live with their areas (the owner API in `owner`, A2A in `a2a`, MCP in `mcp`,
 //! the hooks in `agents`), and the root router that puts their rooms together is above them
 //! all (`crate::router`), so HTTP names none of the areas it serves.
@@ -8,7 +9,9 @@
 pub(crate) mod auth;
 pub(crate) mod error;
 pub(crate) mod guard;
+pub mod network;
 pub mod routes;
+pub mod tls;
 pub mod ui;
 pub mod ui_codes;
 

@@ -7,6 +7,11 @@
 //!
 //! The guard in front of everything ([`crate::http::guard`]) checks `Host` and `Origin` and finds
 //! out who presented which token; the room's layer only decides.
+//!
+//! A room also says whether it is served on the network listener for askers on other
+//! machines ([`Room::on_network`]; off unless said): the House puts those rooms, and only
+//! those, into a second router, whose front is [`crate::http::network`]. The route table's
+//! last column says which.
 
 use axum::Router;
 use axum::extract::{Request, State};
@@ -95,11 +100,26 @@ pub struct RouteDoc {
     /// The path as the router writes it (`{name}` for a parameter, `{*rest}` for the rest).
     pub path: &'static str,
     pub access: Access,
+    /// Served on the network listener too.
+    pub network: bool,
+}
+
+impl RouteDoc {
+    /// The words of the route table's last column: who may call it on the network listener
+    /// (only askers' tokens are taken there), or `no`.
+    pub fn on_network(&self) -> &'static str {
+        match (self.network, self.access) {
+            (false, _) => "no",
+            (true, Access::Open) => "anyone",
+            (true, _) => "askers",
+        }
+    }
 }
 
 /// An area's routes, all behind one [`Access`].
 pub(crate) struct Room<S = ()> {
     access: Access,
+    network: bool,
     router: Router<S>,
     routes: Vec<RouteDoc>,
 }
@@ -108,9 +128,19 @@ impl<S: Clone + Send + Sync + 'static> Room<S> {
     pub fn new(access: Access) -> Self {
         Self {
             access,
+            network: false,
             router: Router::new(),
             routes: Vec::new(),
         }
+    }
+
+    /// Serve this room on the network listener too (askers' rooms and the cards only).
+    pub fn on_network(mut self) -> Self {
+        self.network = true;
+        for r in &mut self.routes {
+            r.network = true;
+        }
+        self
     }
 
     /// A route; `methods` names what `handler` answers, for the table.
@@ -125,6 +155,7 @@ impl<S: Clone + Send + Sync + 'static> Room<S> {
             methods,
             path,
             access: self.access,
+            network: self.network,
         });
         self
     }
@@ -132,6 +163,7 @@ impl<S: Clone + Send + Sync + 'static> Room<S> {
     pub fn with_state<S2>(self, state: S) -> Room<S2> {
         Room {
             access: self.access,
+            network: self.network,
             router: self.router.with_state(state),
             routes: self.routes,
         }
@@ -155,15 +187,17 @@ impl Room<()> {
             methods,
             path,
             access: self.access,
+            network: self.network,
         });
         self
     }
 }
 
-/// Every room, each behind its layer.
+/// Every room, each behind its layer; those on the network in a router of their own too.
 #[derive(Default)]
 pub(crate) struct House {
     router: Router,
+    network: Router,
     routes: Vec<RouteDoc>,
 }
 
@@ -175,6 +209,9 @@ impl House {
                 .router
                 .route_layer(axum::middleware::from_fn_with_state(access, admit)),
         };
+        if room.network {
+            self.network = self.network.merge(router.clone());
+        }
         self.router = self.router.merge(router);
         self.routes.extend(room.routes);
         self
@@ -184,8 +221,9 @@ impl House {
         rooms.into_iter().fold(self, House::room)
     }
 
-    pub fn into_parts(self) -> (Router, Vec<RouteDoc>) {
-        (self.router, self.routes)
+    /// The loopback router, the network listener's, and the table.
+    pub fn into_parts(self) -> (Router, Router, Vec<RouteDoc>) {
+        (self.router, self.network, self.routes)
     }
 }
 

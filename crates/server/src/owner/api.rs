@@ -6,10 +6,12 @@ use taskkeeper_core::task::PartContent;
 use taskkeeper_core::{Desk, Message, Role, Task, Timestamp};
 
 mod names;
+mod network;
 mod notice;
 /// The error body is every area's ([`crate::error`]); the owner API's clients read it here.
 pub use crate::error::ErrorBody;
 pub use names::{ActivityView, HoldView, MessageFrom, StepKind, TaskStateView, TurnOriginView};
+pub use network::{NetworkStateView, NetworkView};
 pub use notice::NoticeView;
 
 /// A task as the owner's list shows it.
@@ -476,13 +478,17 @@ impl From<&taskkeeper_core::store::Asker> for AskerView {
     }
 }
 
-/// A new asker and its token, shown once.
+/// A new asker and its token, shown once; with the network listener, where and how an
+/// asker on another machine reaches it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NewAsker {
     #[serde(flatten)]
     pub asker: AskerView,
     pub token: String,
+    /// The network listener, when it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkView>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

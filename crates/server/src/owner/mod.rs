@@ -49,6 +49,8 @@ pub struct OwnerService {
     auto_launches: std::sync::Arc<crate::owner::autolaunch::AutoLaunches>,
     /// The stalls the owner snoozed, waiting on the daemon's clock (`snooze.rs`).
     snoozes: std::sync::Arc<snooze::Snoozes>,
+    /// What the network listener for askers on other machines is doing.
+    network: tokio::sync::watch::Receiver<crate::network::NetworkStatus>,
 }
 
 /// Which tasks to list.
@@ -128,6 +130,7 @@ impl OwnerService {
         launcher: crate::agents::launched::Launcher,
         stop: tokio::sync::watch::Receiver<bool>,
         machine: crate::owner::agents::Machine,
+        network: tokio::sync::watch::Receiver<crate::network::NetworkStatus>,
     ) -> Self {
         Self {
             tasks,
@@ -140,7 +143,13 @@ impl OwnerService {
             machine: std::sync::Arc::new(machine),
             auto_launches: std::sync::Arc::default(),
             snoozes: std::sync::Arc::default(),
+            network,
         }
+    }
+
+    /// The network listener for askers on other machines, now.
+    pub fn network(&self) -> crate::owner::api::NetworkView {
+        crate::owner::api::NetworkView::from(&*self.network.borrow())
     }
 
     pub(crate) fn tasks(&self) -> &Tasks {
@@ -408,9 +417,12 @@ impl OwnerService {
         let asker = self.tasks.askers().add(name, &hash).await?;
         self.credentials.add_asker(&asker);
         tracing::info!(asker = %asker.name, "asker added");
+        let network = self.network();
         Ok(NewAsker {
             asker: AskerView::from(&asker),
             token: token.as_str().to_owned(),
+            network: (network.state == crate::owner::api::NetworkStateView::Listening)
+                .then_some(network),
         })
     }
 

@@ -58,6 +58,7 @@ pub(crate) fn room(owner: OwnerService) -> Room {
             "/api/digest",
             get(peek_digest).post(take_digest),
         )
+        .route("GET", "/api/network", get(network))
         .route("GET", "/api/agents", get(list_agents))
         .route("POST", "/api/agents/{agent}/connect", post(connect_agent))
         .route(
@@ -66,6 +67,10 @@ pub(crate) fn room(owner: OwnerService) -> Room {
             post(disconnect_agent),
         )
         .with_state(owner)
+}
+
+async fn network(State(owner): State<OwnerService>) -> Response {
+    (StatusCode::OK, axum::Json(owner.network())).into_response()
 }
 
 async fn list_agents(State(owner): State<OwnerService>) -> Response {

@@ -80,6 +80,9 @@ fn decls(cfg: &Config) -> Vec<Decl> {
         decl::<api::AgentList>(cfg),
         decl::<api::AgentChange>(cfg),
         decl::<api::ConnectRequest>(cfg),
+        // The network listener for askers on other machines.
+        decl::<api::NetworkStateView>(cfg),
+        decl::<api::NetworkView>(cfg),
         // The event stream's notices.
         decl::<api::NoticeView>(cfg),
         // Errors.

@@ -17,6 +17,7 @@ mod guard;
 mod hooks;
 mod limits;
 mod mcp;
+mod network;
 mod owner_api;
 mod protojson;
 mod push;

@@ -1,20 +1,24 @@
 //! Who may call which route: every route the daemon serves, called with each kind of
 //! credential (the owner's, the worker token, an asker's), with a wrong token and with none,
-//! against the table in ARCHITECTURE.md. The table, the rooms in the code and what the
+//! on both listeners (loopback, and the network listener for askers on other machines, over
+//! TLS), against the table in ARCHITECTURE.md. The table, the rooms in the code and what the
 //! daemon does cannot drift apart: a route added without a row, a row without a route, or a
-//! room that lets the wrong caller in fails here.
+//! room that lets the wrong caller in, on either listener, fails here.
 
 use std::collections::BTreeSet;
 use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 
 use serde_json::json;
-use taskkeeper_server::http::routes::Access;
+use taskkeeper_server::http::routes::{Access, RouteDoc};
 
-use crate::support::{TOKEN, TestDaemon};
+use crate::support::{Pinned, TOKEN, TestDaemon, network};
 
-/// The rows of ARCHITECTURE.md's route table: (path, methods, who may call).
-fn documented() -> BTreeSet<(String, String, String)> {
+/// One row of the table: path, methods, who may call, who may call on the network listener.
+type Row = (String, String, String, String);
+
+/// The rows of ARCHITECTURE.md's route table.
+fn documented() -> BTreeSet<Row> {
     let doc = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ARCHITECTURE.md"),
     )
@@ -32,7 +36,12 @@ fn documented() -> BTreeSet<(String, String, String)> {
                 .split('|')
                 .map(|c| c.trim().trim_matches('`').to_owned())
                 .collect();
-            (cells[0].clone(), cells[1].clone(), cells[2].clone())
+            (
+                cells[0].clone(),
+                cells[1].clone(),
+                cells[2].clone(),
+                cells[3].clone(),
+            )
         })
         .collect()
 }
@@ -71,20 +80,120 @@ fn concrete(path: &str) -> String {
         .join("/")
 }
 
+/// A daemon with the network listener on (self-signed, on loopback for the test) and an
+/// injected clock, so the wait after each wrong token can be passed without sleeping.
+fn with_network(conformance: bool) -> (TestDaemon, taskkeeper_core::ManualClock) {
+    let clock =
+        taskkeeper_core::ManualClock::new(taskkeeper_core::Timestamp::from_millis(1_000_000_000));
+    let d = TestDaemon::start_configured(|c| {
+        c.conformance = conformance;
+        c.clock = std::sync::Arc::new(clock.clone());
+        c.network = Some(network(&[("network.listen", "127.0.0.1:0")]));
+    });
+    d.set_setting("network.requests_per_minute", "100000");
+    (d, clock)
+}
+
 #[test]
 fn every_route_admits_exactly_the_callers_its_row_names() {
     // Without the flag the conformance rows are no routes of their own: `/a2a/tck` is an
     // ordinary desk route, closed to callers without a token.
-    let d = TestDaemon::start();
+    let (d, clock) = with_network(false);
     check_every_route(&d, false);
+    check_every_route_on_the_network(&d, &clock);
     assert_eq!(status(&d, "POST", "/a2a/tck", None), 401);
     assert_eq!(status(&d, "POST", "/a2a/tck/", None), 401);
 }
 
 #[test]
 fn every_route_admits_exactly_the_callers_its_row_names_in_conformance_mode() {
-    let d = TestDaemon::start_configured(|c| c.conformance = true);
+    let (d, clock) = with_network(true);
     check_every_route(&d, true);
+    check_every_route_on_the_network(&d, &clock);
+}
+
+/// Whether the table's `pattern` (with `{name}` and `{*rest}`) matches `path`.
+fn matches(pattern: &str, path: &str) -> bool {
+    let (p, q): (Vec<&str>, Vec<&str>) = (pattern.split('/').collect(), path.split('/').collect());
+    if p.last().is_some_and(|s| s.starts_with("{*")) {
+        return q.len() >= p.len() && p.iter().zip(&q).all(|(a, b)| a.starts_with('{') || a == b);
+    }
+    p.len() == q.len() && p.iter().zip(&q).all(|(a, b)| a.starts_with('{') || a == b)
+}
+
+/// Every route on the network listener: only what its row's last column says answers there
+/// (the rest is not found, unless its path is also one of a network route's, as `/a2a/tck`
+/// is a desk's), and there only askers' tokens are taken: the owner's and the sessions' are
+/// refused on every route, a wrong token too (and its source waits, which the clock skips).
+fn check_every_route_on_the_network(d: &TestDaemon, clock: &taskkeeper_core::ManualClock) {
+    let (code, body) = d.call("POST", "/api/askers", Some(&json!({"name": "far"})));
+    assert_eq!(code, 201, "{body}");
+    let asker = body["token"].as_str().unwrap().to_owned();
+    let worker = d.daemon().worker_token().as_str().to_owned();
+    let client = Pinned::new(&[&d.self_signed_pem()]);
+    let addr = d.network_addr();
+    let on_network: Vec<&RouteDoc> = d.daemon().routes().iter().filter(|r| r.network).collect();
+    assert!(
+        on_network
+            .iter()
+            .all(|r| matches!(r.access, Access::Open | Access::Askers)),
+        "only the cards and the askers' rooms are on the network: {on_network:?}"
+    );
+    let call = |method: &str, path: &str, token: Option<&str>| {
+        let auth = token.map(|t| format!("Bearer {t}"));
+        let mut headers = vec![
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ];
+        if let Some(a) = &auth {
+            headers.push(("Authorization", a.as_str()));
+        }
+        client.exchange(addr, "127.0.0.1", method, path, &headers, "{}")
+    };
+    for route in d.daemon().routes() {
+        let path = concrete(route.path);
+        for method in route.methods.split(' ') {
+            // What answers this path on the network: its own row, or a network row whose
+            // pattern it also matches.
+            let there = on_network
+                .iter()
+                .find(|r| matches(r.path, &path) && r.methods.split(' ').any(|m| m == method));
+            for (who, token) in [("owner", TOKEN), ("worker", worker.as_str())] {
+                let got = call(method, &path, Some(token));
+                assert_eq!(
+                    got.status, 403,
+                    "{who} on the network: {method} {path}: {}",
+                    got.body
+                );
+            }
+            let wrong = call(method, &path, Some("not-a-token"));
+            assert_eq!(
+                wrong.status, 401,
+                "a wrong token on the network: {method} {path}"
+            );
+            clock.advance(std::time::Duration::from_secs(301));
+            let callers = [("asker", Some(asker.as_str())), ("nobody", None)];
+            for (who, token) in callers {
+                let got = call(method, &path, token);
+                let not_here = got.status == 404 && got.body.contains("network listener");
+                match there {
+                    None => assert!(
+                        not_here,
+                        "{method} {path} must not be on the network listener ({who}): {} {}",
+                        got.status, got.body
+                    ),
+                    Some(r) if token.is_some() || r.access == Access::Open => assert!(
+                        !not_here && got.status != 401 && got.status != 403,
+                        "{who} should reach {method} {path} on the network ({}), got {} {}",
+                        r.on_network(),
+                        got.status,
+                        got.body
+                    ),
+                    Some(_) => assert_eq!(got.status, 401, "{who} on the network: {method} {path}"),
+                }
+            }
+        }
+    }
 }
 
 /// Compare the served routes with the table (its conformance rows only when `conformance`),
@@ -96,7 +205,7 @@ fn check_every_route(d: &TestDaemon, conformance: bool) {
     let asker = body["token"].as_str().unwrap().to_owned();
     let worker = d.daemon().worker_token().as_str().to_owned();
 
-    let served: BTreeSet<(String, String, String)> = d
+    let served: BTreeSet<Row> = d
         .daemon()
         .routes()
         .iter()
@@ -105,16 +214,17 @@ fn check_every_route(d: &TestDaemon, conformance: bool) {
                 r.path.to_owned(),
                 r.methods.to_owned(),
                 r.access.who().to_owned(),
+                r.on_network().to_owned(),
             )
         })
         .collect();
     let table: String = served
         .iter()
-        .map(|(p, m, w)| format!("| `{p}` | {m} | {w} |\n"))
+        .map(|(p, m, w, n)| format!("| `{p}` | {m} | {w} | {n} |\n"))
         .collect();
     let documented: BTreeSet<_> = documented()
         .into_iter()
-        .filter(|(_, _, who)| conformance || who != Access::Conformance.who())
+        .filter(|(_, _, who, _)| conformance || who != Access::Conformance.who())
         .collect();
     assert_eq!(
         documented, served,

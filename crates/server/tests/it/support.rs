@@ -368,3 +368,135 @@ impl Drop for Pane {
             .output();
     }
 }
+
+/// The network listener's settings from `(key, value)` pairs, read as `Settings::set` reads
+/// them (`serve --listen` builds them the same way).
+pub fn network(pairs: &[(&str, &str)]) -> taskkeeper_server::Network {
+    let mut settings = taskkeeper_core::settings::Settings::default();
+    for (k, v) in pairs {
+        settings.set(k, v).unwrap();
+    }
+    settings.network
+}
+
+impl TestDaemon {
+    /// Where the network listener listens (it must be running).
+    pub fn network_addr(&self) -> SocketAddr {
+        let status = self.daemon().network();
+        status
+            .addr
+            .unwrap_or_else(|| panic!("the network listener is not running: {status:?}"))
+    }
+
+    /// The self-signed certificate the network listener made, as PEM.
+    pub fn self_signed_pem(&self) -> Vec<u8> {
+        std::fs::read(self.data_dir.join("network-cert.pem")).unwrap()
+    }
+}
+
+/// An HTTPS client as an asker on another machine runs it: it trusts only the certificates
+/// it was given (it pinned the listener's), and checks the name it connects by.
+pub struct Pinned {
+    config: std::sync::Arc<rustls::ClientConfig>,
+}
+
+/// One HTTP exchange's answer: status, headers (names lower-cased), body, and the SHA-256
+/// fingerprint of the certificate the server presented.
+pub struct Answer {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+    pub fingerprint: String,
+}
+
+impl Answer {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
+    }
+}
+
+impl Pinned {
+    pub fn new(pems: &[&[u8]]) -> Self {
+        use rustls::pki_types::CertificateDer;
+        use rustls::pki_types::pem::PemObject as _;
+        let mut roots = rustls::RootCertStore::empty();
+        for pem in pems {
+            for cert in CertificateDer::pem_slice_iter(pem) {
+                roots.add(cert.unwrap()).unwrap();
+            }
+        }
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        // Every connection a full handshake, so each sees the certificate served now.
+        config.resumption = rustls::client::Resumption::disabled();
+        Self {
+            config: std::sync::Arc::new(config),
+        }
+    }
+
+    /// One HTTP/1.1 exchange over TLS with `addr`, the server named `name` (its address, or
+    /// a host name), with exactly `headers` (plus Host, Content-Length, Connection: close).
+    pub fn exchange(
+        &self,
+        addr: SocketAddr,
+        name: &str,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> Answer {
+        let server_name = rustls::pki_types::ServerName::try_from(name.to_owned()).unwrap();
+        let connection = rustls::ClientConnection::new(self.config.clone(), server_name).unwrap();
+        let tcp = TcpStream::connect(addr).unwrap();
+        tcp.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+            .unwrap();
+        let mut tls = rustls::StreamOwned::new(connection, tcp);
+        let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+        if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+            request.push_str(&format!("Host: {addr}\r\n"));
+        }
+        for (k, v) in headers {
+            request.push_str(&format!("{k}: {v}\r\n"));
+        }
+        request.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+        // The server may answer and close before an oversize body is all sent.
+        let _ = tls.write_all(request.as_bytes());
+        let fingerprint = tls
+            .conn
+            .peer_certificates()
+            .and_then(|c| c.first())
+            .map(|c| taskkeeper_server::http::tls::fingerprint(c))
+            .unwrap_or_default();
+        let mut response = Vec::new();
+        let _ = tls.read_to_end(&mut response);
+        let text = String::from_utf8_lossy(&response).into_owned();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+        let mut lines = head.lines();
+        let status = lines
+            .next()
+            .and_then(|l| l.split(' ').nth(1))
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        let headers = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+            .collect();
+        Answer {
+            status,
+            headers,
+            body: body.to_owned(),
+            fingerprint,
+        }
+    }
+}
