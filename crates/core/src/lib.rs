@@ -17,9 +17,11 @@
 //!   what is told;
 //! - [`settings`] parses and validates every tunable number;
 //! - [`limits`] bounds what one caller can make Taskkeeper keep;
+//! - [`asker::may_read`] says who may read a task;
 //! - [`terminal::visible`] is how words from outside are shown on a terminal.
 
 pub mod agent_hooks;
+pub mod asker;
 pub mod autolaunch;
 pub mod clock;
 pub mod delivery;

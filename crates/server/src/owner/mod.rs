@@ -16,7 +16,7 @@ mod ui_types;
 mod worker;
 
 use serde::Deserialize;
-use taskkeeper_core::store::{OWNER_ASKER, StateFilter, TaskFilter};
+use taskkeeper_core::store::{StateFilter, TaskFilter};
 use taskkeeper_core::{DeskName, Event, Message, NewTask, Store, StoreError, TaskId, Timestamp};
 
 use crate::http::auth::{Credentials, token_hash};
@@ -92,6 +92,9 @@ fn parse_desk(name: &str) -> Result<DeskName, OwnerError> {
     name.parse()
         .map_err(|e: taskkeeper_core::desk::InvalidDeskName| OwnerError::invalid(e.to_string()))
 }
+
+/// The owner service reads as the owner: every task (`asker::may_read`).
+const OWNER_READS: taskkeeper_core::asker::Reader<'static> = taskkeeper_core::asker::Reader::Owner;
 
 /// Every setting as text, keyed by name (the owner API's and the app's settings map).
 pub type SettingsMap = serde_json::Map<String, serde_json::Value>;
@@ -347,18 +350,22 @@ impl OwnerService {
             .collect())
     }
 
+    /// The tasks the query names, every one the owner may read (`asker::may_read`: all).
     pub async fn list_tasks(&self, query: TaskQuery) -> Result<Vec<TaskView>, OwnerError> {
         let filter = query.to_filter()?;
-        let tasks = self.tasks.list(filter).await?;
+        let mut tasks = self.tasks.list(filter).await?;
+        tasks.retain(|t| taskkeeper_core::asker::may_read(OWNER_READS, t));
         self.with_timelines(tasks).await
     }
 
+    /// One task in full, if the owner may read it (`asker::may_read`: any).
     pub async fn get_task(&self, id: &str) -> Result<TaskDetail, OwnerError> {
         let id = TaskId::from(id);
         let task = self
             .tasks
             .get(&id)
             .await?
+            .filter(|t| taskkeeper_core::asker::may_read(OWNER_READS, t))
             .ok_or(StoreError::NoSuchTask(id))?;
         let mut detail = TaskDetail::from(&task);
         if let Some(view) = self.with_timelines(vec![task]).await?.pop() {
@@ -379,7 +386,7 @@ impl OwnerService {
         let message_id = message_id.unwrap_or_else(|| TaskId::generate().to_string());
         let new = NewTask {
             desk,
-            asker: OWNER_ASKER.to_owned(),
+            asker: taskkeeper_core::asker::OWNER.to_owned(),
             request: Message::user_text(message_id, text),
             context_id: None,
             metadata: serde_json::Map::new(),
