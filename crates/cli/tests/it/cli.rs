@@ -38,7 +38,7 @@ fn desks_and_tasks_from_the_command_line() {
     assert!(listing.contains("queued #1"), "{listing}");
 
     let out = d.cli(&["task", "update", &id, "blocked", "Which format?"]);
-    assert!(stdout(&out).contains("input-required"), "{}", stderr(&out));
+    assert!(stdout(&out).contains("is blocked"), "{}", stderr(&out));
     let tasks: Value = serde_json::from_str(&stdout(&d.cli(&["task", "list", "--json"]))).unwrap();
     let state_of = |id: &str| {
         tasks["tasks"]
@@ -227,8 +227,15 @@ fn askers_and_the_a2a_verbs() {
         stderr(&out)
     );
 
-    // Another asker's task is not found, and so is an unknown one.
+    // The owner reads every task (`asker::may_read`), an asker's too; an unknown one is not
+    // found.
     let out = d.cli(&["get", &id]);
+    assert!(
+        stdout(&out).contains("completed  Added it"),
+        "{}",
+        stderr(&out)
+    );
+    let out = d.cli(&["get", "no-such-task"]);
     assert!(stderr(&out).contains("Task not found"), "{}", stderr(&out));
     assert!(d.cli(&["asker", "remove", "ci-bot"]).status.success());
     let out = as_bot(&["list"]);
