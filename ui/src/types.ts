@@ -19,6 +19,7 @@ export type {
   DigestView,
   ErrorBody,
   Hold,
+  LabelKind,
   MessageView,
   Notice,
   OwnerError,

@@ -174,7 +174,7 @@ pub fn task(cmd: TaskCommand) -> anyhow::Result<()> {
         TaskCommand::Add { desk, text } => {
             let task: TaskView = client.post("/api/tasks", &json!({"desk": desk, "text": text}))?;
             say!("{}", task.id);
-            tell!("{}", describe_state(&task));
+            tell!("{}", task.label);
         }
         TaskCommand::List { state, desk, json } => {
             let mut path = format!("/api/tasks?state={}", encode(&state));
@@ -194,7 +194,7 @@ pub fn task(cmd: TaskCommand) -> anyhow::Result<()> {
                     "{}  {:<12} {:<16} {:>5}  {}",
                     t.id,
                     t.desk,
-                    describe_state(&t),
+                    t.label,
                     age(now, t.created_at),
                     first_line(&t.request)
                 );
@@ -211,7 +211,7 @@ pub fn task(cmd: TaskCommand) -> anyhow::Result<()> {
                 t.id,
                 t.desk,
                 t.asker,
-                describe_state(t)
+                t.label
             );
             say!("created  {}\nupdated  {}", t.created_at, t.updated_at);
             if let Some(w) = &t.last_words {
@@ -253,7 +253,7 @@ pub fn task(cmd: TaskCommand) -> anyhow::Result<()> {
                 &format!("/api/tasks/{}/update", encode(&id)),
                 &json!({"status": status, "text": text, "files": files, "data": data}),
             )?;
-            say!("{} is {}", task.id, describe_state(&task));
+            say!("{} is {}", task.id, task.label);
         }
         TaskCommand::Remind { id } => {
             let task: TaskView =
@@ -267,30 +267,17 @@ pub fn task(cmd: TaskCommand) -> anyhow::Result<()> {
         TaskCommand::Resume { id } => {
             let task: TaskView =
                 client.post(&format!("/api/tasks/{}/resume", encode(&id)), &json!({}))?;
-            say!(
-                "{} is {}; its ladder starts again",
-                task.id,
-                describe_state(&task)
-            );
+            say!("{} is {}; its ladder starts again", task.id, task.label);
         }
         TaskCommand::Cancel { id, reason } => {
             let task: TaskView = client.post(
                 &format!("/api/tasks/{}/cancel", encode(&id)),
                 &json!({"reason": reason}),
             )?;
-            say!("{} is {}", task.id, describe_state(&task));
+            say!("{} is {}", task.id, task.label);
         }
     }
     Ok(())
-}
-
-fn describe_state(t: &TaskView) -> String {
-    match (t.state.as_str(), t.queue_position, t.stalled_at) {
-        ("submitted", Some(p), _) => format!("queued #{p}"),
-        ("working", _, Some(_)) => "stalled".to_owned(),
-        ("canceled", _, _) if t.expired_at.is_some() => "expired".to_owned(),
-        (s, _, _) => s.to_owned(),
-    }
 }
 
 fn first_line(text: &str) -> &str {
@@ -567,7 +554,7 @@ pub fn digest(peek: bool, json: bool) -> anyhow::Result<()> {
     }
     let line = |t: &taskkeeper_server::owner::api::TaskView| {
         let request = t.request.lines().next().unwrap_or("");
-        format!("  {}  {}  {}  {request}", t.id, t.desk, t.state)
+        format!("  {}  {}  {}  {request}", t.id, t.desk, t.label)
     };
     let sections: [(&str, &Vec<taskkeeper_server::owner::api::TaskView>); 4] = [
         ("Stalled", &d.stalled),

@@ -238,6 +238,7 @@ function isTaskView(value: unknown): value is TaskView {
     typeof value.id === 'string' &&
     typeof value.desk === 'string' &&
     typeof value.state === 'string' &&
+    typeof value.label === 'string' &&
     typeof value.version === 'number'
   );
 }

@@ -16,9 +16,24 @@ export type Timestamp = string;
 export type TaskState = "submitted" | "working" | "input-required" | "auth-required" | "completed" | "failed" | "canceled" | "rejected";
 
 /**
+ * Which label a task is shown with (`core::task::Label::kind`), for styling; the task view's
+ * `label` carries the words.
+ */
+export type LabelKind = "queued" | "working" | "stalled" | "waiting-on-owner" | "blocked" | "auth-required" | "completed" | "failed" | "expired" | "canceled" | "rejected";
+
+/**
  * A task as the owner's list shows it.
  */
 export type TaskView = { id: string, contextId: string, desk: string, asker: string, state: TaskState, 
+/**
+ * The words every surface shows for the task's state (`core::Task::label`): `queued #2`,
+ * `working`, `stalled`, `waiting on you`, `blocked`, `completed`, `expired`...
+ */
+label: string, 
+/**
+ * Which label that is, for styling.
+ */
+labelKind: LabelKind, 
 /**
  * The asker's request.
  */
@@ -47,6 +62,15 @@ export type TaskList = { tasks: Array<TaskView>, };
  * A task with its history and artifacts.
  */
 export type TaskDetail = { history: Array<MessageView>, artifacts: Array<ArtifactView>, id: string, contextId: string, desk: string, asker: string, state: TaskState, 
+/**
+ * The words every surface shows for the task's state (`core::Task::label`): `queued #2`,
+ * `working`, `stalled`, `waiting on you`, `blocked`, `completed`, `expired`...
+ */
+label: string, 
+/**
+ * Which label that is, for styling.
+ */
+labelKind: LabelKind, 
 /**
  * The asker's request.
  */

@@ -9,7 +9,9 @@ mod names;
 mod notice;
 /// The error body is every area's ([`crate::error`]); the owner API's clients read it here.
 pub use crate::error::ErrorBody;
-pub use names::{ActivityView, HoldView, MessageFrom, StepKind, TaskStateView, TurnOriginView};
+pub use names::{
+    ActivityView, HoldView, LabelKindView, MessageFrom, StepKind, TaskStateView, TurnOriginView,
+};
 pub use notice::NoticeView;
 
 /// A task as the owner's list shows it.
@@ -22,6 +24,11 @@ pub struct TaskView {
     pub desk: String,
     pub asker: String,
     pub state: TaskStateView,
+    /// The words every surface shows for the task's state (`core::Task::label`): `queued #2`,
+    /// `working`, `stalled`, `waiting on you`, `blocked`, `completed`, `expired`...
+    pub label: String,
+    /// Which label that is, for styling.
+    pub label_kind: LabelKindView,
     /// The asker's request.
     pub request: String,
     pub created_at: Timestamp,
@@ -236,6 +243,8 @@ impl From<&Task> for TaskView {
             desk: t.desk.to_string(),
             asker: t.asker.clone(),
             state: t.state().into(),
+            label: t.label().to_string(),
+            label_kind: t.label().into(),
             request: t.request_text(),
             created_at: t.created_at,
             updated_at: t.updated_at,

@@ -46,6 +46,7 @@ fn decls(cfg: &Config) -> Vec<Decl> {
         decl::<taskkeeper_core::Timestamp>(cfg),
         // Tasks.
         decl::<api::TaskStateView>(cfg),
+        decl::<api::LabelKindView>(cfg),
         decl::<api::TaskView>(cfg),
         decl::<api::TaskList>(cfg),
         decl::<api::TaskDetail>(cfg),
