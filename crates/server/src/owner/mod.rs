@@ -258,7 +258,9 @@ impl OwnerService {
         let found = self
             .blocking(move |s, now| {
                 let sessions = s.sessions(Some(&desk))?;
-                let Some(session) = taskkeeper_core::session::holder(&sessions) else {
+                // The session that works on it: the one it was handed to.
+                let Some(session) = taskkeeper_core::session::works_on(&task_for_text, &sessions)
+                else {
                     return Ok(false);
                 };
                 // The owner asked: not counted against the hourly cap.
@@ -326,17 +328,18 @@ impl OwnerService {
         let (settings, sessions, now) = self
             .blocking(|s, now| Ok((s.settings()?, s.sessions(None)?, now)))
             .await?;
-        // By desk once: a scan of the holders per task would be quadratic in a long list.
-        let by_desk: std::collections::HashMap<&DeskName, &taskkeeper_core::Session> =
-            taskkeeper_core::session::holders(&sessions)
-                .into_iter()
-                .map(|s| (&s.desk, s))
-                .collect();
+        // By desk once: a scan of every session per task would be quadratic in a long list.
+        let mut by_desk: std::collections::HashMap<&DeskName, Vec<&taskkeeper_core::Session>> =
+            std::collections::HashMap::new();
+        for s in sessions.iter().filter(|s| s.is_live()) {
+            by_desk.entry(&s.desk).or_default().push(s);
+        }
         Ok(tasks
             .iter()
             .map(|t| {
                 let mut view = TaskView::from(t);
-                let session = by_desk.get(&t.desk).copied();
+                let desk = by_desk.get(&t.desk).into_iter().flatten().copied();
+                let session = taskkeeper_core::session::works_on(t, desk);
                 let timeline = taskkeeper_core::watchdog::timeline(
                     t,
                     session,

@@ -574,3 +574,59 @@ fn blocked_and_finished_tasks_are_notices_and_a_snoozed_stall_is_told_again() {
         "{finished}"
     );
 }
+
+/// With two live sessions at a desk, the task handed to the older one is reminded there:
+/// that session alone may end it (`queue::session_may_end`), though the newer one holds the
+/// desk (`session::works_on`). The owner's "remind now" goes there too.
+#[test]
+fn a_task_handed_to_the_older_of_two_live_sessions_is_reminded_there() {
+    use taskkeeper_core::{Clock as _, ManualClock, SessionId, SystemClock};
+    let clock = ManualClock::new(SystemClock.now());
+    let d = TestDaemon::start_with_clock(std::sync::Arc::new(clock.clone()));
+    d.set_setting("reminders.first_after.claude-code", "1m");
+    let h = crate::hooks::Hooks::new(&d);
+    h.ok("s-1", "SessionStart", json!({"source": "startup"}));
+    let id = d.add_task("work", "Add a --json flag");
+    let handed = h.ok(
+        "s-1",
+        "Stop",
+        json!({"last_assistant_message": "Hi", "background_tasks": []}),
+    );
+    assert!(handed.contains("\"decision\":\"block\""), "{handed}");
+    h.ok(
+        "s-1",
+        "Stop",
+        json!({"last_assistant_message": "On it", "background_tasks": []}),
+    );
+    // A second session starts at the desk later: the newest live one, idle, holding nothing.
+    clock.advance(Duration::from_secs(1));
+    h.ok("s-2", "SessionStart", json!({"source": "startup"}));
+    let store = d.daemon().store();
+    let task = store
+        .task(&taskkeeper_core::TaskId::from(id.as_str()))
+        .unwrap()
+        .unwrap();
+    assert_eq!(task.delivered_to, Some(SessionId::from("s-1")));
+    let note = |s: &str| {
+        store
+            .session(&SessionId::from(s))
+            .unwrap()
+            .unwrap()
+            .watch
+            .pending
+            .map(|(seq, _)| seq)
+    };
+
+    clock.advance(Duration::from_secs(120));
+    wake_watchdog(&d, clock.now());
+    assert_eq!(d.task(&id)["remindersSent"], 1);
+    assert_eq!(
+        (note("s-1"), note("s-2")),
+        (Some(1), None),
+        "the reminder goes to the session handed the task"
+    );
+
+    let (status, body) = d.call("POST", &format!("/api/tasks/{id}/remind"), Some(&json!({})));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!((note("s-1"), note("s-2")), (Some(2), None), "remind now");
+}
