@@ -580,8 +580,13 @@ pub fn digest(peek: bool, json: bool) -> anyhow::Result<()> {
 
 pub fn settings(cmd: SettingsCommand) -> anyhow::Result<()> {
     let client = Client::from_env()?;
+    if let SettingsCommand::List { json } = cmd {
+        return settings_list(&client, json);
+    }
     let answer: serde_json::Value = match &cmd {
-        SettingsCommand::Get { .. } => client.get("/api/settings")?,
+        SettingsCommand::List { .. } | SettingsCommand::Get { .. } => {
+            client.get("/api/settings")?
+        }
         SettingsCommand::Set { key, value } => {
             client.put("/api/settings", &json!({ key: value }))?
         }
@@ -602,11 +607,42 @@ pub fn settings(cmd: SettingsCommand) -> anyhow::Result<()> {
                     .unwrap_or_default()
             );
         }
-        SettingsCommand::Get { key: None } => {
+        SettingsCommand::List { .. } | SettingsCommand::Get { key: None } => {
             for (k, v) in settings {
                 say!("{} = {}", k, v.as_str().unwrap_or_default());
             }
         }
+    }
+    Ok(())
+}
+
+/// `taskkeeper settings list`: the daemon's settings catalogue (core's settings table), by
+/// group, each with its value now.
+fn settings_list(client: &Client, json: bool) -> anyhow::Result<()> {
+    let catalogue: taskkeeper_server::owner::api::SettingsCatalogue =
+        client.get("/api/settings/catalogue")?;
+    let answer: serde_json::Value = client.get("/api/settings")?;
+    if json {
+        return out::json(
+            &json!({"catalogue": catalogue.settings, "settings": answer["settings"]}),
+        );
+    }
+    let mut group = "";
+    for s in catalogue.settings.iter().filter(|s| s.shown) {
+        if s.group != group {
+            group = &s.group;
+            say!("{}", group);
+        }
+        let value = answer["settings"][&s.key].as_str().unwrap_or_default();
+        say!(
+            "  {} = {}  (default {}; {})\n      {}: {}",
+            s.key,
+            value,
+            s.default,
+            s.expected,
+            s.label,
+            s.help
+        );
     }
     Ok(())
 }

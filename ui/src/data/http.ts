@@ -10,6 +10,7 @@ import {
   expectAgentChange,
   expectAgents,
   expectArray,
+  expectCatalogue,
   expectDesk,
   expectDetail,
   expectDigest,
@@ -98,6 +99,10 @@ export function httpSource(env: Env, signedIn: Promise<SignIn>): DataSource {
       );
     },
     getSettings: async () => settingsOf(await get('/api/settings')),
+    getSettingsCatalogue: async () => {
+      const body = await get('/api/settings/catalogue');
+      return expectCatalogue(isRecord(body) ? body.settings : undefined);
+    },
     saveSettings: async (changes) => settingsOf(await request('PUT', '/api/settings', changes)),
     pauseReminders: async () => settingsOf(await post('/api/reminders/pause')),
     resumeReminders: async () => settingsOf(await post('/api/reminders/resume')),

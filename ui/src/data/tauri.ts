@@ -8,6 +8,7 @@ import {
   expectAgentChange,
   expectAgents,
   expectArray,
+  expectCatalogue,
   expectDesk,
   expectDetail,
   expectDigest,
@@ -76,6 +77,10 @@ export function tauriSource(env: Env): DataSource {
         }),
       ),
     getSettings: async () => expectSettings(await call('get_settings')),
+    getSettingsCatalogue: async () => {
+      const answer = await call('get_settings_catalogue');
+      return expectCatalogue(isRecord(answer) ? answer.settings : undefined);
+    },
     saveSettings: async (changes) => expectSettings(await call('save_settings', { changes })),
     pauseReminders: () => settingsAfter('pause_reminders'),
     resumeReminders: () => settingsAfter('resume_reminders'),

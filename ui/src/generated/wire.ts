@@ -176,6 +176,54 @@ export type DigestCounts = { stalled: number, finished: number, waitingOnOwner: 
  */
 export type ReminderView = { task: string, desk: string, request: string, at: Timestamp, };
 
+/**
+ * `GET /api/settings/catalogue`: every setting, in the order the panel shows them.
+ */
+export type SettingsCatalogue = { settings: Array<SettingView>, };
+
+/**
+ * One setting, as the settings panel shows it.
+ */
+export type SettingView = { key: string, 
+/**
+ * The heading it shows under.
+ */
+group: string, label: string, 
+/**
+ * What it does, in a sentence.
+ */
+help: string, kind: SettingKind, 
+/**
+ * The smallest value a count or a size takes (a size in bytes); `null` for other kinds.
+ */
+min: number | null, 
+/**
+ * The largest, likewise.
+ */
+max: number | null, 
+/**
+ * The units a value is written in (`s`, `m`, `h`, `d`; `B`, `KiB`, `MiB`), if any.
+ */
+units: Array<string>, 
+/**
+ * Its value until the owner changes it.
+ */
+default: string, 
+/**
+ * What it accepts, in the words the daemon's refusal uses.
+ */
+expected: string, 
+/**
+ * Listed by the panel and `taskkeeper settings list`.
+ */
+shown: boolean, };
+
+/**
+ * What a setting's value is (`core::settings::Kind`); a count's and a size's range are
+ * [`SettingView::min`] and [`SettingView::max`].
+ */
+export type SettingKind = "duration" | "ladder" | "count" | "bytes" | "bool" | "shortcut" | "time-of-day";
+
 export type DeskView = { name: string, agent: string, dir: string, 
 /**
  * The command that delivers text to the desk's agent, if it has one.

@@ -7,12 +7,14 @@ use taskkeeper_core::{Desk, Message, Role, Task, Timestamp};
 
 mod names;
 mod notice;
+mod settings;
 /// The error body is every area's ([`crate::error`]); the owner API's clients read it here.
 pub use crate::error::ErrorBody;
 pub use names::{
     ActivityView, HoldView, LabelKindView, MessageFrom, StepKind, TaskStateView, TurnOriginView,
 };
 pub use notice::NoticeView;
+pub use settings::{SettingKindView, SettingView, SettingsCatalogue};
 
 /// A task as the owner's list shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -175,6 +175,12 @@ impl OwnerService {
         self.schedule.notify_one();
     }
 
+    /// What every setting is (core's settings table): what the settings panel draws and
+    /// `taskkeeper settings list` prints.
+    pub fn settings_catalogue(&self) -> crate::owner::api::SettingsCatalogue {
+        crate::owner::api::SettingsCatalogue::of_core()
+    }
+
     /// Every setting as text, keyed by name.
     pub async fn settings(&self) -> Result<SettingsMap, OwnerError> {
         let settings = self.blocking(|s, _| s.settings()).await?;

@@ -251,6 +251,72 @@ fn settings_are_read_and_written_and_bad_values_change_nothing() {
     );
 }
 
+/// The owner API serves core's settings table as the catalogue: every setting it has, with
+/// the default it starts at and the range and words its refusals use, so the panel and the
+/// CLI restate none of it.
+#[test]
+fn the_settings_catalogue_is_the_table_the_api_checks_by() {
+    let d = TestDaemon::start();
+    let (status, catalogue) = d.call("GET", "/api/settings/catalogue", None);
+    assert_eq!(status, 200, "{catalogue}");
+    let rows = catalogue["settings"].as_array().unwrap();
+    let (_, settings) = d.call("GET", "/api/settings", None);
+    let keys: Vec<&str> = rows.iter().map(|r| r["key"].as_str().unwrap()).collect();
+    let mut known: Vec<&str> = settings["settings"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let mut listed = keys.clone();
+    listed.sort_unstable();
+    known.sort_unstable();
+    assert_eq!(listed, known, "every setting, once");
+    for row in rows {
+        let key = row["key"].as_str().unwrap();
+        assert_eq!(
+            row["default"], settings["settings"][key],
+            "{key} starts at its default"
+        );
+        assert!(
+            row["label"].as_str().is_some_and(|l| !l.is_empty()),
+            "{row}"
+        );
+        assert!(
+            row["group"].as_str().is_some_and(|g| !g.is_empty()),
+            "{row}"
+        );
+    }
+    let cap = rows
+        .iter()
+        .find(|r| r["key"] == "reminders.hourly_cap")
+        .unwrap();
+    assert_eq!(
+        (&cap["kind"], &cap["min"], &cap["max"], &cap["group"]),
+        (&json!("count"), &json!(1), &json!(60), &json!("Reminders"))
+    );
+    let size = rows
+        .iter()
+        .find(|r| r["key"] == "limits.file_bytes")
+        .unwrap();
+    assert_eq!(
+        (&size["kind"], &size["min"], &size["units"]),
+        (&json!("bytes"), &json!(1024), &json!(["B", "KiB", "MiB"]))
+    );
+    // One past the catalogue's range is refused in the catalogue's words.
+    let (status, v) = d.call(
+        "PUT",
+        "/api/settings",
+        Some(&json!({"reminders.hourly_cap": "61"})),
+    );
+    assert_eq!(status, 400, "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.ends_with(cap["expected"].as_str().unwrap()),
+        "{message} / {cap}"
+    );
+}
+
 /// The scheduler on an injected clock: a 3 h suspend moves the quiet clock (no burst, no
 /// early reminder), and a wall clock stepped back an hour sends nothing.
 #[test]
