@@ -731,7 +731,7 @@ fn another_session_of_the_desk_cannot_read_what_was_handed_to_the_first() {
     let (_, list) = c.ok("task_list", as_session(&d, "s-api-2", json!({})));
     assert_eq!(
         ids_of(&list),
-        [queued.clone()],
+        std::slice::from_ref(&queued),
         "the desk's queue, not s-api's task"
     );
 
