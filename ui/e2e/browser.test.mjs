@@ -330,7 +330,8 @@ test('updates live when a task changes, without reloading', async () => {
   await page.getByRole('link', { name: 'Recent' }).click();
   const ended = row('Add a --json flag');
   await ended.waitFor();
-  assert.match(await ended.innerText(), /done/);
+  // The daemon's label, the word the CLI prints too.
+  assert.match(await ended.innerText(), /completed/);
   assert.match(await ended.innerText(), /Added --json with a test\./);
   assert.match(await ended.innerText(), /not acknowledged/);
   await daemon.a2a('web', 'AckTask', { id: first.id }, planner);
@@ -645,6 +646,9 @@ test('a stall reaches the window as a notice; Resume and Remind now act from the
   await page.waitForFunction(() => /1 stalled/.test(document.querySelector('.summary')?.textContent ?? ''));
   const stalledRow = row('Fix the flaky login test');
   await stalledRow.locator('.badge-stalled').waitFor();
+  // One badge, the daemon's label: what `taskkeeper task list` prints for it.
+  assert.equal(await stalledRow.locator('.badge').innerText(), 'stalled');
+  assert.match(await daemon.cli('task', 'list'), / stalled /);
   assert.match(await stalledRow.innerText(), /2 reminders sent, the last/);
   assert.match(await stalledRow.innerText(), /Still on it/);
   await shot('stalled');

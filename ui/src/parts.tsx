@@ -3,22 +3,16 @@
 import type { ComponentChildren } from 'preact';
 import type { DataError } from './data';
 import { routeHref } from './route';
-import { firstLine, formatAge, formatAgo, plural, stateLabel } from './tasks';
+import { firstLine, formatAge, formatAgo, plural } from './tasks';
 import type { TaskView } from './types';
 import { Timeline } from './Timeline';
 
-/** The words for a task's state, as badges: the state, then what needs the owner's eye. */
+/**
+ * The words for a task's state, as a badge: the daemon's label (`core::Task::label`, the same
+ * words the CLI and the digest show), styled by its kind. Nothing here derives a state's word.
+ */
 export function StateBadges({ task }: { task: TaskView }) {
-  const label = stateLabel(task);
-  return (
-    <>
-      <span class={`badge badge-${label}`}>
-        {label === 'queued' && task.queuePosition !== null ? `queued #${task.queuePosition}` : label}
-      </span>
-      {task.stalledAt && <span class="badge badge-stalled">stalled</span>}
-      {task.waitingOnOwner && <span class="badge badge-waiting">waiting on you</span>}
-    </>
-  );
+  return <span class={`badge badge-${task.labelKind}`}>{task.label}</span>;
 }
 
 /** One task in a list; the whole row is a link, so Tab reaches it and Enter opens it. */

@@ -37,8 +37,9 @@ export interface Counts {
   stalled: number;
 }
 
+/** The open tasks, and how many of them are labelled stalled (the daemon's `Task::label`). */
 export function countTasks(tasks: readonly TaskView[]): Counts {
-  return { open: tasks.length, stalled: tasks.filter((t) => t.stalledAt !== null).length };
+  return { open: tasks.length, stalled: tasks.filter((t) => t.labelKind === 'stalled').length };
 }
 
 /** The first non-empty line of the request, which is what askers put their point in. */
@@ -71,29 +72,6 @@ export function formatAge(since: string, now: number): string {
 export function formatAgo(since: string, now: number): string {
   const age = formatAge(since, now);
   return age === 'just now' || age === '' ? age : `${age} ago`;
-}
-
-/** The word the owner sees for a task's state; "queued" and "blocked" say more than A2A's names. */
-export function stateLabel(task: TaskView): string {
-  switch (task.state) {
-    case 'submitted':
-      return task.queuePosition !== null ? 'queued' : 'submitted';
-    case 'working':
-      return 'working';
-    case 'input-required':
-      return 'blocked';
-    // Taskkeeper never asks an asker for auth, but a task read back from elsewhere may.
-    case 'auth-required':
-      return 'auth required';
-    case 'completed':
-      return 'done';
-    case 'failed':
-      return 'failed';
-    case 'canceled':
-      return task.expiredAt !== null ? 'expired' : 'canceled';
-    case 'rejected':
-      return 'rejected';
-  }
 }
 
 /**

@@ -13,6 +13,21 @@ import {
 import type { Notice, SettingsMap, TaskView } from '../src/types';
 import { desk, session, task } from './fixtures';
 
+/** One row of the settings catalogue, as the daemon sends it. */
+const CATALOGUE_ROW = {
+  key: 'reminders.hourly_cap',
+  group: 'Reminders',
+  label: 'Reminders per hour',
+  help: 'At most this many messages into one session per hour.',
+  kind: 'count',
+  min: 1,
+  max: 60,
+  units: [],
+  default: '6',
+  expected: 'a whole number from 1 to 60',
+  shown: true,
+};
+
 interface Recorded {
   fetches: { url: string; method: string; headers: Record<string, string>; body: string | undefined }[];
   invokes: { cmd: string; args: Record<string, unknown> | undefined }[];
@@ -202,6 +217,7 @@ describe('browser transport', () => {
         if (url.startsWith('/api/desks/')) return json(200, desk({ deliverCommand: 'cat' }));
         if (url === '/api/desks') return json(200, { desks: [] });
         if (url === '/api/sessions') return json(200, { sessions: [] });
+        if (url === '/api/settings/catalogue') return json(200, { settings: [CATALOGUE_ROW] });
         return json(200, { settings: { 'reminders.paused': 'true' } });
       },
     });
@@ -224,6 +240,7 @@ describe('browser transport', () => {
     await data.answerPermission('s 1', false, '   ');
     await data.answerPermission('s 1', true, undefined, 'r-1');
     expect(await data.getSettings()).toEqual({ 'reminders.paused': 'true' });
+    expect(await data.getSettingsCatalogue()).toEqual([CATALOGUE_ROW]);
     await data.saveSettings({ 'reminders.ladder': '10s,20s' });
     await data.pauseReminders();
     await data.resumeReminders();
@@ -246,6 +263,7 @@ describe('browser transport', () => {
       ['POST', '/api/sessions/s%201/permission', '{"allow":false}'],
       ['POST', '/api/sessions/s%201/permission', '{"allow":true,"requestId":"r-1"}'],
       ['GET', '/api/settings', undefined],
+      ['GET', '/api/settings/catalogue', undefined],
       ['PUT', '/api/settings', '{"reminders.ladder":"10s,20s"}'],
       ['POST', '/api/reminders/pause', '{}'],
       ['POST', '/api/reminders/resume', '{}'],
@@ -519,6 +537,8 @@ describe('tauri transport', () => {
           case 'get_settings':
           case 'save_settings':
             return { 'reminders.paused': 'false' };
+          case 'get_settings_catalogue':
+            return { settings: [CATALOGUE_ROW] };
           case 'pause_reminders':
             return undefined;
           case 'resume_reminders':
@@ -553,6 +573,7 @@ describe('tauri transport', () => {
     await data.answerPermission('s1', false, '');
     await data.answerPermission('s1', false, 'no', 'r-2');
     await data.getSettings();
+    expect(await data.getSettingsCatalogue()).toEqual([CATALOGUE_ROW]);
     await data.saveSettings({ 'reminders.hourly_cap': '4' });
     // No answer from pause_reminders: the map is read back.
     expect(await data.pauseReminders()).toEqual({ 'reminders.paused': 'false' });
@@ -581,6 +602,7 @@ describe('tauri transport', () => {
       { cmd: 'answer_permission', args: { id: 's1', allow: false, message: null } },
       { cmd: 'answer_permission', args: { id: 's1', allow: false, message: 'no', requestId: 'r-2' } },
       { cmd: 'get_settings', args: undefined },
+      { cmd: 'get_settings_catalogue', args: undefined },
       { cmd: 'save_settings', args: { changes: { 'reminders.hourly_cap': '4' } } },
       { cmd: 'pause_reminders', args: undefined },
       { cmd: 'get_settings', args: undefined },

@@ -8,6 +8,8 @@ export function task(overrides: Partial<TaskView> = {}): TaskView {
     desk: 'web',
     asker: 'planner',
     state: 'working',
+    label: 'working',
+    labelKind: 'working',
     request: 'Add a --json flag\n\nThe list command should print JSON.',
     createdAt: '2026-11-30T10:00:00.000Z',
     updatedAt: '2026-11-30T10:05:00.000Z',

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { countTasks, firstLine, formatAge, formatAgo, groupByDay, groupByDesk, isOpen, mergeTask, sortRecent, stateLabel } from '../src/tasks';
+import { countTasks, firstLine, formatAge, formatAgo, groupByDay, groupByDesk, isOpen, mergeTask, sortRecent } from '../src/tasks';
 import { task } from './fixtures';
 
 describe('groupByDesk', () => {
@@ -22,8 +22,9 @@ describe('groupByDesk', () => {
 });
 
 describe('wording', () => {
-  it('counts stalled tasks', () => {
-    expect(countTasks([task(), task({ id: 'b', stalledAt: '2026-11-30T10:30:00.000Z' })])).toEqual({
+  it('counts the tasks the daemon labels stalled', () => {
+    const stalled = task({ id: 'b', stalledAt: '2026-11-30T10:30:00.000Z', label: 'stalled', labelKind: 'stalled' });
+    expect(countTasks([task(), stalled])).toEqual({
       open: 2,
       stalled: 1,
     });
@@ -44,15 +45,6 @@ describe('wording', () => {
     expect(formatAge('not a date', now)).toBe('');
     expect(formatAgo('2026-11-30T11:48:00.000Z', now)).toBe('12 min ago');
     expect(formatAgo('2026-11-30T12:00:00.000Z', now)).toBe('just now');
-  });
-
-  it('names states the way the owner thinks of them', () => {
-    expect(stateLabel(task({ state: 'submitted', queuePosition: 1 }))).toBe('queued');
-    expect(stateLabel(task({ state: 'input-required' }))).toBe('blocked');
-    expect(stateLabel(task({ state: 'canceled', expiredAt: '2026-11-30T10:00:00.000Z' }))).toBe('expired');
-    expect(stateLabel(task({ state: 'rejected' }))).toBe('rejected');
-    // The daemon sends it too (TaskState in the generated wire types); it once had no label.
-    expect(stateLabel(task({ state: 'auth-required' }))).toBe('auth required');
   });
 });
 

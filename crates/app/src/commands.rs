@@ -21,6 +21,7 @@
 //! | `stop_session` | `id` | | `POST /api/sessions/{id}/stop` |
 //! | `answer_permission` | `id`, `allow`, `message?`, `requestId?` | `SessionView` | `POST /api/sessions/{id}/permission` |
 //! | `get_settings` | | `{key: value}` | `GET /api/settings` |
+//! | `get_settings_catalogue` | | `SettingsCatalogue` | `GET /api/settings/catalogue` |
 //! | `save_settings` | `changes` (`{key: value}`) | `{key: value}` | `PUT /api/settings` |
 //! | `pause_reminders`, `resume_reminders` | | `{key: value}` | `POST /api/reminders/pause`, `…/resume` |
 //! | `get_network` | | `NetworkView` | `GET /api/network` |
@@ -190,6 +191,7 @@ pub async fn run<R: Runtime>(
             )
         }
         "get_settings" => answer(owner.settings().await),
+        "get_settings_catalogue" => answer(Ok(owner.settings_catalogue())),
         // All are checked first: one invalid value changes nothing.
         "save_settings" => {
             let changes: SettingsMap = arg(args, "changes")?;

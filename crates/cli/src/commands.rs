@@ -261,7 +261,7 @@ pub fn task(cmd: TaskCommand) -> anyhow::Result<()> {
         TaskCommand::Add { desk, text } => {
             let task: TaskView = client.post("/api/tasks", &json!({"desk": desk, "text": text}))?;
             say!("{}", task.id);
-            tell!("{}", describe_state(&task));
+            tell!("{}", task.label);
         }
         TaskCommand::List { state, desk, json } => {
             let mut path = format!("/api/tasks?state={}", encode(&state));
@@ -281,7 +281,7 @@ pub fn task(cmd: TaskCommand) -> anyhow::Result<()> {
                     "{}  {:<12} {:<16} {:>5}  {}",
                     t.id,
                     t.desk,
-                    describe_state(&t),
+                    t.label,
                     age(now, t.created_at),
                     first_line(&t.request)
                 );
@@ -298,7 +298,7 @@ pub fn task(cmd: TaskCommand) -> anyhow::Result<()> {
                 t.id,
                 t.desk,
                 t.asker,
-                describe_state(t)
+                t.label
             );
             say!("created  {}\nupdated  {}", t.created_at, t.updated_at);
             if let Some(w) = &t.last_words {
@@ -340,7 +340,7 @@ pub fn task(cmd: TaskCommand) -> anyhow::Result<()> {
                 &format!("/api/tasks/{}/update", encode(&id)),
                 &json!({"status": status, "text": text, "files": files, "data": data}),
             )?;
-            say!("{} is {}", task.id, describe_state(&task));
+            say!("{} is {}", task.id, task.label);
         }
         TaskCommand::Remind { id } => {
             let task: TaskView =
@@ -354,30 +354,17 @@ pub fn task(cmd: TaskCommand) -> anyhow::Result<()> {
         TaskCommand::Resume { id } => {
             let task: TaskView =
                 client.post(&format!("/api/tasks/{}/resume", encode(&id)), &json!({}))?;
-            say!(
-                "{} is {}; its ladder starts again",
-                task.id,
-                describe_state(&task)
-            );
+            say!("{} is {}; its ladder starts again", task.id, task.label);
         }
         TaskCommand::Cancel { id, reason } => {
             let task: TaskView = client.post(
                 &format!("/api/tasks/{}/cancel", encode(&id)),
                 &json!({"reason": reason}),
             )?;
-            say!("{} is {}", task.id, describe_state(&task));
+            say!("{} is {}", task.id, task.label);
         }
     }
     Ok(())
-}
-
-fn describe_state(t: &TaskView) -> String {
-    match (t.state.as_str(), t.queue_position, t.stalled_at) {
-        ("submitted", Some(p), _) => format!("queued #{p}"),
-        ("working", _, Some(_)) => "stalled".to_owned(),
-        ("canceled", _, _) if t.expired_at.is_some() => "expired".to_owned(),
-        (s, _, _) => s.to_owned(),
-    }
 }
 
 fn first_line(text: &str) -> &str {
@@ -673,7 +660,7 @@ pub fn digest(peek: bool, json: bool) -> anyhow::Result<()> {
     }
     let line = |t: &taskkeeper_server::owner::api::TaskView| {
         let request = t.request.lines().next().unwrap_or("");
-        format!("  {}  {}  {}  {request}", t.id, t.desk, t.state)
+        format!("  {}  {}  {}  {request}", t.id, t.desk, t.label)
     };
     let sections: [(&str, &Vec<taskkeeper_server::owner::api::TaskView>); 4] = [
         ("Stalled", &d.stalled),
@@ -699,8 +686,13 @@ pub fn digest(peek: bool, json: bool) -> anyhow::Result<()> {
 
 pub fn settings(cmd: SettingsCommand) -> anyhow::Result<()> {
     let client = Client::from_env()?;
+    if let SettingsCommand::List { json } = cmd {
+        return settings_list(&client, json);
+    }
     let answer: serde_json::Value = match &cmd {
-        SettingsCommand::Get { .. } => client.get("/api/settings")?,
+        SettingsCommand::List { .. } | SettingsCommand::Get { .. } => {
+            client.get("/api/settings")?
+        }
         SettingsCommand::Set { key, value } => {
             client.put("/api/settings", &json!({ key: value }))?
         }
@@ -721,11 +713,42 @@ pub fn settings(cmd: SettingsCommand) -> anyhow::Result<()> {
                     .unwrap_or_default()
             );
         }
-        SettingsCommand::Get { key: None } => {
+        SettingsCommand::List { .. } | SettingsCommand::Get { key: None } => {
             for (k, v) in settings {
                 say!("{} = {}", k, v.as_str().unwrap_or_default());
             }
         }
+    }
+    Ok(())
+}
+
+/// `taskkeeper settings list`: the daemon's settings catalogue (core's settings table), by
+/// group, each with its value now.
+fn settings_list(client: &Client, json: bool) -> anyhow::Result<()> {
+    let catalogue: taskkeeper_server::owner::api::SettingsCatalogue =
+        client.get("/api/settings/catalogue")?;
+    let answer: serde_json::Value = client.get("/api/settings")?;
+    if json {
+        return out::json(
+            &json!({"catalogue": catalogue.settings, "settings": answer["settings"]}),
+        );
+    }
+    let mut group = "";
+    for s in catalogue.settings.iter().filter(|s| s.shown) {
+        if s.group != group {
+            group = &s.group;
+            say!("{}", group);
+        }
+        let value = answer["settings"][&s.key].as_str().unwrap_or_default();
+        say!(
+            "  {} = {}  (default {}; {})\n      {}: {}",
+            s.key,
+            value,
+            s.default,
+            s.expected,
+            s.label,
+            s.help
+        );
     }
     Ok(())
 }

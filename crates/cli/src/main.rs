@@ -201,8 +201,13 @@ struct A2aArgs {
 enum SettingsCommand {
     /// Show one setting, or all.
     Get { key: Option<String> },
-    /// Change a setting (durations take s, m, h or d: `reminders.ladder 10s,20s,30s`).
+    /// Change a setting (`taskkeeper settings list` says what each takes).
     Set { key: String, value: String },
+    /// Every setting by group: its value, default, what it takes and what it does.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

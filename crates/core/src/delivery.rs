@@ -26,8 +26,8 @@
 
 use std::path::Path;
 
+use crate::asker;
 use crate::desk::Desk;
-use crate::store::OWNER_ASKER;
 use crate::task::{PartContent, Role, Task};
 use crate::terminal::acts_on_terminal;
 
@@ -107,7 +107,7 @@ pub fn unmarked(words: &str) -> String {
 /// before the mark is defused, so a control character inside the mark cannot hide it from
 /// the defusing and then vanish at the write.
 pub fn quoted(t: &Task, what: &str, words: &str) -> String {
-    let whose = if t.asker == OWNER_ASKER {
+    let whose = if t.asker == asker::OWNER {
         "they are the owner's own words".to_owned()
     } else {
         format!(
@@ -711,7 +711,7 @@ mod tests {
     #[test]
     fn the_owners_words_are_quoted_as_the_owners() {
         let mut t = task();
-        t.asker = OWNER_ASKER.into();
+        t.asker = asker::OWNER.into();
         let text = text_of(&t);
         assert!(
             text.contains("«Taskkeeper» Begin of owner's request on task t-1, quoted: every line of it starts with \"│\", and they are the owner's own words.\n"),

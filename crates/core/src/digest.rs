@@ -16,6 +16,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::asker::OWNER;
 use crate::clock::Timestamp;
 use crate::task::Task;
 
@@ -23,9 +24,6 @@ use crate::task::Task;
 pub const TAKEN: &str = "digest.taken";
 /// The store's mark of the last digest the daemon offered.
 pub const OFFERED: &str = "digest.offered";
-
-/// The asker name of the owner's own tasks (nobody acknowledges those).
-const OWNER: &str = crate::store::OWNER_ASKER;
 
 /// One reminder sent.
 #[derive(Debug, Clone, PartialEq)]

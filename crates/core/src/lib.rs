@@ -11,7 +11,7 @@
 //! - [`transition::apply`] is the whole task state machine (design.md §3 rule 1, 3 and 4);
 //! - [`queue::next_to_start`] decides which queued task of a desk starts (rule 3);
 //! - [`session::owner_wait_change`] says whether a desk waits on the owner, and
-//!   [`session::holder`] which session works at a desk;
+//!   [`session::works_on`] which session works on a task;
 //! - [`desk::place`] says which desk a new session works at;
 //! - [`delivery::ranked`] orders the ways into a session, and [`delivery::telling`] words
 //!   what is told;
@@ -19,9 +19,11 @@
 //! - [`limits`] bounds what one caller can make Taskkeeper keep;
 //! - [`network`] says where the listener for askers on other machines listens, and how
 //!   often a stranger may ask;
+//! - [`asker::may_read`] says who may read a task;
 //! - [`terminal::visible`] is how words from outside are shown on a terminal.
 
 pub mod agent_hooks;
+pub mod asker;
 pub mod autolaunch;
 pub mod clock;
 pub mod delivery;

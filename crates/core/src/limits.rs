@@ -11,9 +11,9 @@ use std::io;
 
 use serde::Serialize;
 
+use crate::asker;
 use crate::session::SessionId;
 use crate::settings::{Limits, format_bytes};
-use crate::store::OWNER_ASKER;
 use crate::task::{Message, NewTask, Task};
 
 /// Which bound a refusal is about.
@@ -195,7 +195,7 @@ pub fn new_task(new: &NewTask, open: u64, l: &Limits) -> Result<(), LimitExceede
             max: l.task_bytes,
         });
     }
-    if open >= l.open_tasks_per_asker && new.asker != OWNER_ASKER {
+    if open >= l.open_tasks_per_asker && new.asker != asker::OWNER {
         return Err(LimitExceeded::OpenTasks {
             asker: new.asker.clone(),
             open,
@@ -323,7 +323,7 @@ mod tests {
         assert_eq!(full.limit(), Limit::OpenTasksPerAsker);
         assert!(full.to_string().contains("limits.open_tasks_per_asker (2)"));
         let mut owners = new("hi");
-        owners.asker = OWNER_ASKER.into();
+        owners.asker = asker::OWNER.into();
         assert_eq!(new_task(&owners, 2, &l), Ok(()), "the owner is not counted");
         let big = new_task(&new(&"x".repeat(2000)), 0, &l).unwrap_err();
         assert_eq!(big.limit(), Limit::MessageBytes);

@@ -92,13 +92,14 @@ impl Default for Network {
     }
 }
 
-const LISTEN_HELP: &str = "off, or an address and port such as 0.0.0.0:7718 or [::]:7718";
-const TLS_HELP: &str = "self-signed, files, proxy or off";
-const PATH_HELP: &str = "a file's path (empty for none)";
-const URL_HELP: &str = "an https:// (or http://) URL with a host and no path, such as https://box.example.net:7718 (empty: the listen address)";
-const PROXIES_HELP: &str =
+pub(crate) const LISTEN_HELP: &str =
+    "off, or an address and port such as 0.0.0.0:7718 or [::]:7718";
+pub(crate) const TLS_HELP: &str = "self-signed, files, proxy or off";
+pub(crate) const PATH_HELP: &str = "a file's path (empty for none)";
+pub(crate) const URL_HELP: &str = "an https:// (or http://) URL with a host and no path, such as https://box.example.net:7718 (empty: the listen address)";
+pub(crate) const PROXIES_HELP: &str =
     "comma-separated addresses or networks such as 127.0.0.1, 10.0.0.0/8 (empty for none)";
-const PER_MINUTE_HELP: &str = "a whole number from 1 to 10000000";
+pub(crate) const PER_MINUTE_HELP: &str = "a whole number from 1 to 10000000";
 
 impl Network {
     pub(crate) fn get(&self, key: &str) -> Result<String, SettingError> {

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock::Timestamp;
 use crate::desk::{AgentKind, DeskName};
+use crate::task::Task;
 
 /// A session id as the agent names it (Claude Code's `session_id`; `/clear` makes a new one).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -568,8 +569,8 @@ fn newer(a: &Session, b: &Session) -> bool {
     (b.updated_at, &a.id) < (a.updated_at, &b.id)
 }
 
-/// Who holds a desk among its sessions: the newest live one (the one that works there: the
-/// watchdog reminds it, the push loop pushes to it, the owner's timeline follows it).
+/// Who holds a desk among its sessions: the newest live one, the one that works there on
+/// what no session was handed ([`works_on`]).
 pub fn holder<'a>(desk_sessions: impl IntoIterator<Item = &'a Session>) -> Option<&'a Session> {
     desk_sessions
         .into_iter()
@@ -580,20 +581,45 @@ pub fn holder<'a>(desk_sessions: impl IntoIterator<Item = &'a Session>) -> Optio
         })
 }
 
-/// The holder of each desk among `sessions` (see [`holder`]), in the order given.
-pub fn holders(sessions: &[Session]) -> Vec<&Session> {
-    let mut by_desk: std::collections::HashMap<&DeskName, &Session> =
-        std::collections::HashMap::new();
-    for s in sessions.iter().filter(|s| s.is_live()) {
-        let held = by_desk.entry(&s.desk).or_insert(s);
-        if newer(s, held) {
-            *held = s;
+/// **Which session works on `task`** among `sessions` (any of them; those of other desks are
+/// passed over): the one it was handed to ([`Task::delivered_to`]), while that one is live,
+/// since it alone may end it ([`crate::queue::session_may_end`]); none while it is not (its
+/// end gives the task back, [`crate::queue::goes_back`]). A task no session was handed (queued,
+/// not yet delivered, given back, or taken by the desk's command) is its desk's [`holder`]'s.
+/// The one rule: the watchdog reminds that session of the task, the push loop pushes to it
+/// what the task has to be told, and the owner's timeline and reminder on demand follow it.
+pub fn works_on<'a>(
+    task: &Task,
+    sessions: impl IntoIterator<Item = &'a Session>,
+) -> Option<&'a Session> {
+    let mut live = sessions
+        .into_iter()
+        .filter(|s| s.desk == task.desk && s.is_live());
+    match &task.delivered_to {
+        Some(to) => live.find(|s| s.id == *to),
+        None => holder(live),
+    }
+}
+
+/// Each live session among `sessions` that [`works_on`] some of `tasks`, with those tasks, in
+/// the order the sessions come: what the watchdog plans with.
+pub fn work<'s, 't>(
+    sessions: &'s [Session],
+    tasks: impl IntoIterator<Item = &'t Task>,
+) -> Vec<(&'s Session, Vec<&'t Task>)> {
+    let mut out: Vec<(&Session, Vec<&Task>)> = Vec::new();
+    for t in tasks {
+        let Some(s) = works_on(t, sessions) else {
+            continue;
+        };
+        match out.iter_mut().find(|(x, _)| x.id == s.id) {
+            Some((_, ts)) => ts.push(t),
+            None => out.push((s, vec![t])),
         }
     }
-    sessions
-        .iter()
-        .filter(|s| by_desk.get(&s.desk).is_some_and(|h| std::ptr::eq(*h, *s)))
-        .collect()
+    let order = |s: &Session| sessions.iter().position(|x| x.id == s.id);
+    out.sort_by_key(|(s, _)| order(s));
+    out
 }
 
 #[cfg(test)]
@@ -993,21 +1019,71 @@ mod tests {
             at("d", "api", 3, true),
             at("e", "api", 3, true),
         ];
-        let ids = |v: Vec<&Session>| v.iter().map(|s| s.id.to_string()).collect::<Vec<_>>();
-        assert_eq!(ids(holders(&sessions)), ["b", "d"]);
         let mut reversed = sessions.clone();
         reversed.reverse();
+        assert_eq!(holder(&sessions[3..]).map(|s| s.id.as_str()), Some("d"));
         assert_eq!(
-            ids(holders(&reversed)),
-            ["d", "b"],
+            holder(&reversed[..2]).map(|s| s.id.as_str()),
+            Some("d"),
             "ties go to the smaller id"
         );
         assert_eq!(holder(&sessions[..3]).map(|s| s.id.as_str()), Some("b"));
-        assert_eq!(holder(&reversed[..2]).map(|s| s.id.as_str()), Some("d"));
         assert_eq!(
             holder(&sessions[2..3]),
             None,
             "an ended session holds nothing"
+        );
+    }
+
+    /// The session a task was handed to works on it, though a newer one holds the desk; what
+    /// no session was handed goes by the desk's newest live session; a task handed to a
+    /// session that is gone is nobody's until it is given back.
+    #[test]
+    fn the_session_a_task_was_handed_to_works_on_it() {
+        let at = |id: &str, updated: i64, live: bool| {
+            let mut s = session();
+            s.id = id.into();
+            s.updated_at = t(updated);
+            if !live {
+                s.activity = Activity::Ended;
+            }
+            s
+        };
+        let (older, newer, gone) = (at("a", 1, true), at("b", 5, true), at("c", 9, false));
+        let mut api = at("d", 7, true);
+        api.desk = "api".parse().unwrap();
+        let sessions = vec![older, newer, gone, api];
+        let task = |to: Option<&str>| {
+            let new = crate::task::NewTask {
+                desk: "web".parse().unwrap(),
+                asker: "alice".into(),
+                request: crate::task::Message::user_text("m-1", "Add a --json flag"),
+                context_id: None,
+                metadata: serde_json::Map::new(),
+            };
+            let mut task = Task::submit("t-1".into(), new, 1, t(0));
+            task.delivered_to = to.map(SessionId::from);
+            task
+        };
+        let who = |t: &Task| works_on(t, &sessions).map(|s| s.id.to_string());
+        assert_eq!(
+            who(&task(Some("a"))).as_deref(),
+            Some("a"),
+            "handed to the older"
+        );
+        assert_eq!(who(&task(None)).as_deref(), Some("b"), "the desk's newest");
+        assert_eq!(who(&task(Some("c"))), None, "handed to one that ended");
+        assert_eq!(who(&task(Some("d"))), None, "a session of another desk");
+        let (to_a, queued) = (task(Some("a")), task(None));
+        let work = work(&sessions, [&queued, &to_a]);
+        let pairs: Vec<(&str, usize)> = work
+            .iter()
+            .map(|(s, ts)| (s.id.as_str(), ts.len()))
+            .collect();
+        assert_eq!(pairs, [("a", 1), ("b", 1)], "in the sessions' order");
+        assert_eq!(
+            work[0].1[0].delivered_to.as_ref().map(SessionId::as_str),
+            Some("a")
         );
     }
 }

@@ -1,4 +1,9 @@
-//! Every number the owner can tune, with its key, default, parser and validation.
+//! Every setting the owner can tune, described once: [`SETTINGS`], a table of key, kind with
+//! its range and units, default, label, help and group, which [`Settings::set`] parses and
+//! checks by, [`Settings::default`] starts from, the owner API serves as the catalogue
+//! (`GET /api/settings/catalogue`), the settings panel draws its fields from and
+//! `taskkeeper settings list` prints. A new setting is one entry in the table (and the typed
+//! field the code reads it from).
 //!
 //! Settings are kept in the store as text under their keys; [`Settings`] is the typed view.
 //! Durations are written as a number and a unit: `s`, `m`, `h` or `d` (`90s`, `5m`, `24h`,
@@ -9,6 +14,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::desk::AgentKind;
+use crate::digest::OfferAt;
 
 /// `reminders.paused`: every reminder paused (the tray's, the window's and the CLI's pause).
 pub const REMINDERS_PAUSED: &str = "reminders.paused";
@@ -16,57 +22,6 @@ pub const REMINDERS_PAUSED: &str = "reminders.paused";
 pub const NOTIFICATIONS_ENABLED: &str = "notifications.enabled";
 /// `app.shortcut`: the desktop app's global shortcut (`off` for none).
 pub const APP_SHORTCUT: &str = "app.shortcut";
-
-/// The keys, in the order the settings panel shows them.
-pub const KEYS: [&str; 42] = [
-    "reminders.first_after.claude-code",
-    "reminders.first_after.default",
-    "reminders.ladder",
-    "reminders.stall_after",
-    "reminders.hourly_cap",
-    "tasks.expire_after",
-    "tasks.keep_ended",
-    "a2a.blocking_wait_max",
-    "a2a.streams_per_caller",
-    NOTIFICATIONS_ENABLED,
-    "sessions.create_desks",
-    REMINDERS_PAUSED,
-    // The limits (see [`Limits`]).
-    "limits.open_tasks_per_asker",
-    "limits.message_bytes",
-    "limits.task_bytes",
-    "limits.file_bytes",
-    "limits.reply_history",
-    "sessions.keep_ended",
-    "sessions.max",
-    "sessions.create_desks_max",
-    // Push notifications (see [`Push`]).
-    "push.allow_loopback_targets",
-    "push.allow_private_targets",
-    "push.retry_first",
-    "push.retry_max",
-    "push.give_up_after",
-    "push.configs_per_task",
-    // The digest (see [`crate::digest`]).
-    "digest.at",
-    // The desktop app (see [`Desktop`]).
-    "notifications.stalled",
-    "notifications.permission",
-    "notifications.blocked",
-    "notifications.session_ended",
-    "notifications.finished",
-    APP_SHORTCUT,
-    // The network listener for askers on other machines (see [`crate::network`]).
-    "network.listen",
-    "network.tls",
-    "network.cert_file",
-    "network.key_file",
-    "network.public_url",
-    "network.trusted_proxies",
-    "network.insecure_http",
-    "network.requests_per_minute",
-    "network.streams_per_minute",
-];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
@@ -102,45 +57,32 @@ pub struct Settings {
     pub digest_at: crate::digest::OfferAt,
     /// Which desktop notifications the owner gets, and the app's shortcut.
     pub desktop: Desktop,
-    /// The listener for askers on other machines.
+    /// The listener for askers on other machines (its own module parses its settings).
     pub network: crate::network::Network,
 }
 
 impl Default for Settings {
+    /// Every setting at its default in [`SETTINGS`] (`every_default_in_the_table_is_taken`).
     fn default() -> Self {
-        let min = |m: u64| Duration::from_secs(m * 60);
-        Self {
-            first_after_claude_code: min(5),
-            first_after_default: min(2),
-            ladder: vec![min(1), min(2), min(5), min(10)],
-            stall_after: min(30),
-            hourly_cap: 6,
-            expire_after: min(24 * 60),
-            keep_ended: min(7 * 24 * 60),
-            blocking_wait_max: min(10),
-            streams_per_caller: STREAMS_PER_CALLER_DEFAULT,
-            notifications_enabled: true,
-            create_desks: true,
-            reminders_paused: false,
-            limits: Limits::default(),
-            push: Push::default(),
-            digest_at: crate::digest::OfferAt::Login,
-            desktop: Desktop::default(),
-            network: crate::network::Network::default(),
+        let mut s = Settings::blank();
+        for row in SETTINGS {
+            // Each default is taken (the test above): an error here cannot happen.
+            let _ = row.set(&mut s, row.default);
         }
+        s
     }
 }
 
 /// A refused setting: the message names the key and what it accepts.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SettingError {
-    #[error("unknown setting {key:?}; the settings are: {}", KEYS.join(", "))]
+    #[error("unknown setting {key:?}; the settings are: {}", keys().collect::<Vec<_>>().join(", "))]
     UnknownKey { key: String },
     #[error("invalid value {value:?} for {key}: {expected}")]
     InvalidValue {
         key: String,
         value: String,
-        expected: &'static str,
+        expected: String,
     },
 }
 
@@ -155,26 +97,707 @@ impl SettingError {
         SettingError::InvalidValue {
             key: key.to_owned(),
             value: value.to_owned(),
-            expected,
+            expected: expected.to_owned(),
         }
     }
 }
 
-const DURATION_HELP: &str = "a duration such as 90s, 5m, 2h or 7d (more than zero)";
-const LADDER_HELP: &str =
-    "a comma-separated list of durations such as 1m,2m,5m,10m (at least one step)";
-const CAP_HELP: &str = "a whole number from 1 to 60";
-const BOOL_HELP: &str = "true or false";
+// ---- the table ----------------------------------------------------------------------------
 
-// ---- streams per caller ----
-/// Enough for an asker that follows a handful of tasks on several desks at once; each open
-/// stream or wait holds a connection and a reference to its task.
-pub const STREAMS_PER_CALLER_DEFAULT: u32 = 16;
-pub const STREAMS_PER_CALLER_MAX: u32 = 1000;
-const STREAMS_HELP: &str = "a whole number from 1 to 1000";
-// ---- end streams per caller ----
+/// Where a setting shows in the settings panel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Group {
+    Reminders,
+    Tasks,
+    App,
+    Limits,
+    Push,
+    Digest,
+    Network,
+}
+
+impl Group {
+    /// Its heading.
+    pub fn name(self) -> &'static str {
+        match self {
+            Group::Reminders => "Reminders",
+            Group::Tasks => "Tasks",
+            Group::App => "App",
+            Group::Limits => "Limits",
+            Group::Push => "Push notifications",
+            Group::Digest => "Digest",
+            Group::Network => "Askers on other machines",
+        }
+    }
+}
+
+/// What a setting's value is, with its range: how it is written and checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A number and a unit of [`DURATION_UNITS`], more than zero.
+    Duration,
+    /// Durations, comma-separated, at least one.
+    Ladder,
+    /// A whole number from `min` to `max`.
+    Count { min: u64, max: u64 },
+    /// A number of bytes and a unit of [`BYTE_UNITS`] (none: bytes), from `min` to `max` bytes.
+    Bytes { min: u64, max: u64 },
+    /// `true` or `false`.
+    Bool,
+    /// Modifiers and one key joined by `+`, or `off`.
+    Shortcut,
+    /// `off`, `login`, or a local time of day `HH:MM`.
+    TimeOfDay,
+    /// Words the setting's own module reads (an address, a URL, a path, one of a few names),
+    /// in the forms it says.
+    Text { expected: &'static str },
+}
+
+/// The units a duration takes, shortest first.
+pub const DURATION_UNITS: [&str; 4] = ["s", "m", "h", "d"];
+/// The units a size takes, smallest first.
+pub const BYTE_UNITS: [&str; 3] = ["B", "KiB", "MiB"];
+
+impl Kind {
+    /// What a value of this kind is, in the words a refusal uses.
+    pub fn expected(self) -> String {
+        match self {
+            Kind::Duration => "a duration such as 90s, 5m, 2h or 7d (more than zero)".to_owned(),
+            Kind::Ladder => {
+                "a comma-separated list of durations such as 1m,2m,5m,10m (at least one step)"
+                    .to_owned()
+            }
+            Kind::Count { min, max } => format!("a whole number from {min} to {max}"),
+            Kind::Bytes { min, max } => format!(
+                "a size such as 4096B, 256KiB or 2MiB (from {} to {}; B, KiB or MiB)",
+                format_bytes(min),
+                format_bytes(max)
+            ),
+            Kind::Bool => "true or false".to_owned(),
+            Kind::Shortcut => SHORTCUT_HELP.to_owned(),
+            Kind::TimeOfDay => crate::digest::OFFER_HELP.to_owned(),
+            Kind::Text { expected } => expected.to_owned(),
+        }
+    }
+
+    /// The units a value is written in (none for a plain number or a word).
+    pub fn units(self) -> &'static [&'static str] {
+        match self {
+            Kind::Duration | Kind::Ladder => &DURATION_UNITS,
+            Kind::Bytes { .. } => &BYTE_UNITS,
+            _ => &[],
+        }
+    }
+}
+
+/// Reads a setting's typed value from [`Settings`] and writes it there.
+type Access<T> = (fn(&Settings) -> T, fn(&mut Settings, T));
+
+/// Where a setting lives in [`Settings`], and so what it is.
+#[derive(Debug, Clone, Copy)]
+enum Field {
+    Duration(Access<Duration>),
+    Ladder(Access<Vec<Duration>>),
+    Count(u64, u64, Access<u64>),
+    Bytes(u64, u64, Access<u64>),
+    Bool(Access<bool>),
+    Shortcut(Access<Option<String>>),
+    TimeOfDay(Access<OfferAt>),
+    /// Read and written by the module that owns it, by key (`crate::network`).
+    Text {
+        expected: &'static str,
+        get: fn(&Settings, &str) -> String,
+        set: fn(&mut Settings, &str, &str) -> Result<(), SettingError>,
+    },
+}
+
+/// A `network.*` setting, read and written by `crate::network` (it checks what it takes).
+const fn network(expected: &'static str) -> Field {
+    Field::Text {
+        expected,
+        get: |s, key| s.network.get(key).unwrap_or_default(),
+        set: |s, key, value| s.network.set(key, value),
+    }
+}
+
+/// The field at `path` in [`Settings`], read and written as it is.
+macro_rules! at {
+    ($($path:ident).+) => {
+        (|s: &Settings| s.$($path).+, |s: &mut Settings, v| s.$($path).+ = v)
+    };
+}
+
+/// A `u32` field at `path`, as a count (the table's range keeps it within `u32`).
+macro_rules! at_u32 {
+    ($($path:ident).+) => {
+        (
+            |s: &Settings| u64::from(s.$($path).+),
+            |s: &mut Settings, v: u64| s.$($path).+ = u32::try_from(v).unwrap_or(u32::MAX),
+        )
+    };
+}
+
+/// One setting, as everything that shows or checks it reads it.
+#[derive(Debug, Clone, Copy)]
+pub struct Setting {
+    pub key: &'static str,
+    pub group: Group,
+    /// Its name in the settings panel.
+    pub label: &'static str,
+    /// What it does, in a sentence (its accepted forms are [`Setting::kind`]'s).
+    pub help: &'static str,
+    /// Its value until the owner changes it, as text.
+    pub default: &'static str,
+    /// Listed by the settings panel and `taskkeeper settings list`; a setting that is not
+    /// is still read and written by its key.
+    pub shown: bool,
+    field: Field,
+}
+
+const KIB: u64 = 1024;
+const MIB: u64 = 1024 * 1024;
+/// The sizes a limit takes.
+const SIZE: (u64, u64) = (KIB, 1024 * MIB);
+/// The counts a limit takes.
+const LIMIT: u64 = 100_000;
+
+/// Every setting, in the order the settings panel shows them.
+pub const SETTINGS: &[Setting] = &[
+    Setting {
+        key: "reminders.first_after.claude-code",
+        group: Group::Reminders,
+        label: "First reminder (Claude Code)",
+        help: "Quiet time before a Claude Code session holding a task is first reminded.",
+        default: "5m",
+        shown: true,
+        field: Field::Duration(at!(first_after_claude_code)),
+    },
+    Setting {
+        key: "reminders.first_after.default",
+        group: Group::Reminders,
+        label: "First reminder (other agents)",
+        help: "The same for every other kind of agent.",
+        default: "2m",
+        shown: true,
+        field: Field::Duration(at!(first_after_default)),
+    },
+    Setting {
+        key: "reminders.ladder",
+        group: Group::Reminders,
+        label: "Further reminders",
+        help: "Each one after this much more quiet.",
+        default: "1m,2m,5m,10m",
+        shown: true,
+        field: Field::Ladder((|s| s.ladder.clone(), |s, v| s.ladder = v)),
+    },
+    Setting {
+        key: "reminders.stall_after",
+        group: Group::Reminders,
+        label: "Stalled after",
+        help: "With no answer this long after the last reminder, the task stalls and you are told.",
+        default: "30m",
+        shown: true,
+        field: Field::Duration(at!(stall_after)),
+    },
+    Setting {
+        key: "reminders.hourly_cap",
+        group: Group::Reminders,
+        label: "Reminders per hour",
+        help: "At most this many messages into one session per hour.",
+        default: "6",
+        shown: true,
+        field: Field::Count(1, 60, at_u32!(hourly_cap)),
+    },
+    Setting {
+        key: REMINDERS_PAUSED,
+        group: Group::Reminders,
+        label: "Pause all reminders",
+        help: "No session is reminded until you resume.",
+        default: "false",
+        shown: true,
+        field: Field::Bool(at!(reminders_paused)),
+    },
+    Setting {
+        key: "tasks.expire_after",
+        group: Group::Tasks,
+        label: "Expire open tasks after",
+        help: "An open task older than this is canceled as expired.",
+        default: "1d",
+        shown: true,
+        field: Field::Duration(at!(expire_after)),
+    },
+    Setting {
+        key: "tasks.keep_ended",
+        group: Group::Tasks,
+        label: "Keep ended tasks for",
+        help: "Ended tasks stay in Recent (and for their askers) this long.",
+        default: "7d",
+        shown: true,
+        field: Field::Duration(at!(keep_ended)),
+    },
+    Setting {
+        key: "a2a.blocking_wait_max",
+        group: Group::Tasks,
+        label: "Longest blocking wait",
+        help: "An asker's blocking request is answered with the task as it is after this long.",
+        default: "10m",
+        shown: true,
+        field: Field::Duration(at!(blocking_wait_max)),
+    },
+    Setting {
+        key: "a2a.streams_per_caller",
+        group: Group::Tasks,
+        label: "Streams per asker",
+        help: "At most this many streams and blocking requests open at once for each asker (and \
+               for you); more are refused. Each holds a connection and its task.",
+        default: "16",
+        shown: true,
+        field: Field::Count(1, 1000, at_u32!(streams_per_caller)),
+    },
+    Setting {
+        key: NOTIFICATIONS_ENABLED,
+        group: Group::App,
+        label: "Desktop notifications",
+        help: "Desktop notifications at all (each kind below has its own switch).",
+        default: "true",
+        shown: true,
+        field: Field::Bool(at!(notifications_enabled)),
+    },
+    Setting {
+        key: NoticeKind::Stalled.key(),
+        group: Group::App,
+        label: "When a task stalls",
+        help: "Notify me when a task stops after its last reminder (Open, Remind now, Snooze 1 h).",
+        default: "true",
+        shown: true,
+        field: Field::Bool((
+            |s| s.desktop.shows(NoticeKind::Stalled),
+            |s, on| s.desktop.show(NoticeKind::Stalled, on),
+        )),
+    },
+    Setting {
+        key: NoticeKind::Permission.key(),
+        group: Group::App,
+        label: "When a session asks me",
+        help: "Notify me when a session waits for me to allow a tool (Allow, Deny, Open).",
+        default: "true",
+        shown: true,
+        field: Field::Bool((
+            |s| s.desktop.shows(NoticeKind::Permission),
+            |s, on| s.desktop.show(NoticeKind::Permission, on),
+        )),
+    },
+    Setting {
+        key: NoticeKind::SessionEnded.key(),
+        group: Group::App,
+        label: "When a session ends holding tasks",
+        help: "Notify me when a session ends with tasks still open (Launch a session, Open).",
+        default: "true",
+        shown: true,
+        field: Field::Bool((
+            |s| s.desktop.shows(NoticeKind::SessionEnded),
+            |s, on| s.desktop.show(NoticeKind::SessionEnded, on),
+        )),
+    },
+    // A blocked task waits on its asker and a finished one needs nobody: off unless asked for.
+    Setting {
+        key: NoticeKind::Blocked.key(),
+        group: Group::App,
+        label: "When a task waits on its asker",
+        help: "Notify me when a worker says it needs something from the asker.",
+        default: "false",
+        shown: true,
+        field: Field::Bool((
+            |s| s.desktop.shows(NoticeKind::Blocked),
+            |s, on| s.desktop.show(NoticeKind::Blocked, on),
+        )),
+    },
+    Setting {
+        key: NoticeKind::Finished.key(),
+        group: Group::App,
+        label: "When a task is finished",
+        help: "Notify me when a worker finishes a task.",
+        default: "false",
+        shown: true,
+        field: Field::Bool((
+            |s| s.desktop.shows(NoticeKind::Finished),
+            |s, on| s.desktop.show(NoticeKind::Finished, on),
+        )),
+    },
+    Setting {
+        key: APP_SHORTCUT,
+        group: Group::App,
+        label: "Shortcut to show the window",
+        help: "A global shortcut that shows and hides the window.",
+        default: SHORTCUT_DEFAULT,
+        shown: true,
+        field: Field::Shortcut((
+            |s| s.desktop.shortcut.clone(),
+            |s, v| s.desktop.shortcut = v,
+        )),
+    },
+    Setting {
+        key: "sessions.create_desks",
+        group: Group::App,
+        label: "Desks for new directories",
+        help: "A session started in a directory no desk covers gets a desk of its own.",
+        default: "true",
+        shown: true,
+        field: Field::Bool(at!(create_desks)),
+    },
+    // The limits: how much any one caller can make Taskkeeper keep (`crate::limits`).
+    Setting {
+        key: "limits.open_tasks_per_asker",
+        group: Group::Limits,
+        label: "Open tasks per asker",
+        help: "An asker (or a desk asking another) with this many open tasks is refused another \
+               until one ends.",
+        default: "100",
+        shown: true,
+        field: Field::Count(1, LIMIT, at!(limits.open_tasks_per_asker)),
+    },
+    Setting {
+        key: "limits.message_bytes",
+        group: Group::Limits,
+        label: "Largest message",
+        help: "A message from an asker larger than this is refused.",
+        default: "256KiB",
+        shown: true,
+        field: Field::Bytes(SIZE.0, SIZE.1, at!(limits.message_bytes)),
+    },
+    Setting {
+        key: "limits.task_bytes",
+        group: Group::Limits,
+        label: "Largest task",
+        help: "A follow-up that would make a task's history and results larger than this is \
+               refused.",
+        default: "2MiB",
+        shown: true,
+        field: Field::Bytes(SIZE.0, SIZE.1, at!(limits.task_bytes)),
+    },
+    Setting {
+        key: "limits.file_bytes",
+        group: Group::Limits,
+        label: "Largest file",
+        help: "A file an asker sends in a message, or one a worker attaches to a task, larger \
+               than this is refused.",
+        default: "10MiB",
+        shown: true,
+        field: Field::Bytes(SIZE.0, SIZE.1, at!(limits.file_bytes)),
+    },
+    Setting {
+        key: "limits.reply_history",
+        group: Group::Limits,
+        label: "History in replies",
+        help: "Replies to askers carry this many of the latest messages unless the asker asks \
+               for more (historyLength).",
+        default: "20",
+        shown: true,
+        field: Field::Count(1, LIMIT, at_u32!(limits.reply_history)),
+    },
+    Setting {
+        key: "sessions.keep_ended",
+        group: Group::Limits,
+        label: "Keep ended sessions for",
+        help: "A session that ended is forgotten this long after its last change.",
+        default: "1d",
+        shown: true,
+        field: Field::Duration(at!(limits.keep_ended_sessions)),
+    },
+    Setting {
+        key: "sessions.max",
+        group: Group::Limits,
+        label: "Sessions kept",
+        help: "At most this many sessions; a new one takes the place of the oldest ended one, \
+               and is refused when all are live.",
+        default: "500",
+        shown: true,
+        field: Field::Count(1, LIMIT, at!(limits.sessions_max)),
+    },
+    Setting {
+        key: "sessions.create_desks_max",
+        group: Group::Limits,
+        label: "Desks sessions may create",
+        help: "Sessions create a desk of their own only while there are fewer desks than this.",
+        default: "50",
+        shown: true,
+        field: Field::Count(1, LIMIT, at!(limits.create_desks_max)),
+    },
+    // Push notifications to askers' webhooks (`crate::push`).
+    Setting {
+        key: "push.allow_loopback_targets",
+        group: Group::Push,
+        label: "Push to this machine",
+        help: "Askers' webhooks may point at this machine (127.0.0.1, localhost and their other \
+               spellings), where local services that trust loopback listen. Never at \
+               Taskkeeper's own port.",
+        default: "false",
+        shown: true,
+        field: Field::Bool(at!(push.allow_loopback_targets)),
+    },
+    Setting {
+        key: "push.allow_private_targets",
+        group: Group::Push,
+        label: "Push to private addresses",
+        help: "Askers' webhooks may point into private, link-local and other special address \
+               ranges (public addresses always may).",
+        default: "false",
+        shown: true,
+        field: Field::Bool(at!(push.allow_private_targets)),
+    },
+    Setting {
+        key: "push.retry_first",
+        group: Group::Push,
+        label: "First retry after",
+        help: "A push the webhook did not take is tried again after this, doubling each time.",
+        default: "1s",
+        shown: true,
+        field: Field::Duration(at!(push.retry_first)),
+    },
+    Setting {
+        key: "push.retry_max",
+        group: Group::Push,
+        label: "Longest wait between retries",
+        help: "The doubling stops here.",
+        default: "5m",
+        shown: true,
+        field: Field::Duration(at!(push.retry_max)),
+    },
+    Setting {
+        key: "push.give_up_after",
+        group: Group::Push,
+        label: "Give up after",
+        help: "A push still failing this long after its change is dropped (and logged).",
+        default: "1d",
+        shown: true,
+        field: Field::Duration(at!(push.give_up_after)),
+    },
+    Setting {
+        key: "push.configs_per_task",
+        group: Group::Push,
+        label: "Webhooks per task",
+        help: "The most webhooks one task may have.",
+        default: "10",
+        shown: true,
+        field: Field::Count(1, 100, at!(push.configs_per_task)),
+    },
+    Setting {
+        key: "digest.at",
+        group: Group::Digest,
+        label: "Offer the digest",
+        help: "When Taskkeeper offers the digest by itself: each time it starts (login), every \
+               day at a local time, or never.",
+        default: "login",
+        shown: true,
+        field: Field::TimeOfDay(at!(digest_at)),
+    },
+    Setting {
+        key: "network.listen",
+        group: Group::Network,
+        label: "Listen for askers on",
+        help: "The address and port other machines reach this desk on (off: only this machine).",
+        default: "off",
+        shown: true,
+        field: network(crate::network::LISTEN_HELP),
+    },
+    Setting {
+        key: "network.tls",
+        group: Group::Network,
+        label: "TLS",
+        help: "self-signed: a certificate made here, which askers pin by its fingerprint; files: \
+               your certificate and key; proxy: plain HTTP to a TLS proxy you run (Tailscale \
+               serve, Caddy, nginx); off: plain HTTP.",
+        default: "self-signed",
+        shown: true,
+        field: network(crate::network::TLS_HELP),
+    },
+    Setting {
+        key: "network.cert_file",
+        group: Group::Network,
+        label: "Certificate file",
+        help: "With TLS files: the certificate chain (PEM), read again when it changes.",
+        default: "",
+        shown: true,
+        field: network(crate::network::PATH_HELP),
+    },
+    Setting {
+        key: "network.key_file",
+        group: Group::Network,
+        label: "Key file",
+        help: "With TLS files: its private key (PEM).",
+        default: "",
+        shown: true,
+        field: network(crate::network::PATH_HELP),
+    },
+    Setting {
+        key: "network.public_url",
+        group: Group::Network,
+        label: "Public URL",
+        help: "The URL askers use, which the cards name (needed behind a proxy).",
+        default: "",
+        shown: true,
+        field: network(crate::network::URL_HELP),
+    },
+    Setting {
+        key: "network.trusted_proxies",
+        group: Group::Network,
+        label: "Trusted proxies",
+        help: "Behind a proxy: its addresses (or networks); only their X-Forwarded-For and \
+               X-Forwarded-Host are believed.",
+        default: "",
+        shown: true,
+        field: network(crate::network::PROXIES_HELP),
+    },
+    Setting {
+        key: "network.insecure_http",
+        group: Group::Network,
+        label: "Allow plain HTTP beyond this machine",
+        help: "Plain HTTP on an address other than loopback: askers' tokens cross the network \
+               unencrypted. Off unless you mean it.",
+        default: "false",
+        shown: true,
+        field: Field::Bool(at!(network.insecure_http)),
+    },
+    Setting {
+        key: "network.requests_per_minute",
+        group: Group::Network,
+        label: "Requests per minute",
+        help: "Each asker on the network (without a token, each address) may make this many \
+               requests a minute.",
+        default: "600",
+        shown: true,
+        field: Field::Count(1, 10_000_000, at_u32!(network.requests_per_minute)),
+    },
+    Setting {
+        key: "network.streams_per_minute",
+        group: Group::Network,
+        label: "Streams per minute",
+        help: "Each asker on the network may open this many streams and blocking requests a \
+               minute.",
+        default: "60",
+        shown: true,
+        field: Field::Count(1, 10_000_000, at_u32!(network.streams_per_minute)),
+    },
+];
+
+/// Every setting's key, in the table's order.
+pub fn keys() -> impl Iterator<Item = &'static str> {
+    SETTINGS.iter().map(|row| row.key)
+}
+
+/// The setting called `key`.
+pub fn setting(key: &str) -> Option<&'static Setting> {
+    SETTINGS.iter().find(|row| row.key == key)
+}
+
+impl Setting {
+    /// What its value is, with its range.
+    pub fn kind(&self) -> Kind {
+        match self.field {
+            Field::Duration(_) => Kind::Duration,
+            Field::Ladder(_) => Kind::Ladder,
+            Field::Count(min, max, _) => Kind::Count { min, max },
+            Field::Bytes(min, max, _) => Kind::Bytes { min, max },
+            Field::Bool(_) => Kind::Bool,
+            Field::Shortcut(_) => Kind::Shortcut,
+            Field::TimeOfDay(_) => Kind::TimeOfDay,
+            Field::Text { expected, .. } => Kind::Text { expected },
+        }
+    }
+
+    /// Its value in `s`, written as it is parsed.
+    fn get(&self, s: &Settings) -> String {
+        match self.field {
+            Field::Duration((get, _)) => format_duration(get(s)),
+            Field::Ladder((get, _)) => get(s)
+                .iter()
+                .map(|d| format_duration(*d))
+                .collect::<Vec<_>>()
+                .join(","),
+            Field::Count(_, _, (get, _)) => get(s).to_string(),
+            Field::Bytes(_, _, (get, _)) => format_bytes(get(s)),
+            Field::Bool((get, _)) => get(s).to_string(),
+            Field::Shortcut((get, _)) => get(s).unwrap_or_else(|| "off".to_owned()),
+            Field::TimeOfDay((get, _)) => get(s).to_string(),
+            Field::Text { get, .. } => get(s, self.key),
+        }
+    }
+
+    /// Set it in `s` from `text`, checked against its kind and range; on error nothing changes.
+    fn set(&self, s: &mut Settings, text: &str) -> Result<(), SettingError> {
+        let invalid = || SettingError::InvalidValue {
+            key: self.key.to_owned(),
+            value: text.to_owned(),
+            expected: self.kind().expected(),
+        };
+        let within = |min: u64, max: u64, n: Option<u64>| n.filter(|n| (min..=max).contains(n));
+        match self.field {
+            Field::Duration((_, set)) => set(s, parse_duration(text).ok_or_else(invalid)?),
+            Field::Ladder((_, set)) => {
+                let steps: Option<Vec<Duration>> =
+                    text.split(',').map(|s| parse_duration(s.trim())).collect();
+                set(s, steps.filter(|s| !s.is_empty()).ok_or_else(invalid)?);
+            }
+            Field::Count(min, max, (_, set)) => {
+                let n = within(min, max, text.trim().parse::<u64>().ok());
+                set(s, n.ok_or_else(invalid)?);
+            }
+            Field::Bytes(min, max, (_, set)) => {
+                set(s, within(min, max, parse_bytes(text)).ok_or_else(invalid)?);
+            }
+            Field::Bool((_, set)) => set(s, parse_bool(text).ok_or_else(invalid)?),
+            Field::Shortcut((_, set)) => set(s, parse_shortcut(text).ok_or_else(invalid)?),
+            Field::TimeOfDay((_, set)) => set(s, text.parse().map_err(|_| invalid())?),
+            Field::Text { set, .. } => set(s, self.key, text)?,
+        }
+        Ok(())
+    }
+}
 
 impl Settings {
+    /// Every field at zero or empty: what [`Settings::default`] fills in from the table.
+    fn blank() -> Self {
+        let zero = Duration::ZERO;
+        Self {
+            first_after_claude_code: zero,
+            first_after_default: zero,
+            ladder: Vec::new(),
+            stall_after: zero,
+            hourly_cap: 0,
+            expire_after: zero,
+            keep_ended: zero,
+            blocking_wait_max: zero,
+            streams_per_caller: 0,
+            notifications_enabled: false,
+            create_desks: false,
+            reminders_paused: false,
+            limits: Limits {
+                open_tasks_per_asker: 0,
+                message_bytes: 0,
+                task_bytes: 0,
+                file_bytes: 0,
+                reply_history: 0,
+                keep_ended_sessions: zero,
+                sessions_max: 0,
+                create_desks_max: 0,
+            },
+            push: Push {
+                allow_loopback_targets: false,
+                allow_private_targets: false,
+                retry_first: zero,
+                retry_max: zero,
+                give_up_after: zero,
+                configs_per_task: 0,
+            },
+            digest_at: OfferAt::Off,
+            desktop: Desktop {
+                shown: Vec::new(),
+                shortcut: None,
+            },
+            network: crate::network::Network::default(),
+        }
+    }
+
     pub fn first_after(&self, agent: AgentKind) -> Duration {
         match agent {
             AgentKind::ClaudeCode => self.first_after_claude_code,
@@ -184,92 +807,25 @@ impl Settings {
 
     /// The value of `key`, written as it is parsed.
     pub fn get(&self, key: &str) -> Result<String, SettingError> {
-        Ok(match key {
-            "reminders.first_after.claude-code" => format_duration(self.first_after_claude_code),
-            "reminders.first_after.default" => format_duration(self.first_after_default),
-            "reminders.ladder" => self
-                .ladder
-                .iter()
-                .map(|d| format_duration(*d))
-                .collect::<Vec<_>>()
-                .join(","),
-            "reminders.stall_after" => format_duration(self.stall_after),
-            "reminders.hourly_cap" => self.hourly_cap.to_string(),
-            "tasks.expire_after" => format_duration(self.expire_after),
-            "tasks.keep_ended" => format_duration(self.keep_ended),
-            "a2a.blocking_wait_max" => format_duration(self.blocking_wait_max),
-            "a2a.streams_per_caller" => self.streams_per_caller.to_string(),
-            NOTIFICATIONS_ENABLED => self.notifications_enabled.to_string(),
-            "sessions.create_desks" => self.create_desks.to_string(),
-            REMINDERS_PAUSED => self.reminders_paused.to_string(),
-            "digest.at" => self.digest_at.to_string(),
-            k if k.starts_with("push.") => return self.push.get(key),
-            k if k.starts_with("network.") => return self.network.get(key),
-            k if Desktop::owns(k) => return self.desktop.get(key),
-            _ => return self.limits.get(key),
-        })
+        let row = setting(key).ok_or_else(|| SettingError::UnknownKey {
+            key: key.to_owned(),
+        })?;
+        Ok(row.get(self))
     }
 
-    /// Set `key` from text; on error nothing changes.
+    /// Set `key` from text, as its entry in [`SETTINGS`] says; on error nothing changes.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
-        let invalid = |expected| SettingError::invalid(key, value, expected);
-        let duration = || parse_duration(value).ok_or_else(|| invalid(DURATION_HELP));
-        match key {
-            "reminders.first_after.claude-code" => self.first_after_claude_code = duration()?,
-            "reminders.first_after.default" => self.first_after_default = duration()?,
-            "reminders.ladder" => {
-                let steps: Option<Vec<Duration>> =
-                    value.split(',').map(|s| parse_duration(s.trim())).collect();
-                self.ladder = steps
-                    .filter(|s| !s.is_empty())
-                    .ok_or_else(|| invalid(LADDER_HELP))?;
-            }
-            "reminders.stall_after" => self.stall_after = duration()?,
-            "reminders.hourly_cap" => {
-                self.hourly_cap = value
-                    .trim()
-                    .parse::<u32>()
-                    .ok()
-                    .filter(|n| (1..=60).contains(n))
-                    .ok_or_else(|| invalid(CAP_HELP))?;
-            }
-            "tasks.expire_after" => self.expire_after = duration()?,
-            "tasks.keep_ended" => self.keep_ended = duration()?,
-            "a2a.blocking_wait_max" => self.blocking_wait_max = duration()?,
-            "a2a.streams_per_caller" => {
-                self.streams_per_caller = value
-                    .trim()
-                    .parse::<u32>()
-                    .ok()
-                    .filter(|n| (1..=STREAMS_PER_CALLER_MAX).contains(n))
-                    .ok_or_else(|| invalid(STREAMS_HELP))?;
-            }
-            NOTIFICATIONS_ENABLED => {
-                self.notifications_enabled = parse_bool(value).ok_or_else(|| invalid(BOOL_HELP))?
-            }
-            REMINDERS_PAUSED => {
-                self.reminders_paused = parse_bool(value).ok_or_else(|| invalid(BOOL_HELP))?
-            }
-            "sessions.create_desks" => {
-                self.create_desks = parse_bool(value).ok_or_else(|| invalid(BOOL_HELP))?
-            }
-            "digest.at" => {
-                self.digest_at = value
-                    .parse()
-                    .map_err(|_| invalid(crate::digest::OFFER_HELP))?
-            }
-            k if k.starts_with("push.") => return self.push.set(key, value),
-            k if k.starts_with("network.") => return self.network.set(key, value),
-            k if Desktop::owns(k) => return self.desktop.set(key, value),
-            _ => return self.limits.set(key, value),
-        }
-        Ok(())
+        let row = setting(key).ok_or_else(|| SettingError::UnknownKey {
+            key: key.to_owned(),
+        })?;
+        row.set(self, value)
     }
 
-    /// Every setting as (key, value) text, in [`KEYS`] order.
+    /// Every setting as (key, value) text, in [`SETTINGS`] order.
     pub fn pairs(&self) -> Vec<(&'static str, String)> {
-        KEYS.iter()
-            .filter_map(|k| self.get(k).ok().map(|v| (*k, v)))
+        SETTINGS
+            .iter()
+            .map(|row| (row.key, row.get(self)))
             .collect()
     }
 }
@@ -349,79 +905,13 @@ pub struct Limits {
 }
 
 impl Default for Limits {
+    /// The table's defaults ([`SETTINGS`]).
     fn default() -> Self {
-        Self {
-            open_tasks_per_asker: 100,
-            message_bytes: 256 * KIB,
-            task_bytes: 2 * MIB,
-            file_bytes: 10 * MIB,
-            reply_history: 20,
-            keep_ended_sessions: Duration::from_secs(86_400),
-            sessions_max: 500,
-            create_desks_max: 50,
-        }
+        Settings::default().limits
     }
 }
 
-const KIB: u64 = 1024;
-const MIB: u64 = 1024 * 1024;
-const LIMIT_COUNT_MAX: u64 = 100_000;
-const LIMIT_COUNT_HELP: &str = "a whole number from 1 to 100000";
-const LIMIT_BYTES_HELP: &str =
-    "a size such as 4096B, 256KiB or 2MiB (from 1KiB to 1024MiB; B, KiB or MiB)";
-
-impl Limits {
-    fn get(&self, key: &str) -> Result<String, SettingError> {
-        Ok(match key {
-            "limits.open_tasks_per_asker" => self.open_tasks_per_asker.to_string(),
-            "limits.message_bytes" => format_bytes(self.message_bytes),
-            "limits.task_bytes" => format_bytes(self.task_bytes),
-            "limits.file_bytes" => format_bytes(self.file_bytes),
-            "limits.reply_history" => self.reply_history.to_string(),
-            "sessions.keep_ended" => format_duration(self.keep_ended_sessions),
-            "sessions.max" => self.sessions_max.to_string(),
-            "sessions.create_desks_max" => self.create_desks_max.to_string(),
-            _ => {
-                return Err(SettingError::unknown(key));
-            }
-        })
-    }
-
-    fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
-        let invalid = |expected| SettingError::invalid(key, value, expected);
-        let count = || {
-            value
-                .trim()
-                .parse::<u64>()
-                .ok()
-                .filter(|n| (1..=LIMIT_COUNT_MAX).contains(n))
-                .ok_or_else(|| invalid(LIMIT_COUNT_HELP))
-        };
-        let bytes = || parse_bytes(value).ok_or_else(|| invalid(LIMIT_BYTES_HELP));
-        match key {
-            "limits.open_tasks_per_asker" => self.open_tasks_per_asker = count()?,
-            "limits.message_bytes" => self.message_bytes = bytes()?,
-            "limits.task_bytes" => self.task_bytes = bytes()?,
-            "limits.file_bytes" => self.file_bytes = bytes()?,
-            "limits.reply_history" => {
-                self.reply_history =
-                    u32::try_from(count()?).map_err(|_| invalid(LIMIT_COUNT_HELP))?
-            }
-            "sessions.keep_ended" => {
-                self.keep_ended_sessions =
-                    parse_duration(value).ok_or_else(|| invalid(DURATION_HELP))?
-            }
-            "sessions.max" => self.sessions_max = count()?,
-            "sessions.create_desks_max" => self.create_desks_max = count()?,
-            _ => {
-                return Err(SettingError::unknown(key));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// `4096B`, `256KiB`, `2MiB` (or a bare number of bytes) → bytes, from 1 KiB to 1024 MiB.
+/// `4096B`, `256KiB`, `2MiB` (or a bare number of bytes) → bytes; the range is the setting's.
 pub fn parse_bytes(text: &str) -> Option<u64> {
     let text = text.trim();
     let unit_at = text
@@ -429,13 +919,12 @@ pub fn parse_bytes(text: &str) -> Option<u64> {
         .unwrap_or(text.len());
     let (number, unit) = text.split_at(unit_at);
     let n: u64 = number.parse().ok()?;
-    let bytes = match unit.trim() {
-        "" | "B" => n,
-        "KiB" => n.checked_mul(KIB)?,
-        "MiB" => n.checked_mul(MIB)?,
-        _ => return None,
-    };
-    (KIB..=1024 * MIB).contains(&bytes).then_some(bytes)
+    match unit.trim() {
+        "" | "B" => Some(n),
+        "KiB" => n.checked_mul(KIB),
+        "MiB" => n.checked_mul(MIB),
+        _ => None,
+    }
 }
 
 /// The shortest exact form: `2MiB`, `256KiB`, `1500B`.
@@ -469,61 +958,9 @@ pub struct Push {
 }
 
 impl Default for Push {
+    /// The table's defaults ([`SETTINGS`]).
     fn default() -> Self {
-        Self {
-            allow_loopback_targets: false,
-            allow_private_targets: false,
-            retry_first: Duration::from_secs(1),
-            retry_max: Duration::from_secs(300),
-            give_up_after: Duration::from_secs(86_400),
-            configs_per_task: 10,
-        }
-    }
-}
-
-const PUSH_CONFIGS_HELP: &str = "a whole number from 1 to 100";
-
-impl Push {
-    fn get(&self, key: &str) -> Result<String, SettingError> {
-        Ok(match key {
-            "push.allow_loopback_targets" => self.allow_loopback_targets.to_string(),
-            "push.allow_private_targets" => self.allow_private_targets.to_string(),
-            "push.retry_first" => format_duration(self.retry_first),
-            "push.retry_max" => format_duration(self.retry_max),
-            "push.give_up_after" => format_duration(self.give_up_after),
-            "push.configs_per_task" => self.configs_per_task.to_string(),
-            _ => {
-                return Err(SettingError::unknown(key));
-            }
-        })
-    }
-
-    fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
-        let invalid = |expected| SettingError::invalid(key, value, expected);
-        let duration = || parse_duration(value).ok_or_else(|| invalid(DURATION_HELP));
-        match key {
-            "push.allow_loopback_targets" => {
-                self.allow_loopback_targets = parse_bool(value).ok_or_else(|| invalid(BOOL_HELP))?
-            }
-            "push.allow_private_targets" => {
-                self.allow_private_targets = parse_bool(value).ok_or_else(|| invalid(BOOL_HELP))?
-            }
-            "push.retry_first" => self.retry_first = duration()?,
-            "push.retry_max" => self.retry_max = duration()?,
-            "push.give_up_after" => self.give_up_after = duration()?,
-            "push.configs_per_task" => {
-                self.configs_per_task = value
-                    .trim()
-                    .parse::<u64>()
-                    .ok()
-                    .filter(|n| (1..=100).contains(n))
-                    .ok_or_else(|| invalid(PUSH_CONFIGS_HELP))?
-            }
-            _ => {
-                return Err(SettingError::unknown(key));
-            }
-        }
-        Ok(())
+        Settings::default().push
     }
 }
 // ---- end push notifications ----
@@ -556,7 +993,7 @@ impl NoticeKind {
     ];
 
     /// Its setting's key.
-    pub fn key(self) -> &'static str {
+    pub const fn key(self) -> &'static str {
         match self {
             NoticeKind::Stalled => "notifications.stalled",
             NoticeKind::Permission => "notifications.permission",
@@ -564,10 +1001,6 @@ impl NoticeKind {
             NoticeKind::SessionEnded => "notifications.session_ended",
             NoticeKind::Finished => "notifications.finished",
         }
-    }
-
-    fn from_key(key: &str) -> Option<NoticeKind> {
-        NoticeKind::ALL.into_iter().find(|k| k.key() == key)
     }
 }
 
@@ -585,15 +1018,9 @@ pub struct Desktop {
 }
 
 impl Default for Desktop {
+    /// The table's defaults ([`SETTINGS`]).
     fn default() -> Self {
-        Self {
-            shown: vec![
-                NoticeKind::Stalled,
-                NoticeKind::Permission,
-                NoticeKind::SessionEnded,
-            ],
-            shortcut: Some(SHORTCUT_DEFAULT.to_owned()),
-        }
+        Settings::default().desktop
     }
 }
 
@@ -617,36 +1044,17 @@ const SHORTCUT_MODIFIERS: [&str; 12] = [
 ];
 
 impl Desktop {
-    fn owns(key: &str) -> bool {
-        key == APP_SHORTCUT || NoticeKind::from_key(key).is_some()
-    }
-
     /// Whether notifications of this kind are shown (`notifications.enabled` aside).
     pub fn shows(&self, kind: NoticeKind) -> bool {
         self.shown.contains(&kind)
     }
 
-    fn get(&self, key: &str) -> Result<String, SettingError> {
-        if key == APP_SHORTCUT {
-            return Ok(self.shortcut.clone().unwrap_or_else(|| "off".to_owned()));
-        }
-        let kind = NoticeKind::from_key(key).ok_or_else(|| SettingError::unknown(key))?;
-        Ok(self.shows(kind).to_string())
-    }
-
-    fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
-        let invalid = |expected| SettingError::invalid(key, value, expected);
-        if key == APP_SHORTCUT {
-            self.shortcut = parse_shortcut(value).ok_or_else(|| invalid(SHORTCUT_HELP))?;
-            return Ok(());
-        }
-        let kind = NoticeKind::from_key(key).ok_or_else(|| SettingError::unknown(key))?;
-        let on = parse_bool(value).ok_or_else(|| invalid(BOOL_HELP))?;
+    /// Show notifications of this kind, or not.
+    fn show(&mut self, kind: NoticeKind, on: bool) {
         self.shown.retain(|k| *k != kind);
         if on {
             self.shown.push(kind);
         }
-        Ok(())
     }
 }
 
@@ -712,13 +1120,88 @@ mod tests {
             "notifications.session_ended = true",
             "notifications.finished = false",
             "app.shortcut = CmdOrCtrl+Alt+K",
-            "network.listen = off",
-            "network.tls = self-signed",
-            "network.requests_per_minute = 600",
-            "network.streams_per_minute = 60",
         ] {
             assert!(text.contains(line), "missing {line} in\n{text}");
         }
+    }
+
+    /// The table is the settings' one description: every default is taken and reads back as
+    /// written, every key is there once, and a group's settings stand together.
+    #[test]
+    fn every_default_in_the_table_is_taken() {
+        let mut s = Settings::blank();
+        for row in SETTINGS {
+            row.set(&mut s, row.default)
+                .unwrap_or_else(|e| panic!("{}: {e}", row.key));
+            assert_eq!(
+                row.get(&s),
+                row.default,
+                "{} reads back as written",
+                row.key
+            );
+        }
+        assert_eq!(s, Settings::default());
+        let mut keys: Vec<&str> = keys().collect();
+        keys.sort_unstable();
+        keys.dedup();
+        assert_eq!(keys.len(), SETTINGS.len(), "every key once");
+        let mut groups: Vec<Group> = SETTINGS.iter().map(|r| r.group).collect();
+        groups.dedup();
+        let mut seen = groups.clone();
+        seen.sort_by_key(|g| g.name());
+        seen.dedup();
+        assert_eq!(
+            groups.len(),
+            seen.len(),
+            "a group's settings stand together"
+        );
+    }
+
+    /// The table's ranges are what `set` takes: the bounds of every count and size are taken,
+    /// one past them refused with the kind's words, and nothing changes.
+    #[test]
+    fn the_table_decides_what_each_setting_takes() {
+        let mut ranged = 0;
+        for row in SETTINGS {
+            let (min, max, show): (u64, u64, fn(u64) -> String) = match row.kind() {
+                Kind::Count { min, max } => (min, max, |n| n.to_string()),
+                Kind::Bytes { min, max } => (min, max, |n| format!("{n}B")),
+                _ => continue,
+            };
+            ranged += 1;
+            let mut s = Settings::default();
+            for ok in [min, max] {
+                s.set(row.key, &show(ok)).unwrap();
+                assert_eq!(
+                    parse_bytes(&s.get(row.key).unwrap()),
+                    Some(ok),
+                    "{}",
+                    row.key
+                );
+            }
+            let before = s.clone();
+            for bad in [min - 1, max + 1] {
+                let err = s.set(row.key, &show(bad)).unwrap_err().to_string();
+                assert!(
+                    err.contains(row.key) && err.ends_with(&row.kind().expected()),
+                    "{err}"
+                );
+            }
+            assert_eq!(s, before, "{}: a refusal changes nothing", row.key);
+        }
+        assert_eq!(ranged, 10, "every count and size was checked");
+        assert_eq!(
+            setting("reminders.hourly_cap").map(|r| r.kind().expected()),
+            Some("a whole number from 1 to 60".to_owned())
+        );
+        assert_eq!(
+            setting("limits.file_bytes").map(|r| (r.kind().expected(), r.kind().units())),
+            Some((
+                "a size such as 4096B, 256KiB or 2MiB (from 1KiB to 1024MiB; B, KiB or MiB)"
+                    .to_owned(),
+                &BYTE_UNITS[..]
+            ))
+        );
     }
 
     #[test]
@@ -813,9 +1296,11 @@ mod tests {
         assert_eq!(s.limits.keep_ended_sessions, Duration::from_secs(36 * 3600));
         s.set("limits.open_tasks_per_asker", " 7 ").unwrap();
         assert_eq!(s.limits.open_tasks_per_asker, 7);
-        assert_eq!(parse_bytes("1023"), None);
         assert_eq!(parse_bytes("1KiB"), Some(1024));
-        assert_eq!(parse_bytes("1025MiB"), None);
+        assert_eq!(parse_bytes("2KB"), None);
+        for out_of_range in ["1023", "1025MiB"] {
+            assert!(s.set("limits.task_bytes", out_of_range).is_err());
+        }
     }
 
     #[test]

@@ -414,6 +414,81 @@ impl Task {
     pub fn request_text(&self) -> String {
         self.history.first().map(Message::text).unwrap_or_default()
     }
+
+    /// What every surface shows the owner for this task's state (the owner API's task view
+    /// carries it, so the window, the CLI and the digest say the same words): the A2A state,
+    /// told apart where the owner needs more (queued with its place, stalled, waiting on the
+    /// owner, blocked on the asker, expired).
+    pub fn label(&self) -> Label {
+        match self.state() {
+            TaskState::Submitted => Label::Queued(self.queue_position),
+            TaskState::Working if self.stalled_at.is_some() => Label::Stalled,
+            TaskState::Working if self.waiting_on_owner => Label::WaitingOnOwner,
+            TaskState::Working => Label::Working,
+            TaskState::InputRequired => Label::Blocked,
+            TaskState::AuthRequired => Label::AuthRequired,
+            TaskState::Completed => Label::Completed,
+            TaskState::Failed => Label::Failed,
+            TaskState::Canceled if self.expired_at.is_some() => Label::Expired,
+            TaskState::Canceled => Label::Canceled,
+            TaskState::Rejected => Label::Rejected,
+        }
+    }
+}
+
+/// A task's state as the owner is shown it ([`Task::label`]); its [`fmt::Display`] is the
+/// words, [`Label::kind`] a name for styling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Label {
+    /// Waiting in its desk's queue, at this place (1: next) when it is known.
+    Queued(Option<u32>),
+    Working,
+    /// Its ladder ran out: the session did not answer its reminders (a stall beats a wait on
+    /// the owner: the owner resumes it either way).
+    Stalled,
+    /// A permission prompt or a question of its desk's session waits on the owner.
+    WaitingOnOwner,
+    /// The worker needs something from the asker (INPUT_REQUIRED).
+    Blocked,
+    /// Never produced for a real desk, but a task read back from elsewhere may carry it.
+    AuthRequired,
+    Completed,
+    Failed,
+    /// Canceled because it stayed open past `tasks.expire_after`.
+    Expired,
+    Canceled,
+    Rejected,
+}
+
+impl Label {
+    /// Which label it is, without its place in the queue (`waiting-on-owner`, ...).
+    pub fn kind(self) -> &'static str {
+        match self {
+            Label::Queued(_) => "queued",
+            Label::Working => "working",
+            Label::Stalled => "stalled",
+            Label::WaitingOnOwner => "waiting-on-owner",
+            Label::Blocked => "blocked",
+            Label::AuthRequired => "auth-required",
+            Label::Completed => "completed",
+            Label::Failed => "failed",
+            Label::Expired => "expired",
+            Label::Canceled => "canceled",
+            Label::Rejected => "rejected",
+        }
+    }
+}
+
+impl fmt::Display for Label {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Label::Queued(Some(p)) => write!(f, "queued #{p}"),
+            Label::Queued(None) => f.write_str("queued"),
+            Label::WaitingOnOwner => f.write_str("waiting on you"),
+            Label::AuthRequired => f.write_str("auth required"),
+            other => f.write_str(other.kind()),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -437,6 +512,131 @@ mod tests {
             serde_json::to_value(TaskState::InputRequired).unwrap_or_default(),
             json!("TASK_STATE_INPUT_REQUIRED")
         );
+    }
+
+    /// The table of labels: one per state, and the marks that change what the owner is told.
+    #[test]
+    fn every_task_has_the_label_the_owner_is_shown() {
+        let new = NewTask {
+            desk: "web".parse().unwrap(),
+            asker: "alice".into(),
+            request: Message::user_text("m-1", "Add a --json flag"),
+            context_id: None,
+            metadata: Map::new(),
+        };
+        let base = Task::submit(TaskId::from("t-1"), new, 1, Timestamp::from_millis(1));
+        let with = |state: TaskState, change: fn(&mut Task)| {
+            let mut t = base.clone();
+            t.status.state = state;
+            change(&mut t);
+            t
+        };
+        let table: [(Task, Label, &str, &str); 14] = [
+            (
+                with(TaskState::Submitted, |t| t.queue_position = Some(2)),
+                Label::Queued(Some(2)),
+                "queued",
+                "queued #2",
+            ),
+            (
+                with(TaskState::Submitted, |_| {}),
+                Label::Queued(None),
+                "queued",
+                "queued",
+            ),
+            (
+                with(TaskState::Working, |_| {}),
+                Label::Working,
+                "working",
+                "working",
+            ),
+            (
+                with(TaskState::Working, |t| {
+                    t.stalled_at = Some(Timestamp::from_millis(2))
+                }),
+                Label::Stalled,
+                "stalled",
+                "stalled",
+            ),
+            (
+                with(TaskState::Working, |t| t.waiting_on_owner = true),
+                Label::WaitingOnOwner,
+                "waiting-on-owner",
+                "waiting on you",
+            ),
+            (
+                with(TaskState::Working, |t| {
+                    t.waiting_on_owner = true;
+                    t.stalled_at = Some(Timestamp::from_millis(2));
+                }),
+                Label::Stalled,
+                "stalled",
+                "stalled",
+            ),
+            (
+                with(TaskState::InputRequired, |_| {}),
+                Label::Blocked,
+                "blocked",
+                "blocked",
+            ),
+            (
+                with(TaskState::AuthRequired, |_| {}),
+                Label::AuthRequired,
+                "auth-required",
+                "auth required",
+            ),
+            (
+                with(TaskState::Completed, |_| {}),
+                Label::Completed,
+                "completed",
+                "completed",
+            ),
+            // A task that stalled and then ended is shown as it ended.
+            (
+                with(TaskState::Completed, |t| {
+                    t.stalled_at = Some(Timestamp::from_millis(2))
+                }),
+                Label::Completed,
+                "completed",
+                "completed",
+            ),
+            (
+                with(TaskState::Failed, |_| {}),
+                Label::Failed,
+                "failed",
+                "failed",
+            ),
+            (
+                with(TaskState::Canceled, |t| {
+                    t.expired_at = Some(Timestamp::from_millis(2))
+                }),
+                Label::Expired,
+                "expired",
+                "expired",
+            ),
+            (
+                with(TaskState::Canceled, |_| {}),
+                Label::Canceled,
+                "canceled",
+                "canceled",
+            ),
+            (
+                with(TaskState::Rejected, |_| {}),
+                Label::Rejected,
+                "rejected",
+                "rejected",
+            ),
+        ];
+        for (task, label, kind, words) in table {
+            assert_eq!(
+                task.label(),
+                label,
+                "{:?} {:?}",
+                task.state(),
+                task.stalled_at
+            );
+            assert_eq!((label.kind(), label.to_string().as_str()), (kind, words));
+        }
     }
 
     #[test]

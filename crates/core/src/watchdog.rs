@@ -67,8 +67,8 @@ pub fn quiet_since(s: &Session) -> Timestamp {
     Timestamp::from_millis(latest.as_millis().saturating_add(s.watch.slept_ms))
 }
 
-/// The tasks a session holds for the watchdog: its desk's delivered, working tasks that are
-/// neither stalled nor waiting on the owner.
+/// Of the tasks `s` works on ([`crate::session::works_on`]), those the watchdog reminds it
+/// of: delivered, working tasks of its desk that are neither stalled nor waiting on the owner.
 pub fn held<'a>(s: &Session, desk_tasks: &[&'a Task]) -> Vec<&'a Task> {
     desk_tasks
         .iter()
@@ -172,9 +172,9 @@ fn earliest(a: Option<Timestamp>, b: Timestamp) -> Option<Timestamp> {
     Some(a.map_or(b, |a| a.min(b)))
 }
 
-/// The watchdog's decision at `now`. `sessions` pairs each session that may hold tasks (the
-/// newest live session of each desk) with its desk's open tasks; `open` is every open task
-/// (for expiry).
+/// The watchdog's decision at `now`. `sessions` pairs each live session with the open tasks
+/// it works on ([`crate::session::work`]: the session a task was handed to, else the desk's
+/// newest live one); `open` is every open task (for expiry).
 /// Tasks created at or before this have expired at `now`: with the earliest open task,
 /// all of a desk's queue that [`plan`] needs for expiry.
 pub fn expired_if_created_by(now: Timestamp, settings: &Settings) -> Timestamp {
@@ -350,8 +350,8 @@ fn hold_of(t: &Task, s: Option<&Session>, now: Timestamp, all_paused: bool) -> O
 /// bounds a pathological setting).
 const MAX_STEPS: usize = 64;
 
-/// The timeline of `t`, given the live session of its desk that may hold it (the one
-/// [`plan`] pairs with the desk), the settings and `now`.
+/// The timeline of `t`, given the session that works on it ([`crate::session::works_on`], the
+/// one [`plan`] pairs it with), the settings and `now`.
 pub fn timeline(
     t: &Task,
     s: Option<&Session>,

@@ -163,10 +163,11 @@ impl Watchdog {
             done.largest_read = done.largest_read.max(desks.len());
             for (desk, sessions, open) in desks {
                 done.tasks += open.len();
-                let holders = taskkeeper_core::session::holders(&sessions);
                 let open_refs: Vec<&Task> = open.iter().collect();
-                let pairs: Vec<(&Session, Vec<&Task>)> =
-                    holders.iter().map(|s| (*s, open_refs.clone())).collect();
+                // Each task with the session that works on it (`session::works_on`): the one
+                // it was handed to, so a reminder goes only where the task can be ended.
+                let pairs = taskkeeper_core::session::work(&sessions, open_refs.iter().copied());
+                let working: Vec<&Session> = pairs.iter().map(|(s, _)| *s).collect();
                 let plan = watchdog::plan(
                     now,
                     &settings,
@@ -175,7 +176,7 @@ impl Watchdog {
                     &open_refs,
                 );
                 schedule.set(desk, plan.next_due);
-                done.acted |= self.carry_out(now, &plan, &holders).await?;
+                done.acted |= self.carry_out(now, &plan, &working).await?;
             }
         }
         Ok(done)

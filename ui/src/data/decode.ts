@@ -14,6 +14,7 @@ import type {
   OwnerError,
   PermissionView,
   SessionView,
+  SettingView,
   SettingsMap,
   TaskDetail,
   TaskView,
@@ -240,6 +241,25 @@ export function expectSettings(value: unknown): SettingsMap {
   return out;
 }
 
+/** The settings catalogue's rows, each with what the panel draws from it. */
+export function expectCatalogue(value: unknown): SettingView[] {
+  const rows = expectArray<unknown>(value, 'settings catalogue');
+  const nullOrNumber = (v: unknown) => v === null || typeof v === 'number';
+  for (const row of rows) {
+    if (
+      !isRecord(row) ||
+      !['key', 'group', 'label', 'help', 'kind', 'default', 'expected'].every((k) => typeof row[k] === 'string') ||
+      !nullOrNumber(row.min) ||
+      !nullOrNumber(row.max) ||
+      !Array.isArray(row.units) ||
+      typeof row.shown !== 'boolean'
+    ) {
+      throw protocol('settings catalogue');
+    }
+  }
+  return rows as SettingView[];
+}
+
 export function expectEnabled(value: unknown): boolean {
   if (typeof value === 'boolean') return value;
   if (isRecord(value) && typeof value.enabled === 'boolean') return value.enabled;
@@ -252,6 +272,7 @@ function isTaskView(value: unknown): value is TaskView {
     typeof value.id === 'string' &&
     typeof value.desk === 'string' &&
     typeof value.state === 'string' &&
+    typeof value.label === 'string' &&
     typeof value.version === 'number'
   );
 }

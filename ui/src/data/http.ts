@@ -11,6 +11,7 @@ import {
   expectAgents,
   expectNetwork,
   expectArray,
+  expectCatalogue,
   expectDesk,
   expectDetail,
   expectDigest,
@@ -99,6 +100,10 @@ export function httpSource(env: Env, signedIn: Promise<SignIn>): DataSource {
       );
     },
     getSettings: async () => settingsOf(await get('/api/settings')),
+    getSettingsCatalogue: async () => {
+      const body = await get('/api/settings/catalogue');
+      return expectCatalogue(isRecord(body) ? body.settings : undefined);
+    },
     saveSettings: async (changes) => settingsOf(await request('PUT', '/api/settings', changes)),
     pauseReminders: async () => settingsOf(await post('/api/reminders/pause')),
     resumeReminders: async () => settingsOf(await post('/api/reminders/resume')),

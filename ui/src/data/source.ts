@@ -11,6 +11,7 @@ import type {
   DigestView,
   NetworkView,
   SessionView,
+  SettingView,
   SettingsMap,
   TaskDetail,
   TaskView,
@@ -88,6 +89,8 @@ export interface DataSource {
   /** With `requestId`, only that request is answered (a newer one is refused with 409). */
   answerPermission(id: string, allow: boolean, message?: string, requestId?: string): Promise<SessionView>;
   getSettings(): Promise<SettingsMap>;
+  /** What every setting is (the daemon's settings table): what the settings panel draws. */
+  getSettingsCatalogue(): Promise<SettingView[]>;
   /** All changes are checked before any is written; returns every setting after the change. */
   saveSettings(changes: SettingsMap): Promise<SettingsMap>;
   pauseReminders(): Promise<SettingsMap>;

@@ -9,6 +9,7 @@ import {
   expectAgents,
   expectNetwork,
   expectArray,
+  expectCatalogue,
   expectDesk,
   expectDetail,
   expectDigest,
@@ -77,6 +78,10 @@ export function tauriSource(env: Env): DataSource {
         }),
       ),
     getSettings: async () => expectSettings(await call('get_settings')),
+    getSettingsCatalogue: async () => {
+      const answer = await call('get_settings_catalogue');
+      return expectCatalogue(isRecord(answer) ? answer.settings : undefined);
+    },
     saveSettings: async (changes) => expectSettings(await call('save_settings', { changes })),
     pauseReminders: () => settingsAfter('pause_reminders'),
     resumeReminders: () => settingsAfter('resume_reminders'),

@@ -16,9 +16,24 @@ export type Timestamp = string;
 export type TaskState = "submitted" | "working" | "input-required" | "auth-required" | "completed" | "failed" | "canceled" | "rejected";
 
 /**
+ * Which label a task is shown with (`core::task::Label::kind`), for styling; the task view's
+ * `label` carries the words.
+ */
+export type LabelKind = "queued" | "working" | "stalled" | "waiting-on-owner" | "blocked" | "auth-required" | "completed" | "failed" | "expired" | "canceled" | "rejected";
+
+/**
  * A task as the owner's list shows it.
  */
 export type TaskView = { id: string, contextId: string, desk: string, asker: string, state: TaskState, 
+/**
+ * The words every surface shows for the task's state (`core::Task::label`): `queued #2`,
+ * `working`, `stalled`, `waiting on you`, `blocked`, `completed`, `expired`...
+ */
+label: string, 
+/**
+ * Which label that is, for styling.
+ */
+labelKind: LabelKind, 
 /**
  * The asker's request.
  */
@@ -47,6 +62,15 @@ export type TaskList = { tasks: Array<TaskView>, };
  * A task with its history and artifacts.
  */
 export type TaskDetail = { history: Array<MessageView>, artifacts: Array<ArtifactView>, id: string, contextId: string, desk: string, asker: string, state: TaskState, 
+/**
+ * The words every surface shows for the task's state (`core::Task::label`): `queued #2`,
+ * `working`, `stalled`, `waiting on you`, `blocked`, `completed`, `expired`...
+ */
+label: string, 
+/**
+ * Which label that is, for styling.
+ */
+labelKind: LabelKind, 
 /**
  * The asker's request.
  */
@@ -151,6 +175,54 @@ export type DigestCounts = { stalled: number, finished: number, waitingOnOwner: 
  * One reminder sent: to which task's session, when.
  */
 export type ReminderView = { task: string, desk: string, request: string, at: Timestamp, };
+
+/**
+ * `GET /api/settings/catalogue`: every setting, in the order the panel shows them.
+ */
+export type SettingsCatalogue = { settings: Array<SettingView>, };
+
+/**
+ * One setting, as the settings panel shows it.
+ */
+export type SettingView = { key: string, 
+/**
+ * The heading it shows under.
+ */
+group: string, label: string, 
+/**
+ * What it does, in a sentence.
+ */
+help: string, kind: SettingKind, 
+/**
+ * The smallest value a count or a size takes (a size in bytes); `null` for other kinds.
+ */
+min: number | null, 
+/**
+ * The largest, likewise.
+ */
+max: number | null, 
+/**
+ * The units a value is written in (`s`, `m`, `h`, `d`; `B`, `KiB`, `MiB`), if any.
+ */
+units: Array<string>, 
+/**
+ * Its value until the owner changes it.
+ */
+default: string, 
+/**
+ * What it accepts, in the words the daemon's refusal uses.
+ */
+expected: string, 
+/**
+ * Listed by the panel and `taskkeeper settings list`.
+ */
+shown: boolean, };
+
+/**
+ * What a setting's value is (`core::settings::Kind`); a count's and a size's range are
+ * [`SettingView::min`] and [`SettingView::max`].
+ */
+export type SettingKind = "duration" | "ladder" | "count" | "bytes" | "bool" | "shortcut" | "time-of-day" | "text";
 
 export type DeskView = { name: string, agent: string, dir: string, 
 /**

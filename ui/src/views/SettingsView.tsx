@@ -1,4 +1,6 @@
-// Settings: every key the daemon has, checked as you type and again by the API when saved.
+// Settings: every key the daemon has, drawn from its settings catalogue (label, help, group,
+// kind and range: core's settings table, `GET /api/settings/catalogue`), checked as you type
+// and again by the API when saved.
 // Only changed keys are sent, all in one request, so one bad value saves nothing; the API's
 // error is shown next to the field its message names. Autostart is the tray app's own
 // setting and only appears there. Above the form, the agents found on this machine, each with
@@ -7,12 +9,12 @@
 // certificate's fingerprint to hand an asker, or why it does not run.
 
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { asDataError, type DataSource } from '../data';
+import { asDataError, type DataError, type DataSource } from '../data';
 import type { Load } from '../hooks';
 import { valueOf } from '../hooks';
 import { Code, ErrorBanner, Loading } from '../parts';
 import { changedSettings, fieldsFor, keyInMessage, rebaseDraft, validateSetting, type SettingField } from '../settings';
-import type { AgentView, NetworkView, SettingsMap } from '../types';
+import type { AgentView, NetworkView, SettingView, SettingsMap } from '../types';
 
 export function SettingsView({
   data,
@@ -30,6 +32,11 @@ export function SettingsView({
   const [status, setStatus] = useState<string | null>(null);
   const [saving, setSaving] = useState(false);
   const formRef = useRef<HTMLFormElement>(null);
+  const [catalogue, setCatalogue] = useState<SettingView[] | null>(null);
+  const [catalogueError, setCatalogueError] = useState<DataError | null>(null);
+  useEffect(() => {
+    data.getSettingsCatalogue().then(setCatalogue, (err: unknown) => setCatalogueError(asDataError(err)));
+  }, [data]);
 
   // A change saved elsewhere (a browser, the tray, the CLI, this form) shows here at once, in
   // every field but those the owner has edited since the form last showed what was saved.
@@ -42,18 +49,24 @@ export function SettingsView({
     setDraft((d) => (d === null || before === null ? saved : rebaseDraft(before, saved, d)));
   }, [savedKey]);
 
-  if (!saved || !draft) {
+  if (!saved || !draft || !catalogue) {
     return (
       <div class="view">
         <h2 class="visually-hidden" tabIndex={-1} data-view-heading>
           Settings
         </h2>
-        {load.status === 'error' ? <ErrorBanner title="Can't load the settings" error={load.error} /> : <Loading />}
+        {load.status === 'error' ? (
+          <ErrorBanner title="Can't load the settings" error={load.error} />
+        ) : catalogueError ? (
+          <ErrorBanner title="Can't load what the settings are" error={catalogueError} />
+        ) : (
+          <Loading />
+        )}
       </div>
     );
   }
 
-  const fields = fieldsFor(saved);
+  const fields = fieldsFor(catalogue, saved);
   const changes = changedSettings(saved, draft);
   const dirty = Object.keys(changes).length > 0;
 
@@ -115,9 +128,6 @@ export function SettingsView({
       {load.status === 'error' && <ErrorBanner title="Can't refresh the settings" error={load.error} />}
       <Agents data={data} />
       <form ref={formRef} class="settings" onSubmit={save} noValidate>
-        <p class="note">
-          <Code text="Durations take s, m, h or d: `90s`, `5m`, `2h`, `7d`." />
-        </p>
         {groups.map((group) => (
           <fieldset key={group}>
             <legend>{group}</legend>
@@ -204,7 +214,8 @@ function Field({ field, value, error, onChange }: { field: SettingField; value: 
       )}
       {field.help && (
         <p class="help" id={`${id}-help`}>
-          {field.help} <span class="key mono">{field.key}</span>
+          {field.help} {field.kind !== 'bool' && field.expected && <span class="accepts">Takes {field.expected}.</span>}{' '}
+          <span class="key mono">{field.key}</span>
         </p>
       )}
       {error && (

@@ -559,6 +559,17 @@ fn settings_commands_read_validate_save_and_pause_reminders() {
         "invalid"
     );
 
+    // What the settings panel draws its fields from: the owner API's catalogue.
+    let catalogue = f.ok("get_settings_catalogue", json!({}));
+    let keys: Vec<&str> = catalogue["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys.len(), settings.as_object().unwrap().len());
+    assert!(keys.contains(&"reminders.ladder"), "{catalogue:#}");
+
     let paused = f.ok("pause_reminders", json!({}));
     assert_eq!(paused["reminders.paused"], "true");
     assert_eq!(f.ok("get_settings", json!({}))["reminders.paused"], "true");

@@ -38,7 +38,7 @@ fn desks_and_tasks_from_the_command_line() {
     assert!(listing.contains("queued #1"), "{listing}");
 
     let out = d.cli(&["task", "update", &id, "blocked", "Which format?"]);
-    assert!(stdout(&out).contains("input-required"), "{}", stderr(&out));
+    assert!(stdout(&out).contains("is blocked"), "{}", stderr(&out));
     let tasks: Value = serde_json::from_str(&stdout(&d.cli(&["task", "list", "--json"]))).unwrap();
     let state_of = |id: &str| {
         tasks["tasks"]
@@ -227,8 +227,15 @@ fn askers_and_the_a2a_verbs() {
         stderr(&out)
     );
 
-    // Another asker's task is not found, and so is an unknown one.
+    // The owner reads every task (`asker::may_read`), an asker's too; an unknown one is not
+    // found.
     let out = d.cli(&["get", &id]);
+    assert!(
+        stdout(&out).contains("completed  Added it"),
+        "{}",
+        stderr(&out)
+    );
+    let out = d.cli(&["get", "no-such-task"]);
     assert!(stderr(&out).contains("Task not found"), "{}", stderr(&out));
     assert!(d.cli(&["asker", "remove", "ci-bot"]).status.success());
     let out = as_bot(&["list"]);
@@ -354,5 +361,45 @@ fn the_digest_and_a_desk_that_launches_by_itself_from_the_command_line() {
         stdout(&out).contains("desk web: launches only when you do"),
         "{}",
         stdout(&out)
+    );
+}
+
+/// `taskkeeper settings list` prints the daemon's settings catalogue (core's settings table):
+/// every setting by group, with its value, default, what it takes and what it does; a value
+/// outside what it takes is refused in the same words.
+#[test]
+fn settings_list_prints_the_daemons_catalogue() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = Served::start(dir.path());
+    assert!(
+        d.cli(&["settings", "set", "reminders.hourly_cap", "4"])
+            .status
+            .success()
+    );
+    let out = d.cli(&["settings", "list"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let list = stdout(&out);
+    assert!(
+        list.starts_with("Reminders\n")
+            && list.contains(
+                "\n  reminders.hourly_cap = 4  (default 6; a whole number from 1 to 60)\n      \
+                 Reminders per hour: At most this many messages into one session per hour.\n"
+            )
+            && list.contains("\nLimits\n  limits.open_tasks_per_asker = 100  (default 100; "),
+        "{list}"
+    );
+    let json: Value =
+        serde_json::from_str(&stdout(&d.cli(&["settings", "list", "--json"]))).unwrap();
+    assert_eq!(
+        json["catalogue"].as_array().unwrap().len(),
+        json["settings"].as_object().unwrap().len(),
+        "every setting the daemon has is described"
+    );
+    let out = d.cli(&["settings", "set", "reminders.hourly_cap", "61"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("a whole number from 1 to 60"),
+        "{}",
+        stderr(&out)
     );
 }

@@ -255,6 +255,65 @@ fn a_desk_command_gets_none_of_the_daemons_tokens() {
     assert!(seen.contains(&format!("TASKKEEPER_TASKS={id}")), "{seen}");
 }
 
+/// The CLI prints the owner API's label (`core::Task::label`), the words the window shows:
+/// a task whose ladder ran out is `stalled` in the task list, its detail and the digest's
+/// Stalled section; one the worker blocked on its asker is `blocked`.
+#[test]
+fn a_stalled_task_reads_stalled_in_the_list_the_detail_and_the_digest() {
+    let root = tempfile::tempdir().unwrap();
+    let d = Served::start(&root.path().join("data"));
+    let work = root.path().join("bot");
+    std::fs::create_dir_all(&work).unwrap();
+    command_desk(&d, &work, "cat > /dev/null");
+    for (k, v) in [
+        ("reminders.first_after.default", "1s"),
+        ("reminders.ladder", "1s"),
+        ("reminders.stall_after", "1s"),
+    ] {
+        assert!(d.cli(&["settings", "set", k, v]).status.success());
+    }
+    let report = |args: &[&str]| {
+        let mut all = vec!["report"];
+        all.extend_from_slice(args);
+        let o = run_in(&d, &work, &all, Some("g-1"));
+        assert!(o.status.success(), "report {args:?}: {}", text(&o));
+    };
+    report(&["started"]);
+    let out = d.cli(&["task", "add", "bot", "Rotate the logs"]);
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    report(&["turn-started"]);
+    report(&["turn-ended", "--words", "Rotating."]);
+
+    let line = until("the task listed as stalled", || {
+        let list = String::from_utf8_lossy(&d.cli(&["task", "list"]).stdout).into_owned();
+        list.lines()
+            .find(|l| l.starts_with(&id) && l.contains(" stalled "))
+            .map(str::to_owned)
+    });
+    assert!(line.contains("Rotate the logs"), "{line}");
+    let listed: Value = serde_json::from_slice(&d.cli(&["task", "list", "--json"]).stdout).unwrap();
+    assert_eq!(
+        (
+            listed["tasks"][0]["label"].as_str(),
+            listed["tasks"][0]["state"].as_str()
+        ),
+        (Some("stalled"), Some("working")),
+        "the API's label, which the CLI prints: {listed}"
+    );
+    let detail = text(&d.cli(&["task", "get", &id]));
+    assert!(detail.contains("state    stalled\n"), "{detail}");
+    let digest = text(&d.cli(&["digest", "--peek"]));
+    assert!(
+        digest.contains(&format!(
+            "Stalled: 1\n  {id}  bot  stalled  Rotate the logs\n"
+        )),
+        "{digest}"
+    );
+
+    let out = d.cli(&["task", "update", &id, "blocked", "Which logs?"]);
+    assert_eq!(text(&out), format!("{id} is blocked\n"));
+}
+
 /// A way in that did not deliver is shown where the owner looks: `taskkeeper status` names
 /// the session's problem (the method and why) until something is delivered to it.
 #[test]

@@ -15,13 +15,10 @@ pub struct Asker {
     pub created_at: Timestamp,
 }
 
-/// The asker name the owner's own tasks carry; no registered asker may take it.
-pub const OWNER_ASKER: &str = "owner";
-
 /// Asker names follow the desk-name rule (they appear in listings and logs), and `owner` is
 /// taken.
 fn validate_asker_name(name: &str) -> Result<(), StoreError> {
-    if name == OWNER_ASKER {
+    if name == crate::asker::OWNER {
         return Err(StoreError::AskerExists(name.to_owned()));
     }
     name.parse::<DeskName>()

@@ -26,7 +26,7 @@ mod tasks;
 pub mod wal;
 mod writer;
 
-pub use askers::{Asker, OWNER_ASKER};
+pub use askers::Asker;
 pub use counts::DeskLoad;
 pub use desks::NewDesk;
 pub use error::StoreError;

@@ -1,11 +1,12 @@
 //! The route where an asker fetches the bytes of its task's file artifacts (the URL a file
 //! artifact's part names; the bytes are kept by [`crate::files`]). It is in the askers' room,
-//! beside JSON-RPC, and answers only the task's own asker (and the owner).
+//! beside JSON-RPC, and answers whoever may read the task (`asker::may_read`: its own asker,
+//! and the owner, who reads every task).
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
-use taskkeeper_core::TaskId;
+use taskkeeper_core::{TaskId, asker};
 
 use super::{A2a, not_found_json};
 use crate::http::auth::Caller;
@@ -15,9 +16,9 @@ use crate::http::auth::Caller;
 /// which share its prefix (the router refuses two names at one place).
 pub(super) const ROUTE: &str = "/a2a/{desk}/tasks/{id}/files/{file}";
 
-/// The bytes of a file artifact, for the task's own asker (and the owner). Anything else,
-/// another asker's task included, is 404: a task id is not confirmed to exist to someone it
-/// is not theirs (A2A §3.3.2).
+/// The bytes of a file artifact, for whoever may read its task (`asker::may_read`). Anything
+/// else, another asker's task included, is 404: a task id is not confirmed to exist to
+/// someone who may not read it (A2A §3.3.2).
 pub(super) async fn file(
     State(a2a): State<A2a>,
     Path((desk, task, file)): Path<(String, String, String)>,
@@ -33,8 +34,7 @@ pub(super) async fn file(
     let Ok(Some(t)) = a2a.tasks.get(&TaskId::from(task.as_str())).await else {
         return not_found();
     };
-    let theirs = matches!(caller.0, Caller::Owner) || t.asker == caller.0.asker_name();
-    if !theirs || t.desk.as_str() != desk {
+    if !asker::may_read(caller.0.reader(), &t) || t.desk.as_str() != desk {
         return not_found();
     }
     let files = a2a.tasks.files().clone();

@@ -12,7 +12,7 @@ use super::card::Detail;
 use super::rpc::RpcError;
 use super::send::open_slot;
 use super::wire::Shape;
-use super::{Ctx, Reply, card, decode, own_task, reply_shape, stream, wire};
+use super::{Ctx, Reply, card, decode, own_task, readable_task, reply_shape, stream, wire};
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -43,7 +43,7 @@ struct ListParams {
 
 pub(super) async fn get_task(ctx: &Ctx, params: Value) -> Result<Value, RpcError> {
     let p: IdParams = decode(params)?;
-    let task = own_task(ctx, &p.id).await?;
+    let task = readable_task(ctx, &p.id).await?;
     let shape = reply_shape(ctx, p.history_length, true).await;
     Ok(wire::task_result(ctx.dialect, &task, shape))
 }
@@ -81,7 +81,7 @@ pub(super) async fn ack_task(ctx: &Ctx, params: Value) -> Result<Value, RpcError
 
 pub(super) async fn subscribe(ctx: &Ctx, params: Value) -> Result<Reply, RpcError> {
     let p: IdParams = decode(params)?;
-    let task = own_task(ctx, &p.id).await?;
+    let task = readable_task(ctx, &p.id).await?;
     if task.state().is_terminal() {
         return Err(RpcError::unsupported(format!(
             "task {} has ended ({}); there is nothing to subscribe to",
@@ -183,7 +183,8 @@ pub(super) async fn list_tasks(ctx: &Ctx, params: Value) -> Result<Value, RpcErr
         })?),
     };
     let query = PageQuery {
-        asker: Some(ctx.caller.asker_name().to_owned()),
+        // The tasks the caller may read (`asker::may_read`), as the store filters them.
+        asker: taskkeeper_core::asker::listed_asker(ctx.caller.reader()).map(str::to_owned),
         desk: ctx.desk.clone(),
         context_id: p.context_id,
         state: p.status,

@@ -35,7 +35,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use taskkeeper_core::{DeskName, Task, TaskId};
+use taskkeeper_core::{DeskName, Task, TaskId, asker};
 
 use crate::http::auth::Caller;
 use crate::http::network::Outside;
@@ -446,8 +446,20 @@ fn decode<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
 
 // ---- methods ------------------------------------------------------------------------------
 
-/// The caller's task, or not found (another asker's task is not found too).
+/// A task of this endpoint's desk (any desk on `/a2a`) that the caller may read
+/// (`asker::may_read`: the owner any, an asker its own), or not found: a task it may not read
+/// is not confirmed to exist (A2A §3.3.2).
+async fn readable_task(ctx: &Ctx, id: &str) -> Result<Task, RpcError> {
+    task_where(ctx, id, |t| asker::may_read(ctx.caller.reader(), t)).await
+}
+
+/// The caller's own task, the one it acts on as its asker (a follow-up, cancel, acknowledge,
+/// webhooks: `asker::asked`; the owner here is the asker `owner`), or not found.
 async fn own_task(ctx: &Ctx, id: &str) -> Result<Task, RpcError> {
+    task_where(ctx, id, |t| asker::asked(ctx.caller.asker_name(), t)).await
+}
+
+async fn task_where(ctx: &Ctx, id: &str, may: impl Fn(&Task) -> bool) -> Result<Task, RpcError> {
     let task = ctx
         .a2a
         .tasks
@@ -455,12 +467,7 @@ async fn own_task(ctx: &Ctx, id: &str) -> Result<Task, RpcError> {
         .await
         .map_err(RpcError::from_store)?;
     match task {
-        Some(t)
-            if t.asker == ctx.caller.asker_name()
-                && ctx.desk.as_ref().is_none_or(|d| *d == t.desk) =>
-        {
-            Ok(t)
-        }
+        Some(t) if may(&t) && ctx.desk.as_ref().is_none_or(|d| *d == t.desk) => Ok(t),
         _ => Err(RpcError::task_not_found(id)),
     }
 }

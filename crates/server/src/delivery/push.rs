@@ -149,11 +149,12 @@ impl Delivery {
         let desks: HashMap<DeskName, Desk> =
             desks.into_iter().map(|d| (d.name.clone(), d)).collect();
         let mut recheck: Option<Duration> = None;
-        // The holder of a desk (its newest live session) is the one that works there.
-        let holders = taskkeeper_core::session::holders(&sessions);
-        let seen_desks: HashSet<&DeskName> = holders.iter().map(|s| &s.desk).collect();
+        // Every live session is pushed what it works on (`session::works_on`: what was handed
+        // to it, and, for the desk's newest, what no session was handed) and its own note.
+        let live: Vec<&Session> = sessions.iter().filter(|s| s.is_live()).collect();
+        let seen_desks: HashSet<&DeskName> = live.iter().map(|s| &s.desk).collect();
         let mut targets = Vec::new();
-        for session in holders.iter().copied() {
+        for session in live.iter().copied() {
             let Some(desk) = desks.get(&session.desk) else {
                 continue;
             };
@@ -196,13 +197,28 @@ impl Delivery {
                 ));
             }
         }
+        let mut undelivered: HashMap<DeskName, Vec<Task>> = HashMap::new();
         for (target, methods) in targets {
+            if !undelivered.contains_key(&target.desk.name) {
+                let items = self.undelivered(&target.desk.name).await?;
+                undelivered.insert(target.desk.name.clone(), items);
+            }
+            let items = undelivered.get(&target.desk.name).into_iter().flatten();
             let parcel = Parcel {
                 note: target
                     .session
                     .as_ref()
                     .and_then(|s| s.watch.pending.clone()),
-                items: self.undelivered(&target.desk.name).await?,
+                // A desk's command with no live session there takes everything.
+                items: items
+                    .filter(|t| {
+                        target.session.as_ref().is_none_or(|s| {
+                            taskkeeper_core::session::works_on(t, &sessions)
+                                .is_some_and(|w| w.id == s.id)
+                        })
+                    })
+                    .cloned()
+                    .collect(),
             };
             if parcel.items.is_empty() && parcel.note.is_none() {
                 continue;

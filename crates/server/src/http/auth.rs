@@ -25,7 +25,8 @@ use hmac::{Hmac, Mac as _};
 use rand::RngCore as _;
 use sha2::{Digest as _, Sha256};
 use subtle::ConstantTimeEq as _;
-use taskkeeper_core::store::{Asker, OWNER_ASKER};
+use taskkeeper_core::asker;
+use taskkeeper_core::store::Asker;
 
 use crate::token::Token;
 
@@ -72,12 +73,21 @@ impl Caller {
         }
     }
 
+    /// Who this caller is as a reader of tasks ([`asker::may_read`]): the owner reads every
+    /// task; an asker (a worker, should one get here, under a name no task carries) its own.
+    pub fn reader(&self) -> asker::Reader<'_> {
+        match self {
+            Caller::Owner => asker::Reader::Owner,
+            other => asker::Reader::Asker(other.asker_name()),
+        }
+    }
+
     /// The asker name tasks of this caller carry (`owner` for the owner). Workers never reach
     /// A2A (the route layer refuses them); should one ever get here, its name is one no
     /// registered asker can have (asker names cannot contain ':').
     pub fn asker_name(&self) -> &str {
         match self {
-            Caller::Owner => OWNER_ASKER,
+            Caller::Owner => asker::OWNER,
             Caller::Worker => "worker:",
             Caller::Asker(name) => name,
         }

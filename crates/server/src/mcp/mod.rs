@@ -56,6 +56,7 @@ use rmcp::transport::streamable_http_server::session::never::NeverSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer};
 use serde_json::{Value, json};
+use taskkeeper_core::asker::{self, Reader};
 use taskkeeper_core::{Session, SessionId, StoreError, Task, TaskId, TransitionError};
 use tokio_util::sync::CancellationToken;
 
@@ -210,19 +211,36 @@ impl Call {
         }
     }
 
-    /// Refuse a task of another desk than the calling session's.
-    fn same_desk(&self, task: &Task) -> Result<(), ToolError> {
+    /// Who this call reads its desk's work as (`asker::may_read`): its session, else the
+    /// owner (a worker's call always has its session).
+    fn reader(&self) -> Reader<'_> {
         match &self.session {
-            Some(s) if s.desk != task.desk => Err(ToolError::forbidden(
-                taskkeeper_core::queue::NotHeld::OtherDesk {
-                    task: task.id.clone(),
-                    task_desk: task.desk.clone(),
-                    desk: s.desk.clone(),
-                }
-                .to_string(),
-            )),
-            _ => Ok(()),
+            Some(s) => Reader::Session(s),
+            None => self.caller.reader(),
         }
+    }
+
+    /// Refuse a task this call may not read as a worker (`asker::may_read`): one of another
+    /// desk than the calling session's, or one handed to another session of its desk.
+    fn may_read(&self, task: &Task) -> Result<(), ToolError> {
+        if asker::may_read(self.reader(), task) {
+            return Ok(());
+        }
+        let refusal = match (&self.session, &task.delivered_to) {
+            (Some(s), _) if s.desk != task.desk => taskkeeper_core::queue::NotHeld::OtherDesk {
+                task: task.id.clone(),
+                task_desk: task.desk.clone(),
+                desk: s.desk.clone(),
+            }
+            .to_string(),
+            (Some(_), Some(other)) => format!(
+                "task {} was handed to session {other}, not to this one; it is that session's \
+                 to read and to end. task_list shows the tasks this session may take",
+                task.id
+            ),
+            _ => format!("task {} is not this caller's to read", task.id),
+        };
+        Err(ToolError::forbidden(refusal))
     }
 }
 
@@ -348,12 +366,25 @@ impl McpServer {
             })
     }
 
-    /// The task of `id` if `call`'s asker identity gave it; any other task is not found,
-    /// exactly like a task that does not exist (as in A2A).
-    async fn own_task(&self, call: &Call, id: &str) -> Result<Task, ToolError> {
+    /// The task of `id` as `call` sees the tasks it asked for: to read (`act` false), one it
+    /// may read as that asker (`asker::may_read`; the owner without a session reads any); to
+    /// act on, one it asked (`asker::asked`). Any other task is not found, exactly like a
+    /// task that does not exist (as in A2A).
+    async fn sent_task(&self, call: &Call, id: &str, act: bool) -> Result<Task, ToolError> {
         let asker = call.asker();
+        let reader = match &call.session {
+            Some(_) => Reader::Asker(&asker),
+            None => call.caller.reader(),
+        };
+        let may = |t: &Task| {
+            if act {
+                asker::asked(&asker, t)
+            } else {
+                asker::may_read(reader, t)
+            }
+        };
         match self.task(id).await {
-            Ok(t) if t.asker == asker => Ok(t),
+            Ok(t) if may(&t) => Ok(t),
             Err(e) if e.kind != OwnerErrorKind::NotFound => Err(e),
             _ => Err(ToolError::not_found(format!(
                 "no task {} sent by {asker}; task_send's answer names the task id",

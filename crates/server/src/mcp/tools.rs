@@ -276,11 +276,12 @@ impl McpServer {
             asker: None,
             limit: None,
         };
-        let tasks = self
+        let mut tasks = self
             .tasks
             .list(filter)
             .await
             .map_err(|e| ToolError::store(e, |_, _| String::new()))?;
+        tasks.retain(|t| taskkeeper_core::asker::may_read(call.reader(), t));
         let scope = match &desk {
             Some(d) => format!("desk {d}"),
             None => "all desks".to_owned(),
@@ -313,7 +314,7 @@ impl McpServer {
     ) -> ToolOutcome {
         let call = self.call(ctx, args.session).await?;
         let task = self.task(&args.task_id).await?;
-        call.same_desk(&task)?;
+        call.may_read(&task)?;
         Ok(success(
             render_task(&task, Audience::Worker),
             task_json(&task, Some(Audience::Worker)),
@@ -405,7 +406,7 @@ impl McpServer {
         ctx: &RequestContext<RoleServer>,
     ) -> ToolOutcome {
         let call = self.call(ctx, args.session).await?;
-        let task = self.own_task(&call, &args.task_id).await?;
+        let task = self.sent_task(&call, &args.task_id, false).await?;
         Ok(success(
             render_task(&task, Audience::Asker),
             task_json(&task, Some(Audience::Asker)),
@@ -418,7 +419,7 @@ impl McpServer {
         ctx: &RequestContext<RoleServer>,
     ) -> ToolOutcome {
         let call = self.call(ctx, args.session).await?;
-        let task = self.own_task(&call, &args.task_id).await?;
+        let task = self.sent_task(&call, &args.task_id, true).await?;
         let task = self
             .tasks
             .apply(&task.id, taskkeeper_core::Event::Acknowledge)

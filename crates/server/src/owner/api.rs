@@ -8,11 +8,15 @@ use taskkeeper_core::{Desk, Message, Role, Task, Timestamp};
 mod names;
 mod network;
 mod notice;
+mod settings;
 /// The error body is every area's ([`crate::error`]); the owner API's clients read it here.
 pub use crate::error::ErrorBody;
-pub use names::{ActivityView, HoldView, MessageFrom, StepKind, TaskStateView, TurnOriginView};
+pub use names::{
+    ActivityView, HoldView, LabelKindView, MessageFrom, StepKind, TaskStateView, TurnOriginView,
+};
 pub use network::{NetworkStateView, NetworkView};
 pub use notice::NoticeView;
+pub use settings::{SettingKindView, SettingView, SettingsCatalogue};
 
 /// A task as the owner's list shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -24,6 +28,11 @@ pub struct TaskView {
     pub desk: String,
     pub asker: String,
     pub state: TaskStateView,
+    /// The words every surface shows for the task's state (`core::Task::label`): `queued #2`,
+    /// `working`, `stalled`, `waiting on you`, `blocked`, `completed`, `expired`...
+    pub label: String,
+    /// Which label that is, for styling.
+    pub label_kind: LabelKindView,
     /// The asker's request.
     pub request: String,
     pub created_at: Timestamp,
@@ -238,6 +247,8 @@ impl From<&Task> for TaskView {
             desk: t.desk.to_string(),
             asker: t.asker.clone(),
             state: t.state().into(),
+            label: t.label().to_string(),
+            label_kind: t.label().into(),
             request: t.request_text(),
             created_at: t.created_at,
             updated_at: t.updated_at,

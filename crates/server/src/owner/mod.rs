@@ -16,7 +16,7 @@ mod ui_types;
 mod worker;
 
 use serde::Deserialize;
-use taskkeeper_core::store::{OWNER_ASKER, StateFilter, TaskFilter};
+use taskkeeper_core::store::{StateFilter, TaskFilter};
 use taskkeeper_core::{DeskName, Event, Message, NewTask, StoreError, TaskId};
 
 use crate::http::auth::{Credentials, token_hash};
@@ -94,6 +94,9 @@ fn parse_desk(name: &str) -> Result<DeskName, OwnerError> {
     name.parse()
         .map_err(|e: taskkeeper_core::desk::InvalidDeskName| OwnerError::invalid(e.to_string()))
 }
+
+/// The owner service reads as the owner: every task (`asker::may_read`).
+const OWNER_READS: taskkeeper_core::asker::Reader<'static> = taskkeeper_core::asker::Reader::Owner;
 
 /// Every setting as text, keyed by name (the owner API's and the app's settings map).
 pub type SettingsMap = serde_json::Map<String, serde_json::Value>;
@@ -181,6 +184,12 @@ impl OwnerService {
         self.schedule.notify_one();
     }
 
+    /// What every setting is (core's settings table): what the settings panel draws and
+    /// `taskkeeper settings list` prints.
+    pub fn settings_catalogue(&self) -> crate::owner::api::SettingsCatalogue {
+        crate::owner::api::SettingsCatalogue::of_core()
+    }
+
     /// Every setting as text, keyed by name.
     pub async fn settings(&self) -> Result<SettingsMap, OwnerError> {
         let settings = self.tasks.setting_store().get().await?;
@@ -254,11 +263,10 @@ impl OwnerService {
                 task.state()
             )));
         }
-        let desk = task.desk.clone();
         let task_for_text = task.clone();
         let found = self
             .sessions
-            .update_holder(&desk, move |x, now| {
+            .update_working_on(&task, move |x, now| {
                 // The owner asked: not counted against the hourly cap.
                 x.watch.record(now, false, |seq| {
                     taskkeeper_core::delivery::watchdog_text(seq, &[&task_for_text], &[])
@@ -305,17 +313,18 @@ impl OwnerService {
         tasks: Vec<taskkeeper_core::Task>,
     ) -> Result<Vec<TaskView>, OwnerError> {
         let (settings, sessions, now) = self.tasks.session_store().with_settings().await?;
-        // By desk once: a scan of the holders per task would be quadratic in a long list.
-        let by_desk: std::collections::HashMap<&DeskName, &taskkeeper_core::Session> =
-            taskkeeper_core::session::holders(&sessions)
-                .into_iter()
-                .map(|s| (&s.desk, s))
-                .collect();
+        // By desk once: a scan of every session per task would be quadratic in a long list.
+        let mut by_desk: std::collections::HashMap<&DeskName, Vec<&taskkeeper_core::Session>> =
+            std::collections::HashMap::new();
+        for s in sessions.iter().filter(|s| s.is_live()) {
+            by_desk.entry(&s.desk).or_default().push(s);
+        }
         Ok(tasks
             .iter()
             .map(|t| {
                 let mut view = TaskView::from(t);
-                let session = by_desk.get(&t.desk).copied();
+                let desk = by_desk.get(&t.desk).into_iter().flatten().copied();
+                let session = taskkeeper_core::session::works_on(t, desk);
                 let timeline = taskkeeper_core::watchdog::timeline(
                     t,
                     session,
@@ -329,18 +338,22 @@ impl OwnerService {
             .collect())
     }
 
+    /// The tasks the query names, every one the owner may read (`asker::may_read`: all).
     pub async fn list_tasks(&self, query: TaskQuery) -> Result<Vec<TaskView>, OwnerError> {
         let filter = query.to_filter()?;
-        let tasks = self.tasks.list(filter).await?;
+        let mut tasks = self.tasks.list(filter).await?;
+        tasks.retain(|t| taskkeeper_core::asker::may_read(OWNER_READS, t));
         self.with_timelines(tasks).await
     }
 
+    /// One task in full, if the owner may read it (`asker::may_read`: any).
     pub async fn get_task(&self, id: &str) -> Result<TaskDetail, OwnerError> {
         let id = TaskId::from(id);
         let task = self
             .tasks
             .get(&id)
             .await?
+            .filter(|t| taskkeeper_core::asker::may_read(OWNER_READS, t))
             .ok_or(StoreError::NoSuchTask(id))?;
         let mut detail = TaskDetail::from(&task);
         if let Some(view) = self.with_timelines(vec![task]).await?.pop() {
@@ -361,7 +374,7 @@ impl OwnerService {
         let message_id = message_id.unwrap_or_else(|| TaskId::generate().to_string());
         let new = NewTask {
             desk,
-            asker: OWNER_ASKER.to_owned(),
+            asker: taskkeeper_core::asker::OWNER.to_owned(),
             request: Message::user_text(message_id, text),
             context_id: None,
             metadata: serde_json::Map::new(),

@@ -43,6 +43,7 @@ pub(crate) fn room(owner: OwnerService) -> Room {
             "/api/settings",
             get(get_settings).put(put_settings),
         )
+        .route("GET", "/api/settings/catalogue", get(settings_catalogue))
         .route("POST", "/api/reminders/pause", post(pause_all))
         .route("POST", "/api/reminders/resume", post(resume_all))
         .route("POST", "/api/tasks/{id}/remind", post(remind_task))
@@ -317,6 +318,11 @@ async fn get_settings(State(owner): State<OwnerService>) -> Response {
             .await
             .map(|settings| serde_json::json!({"settings": settings})),
     )
+}
+
+/// What every setting is: key, kind, range, units, default, help (core's table).
+async fn settings_catalogue(State(owner): State<OwnerService>) -> Response {
+    (StatusCode::OK, axum::Json(owner.settings_catalogue())).into_response()
 }
 
 /// `{"key": "value", ...}`: every value is checked before any is written.

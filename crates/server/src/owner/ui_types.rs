@@ -46,6 +46,7 @@ fn decls(cfg: &Config) -> Vec<Decl> {
         decl::<taskkeeper_core::Timestamp>(cfg),
         // Tasks.
         decl::<api::TaskStateView>(cfg),
+        decl::<api::LabelKindView>(cfg),
         decl::<api::TaskView>(cfg),
         decl::<api::TaskList>(cfg),
         decl::<api::TaskDetail>(cfg),
@@ -64,6 +65,10 @@ fn decls(cfg: &Config) -> Vec<Decl> {
         decl::<api::DigestView>(cfg),
         decl::<api::DigestCounts>(cfg),
         decl::<api::ReminderView>(cfg),
+        // The settings catalogue.
+        decl::<api::SettingsCatalogue>(cfg),
+        decl::<api::SettingView>(cfg),
+        decl::<api::SettingKindView>(cfg),
         // Desks.
         decl::<api::DeskView>(cfg),
         decl::<api::DeskList>(cfg),

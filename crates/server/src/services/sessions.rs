@@ -59,18 +59,18 @@ impl SessionStore {
             .await
     }
 
-    /// Change the session that holds `desk` (`core::session::holder`), if it has one, in the
-    /// same trip as finding it.
-    pub(crate) async fn update_holder<R: Send + 'static>(
+    /// Change the session that works on `task` (`core::session::works_on`: the one it was
+    /// handed to), if one does, in the same trip as finding it.
+    pub(crate) async fn update_working_on<R: Send + 'static>(
         &self,
-        desk: &DeskName,
+        task: &taskkeeper_core::Task,
         change: impl FnOnce(&mut Session, Timestamp) -> (bool, R) + Send + 'static,
     ) -> Result<Option<(Session, R)>, StoreError> {
-        let desk = desk.clone();
+        let task = task.clone();
         self.0
             .blocking(move |s, now| {
-                let sessions = s.sessions(Some(&desk))?;
-                let Some(session) = taskkeeper_core::session::holder(&sessions) else {
+                let sessions = s.sessions(Some(&task.desk))?;
+                let Some(session) = taskkeeper_core::session::works_on(&task, &sessions) else {
                     return Ok(None);
                 };
                 s.update_session(&session.id, move |x| change(x, now))

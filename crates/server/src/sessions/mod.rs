@@ -126,13 +126,17 @@ impl Sessions {
         self.tasks.session_store().update(id, change).await
     }
 
-    /// [`Sessions::update`] on the session that holds `desk`, if one does.
-    pub(crate) async fn update_holder<R: Send + 'static>(
+    /// [`Sessions::update`] on the session that works on `task` (`core::session::works_on`),
+    /// if one does.
+    pub(crate) async fn update_working_on<R: Send + 'static>(
         &self,
-        desk: &DeskName,
+        task: &taskkeeper_core::Task,
         change: impl FnOnce(&mut Session, Timestamp) -> (bool, R) + Send + 'static,
     ) -> Result<Option<(Session, R)>, StoreError> {
-        self.tasks.session_store().update_holder(desk, change).await
+        self.tasks
+            .session_store()
+            .update_working_on(task, change)
+            .await
     }
 
     /// Change every session, each in its own step, in one trip.

@@ -778,7 +778,7 @@ fn subscribe_works_from_the_store_after_a_restart() {
 }
 
 #[test]
-fn askers_see_only_their_own_tasks() {
+fn askers_see_only_their_own_tasks_and_the_owner_reads_every_task() {
     let d = new_desk();
     let alice = d.add_asker("alice");
     let bob = d.add_asker("bob");
@@ -800,9 +800,20 @@ fn askers_see_only_their_own_tasks() {
         v["result"]["id"], id,
         "the machine endpoint reads any desk: {v}"
     );
-    // The owner is the asker "owner": alice's tasks are not its own over A2A.
+    // The owner reads every task over A2A too (`asker::may_read`), as its API does; it acts
+    // there as the asker "owner", so alice's task is not its to cancel or acknowledge.
     let v = d.rpc("/a2a/web", TOKEN, V1, &call("GetTask", json!({"id": id})));
-    assert_eq!(v["error"]["code"], -32001);
+    assert_eq!(v["result"]["id"], id, "the owner reads alice's task: {v}");
+    let v = d.rpc("/a2a/web", TOKEN, V1, &call("ListTasks", json!({})));
+    assert_eq!(
+        v["result"]["totalSize"], 2,
+        "the owner lists every task: {v}"
+    );
+    for method in ["CancelTask", "AckTask"] {
+        let v = d.rpc("/a2a/web", TOKEN, V1, &call(method, json!({"id": id})));
+        assert_eq!(v["error"]["code"], -32001, "{method}: {v}");
+    }
+    assert_eq!(d.task(id)["state"], "working", "nothing changed");
 
     // Askers may not use the owner API; a removed asker's token stops working.
     let headers = vec![("Authorization".to_owned(), format!("Bearer {alice}"))];

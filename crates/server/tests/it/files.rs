@@ -250,8 +250,8 @@ fn base64_of(bytes: &[u8]) -> String {
 
 /// A worker's file (inside the desk's directory) and data become artifacts; a subscriber
 /// sees them as artifact updates while the task stays open; the task's asker fetches the
-/// file's bytes with its own token, another asker gets 404, nobody without a token gets in,
-/// and both survive a restart.
+/// file's bytes with its own token (and the owner with its), another asker gets 404, nobody
+/// without a token gets in, and both survive a restart.
 #[test]
 fn worker_files_and_data_become_artifacts_streamed_and_fetched_by_their_asker_only() {
     let (mut d, dir) = desk_with_dir();
@@ -338,6 +338,9 @@ fn worker_files_and_data_become_artifacts_streamed_and_fetched_by_their_asker_on
     );
     let (code, _, _) = fetch(&d, &path, None);
     assert_eq!(code, 401);
+    // The owner reads every task (`asker::may_read`), its files too.
+    let (code, _, bytes) = fetch(&d, &path, Some(TOKEN));
+    assert_eq!((code, bytes.as_str()), (200, "# Report\nAll green.\n"));
     let (code, _, _) = fetch(&d, &path.replace("/web/", "/api/"), Some(&alice));
     assert_eq!(code, 404, "the task is on desk web");
     let (code, _, _) = fetch(&d, &format!("{}x", &path[..path.len() - 1]), Some(&alice));

@@ -709,6 +709,41 @@ fn another_session_of_the_desk_cannot_end_what_was_handed_to_the_first() {
     assert_eq!(d.task(&current)["state"], "completed");
 }
 
+/// Who reads a task is `asker::may_read`, over MCP too: a task handed to one session of a desk
+/// is that session's to read; another session of the desk neither gets it from `task_get` nor
+/// sees it in `task_list`, though it reads the desk's queue; the owner reads it.
+#[test]
+fn another_session_of_the_desk_cannot_read_what_was_handed_to_the_first() {
+    let d = two_desks();
+    session(&d, "s-api-2", "api");
+    let c = Client::connect(&d, &worker(&d));
+    let current = d.add_task("api", "Add a --json flag");
+    let queued = d.add_task("api", "Then the docs");
+    deliver(&d, &current, "s-api");
+
+    let get = |s: &str, id: &str| as_session(&d, s, json!({"task_id": id}));
+    let m = c.refused("task_get", get("s-api-2", &current));
+    assert!(
+        m.contains("was handed to session s-api, not to this one"),
+        "{m}"
+    );
+    assert!(!m.contains("Add a --json flag"), "nothing of it shows: {m}");
+    let (_, list) = c.ok("task_list", as_session(&d, "s-api-2", json!({})));
+    assert_eq!(
+        ids_of(&list),
+        std::slice::from_ref(&queued),
+        "the desk's queue, not s-api's task"
+    );
+
+    let (text, _) = c.ok("task_get", get("s-api", &current));
+    assert!(text.contains("Add a --json flag"), "{text}");
+    c.ok("task_get", get("s-api-2", &queued));
+    let (_, list) = c.ok("task_list", as_session(&d, "s-api", json!({})));
+    assert_eq!(ids_of(&list), [current.clone(), queued]);
+    let owner = Client::connect(&d, TOKEN);
+    owner.ok("task_get", json!({"task_id": current}));
+}
+
 /// Claude Code's `/clear` ends one session id and starts another at the same desk: the task
 /// handed to the first goes back and is handed again, whole and with its header, to the new
 /// one at its turn's end; the new one then ends it, and the ended one no longer can.
@@ -872,14 +907,17 @@ fn task_send_status_ack_round_trip_with_asker_isolation() {
         "quoted: {request}"
     );
 
-    // Nobody else finds it: another desk's session, the owner.
+    // Another desk's session finds it neither to read nor to acknowledge; the owner reads
+    // every task (`asker::may_read`) but acknowledges only what it asked.
     let not_found = |m: &str| assert!(m.contains(&format!("no task {id} sent by")), "{m}");
     not_found(&c.refused(
         "task_status",
         as_session(&d, "s-ops", json!({"task_id": id})),
     ));
-    not_found(&owner.refused("task_status", json!({"task_id": id})));
     not_found(&c.refused("task_ack", as_session(&d, "s-ops", json!({"task_id": id}))));
+    let (_, read) = owner.ok("task_status", json!({"task_id": id}));
+    assert_eq!(read["asker"], "desk:api");
+    not_found(&owner.refused("task_ack", json!({"task_id": id})));
 
     // Not yet ended: no acknowledgement.
     let m = c.refused("task_ack", as_session(&d, "s-api", json!({"task_id": id})));

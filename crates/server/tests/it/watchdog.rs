@@ -251,6 +251,72 @@ fn settings_are_read_and_written_and_bad_values_change_nothing() {
     );
 }
 
+/// The owner API serves core's settings table as the catalogue: every setting it has, with
+/// the default it starts at and the range and words its refusals use, so the panel and the
+/// CLI restate none of it.
+#[test]
+fn the_settings_catalogue_is_the_table_the_api_checks_by() {
+    let d = TestDaemon::start();
+    let (status, catalogue) = d.call("GET", "/api/settings/catalogue", None);
+    assert_eq!(status, 200, "{catalogue}");
+    let rows = catalogue["settings"].as_array().unwrap();
+    let (_, settings) = d.call("GET", "/api/settings", None);
+    let keys: Vec<&str> = rows.iter().map(|r| r["key"].as_str().unwrap()).collect();
+    let mut known: Vec<&str> = settings["settings"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let mut listed = keys.clone();
+    listed.sort_unstable();
+    known.sort_unstable();
+    assert_eq!(listed, known, "every setting, once");
+    for row in rows {
+        let key = row["key"].as_str().unwrap();
+        assert_eq!(
+            row["default"], settings["settings"][key],
+            "{key} starts at its default"
+        );
+        assert!(
+            row["label"].as_str().is_some_and(|l| !l.is_empty()),
+            "{row}"
+        );
+        assert!(
+            row["group"].as_str().is_some_and(|g| !g.is_empty()),
+            "{row}"
+        );
+    }
+    let cap = rows
+        .iter()
+        .find(|r| r["key"] == "reminders.hourly_cap")
+        .unwrap();
+    assert_eq!(
+        (&cap["kind"], &cap["min"], &cap["max"], &cap["group"]),
+        (&json!("count"), &json!(1), &json!(60), &json!("Reminders"))
+    );
+    let size = rows
+        .iter()
+        .find(|r| r["key"] == "limits.file_bytes")
+        .unwrap();
+    assert_eq!(
+        (&size["kind"], &size["min"], &size["units"]),
+        (&json!("bytes"), &json!(1024), &json!(["B", "KiB", "MiB"]))
+    );
+    // One past the catalogue's range is refused in the catalogue's words.
+    let (status, v) = d.call(
+        "PUT",
+        "/api/settings",
+        Some(&json!({"reminders.hourly_cap": "61"})),
+    );
+    assert_eq!(status, 400, "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.ends_with(cap["expected"].as_str().unwrap()),
+        "{message} / {cap}"
+    );
+}
+
 /// The scheduler on an injected clock: a 3 h suspend moves the quiet clock (no burst, no
 /// early reminder), and a wall clock stepped back an hour sends nothing.
 #[test]
@@ -573,4 +639,60 @@ fn blocked_and_finished_tasks_are_notices_and_a_snoozed_stall_is_told_again() {
         (Some("finished"), Some(next.as_str())),
         "{finished}"
     );
+}
+
+/// With two live sessions at a desk, the task handed to the older one is reminded there:
+/// that session alone may end it (`queue::session_may_end`), though the newer one holds the
+/// desk (`session::works_on`). The owner's "remind now" goes there too.
+#[test]
+fn a_task_handed_to_the_older_of_two_live_sessions_is_reminded_there() {
+    use taskkeeper_core::{Clock as _, ManualClock, SessionId, SystemClock};
+    let clock = ManualClock::new(SystemClock.now());
+    let d = TestDaemon::start_with_clock(std::sync::Arc::new(clock.clone()));
+    d.set_setting("reminders.first_after.claude-code", "1m");
+    let h = crate::hooks::Hooks::new(&d);
+    h.ok("s-1", "SessionStart", json!({"source": "startup"}));
+    let id = d.add_task("work", "Add a --json flag");
+    let handed = h.ok(
+        "s-1",
+        "Stop",
+        json!({"last_assistant_message": "Hi", "background_tasks": []}),
+    );
+    assert!(handed.contains("\"decision\":\"block\""), "{handed}");
+    h.ok(
+        "s-1",
+        "Stop",
+        json!({"last_assistant_message": "On it", "background_tasks": []}),
+    );
+    // A second session starts at the desk later: the newest live one, idle, holding nothing.
+    clock.advance(Duration::from_secs(1));
+    h.ok("s-2", "SessionStart", json!({"source": "startup"}));
+    let store = d.daemon().store();
+    let task = store
+        .task(&taskkeeper_core::TaskId::from(id.as_str()))
+        .unwrap()
+        .unwrap();
+    assert_eq!(task.delivered_to, Some(SessionId::from("s-1")));
+    let note = |s: &str| {
+        store
+            .session(&SessionId::from(s))
+            .unwrap()
+            .unwrap()
+            .watch
+            .pending
+            .map(|(seq, _)| seq)
+    };
+
+    clock.advance(Duration::from_secs(120));
+    wake_watchdog(&d, clock.now());
+    assert_eq!(d.task(&id)["remindersSent"], 1);
+    assert_eq!(
+        (note("s-1"), note("s-2")),
+        (Some(1), None),
+        "the reminder goes to the session handed the task"
+    );
+
+    let (status, body) = d.call("POST", &format!("/api/tasks/{id}/remind"), Some(&json!({})));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!((note("s-1"), note("s-2")), (Some(2), None), "remind now");
 }

@@ -44,6 +44,44 @@ pub enum TurnOriginView {
     Background,
 }
 
+/// Which label a task is shown with (`core::task::Label::kind`), for styling; the task view's
+/// `label` carries the words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS), ts(rename = "LabelKind"))]
+#[serde(rename_all = "kebab-case")]
+pub enum LabelKindView {
+    Queued,
+    Working,
+    Stalled,
+    WaitingOnOwner,
+    Blocked,
+    AuthRequired,
+    Completed,
+    Failed,
+    Expired,
+    Canceled,
+    Rejected,
+}
+
+impl From<taskkeeper_core::task::Label> for LabelKindView {
+    fn from(l: taskkeeper_core::task::Label) -> Self {
+        use taskkeeper_core::task::Label as L;
+        match l {
+            L::Queued(_) => Self::Queued,
+            L::Working => Self::Working,
+            L::Stalled => Self::Stalled,
+            L::WaitingOnOwner => Self::WaitingOnOwner,
+            L::Blocked => Self::Blocked,
+            L::AuthRequired => Self::AuthRequired,
+            L::Completed => Self::Completed,
+            L::Failed => Self::Failed,
+            L::Expired => Self::Expired,
+            L::Canceled => Self::Canceled,
+            L::Rejected => Self::Rejected,
+        }
+    }
+}
+
 /// A task's A2A state, in the owner API's spelling (`core::TaskState::as_str`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS), ts(rename = "TaskState"))]
