@@ -2,6 +2,7 @@
 //! (desks and tasks). Errors print one line that says what went wrong and what to do.
 
 mod a2a_client;
+mod asking;
 mod client;
 mod commands;
 mod connect;
@@ -507,12 +508,12 @@ fn main() -> ExitCode {
             context,
             task,
             a2a,
-        } => commands::send(&to, &text, !no_wait, context, task, a2a),
-        Command::Get { id, a2a } => commands::a2a_get(&id, a2a),
-        Command::List { a2a } => commands::a2a_list(a2a),
-        Command::Cancel { id, a2a } => commands::a2a_cancel(&id, a2a),
-        Command::Ack { id, a2a } => commands::a2a_ack(&id, a2a),
-        Command::Watch { id, a2a } => commands::a2a_watch(&id, a2a),
+        } => asking::send(&to, &text, !no_wait, context, task, a2a),
+        Command::Get { id, a2a } => asking::a2a_get(&id, a2a),
+        Command::List { a2a } => asking::a2a_list(a2a),
+        Command::Cancel { id, a2a } => asking::a2a_cancel(&id, a2a),
+        Command::Ack { id, a2a } => asking::a2a_ack(&id, a2a),
+        Command::Watch { id, a2a } => asking::a2a_watch(&id, a2a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

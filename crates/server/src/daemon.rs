@@ -251,7 +251,6 @@ impl Daemon {
             data_dir: config.data_dir.clone(),
             timeouts: config.network_timeouts,
             tasks: tasks.clone(),
-            store: store.clone(),
             status: Arc::new(network_status),
         };
         let wanted = match &config.network {

@@ -80,9 +80,8 @@ pub(crate) struct Supervisor {
     pub clock: Arc<dyn Clock>,
     pub data_dir: PathBuf,
     pub timeouts: Timeouts,
+    /// The tasks, and through them the settings, where the front reads the numbers per minute.
     pub tasks: Tasks,
-    /// The settings' memory, where the front reads the numbers per minute.
-    pub store: taskkeeper_core::Store,
     pub status: Arc<watch::Sender<NetworkStatus>>,
 }
 
@@ -203,7 +202,7 @@ impl Supervisor {
             self.clock.clone(),
             certificates.clone(),
             self.timeouts,
-            self.store.clone(),
+            self.tasks.setting_store(),
         ));
         let app = self
             .router

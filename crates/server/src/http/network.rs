@@ -65,7 +65,7 @@ pub(crate) struct Front {
     pub certificates: Option<Arc<Certificates>>,
     pub timeouts: Timeouts,
     /// Where the numbers per minute are read (the store keeps the settings in memory).
-    store: taskkeeper_core::Store,
+    settings: crate::services::SettingStore,
     /// The numbers as last read, for a moment the store's memory is being refreshed.
     rates: Mutex<(u32, u32)>,
     requests: Mutex<Windows>,
@@ -80,7 +80,7 @@ impl Front {
         clock: Arc<dyn Clock>,
         certificates: Option<Arc<Certificates>>,
         timeouts: Timeouts,
-        store: taskkeeper_core::Store,
+        settings: crate::services::SettingStore,
     ) -> Self {
         let defaults = taskkeeper_core::network::Network::default();
         Self {
@@ -89,7 +89,7 @@ impl Front {
             clock,
             certificates,
             timeouts,
-            store,
+            settings,
             rates: Mutex::new((defaults.requests_per_minute, defaults.streams_per_minute)),
             requests: Mutex::default(),
             failed: Mutex::default(),
@@ -100,7 +100,7 @@ impl Front {
     /// `network.requests_per_minute` and `network.streams_per_minute` now.
     fn rates(&self) -> (u32, u32) {
         let mut rates = self.rates.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(s) = self.store.cached_settings() {
+        if let Some(s) = self.settings.cached() {
             *rates = (s.network.requests_per_minute, s.network.streams_per_minute);
         }
         *rates
