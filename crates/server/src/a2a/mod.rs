@@ -52,6 +52,8 @@ pub(crate) struct A2a {
     /// The daemon is stopping: open streams end so the graceful shutdown can finish.
     pub stop: tokio::sync::watch::Receiver<bool>,
     pub port: u16,
+    /// Every port this daemon answers on, where no webhook may point.
+    pub ports: push::DaemonPorts,
     pub card: CardOptionsConfig,
     /// Each caller's open streams and blocking waits, capped by `a2a.streams_per_caller`.
     pub slots: slots::Slots,

@@ -3,8 +3,8 @@
 //! the task there as the StreamResponse a stream would carry (in v0.3, the bare v0.3 object).
 //!
 //! Two halves. The methods (Create/Get/List/Delete, v0.3's `tasks/pushNotificationConfig/*`
-//! and the config inline in SendMessage) check the target when it is set: `http://` only
-//! (this build has no TLS), public addresses; this machine only when the owner allows it
+//! and the config inline in SendMessage) check the target when it is set: `http://` or
+//! `https://`, public addresses; this machine only when the owner allows it
 //! (`push.allow_loopback_targets`) and never on the daemon's own port; the private,
 //! link-local, shared and other special ranges only when the owner allows them
 //! (`push.allow_private_targets`); the rule is `core::push::target_refusal`. The
@@ -15,15 +15,22 @@
 //! gets its pushes in order, and reports each attempt back to the store, which retries with
 //! backoff and drops what still fails after `push.give_up_after`. The addresses a name
 //! resolves to are checked again at connect time ([`CheckedResolver`]), so a name that
-//! rebinds to a private or loopback address after it was checked is still refused.
+//! rebinds to a private or loopback address after it was checked is still refused; that check
+//! is the one that counts, so a name that does not resolve when the webhook is set is taken
+//! (an asker may name a host this machine cannot resolve yet) and judged at each connection.
+//! `https://` webhooks are verified against the system's root certificates and the owner's
+//! extra roots (`push.extra_roots`), with rustls on the daemon's one crypto provider (ring).
 
 use std::collections::HashSet;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 
 use reqwest::Url;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use taskkeeper_core::push::{
@@ -151,37 +158,39 @@ fn new_config(raw: ConfigIn, dialect: Dialect) -> Result<NewPushConfig, RpcError
     })
 }
 
-/// Where a webhook may point (`core::push::target_refusal`): `http://` to a public address;
-/// this machine and the special ranges only as the owner allows; this daemon's port never.
-/// The `url` crate's host parser has already normalised every IPv4 spelling (`2130706433`,
-/// `0x7f000001`, `0177.0.0.1`, `127.1`) and the bracketed IPv6 forms; a name is resolved and
-/// each of its addresses checked.
+/// Where a webhook may point (`core::push::target_refusal`): `http://` or
+/// `https://` to a public address; this machine and the special ranges only as the owner
+/// allows; this daemon's port never. The `url` crate's host parser has already normalised
+/// every IPv4 spelling (`2130706433`, `0x7f000001`, `0177.0.0.1`, `127.1`) and the bracketed
+/// IPv6 forms; a name is resolved and each of its addresses checked. A name that does not
+/// resolve now is taken: every push checks the addresses it connects to ([`CheckedResolver`]).
 pub(crate) async fn check_target(
     url: &str,
     settings: &Push,
-    daemon_port: u16,
+    ports: &DaemonPorts,
 ) -> Result<(), String> {
     let parsed =
         Url::parse(url).map_err(|e| format!("url {url:?} is not an absolute URL ({e})"))?;
     match parsed.scheme() {
-        "http" => {}
-        "https" => {
+        "http" | "https" => {}
+        other => {
             return Err(format!(
-                "url {url:?}: this daemon posts push notifications over plain http:// only (it is built without TLS); give an http:// webhook on this machine, or a relay that forwards to yours"
+                "url {url:?}: the scheme must be http or https, not {other}"
             ));
         }
-        other => return Err(format!("url {url:?}: the scheme must be http, not {other}")),
     }
-    let port = parsed.port_or_known_default().unwrap_or(80);
-    let on_daemon_port = port == daemon_port;
+    let Some(port) = parsed.port_or_known_default() else {
+        return Err(format!("url {url:?} has no port"));
+    };
+    let on_daemon_port = ports.holds(port);
     let addrs: Vec<IpAddr> = match parsed.host() {
         Some(url::Host::Ipv4(ip)) => vec![IpAddr::V4(ip)],
         Some(url::Host::Ipv6(ip)) => vec![IpAddr::V6(ip)],
-        Some(url::Host::Domain(name)) => tokio::net::lookup_host((name, port))
-            .await
-            .map_err(|e| format!("url {url:?}: cannot resolve {name} ({e})"))?
-            .map(|a| a.ip())
-            .collect(),
+        Some(url::Host::Domain(name)) => match tokio::net::lookup_host((name, port)).await {
+            Ok(found) => found.map(|a| a.ip()).collect(),
+            // Judged when a push connects, on the addresses it gets then.
+            Err(_) => Vec::new(),
+        },
         None => return Err(format!("url {url:?} has no host")),
     };
     for ip in addrs {
@@ -190,9 +199,34 @@ pub(crate) async fn check_target(
     Ok(())
 }
 
-/// Whether a webhook URL names the port this daemon listens on.
-fn on_daemon_port(url: &Url, daemon_port: u16) -> bool {
-    url.port_or_known_default() == Some(daemon_port)
+/// The ports this daemon answers on, where no push goes: the loopback listener's, and the
+/// network listener's while it runs (it starts, stops and moves with the settings).
+#[derive(Clone)]
+pub struct DaemonPorts {
+    pub loopback: u16,
+    pub network: Arc<dyn Fn() -> Option<u16> + Send + Sync>,
+}
+
+impl std::fmt::Debug for DaemonPorts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DaemonPorts")
+            .field("loopback", &self.loopback)
+            .field("network", &(self.network)())
+            .finish()
+    }
+}
+
+impl DaemonPorts {
+    /// Whether this daemon answers on `port`.
+    fn holds(&self, port: u16) -> bool {
+        port == self.loopback || (self.network)() == Some(port)
+    }
+}
+
+/// Whether a webhook URL names a port this daemon listens on.
+fn on_daemon_port(url: &Url, ports: &DaemonPorts) -> bool {
+    url.port_or_known_default()
+        .is_some_and(|port| ports.holds(port))
 }
 
 fn refuse(ip: IpAddr, on_daemon_port: bool, settings: &Push) -> Result<(), String> {
@@ -210,7 +244,7 @@ pub(super) async fn checked_config(ctx: &Ctx, raw: Value) -> Result<NewPushConfi
 async fn checked(ctx: &Ctx, raw: ConfigIn) -> Result<NewPushConfig, RpcError> {
     let config = new_config(raw, ctx.dialect)?;
     let settings = super::settings_of(ctx).await?;
-    check_target(&config.url, &settings.push, ctx.a2a.port)
+    check_target(&config.url, &settings.push, &ctx.a2a.ports)
         .await
         .map_err(RpcError::invalid_params)?;
     Ok(config)
@@ -452,17 +486,84 @@ impl std::fmt::Debug for Pusher {
     }
 }
 
-/// The HTTP clients pushes go out through, and the daemon's port they tell apart.
+/// The HTTP clients pushes go out through, and the daemon's port they tell apart. They are
+/// made again when the owner's extra roots change (the setting, or the file's contents).
 #[derive(Clone)]
 struct Clients {
-    daemon_port: u16,
+    tasks: Tasks,
+    ports: DaemonPorts,
+    built: Arc<Mutex<Option<(Roots, ClientPair)>>>,
+}
+
+/// The pair of clients one set of trusted roots makes.
+#[derive(Clone)]
+struct ClientPair {
     /// For webhooks on the daemon's own port.
     on_daemon_port: reqwest::Client,
     other: reqwest::Client,
 }
 
+/// Which extra roots a pair was made with: the file, its modification time and length.
+type Roots = Option<(PathBuf, SystemTime, u64)>;
+
+/// Why no client could be made for a push (it is retried): names the setting and the fix.
+fn roots_error(path: &Path, why: impl std::fmt::Display) -> String {
+    format!(
+        "push.extra_roots {}: {why}; give a PEM file of CA certificates, or empty the setting",
+        path.display()
+    )
+}
+
+/// The TLS set-up of an `https://` push: the system's roots and `extra`, on ring (the
+/// daemon's one crypto provider, as `http::tls::provider`), HTTP/1.1.
+fn tls_config(extra: Vec<CertificateDer<'static>>) -> Result<rustls::ClientConfig, String> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier =
+        rustls_platform_verifier::Verifier::new_with_extra_roots(extra, Arc::clone(&provider))
+            .map_err(|e| format!("cannot load the root certificates for https:// pushes: {e}"))?;
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier))
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(config)
+}
+
 impl Clients {
-    fn new(tasks: &Tasks, daemon_port: u16) -> Result<Self, reqwest::Error> {
+    fn new(tasks: &Tasks, ports: DaemonPorts) -> Self {
+        Self {
+            tasks: tasks.clone(),
+            ports,
+            built: Arc::default(),
+        }
+    }
+
+    /// What `push` says the extra roots are, as of now.
+    fn roots(push: &Push) -> Result<Roots, String> {
+        let Some(path) = &push.extra_roots else {
+            return Ok(None);
+        };
+        let meta = std::fs::metadata(path).map_err(|e| roots_error(path, e))?;
+        let modified = meta.modified().map_err(|e| roots_error(path, e))?;
+        Ok(Some((path.clone(), modified, meta.len())))
+    }
+
+    fn make(&self, roots: &Roots) -> Result<ClientPair, String> {
+        let extra = match roots {
+            None => Vec::new(),
+            Some((path, ..)) => {
+                let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(path)
+                    .and_then(|certs| certs.collect())
+                    .map_err(|e| roots_error(path, e))?;
+                if certs.is_empty() {
+                    return Err(roots_error(path, "it holds no certificate"));
+                }
+                certs
+            }
+        };
+        let tls = tls_config(extra)?;
         let client = |on_daemon_port| {
             reqwest::Client::builder()
                 .no_proxy()
@@ -473,40 +574,52 @@ impl Clients {
                 // the settings of the moment.
                 .pool_max_idle_per_host(0)
                 .dns_resolver(Arc::new(CheckedResolver {
-                    tasks: tasks.clone(),
+                    tasks: self.tasks.clone(),
                     on_daemon_port,
                 }))
+                .tls_backend_preconfigured(tls.clone())
                 .build()
+                .map_err(|e| format!("cannot make the push client: {e}"))
         };
-        Ok(Self {
-            daemon_port,
+        Ok(ClientPair {
             on_daemon_port: client(true)?,
             other: client(false)?,
         })
     }
 
-    fn for_url(&self, url: &Url) -> &reqwest::Client {
-        if on_daemon_port(url, self.daemon_port) {
-            &self.on_daemon_port
+    /// The client for a push to `url` under `push`.
+    fn for_url(&self, url: &Url, push: &Push) -> Result<reqwest::Client, String> {
+        let roots = Self::roots(push)?;
+        let mut built = self.built.lock().unwrap_or_else(|e| e.into_inner());
+        let pair = match &*built {
+            Some((made_with, pair)) if *made_with == roots => pair.clone(),
+            _ => {
+                let pair = self.make(&roots)?;
+                *built = Some((roots, pair.clone()));
+                pair
+            }
+        };
+        Ok(if on_daemon_port(url, &self.ports) {
+            pair.on_daemon_port
         } else {
-            &self.other
-        }
+            pair.other
+        })
     }
 }
 
 impl Pusher {
-    /// The sender for a daemon listening on `daemon_port`, where no push goes.
-    pub fn new(tasks: Tasks, daemon_port: u16) -> Result<Self, reqwest::Error> {
-        let clients = Clients::new(&tasks, daemon_port)?;
+    /// The sender for a daemon listening on `ports`, where no push goes.
+    pub fn new(tasks: Tasks, ports: DaemonPorts) -> Self {
+        let clients = Clients::new(&tasks, ports);
         // Told by the task service after each change that queued a push: a change of a task
         // without a webhook does not wake this loop.
         let wake = tasks.push_wake();
-        Ok(Self {
+        Self {
             tasks,
             clients,
             wake,
             looks: Arc::default(),
-        })
+        }
     }
 
     pub fn waker(&self) -> Waker {
@@ -615,14 +728,14 @@ async fn post(tasks: &Tasks, clients: &Clients, d: &Delivery) -> Result<(), Stri
     let url = Url::parse(&d.config.url).map_err(|e| e.to_string())?;
     // A literal address never reaches the resolver: check it here (the setting may have
     // changed since the config was set).
-    let on_daemon_port = on_daemon_port(&url, clients.daemon_port);
+    let on_daemon_port = on_daemon_port(&url, &clients.ports);
     match url.host() {
         Some(url::Host::Ipv4(ip)) => refuse(IpAddr::V4(ip), on_daemon_port, &settings.push)?,
         Some(url::Host::Ipv6(ip)) => refuse(IpAddr::V6(ip), on_daemon_port, &settings.push)?,
         _ => {}
     }
     let mut request = clients
-        .for_url(&url)
+        .for_url(&url, &settings.push)?
         .post(url)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .body(body(d).to_string());
