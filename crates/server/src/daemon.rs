@@ -62,7 +62,7 @@ pub struct Daemon {
     watchdog_passes: watch::Receiver<crate::watchdog::Pass>,
     delivery: crate::delivery::Delivery,
     pusher: JoinHandle<()>,
-    push_wake: crate::a2a::push::Waker,
+    push_wake: crate::a2a::pusher::Waker,
     push_looks: Arc<std::sync::atomic::AtomicU64>,
     digest_wake: Arc<tokio::sync::Notify>,
     /// The web UI's sign-in codes: their pages go when the daemon stops.
@@ -155,7 +155,7 @@ impl Daemon {
                 network: Arc::new(move || network.borrow().addr.map(|a| a.port())),
             }
         };
-        let pusher = crate::a2a::push::Pusher::new(tasks.clone(), ports.clone());
+        let pusher = crate::a2a::pusher::Pusher::new(tasks.clone(), ports.clone());
         let push_wake = pusher.waker();
         let push_looks = pusher.looks();
         let guard = Arc::new(Guard::new(credentials.clone(), addr.port()));

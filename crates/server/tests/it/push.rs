@@ -311,25 +311,49 @@ fn configs_are_set_read_listed_and_deleted_only_by_the_tasks_asker() {
         ),
     );
     assert_eq!(deleted["result"], json!({}), "{deleted}");
-    for method in [
-        "GetTaskPushNotificationConfig",
-        "DeleteTaskPushNotificationConfig",
-    ] {
-        let v = d.rpc(
+    let get_c1 = || {
+        d.rpc(
             "/a2a/web",
             &alice,
             V1,
-            &call(method, json!({"taskId": id, "id": "c1"})),
-        );
-        assert_eq!(v["error"]["code"], -32602, "{v}");
-        assert!(
-            v["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("no push notification config c1"),
-            "{v}"
-        );
-    }
+            &call(
+                "GetTaskPushNotificationConfig",
+                json!({"taskId": id, "id": "c1"}),
+            ),
+        )
+    };
+    let v = get_c1();
+    assert_eq!(v["error"]["code"], -32602, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no push notification config c1"),
+        "{v}"
+    );
+    // Deleting it again is not an error (A2A §3.1.10: delete is idempotent), in both
+    // versions, and changes nothing.
+    let again = d.rpc(
+        "/a2a/web",
+        &alice,
+        V1,
+        &call(
+            "DeleteTaskPushNotificationConfig",
+            json!({"taskId": id, "id": "c1"}),
+        ),
+    );
+    assert_eq!(again["result"], json!({}), "{again}");
+    let again = d.rpc(
+        "/a2a/web",
+        &alice,
+        None,
+        &call(
+            "tasks/pushNotificationConfig/delete",
+            json!({"id": id, "pushNotificationConfigId": "old"}),
+        ),
+    );
+    assert_eq!(again["result"], Value::Null, "{again}");
+    assert_eq!(get_c1()["error"]["code"], -32602);
     let v = d.rpc(
         "/a2a/web",
         &alice,
