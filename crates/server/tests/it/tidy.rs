@@ -3,8 +3,8 @@
 //! of it (nor any source file of the workspace) is too long to read at a sitting, only the
 //! task service writes tasks, only the services reach the store, only the sessions registry
 //! marks a desk waiting on the owner, the daemon's areas name each other
-//! without an import cycle, and every reference to a design note resolves to a
-//! file (and a section) inside the repository.
+//! without an import cycle, every reference to a design note resolves to a
+//! file (and a section) inside the repository, and every file or folder a doc names exists.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -662,6 +662,121 @@ fn every_reference_to_a_design_note_resolves_inside_the_repository() {
     );
 }
 
+/// The pages a newcomer reads: the four at the root and every note in `docs/`.
+fn doc_pages() -> Vec<PathBuf> {
+    let root = root();
+    let mut out: Vec<PathBuf> = ["README", "ARCHITECTURE", "TESTING", "BENCHMARKS"]
+        .iter()
+        .map(|name| root.join(format!("{name}.md")))
+        .collect();
+    let mut notes = Vec::new();
+    files(&root.join("docs"), &[".md"], &mut notes);
+    notes.sort();
+    out.extend(notes);
+    out
+}
+
+/// What builds and test runs make, which the repository does not hold (`.gitignore`), so a
+/// page may name it without its being there.
+const MADE_BY_BUILDS: &[&str] = &["ui/dist", "tests/artifacts", "crates/app/gen", "target"];
+
+/// The paths `text` names in backquotes that do not exist. A path is a word inside backquotes
+/// whose first segment is an entry at the repository's root (`crates/…`, `ui/…`,
+/// `tests/leftovers.sh`), so a path relative to a crate (`agents/hooks.rs`) or outside the
+/// repository (`~/.claude`, `/proc/PID/stat`) is not one. A placeholder (`<kind>`, `{id}`,
+/// `*`, `...`) ends it, and then the folder before it must exist. `top` is the root's
+/// entries; `exists` says whether a repository-relative path is there.
+fn missing_paths(text: &str, top: &BTreeSet<String>, exists: &dyn Fn(&str) -> bool) -> Vec<String> {
+    let quoted = Regex::new(r"`([^`\n]+)`").unwrap();
+    let line_number = Regex::new(r":[0-9]+$").unwrap();
+    let mut missing = Vec::new();
+    for span in quoted.captures_iter(text) {
+        for word in span[1].split_whitespace() {
+            let word = word.trim_matches(|c: char| "\"'(),;:".contains(c));
+            let Some((first, _)) = word.split_once('/') else {
+                continue;
+            };
+            if !top.contains(first) {
+                continue;
+            }
+            let mut path = line_number.replace(word, "").into_owned();
+            if let Some(at) = ["...", "…", "<", "{", "*", "[", "$", "|"]
+                .iter()
+                .filter_map(|p| path.find(p))
+                .min()
+            {
+                path.truncate(path[..at].rfind('/').map_or(0, |slash| slash + 1));
+            }
+            let path = path.trim_end_matches('.').trim_end_matches('/');
+            let made = MADE_BY_BUILDS
+                .iter()
+                .any(|m| path == *m || path.starts_with(&format!("{m}/")));
+            if !path.is_empty() && !made && !exists(path) {
+                missing.push(word.to_owned());
+            }
+        }
+    }
+    missing
+}
+
+#[test]
+fn the_path_check_finds_a_path_that_is_gone() {
+    let top: BTreeSet<String> = ["crates", "tests", "ui", "bench", "docs"]
+        .map(String::from)
+        .into();
+    let there = [
+        "crates/server/src/a2a/push.rs",
+        "crates/server/src/agents",
+        "tests/leftovers.sh",
+        "ui/src",
+        "bench/a2a/run.sh",
+    ];
+    let exists = |p: &str| there.contains(&p);
+    let text = "`crates/server/src/a2a/push.rs`, `tests/leftovers.sh`, `ui/src/...`, \
+                `crates/server/src/agents/<kind>/adapter.rs`, `bench/a2a/run.sh 5`, \
+                `cargo bench -p taskkeeper-core --bench store`, `agents/hooks.rs`, \
+                `~/.claude/settings.json`, `ui/dist`, `tests/artifacts/app-window.png`; \
+                gone: `crates/server/src/gone.rs`, (`tests/it/routes.rs:12`), \
+                `docs/nowhere/`";
+    assert_eq!(
+        missing_paths(text, &top, &exists),
+        [
+            "crates/server/src/gone.rs",
+            "tests/it/routes.rs:12",
+            "docs/nowhere/"
+        ]
+    );
+}
+
+/// Every file or folder of the repository a page names exists: a move or a removal that
+/// forgets the docs fails here, naming the page and the path.
+#[test]
+fn every_path_a_doc_names_exists() {
+    let root = root();
+    let top: BTreeSet<String> = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name != ".git" && name != "target")
+        .collect();
+    assert!(top.contains("crates"), "the root was read: {top:?}");
+    let exists = |p: &str| root.join(p).exists();
+    let pages = doc_pages();
+    assert!(pages.len() > 8, "the pages were found: {pages:?}");
+    let mut missing = Vec::new();
+    for page in pages {
+        let text = std::fs::read_to_string(&page).unwrap();
+        for path in missing_paths(&text, &top, &exists) {
+            missing.push(format!("{}: {path}", shown(&page)));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "these pages name files or folders the repository does not have; name where the \
+         thing is now (a path from the repository's root), or drop it: {missing:#?}"
+    );
+}
+
 /// Every package `root` depends on, directly or not, as `Cargo.lock` resolved them (dev and
 /// build dependencies included, so this is the wider set).
 fn dependency_tree(lock: &str, root: &str) -> std::collections::BTreeSet<String> {
@@ -719,7 +834,9 @@ fn the_core_knows_no_web_async_or_gui_crate_and_only_the_app_knows_tauri() {
 }
 
 /// The names the code map's daemon section gives in backticks that look like parts of the
-/// tree: `name.rs` files and `dir/` directories (paths of tests and other crates aside).
+/// tree: `name.rs` files and `dir/` directories (paths of tests and other crates aside). The
+/// section runs from its `###` heading to the next heading of its level or above, so its
+/// areas' `####` headings are inside it.
 fn code_map_parts(map: &str) -> Vec<String> {
     let start = map
         .find("### `crates/server` — the daemon")
@@ -767,8 +884,9 @@ fn exists(part: &str, files: &[String]) -> bool {
 
 #[test]
 fn the_code_map_check_finds_a_missing_and_a_dangling_part() {
-    let map = "### `crates/server` — the daemon\n- **`http/`** — `guard.rs`, `gone.rs`; \
-               `tests/it/x.rs`\n### `crates/cli`\n`mcp/`";
+    let map = "### `crates/server` — the daemon\n#### `http/` — who may call what\n\
+               `guard.rs`, `gone.rs`; `tests/it/x.rs`\n#### The rest\n\
+               `crates/server/src/x.rs`\n### `crates/cli`\n`mcp/`";
     let parts = code_map_parts(map);
     assert_eq!(parts, ["http/", "guard.rs", "gone.rs"]);
     let files: Vec<String> = ["lib.rs", "http/mod.rs", "http/guard.rs", "http/error.rs"]
