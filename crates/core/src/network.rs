@@ -95,7 +95,7 @@ impl Default for Network {
 pub(crate) const LISTEN_HELP: &str =
     "off, or an address and port such as 0.0.0.0:7718 or [::]:7718";
 pub(crate) const TLS_HELP: &str = "self-signed, files, proxy or off";
-pub(crate) const PATH_HELP: &str = "a file's path (empty for none)";
+pub(crate) use crate::settings::PATH_HELP;
 pub(crate) const URL_HELP: &str = "an https:// (or http://) URL with a host and no path, such as https://box.example.net:7718 (empty: the listen address)";
 pub(crate) const PROXIES_HELP: &str =
     "comma-separated addresses or networks such as 127.0.0.1, 10.0.0.0/8 (empty for none)";
@@ -103,11 +103,7 @@ pub(crate) const PER_MINUTE_HELP: &str = "a whole number from 1 to 10000000";
 
 impl Network {
     pub(crate) fn get(&self, key: &str) -> Result<String, SettingError> {
-        let text = |p: &Option<PathBuf>| {
-            p.as_ref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default()
-        };
+        let text = crate::settings::path_text;
         Ok(match key {
             "network.listen" => self
                 .listen
@@ -131,13 +127,7 @@ impl Network {
 
     pub(crate) fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
         let invalid = |expected| SettingError::invalid(key, value, expected);
-        let path = || -> Result<Option<PathBuf>, SettingError> {
-            let v = value.trim();
-            if v.chars().any(char::is_control) {
-                return Err(invalid(PATH_HELP));
-            }
-            Ok((!v.is_empty()).then(|| PathBuf::from(v)))
-        };
+        let path = || crate::settings::path_value(key, value);
         let per_minute = || {
             value
                 .trim()

@@ -11,6 +11,7 @@
 //! comma-separated list of durations.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::desk::AgentKind;
@@ -100,6 +101,26 @@ impl SettingError {
             expected: expected.to_owned(),
         }
     }
+}
+
+/// What a path setting takes, in a refusal's words.
+pub(crate) const PATH_HELP: &str = "a file's path (empty for none)";
+
+/// A path setting's value: empty is none; a control character is refused (it would reach a
+/// terminal or a log as written).
+pub(crate) fn path_value(key: &str, value: &str) -> Result<Option<PathBuf>, SettingError> {
+    let v = value.trim();
+    if v.chars().any(char::is_control) {
+        return Err(SettingError::invalid(key, value, PATH_HELP));
+    }
+    Ok((!v.is_empty()).then(|| PathBuf::from(v)))
+}
+
+/// A path setting written as its value reads back (empty for none).
+pub(crate) fn path_text(p: &Option<PathBuf>) -> String {
+    p.as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default()
 }
 
 // ---- the table ----------------------------------------------------------------------------
@@ -209,6 +230,18 @@ enum Field {
         get: fn(&Settings, &str) -> String,
         set: fn(&mut Settings, &str, &str) -> Result<(), SettingError>,
     },
+}
+
+/// The `push.extra_roots` path (`Push::extra_roots`).
+const fn push_extra_roots() -> Field {
+    Field::Text {
+        expected: PATH_HELP,
+        get: |s, _| path_text(&s.push.extra_roots),
+        set: |s, key, value| {
+            s.push.extra_roots = path_value(key, value)?;
+            Ok(())
+        },
+    }
 }
 
 /// A `network.*` setting, read and written by `crate::network` (it checks what it takes).
@@ -368,6 +401,7 @@ impl Settings {
                 retry_max: zero,
                 give_up_after: zero,
                 configs_per_task: 0,
+                extra_roots: None,
             },
             digest_at: OfferAt::Off,
             desktop: Desktop {
@@ -535,6 +569,9 @@ pub struct Push {
     pub give_up_after: Duration,
     /// Webhooks one task may have.
     pub configs_per_task: u64,
+    /// A PEM file of root certificates an `https://` webhook's certificate may also chain to,
+    /// beside the system's (an owner's own CA); read again when it changes.
+    pub extra_roots: Option<PathBuf>,
 }
 
 impl Default for Push {

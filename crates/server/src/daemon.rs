@@ -39,8 +39,6 @@ pub enum DaemonError {
     Listen { port: u16, source: std::io::Error },
     #[error(transparent)]
     Ui(#[from] crate::http::ui::UiError),
-    #[error("cannot set up the client that sends push notifications: {0}")]
-    Push(String),
     #[error(transparent)]
     Network(#[from] crate::network::NetworkError),
 }
@@ -64,7 +62,7 @@ pub struct Daemon {
     watchdog_passes: watch::Receiver<crate::watchdog::Pass>,
     delivery: crate::delivery::Delivery,
     pusher: JoinHandle<()>,
-    push_wake: crate::a2a::push::Waker,
+    push_wake: crate::a2a::pusher::Waker,
     push_looks: Arc<std::sync::atomic::AtomicU64>,
     digest_wake: Arc<tokio::sync::Notify>,
     /// The web UI's sign-in codes: their pages go when the daemon stops.
@@ -149,8 +147,15 @@ impl Daemon {
         let files = crate::files::Files::new(&config.data_dir, addr.port());
         let tasks = Tasks::new(store.clone(), config.clock.clone(), files.clone());
         let (stop, mut stopped) = watch::channel(false);
-        let pusher = crate::a2a::push::Pusher::new(tasks.clone(), addr.port())
-            .map_err(|e| DaemonError::Push(e.to_string()))?;
+        let (network_status, network) = watch::channel(crate::network::NetworkStatus::default());
+        let ports = {
+            let network = network.clone();
+            crate::a2a::push::DaemonPorts {
+                loopback: addr.port(),
+                network: Arc::new(move || network.borrow().addr.map(|a| a.port())),
+            }
+        };
+        let pusher = crate::a2a::pusher::Pusher::new(tasks.clone(), ports.clone());
         let push_wake = pusher.waker();
         let push_looks = pusher.looks();
         let guard = Arc::new(Guard::new(credentials.clone(), addr.port()));
@@ -158,6 +163,7 @@ impl Daemon {
             tasks: tasks.clone(),
             stop: stopped.clone(),
             port: addr.port(),
+            ports,
             // The kit's strict v1.0 card check rejects v0.3's extra fields (a2a.md §10): the
             // conformance desk's card goes without them, the others keep them.
             card: crate::a2a::CardOptionsConfig {
@@ -205,7 +211,6 @@ impl Daemon {
         let launcher =
             crate::agents::launched::Launcher::new(delivery.clone(), launched, Some(launch));
         launcher.end_orphaned_headless().await?;
-        let (network_status, network) = watch::channel(crate::network::NetworkStatus::default());
         let owner = OwnerService::new(
             tasks.clone(),
             credentials.clone(),

@@ -330,6 +330,16 @@ pub const SETTINGS: &[Setting] = &[
         field: Field::Count(1, 100, at!(push.configs_per_task)),
     },
     Setting {
+        key: "push.extra_roots",
+        group: Group::Push,
+        label: "Extra root certificates",
+        help: "A PEM file of CA certificates an https:// webhook may also be signed by, beside \
+               this system's (your own CA). Read again when it changes.",
+        default: "",
+        shown: true,
+        field: push_extra_roots(),
+    },
+    Setting {
         key: "digest.at",
         group: Group::Digest,
         label: "Offer the digest",

@@ -91,10 +91,10 @@ pub fn extension(settings: &Settings) -> Value {
 /// card says it so an asker knows before it is refused.
 fn push_targets(push: &Push) -> Value {
     json!({
-        "schemes": ["http"],
+        "schemes": ["http", "https"],
         "loopbackAllowed": push.allow_loopback_targets,
         "privateRangesAllowed": push.allow_private_targets,
-        "rule": "A webhook is an http:// URL on a public address. This machine (loopback, 0.0.0.0 and ::, in any spelling, IPv6 form or name that resolves there) is refused unless the owner allows it, since local services trust it; so are the private, link-local, shared, unique-local and other special ranges, IPv6 forms that carry such an IPv4 address included, since they reach the owner's network; this daemon's own port is refused always. Addresses are checked when the webhook is set and again when each push connects.",
+        "rule": "A webhook is an http:// or https:// URL on a public address (https:// verified against this machine's root certificates and the owner's extra roots). This machine (loopback, 0.0.0.0 and ::, in any spelling, IPv6 form or name that resolves there) is refused unless the owner allows it, since local services trust it; so are the private, link-local, shared, unique-local and other special ranges, IPv6 forms that carry such an IPv4 address included, since they reach the owner's network; this daemon's own port is refused always. Addresses are checked when the webhook is set and again when each push connects, on the address it connects to; a name that does not resolve when it is set is judged then.",
     })
 }
 

@@ -18,6 +18,7 @@ mod fetch;
 mod methods;
 mod proto_names;
 pub mod push;
+pub mod pusher;
 mod rest;
 mod rpc;
 mod send;
@@ -52,11 +53,13 @@ pub(crate) struct A2a {
     /// The daemon is stopping: open streams end so the graceful shutdown can finish.
     pub stop: tokio::sync::watch::Receiver<bool>,
     pub port: u16,
+    /// Every port this daemon answers on, where no webhook may point.
+    pub ports: push::DaemonPorts,
     pub card: CardOptionsConfig,
     /// Each caller's open streams and blocking waits, capped by `a2a.streams_per_caller`.
     pub slots: slots::Slots,
     /// Wakes the push sender when a config is set (its first push is queued).
-    pub push: push::Waker,
+    pub push: pusher::Waker,
     /// Set for a request that came in on the network listener: the public URL the cards and
     /// file links name there, and the asker's count of streams opened per minute.
     pub outside: Option<Outside>,

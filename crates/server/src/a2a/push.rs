@@ -1,56 +1,34 @@
-//! Push notifications (A2A §3.1.7–3.1.10, TaskPushNotificationConfig): an asker that does not
-//! hold a connection open names a webhook for its task, and the daemon POSTs every change of
-//! the task there as the StreamResponse a stream would carry (in v0.3, the bare v0.3 object).
+//! Push notification configs (A2A §3.1.7–3.1.10, TaskPushNotificationConfig): an asker that
+//! does not hold a connection open names a webhook for its task, and the daemon POSTs every
+//! change of the task there ([`super::pusher`] sends).
 //!
-//! Two halves. The methods (Create/Get/List/Delete, v0.3's `tasks/pushNotificationConfig/*`
-//! and the config inline in SendMessage) check the target when it is set: `http://` only
-//! (this build has no TLS), public addresses; this machine only when the owner allows it
-//! (`push.allow_loopback_targets`) and never on the daemon's own port; the private,
-//! link-local, shared and other special ranges only when the owner allows them
-//! (`push.allow_private_targets`); the rule is `core::push::target_refusal`. The
-//! [`Pusher`] sends: the store queues each change's pushes in the change's own transaction
-//! (core `store/push.rs`), and the pusher, woken by the changes that queued one (the task
-//! service tells it; a change of a task without a webhook does not wake it) and on the
-//! injected clock for retries, posts the head of each webhook's queue, one at a time per webhook so each
-//! gets its pushes in order, and reports each attempt back to the store, which retries with
-//! backoff and drops what still fails after `push.give_up_after`. The addresses a name
-//! resolves to are checked again at connect time ([`CheckedResolver`]), so a name that
-//! rebinds to a private or loopback address after it was checked is still refused.
+//! The methods (Create/Get/List/Delete, v0.3's `tasks/pushNotificationConfig/*` and the
+//! config inline in SendMessage) check the target when it is set: `http://` or `https://`,
+//! public addresses; this machine only when the owner allows it
+//! (`push.allow_loopback_targets`) and never on the daemon's own ports (loopback's and the
+//! network listener's); the private, link-local, shared and other special ranges only when
+//! the owner allows them (`push.allow_private_targets`); the rule is
+//! `core::push::target_refusal`. A name is resolved and each of its addresses checked; one
+//! that does not resolve when the webhook is set is taken (an asker may name a host this
+//! machine cannot resolve yet), since the check that counts is the sender's, at each
+//! connection, on the addresses it connects to.
 
-use std::collections::HashSet;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use reqwest::Url;
-use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use taskkeeper_core::push::{
-    self, Attempted, Delivery, NewPushConfig, PushAuth, PushConfig, PushItem,
-};
+use taskkeeper_core::Task;
+use taskkeeper_core::push::{self, NewPushConfig, PushAuth, PushConfig};
 use taskkeeper_core::settings::Push;
-use taskkeeper_core::{Task, TaskId};
-use tokio::sync::{Notify, watch};
-use tokio::task::JoinSet;
 
 use super::rpc::RpcError;
-use super::wire::{self, Dialect, Shape};
+use super::wire::Dialect;
 use super::{Ctx, decode, own_task};
-use crate::tasks::Tasks;
 
-/// The header A2A's reference SDK carries the config's `token` in (the spec names none).
-pub const TOKEN_HEADER: &str = "X-A2A-Notification-Token";
-/// How long one POST may take before it counts as failed.
-const SEND_TIMEOUT: Duration = Duration::from_secs(10);
-/// The longest the pusher sleeps while something is queued (the clock may have moved).
-const CAP: Duration = Duration::from_secs(30);
-/// Heads taken per pass.
-const PASS: u32 = 256;
 const URL_MAX: usize = 2048;
 const SECRET_MAX: usize = 4096;
-
-// ---- the methods ----------------------------------------------------------------------
 
 /// AuthenticationInfo, v1.0 (`scheme`) and v0.3 (`schemes[]`) alike.
 #[derive(Debug, Default, Deserialize)]
@@ -151,37 +129,39 @@ fn new_config(raw: ConfigIn, dialect: Dialect) -> Result<NewPushConfig, RpcError
     })
 }
 
-/// Where a webhook may point (`core::push::target_refusal`): `http://` to a public address;
-/// this machine and the special ranges only as the owner allows; this daemon's port never.
-/// The `url` crate's host parser has already normalised every IPv4 spelling (`2130706433`,
-/// `0x7f000001`, `0177.0.0.1`, `127.1`) and the bracketed IPv6 forms; a name is resolved and
-/// each of its addresses checked.
+/// Where a webhook may point (`core::push::target_refusal`): `http://` or
+/// `https://` to a public address; this machine and the special ranges only as the owner
+/// allows; this daemon's port never. The `url` crate's host parser has already normalised
+/// every IPv4 spelling (`2130706433`, `0x7f000001`, `0177.0.0.1`, `127.1`) and the bracketed
+/// IPv6 forms; a name is resolved and each of its addresses checked. A name that does not
+/// resolve now is taken: every push checks the addresses it connects to ([`CheckedResolver`]).
 pub(crate) async fn check_target(
     url: &str,
     settings: &Push,
-    daemon_port: u16,
+    ports: &DaemonPorts,
 ) -> Result<(), String> {
     let parsed =
         Url::parse(url).map_err(|e| format!("url {url:?} is not an absolute URL ({e})"))?;
     match parsed.scheme() {
-        "http" => {}
-        "https" => {
+        "http" | "https" => {}
+        other => {
             return Err(format!(
-                "url {url:?}: this daemon posts push notifications over plain http:// only (it is built without TLS); give an http:// webhook on this machine, or a relay that forwards to yours"
+                "url {url:?}: the scheme must be http or https, not {other}"
             ));
         }
-        other => return Err(format!("url {url:?}: the scheme must be http, not {other}")),
     }
-    let port = parsed.port_or_known_default().unwrap_or(80);
-    let on_daemon_port = port == daemon_port;
+    let Some(port) = parsed.port_or_known_default() else {
+        return Err(format!("url {url:?} has no port"));
+    };
+    let on_daemon_port = ports.holds(port);
     let addrs: Vec<IpAddr> = match parsed.host() {
         Some(url::Host::Ipv4(ip)) => vec![IpAddr::V4(ip)],
         Some(url::Host::Ipv6(ip)) => vec![IpAddr::V6(ip)],
-        Some(url::Host::Domain(name)) => tokio::net::lookup_host((name, port))
-            .await
-            .map_err(|e| format!("url {url:?}: cannot resolve {name} ({e})"))?
-            .map(|a| a.ip())
-            .collect(),
+        Some(url::Host::Domain(name)) => match tokio::net::lookup_host((name, port)).await {
+            Ok(found) => found.map(|a| a.ip()).collect(),
+            // Judged when a push connects, on the addresses it gets then.
+            Err(_) => Vec::new(),
+        },
         None => return Err(format!("url {url:?} has no host")),
     };
     for ip in addrs {
@@ -190,12 +170,37 @@ pub(crate) async fn check_target(
     Ok(())
 }
 
-/// Whether a webhook URL names the port this daemon listens on.
-fn on_daemon_port(url: &Url, daemon_port: u16) -> bool {
-    url.port_or_known_default() == Some(daemon_port)
+/// The ports this daemon answers on, where no push goes: the loopback listener's, and the
+/// network listener's while it runs (it starts, stops and moves with the settings).
+#[derive(Clone)]
+pub struct DaemonPorts {
+    pub loopback: u16,
+    pub network: Arc<dyn Fn() -> Option<u16> + Send + Sync>,
 }
 
-fn refuse(ip: IpAddr, on_daemon_port: bool, settings: &Push) -> Result<(), String> {
+impl std::fmt::Debug for DaemonPorts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DaemonPorts")
+            .field("loopback", &self.loopback)
+            .field("network", &(self.network)())
+            .finish()
+    }
+}
+
+impl DaemonPorts {
+    /// Whether this daemon answers on `port`.
+    fn holds(&self, port: u16) -> bool {
+        port == self.loopback || (self.network)() == Some(port)
+    }
+}
+
+/// Whether a webhook URL names a port this daemon listens on.
+pub(super) fn on_daemon_port(url: &Url, ports: &DaemonPorts) -> bool {
+    url.port_or_known_default()
+        .is_some_and(|port| ports.holds(port))
+}
+
+pub(super) fn refuse(ip: IpAddr, on_daemon_port: bool, settings: &Push) -> Result<(), String> {
     match push::target_refusal(ip, on_daemon_port, settings) {
         None => Ok(()),
         Some(why) => Err(format!("the webhook address {ip} is {why}")),
@@ -210,7 +215,7 @@ pub(super) async fn checked_config(ctx: &Ctx, raw: Value) -> Result<NewPushConfi
 async fn checked(ctx: &Ctx, raw: ConfigIn) -> Result<NewPushConfig, RpcError> {
     let config = new_config(raw, ctx.dialect)?;
     let settings = super::settings_of(ctx).await?;
-    check_target(&config.url, &settings.push, ctx.a2a.port)
+    check_target(&config.url, &settings.push, &ctx.a2a.ports)
         .await
         .map_err(RpcError::invalid_params)?;
     Ok(config)
@@ -349,7 +354,8 @@ pub(super) async fn list(ctx: &Ctx, params: Value) -> Result<Value, RpcError> {
 }
 
 /// DeleteTaskPushNotificationConfig / `tasks/pushNotificationConfig/delete`: what is still
-/// queued for it goes with it.
+/// queued for it goes with it. Idempotent (A2A §3.1.10 MUST): a config already gone is
+/// deleted again without an error; only the task must be the asker's.
 pub(super) async fn delete(ctx: &Ctx, params: Value) -> Result<Value, RpcError> {
     let (task_id, config) = decode::<ConfigRef>(params)?.ids(ctx.dialect)?;
     let config = config.ok_or_else(|| {
@@ -360,297 +366,14 @@ pub(super) async fn delete(ctx: &Ctx, params: Value) -> Result<Value, RpcError> 
     })?;
     let task = own_task(ctx, &task_id).await?;
     let (id, cid) = (task.id.clone(), config.clone());
-    let deleted = ctx
-        .a2a
+    ctx.a2a
         .tasks
         .push_store()
         .delete(&id, &cid)
         .await
         .map_err(RpcError::from_store)?;
-    if !deleted {
-        return Err(no_config(&task_id, &config));
-    }
     Ok(match ctx.dialect {
         Dialect::V1 => json!({}),
         Dialect::V03 => Value::Null,
     })
-}
-
-// ---- the sender -------------------------------------------------------------------------
-
-/// The body of one push: the StreamResponse (v1.0) or the bare v0.3 object, as a stream
-/// would carry it.
-pub fn body(d: &Delivery) -> Value {
-    let dialect = if d.config.version == "0.3" {
-        Dialect::V03
-    } else {
-        Dialect::V1
-    };
-    let t = &d.task;
-    let (item, v1) = match (d.item, t.artifacts.first()) {
-        (PushItem::Task, _) => ("task", wire::task_v1(t, Shape::FULL)),
-        (item @ (PushItem::ArtifactUpdate | PushItem::ArtifactAppend), Some(a)) => {
-            let change = taskkeeper_core::ArtifactChange {
-                artifact: a.clone(),
-                append: item == PushItem::ArtifactAppend,
-                last_chunk: !t.artifacts_in_progress.contains(&a.artifact_id),
-            };
-            ("artifactUpdate", wire::artifact_update_v1(t, &change))
-        }
-        (PushItem::StatusUpdate | PushItem::ArtifactUpdate | PushItem::ArtifactAppend, _) => {
-            ("statusUpdate", wire::status_update_v1(t))
-        }
-    };
-    wire::stream_item(dialect, item, v1, !t.is_open())
-}
-
-/// Resolves a webhook's name and refuses it when any of its addresses is one pushes may not
-/// go to: the check at connect time, on the addresses the connection will use. A resolver
-/// is not told the port, so the pusher has one client for webhooks on the daemon's own port
-/// (`on_daemon_port`, where this machine is refused whatever the settings) and one for the
-/// rest.
-struct CheckedResolver {
-    tasks: Tasks,
-    on_daemon_port: bool,
-}
-
-impl Resolve for CheckedResolver {
-    fn resolve(&self, name: Name) -> Resolving {
-        let tasks = self.tasks.clone();
-        let on_daemon_port = self.on_daemon_port;
-        Box::pin(async move {
-            let settings = tasks.setting_store().get().await?;
-            let host = name.as_str().to_owned();
-            let addrs: Vec<SocketAddr> =
-                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
-            for a in &addrs {
-                refuse(a.ip(), on_daemon_port, &settings.push)
-                    .map_err(|e| format!("{host} resolves to {}: {e}", a.ip()))?;
-            }
-            Ok(Box::new(addrs.into_iter()) as Addrs)
-        })
-    }
-}
-
-/// Wakes the pusher: a change queued a push (`Tasks::push_wake`, the same one), a config was
-/// set (its first push is queued), or the clock moved.
-pub type Waker = Arc<Notify>;
-
-/// The sender loop (see the module docs).
-pub struct Pusher {
-    tasks: Tasks,
-    clients: Clients,
-    wake: Waker,
-    /// Reads of the push queue so far: a test counts them to know a change of a task
-    /// without a webhook did not make one.
-    looks: Arc<std::sync::atomic::AtomicU64>,
-}
-
-impl std::fmt::Debug for Pusher {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Pusher").finish_non_exhaustive()
-    }
-}
-
-/// The HTTP clients pushes go out through, and the daemon's port they tell apart.
-#[derive(Clone)]
-struct Clients {
-    daemon_port: u16,
-    /// For webhooks on the daemon's own port.
-    on_daemon_port: reqwest::Client,
-    other: reqwest::Client,
-}
-
-impl Clients {
-    fn new(tasks: &Tasks, daemon_port: u16) -> Result<Self, reqwest::Error> {
-        let client = |on_daemon_port| {
-            reqwest::Client::builder()
-                .no_proxy()
-                // A redirect could lead anywhere; a webhook answers where it is.
-                .redirect(reqwest::redirect::Policy::none())
-                .timeout(SEND_TIMEOUT)
-                // Each push connects anew, so each is checked on the address it uses, under
-                // the settings of the moment.
-                .pool_max_idle_per_host(0)
-                .dns_resolver(Arc::new(CheckedResolver {
-                    tasks: tasks.clone(),
-                    on_daemon_port,
-                }))
-                .build()
-        };
-        Ok(Self {
-            daemon_port,
-            on_daemon_port: client(true)?,
-            other: client(false)?,
-        })
-    }
-
-    fn for_url(&self, url: &Url) -> &reqwest::Client {
-        if on_daemon_port(url, self.daemon_port) {
-            &self.on_daemon_port
-        } else {
-            &self.other
-        }
-    }
-}
-
-impl Pusher {
-    /// The sender for a daemon listening on `daemon_port`, where no push goes.
-    pub fn new(tasks: Tasks, daemon_port: u16) -> Result<Self, reqwest::Error> {
-        let clients = Clients::new(&tasks, daemon_port)?;
-        // Told by the task service after each change that queued a push: a change of a task
-        // without a webhook does not wake this loop.
-        let wake = tasks.push_wake();
-        Ok(Self {
-            tasks,
-            clients,
-            wake,
-            looks: Arc::default(),
-        })
-    }
-
-    pub fn waker(&self) -> Waker {
-        Arc::clone(&self.wake)
-    }
-
-    /// Counts the loop's reads of the push queue (see [`Pusher::looks`]).
-    pub fn looks(&self) -> Arc<std::sync::atomic::AtomicU64> {
-        Arc::clone(&self.looks)
-    }
-
-    /// Post what is due, until `stop`; a send in flight at the stop is abandoned and stays
-    /// queued for the next start (at least once).
-    pub async fn run(self, mut stop: watch::Receiver<bool>) {
-        // The wake keeps a permit: a push queued before the first read is not missed.
-        let mut sending: JoinSet<()> = JoinSet::new();
-        let mut in_flight: HashSet<(TaskId, String)> = HashSet::new();
-        let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<(TaskId, String)>();
-        loop {
-            while let Ok(key) = done_rx.try_recv() {
-                in_flight.remove(&key);
-            }
-            let now = self.tasks.now();
-            // What is due and when the next is, in one trip to the blocking pool: this runs
-            // after every change of any task.
-            let (due, next) = match self.tasks.push_store().due(now, PASS).await {
-                Ok(read) => read,
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot read the push queue; trying again soon");
-                    (Vec::new(), None)
-                }
-            };
-            self.looks.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            for d in due {
-                let key = (d.config.task_id.clone(), d.config.id.clone());
-                if !in_flight.insert(key.clone()) {
-                    continue;
-                }
-                let (tasks, clients, done) =
-                    (self.tasks.clone(), self.clients.clone(), done_tx.clone());
-                sending.spawn(async move {
-                    deliver(&tasks, &clients, d).await;
-                    let _ = done.send(key);
-                });
-            }
-            // Something due is in flight: its end wakes the loop, not a timer.
-            let sleep = next.filter(|at| *at > now).map(|at| at.since(now).min(CAP));
-            let timer = async {
-                match sleep {
-                    Some(d) => tokio::time::sleep(d).await,
-                    None if next.is_some() && in_flight.is_empty() => tokio::time::sleep(CAP).await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                () = self.wake.notified() => {}
-                Some(_) = sending.join_next() => {}
-                () = timer => {}
-                _ = stop.wait_for(|s| *s) => break,
-            }
-        }
-        sending.shutdown().await;
-    }
-}
-
-/// One attempt at `d`, reported to the store.
-async fn deliver(tasks: &Tasks, clients: &Clients, d: Delivery) {
-    let outcome = post(tasks, clients, &d).await;
-    let (seq, failure) = (d.seq, outcome.clone().err());
-    let attempted = tasks.push_store().attempted(seq, outcome).await;
-    let (task, config) = (d.config.task_id.as_str(), d.config.id.as_str());
-    match attempted {
-        Ok(Attempted::Delivered) => {
-            tracing::debug!(task, config, item = d.item.as_str(), "push delivered")
-        }
-        Ok(Attempted::Retry { at }) => tracing::info!(
-            task,
-            config,
-            error = failure.as_deref().unwrap_or(""),
-            retry_at = %at,
-            "push failed; trying again later"
-        ),
-        Ok(Attempted::Dropped { attempts, age }) => tracing::warn!(
-            task,
-            config,
-            url = %d.config.url,
-            attempts,
-            age_s = age.as_secs(),
-            error = failure.as_deref().unwrap_or(""),
-            "push dropped: still failing after push.give_up_after"
-        ),
-        Ok(Attempted::Gone) => {}
-        Err(e) => {
-            tracing::warn!(task, config, error = %e, "cannot record a push attempt; it stays queued")
-        }
-    }
-}
-
-/// POST one push; `Err` says why it did not arrive.
-async fn post(tasks: &Tasks, clients: &Clients, d: &Delivery) -> Result<(), String> {
-    let settings = tasks
-        .setting_store()
-        .get()
-        .await
-        .map_err(|e| e.to_string())?;
-    let url = Url::parse(&d.config.url).map_err(|e| e.to_string())?;
-    // A literal address never reaches the resolver: check it here (the setting may have
-    // changed since the config was set).
-    let on_daemon_port = on_daemon_port(&url, clients.daemon_port);
-    match url.host() {
-        Some(url::Host::Ipv4(ip)) => refuse(IpAddr::V4(ip), on_daemon_port, &settings.push)?,
-        Some(url::Host::Ipv6(ip)) => refuse(IpAddr::V6(ip), on_daemon_port, &settings.push)?,
-        _ => {}
-    }
-    let mut request = clients
-        .for_url(&url)
-        .post(url)
-        .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .body(body(d).to_string());
-    if let Some(a) = &d.config.auth {
-        let value = match &a.credentials {
-            Some(c) => format!("{} {c}", a.scheme),
-            None => a.scheme.clone(),
-        };
-        request = request.header(reqwest::header::AUTHORIZATION, value);
-    }
-    if let Some(t) = &d.config.token {
-        request = request.header(TOKEN_HEADER, t);
-    }
-    let response = request.send().await.map_err(|e| {
-        // The chain says why (refused address, connection refused, timeout).
-        let mut text = e.to_string();
-        let mut source = std::error::Error::source(&e);
-        while let Some(s) = source {
-            text.push_str(": ");
-            text.push_str(&s.to_string());
-            source = s.source();
-        }
-        text
-    })?;
-    let status = response.status();
-    if status.is_success() {
-        Ok(())
-    } else {
-        Err(format!("the webhook answered HTTP {}", status.as_u16()))
-    }
 }

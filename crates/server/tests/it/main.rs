@@ -22,6 +22,7 @@ mod owner_api;
 mod protojson;
 mod push;
 mod push_targets;
+mod push_tls;
 mod rest;
 mod routes;
 mod streams;

@@ -67,6 +67,10 @@ impl Client {
                         proof.parse().unwrap(),
                     );
                 }
+                // rmcp's client builds a default reqwest client, whose TLS (there for the
+                // daemon's https:// pushes) needs a process-wide provider; the daemon passes its
+                // own explicitly and installs none.
+                let _ = rustls::crypto::ring::default_provider().install_default();
                 let transport = StreamableHttpClientTransport::from_config(transport_config);
                 config.serve_with_lifecycle(transport, lifecycle).await
             })

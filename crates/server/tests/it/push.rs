@@ -25,11 +25,15 @@ const V1: Option<&str> = Some("1.0");
 #[derive(Debug, Clone)]
 pub(crate) struct Hit {
     path: String,
-    headers: HashMap<String, String>,
+    pub(crate) headers: HashMap<String, String>,
     pub(crate) body: Value,
     /// What the webhook answered.
     status: u16,
 }
+
+/// A connection the webhook reads a request from and answers on: plain TCP or TLS over it.
+trait Conn: std::io::Read + std::io::Write + Send {}
+impl<T: std::io::Read + std::io::Write + Send> Conn for T {}
 
 /// The webhook: answers 503 to the first `fail_first` requests, then 200.
 pub(crate) struct Webhook {
@@ -40,18 +44,35 @@ pub(crate) struct Webhook {
 
 impl Webhook {
     pub(crate) fn start(fail_first: usize) -> Self {
-        Self::on(TcpListener::bind("127.0.0.1:0").unwrap(), fail_first)
+        Self::on(TcpListener::bind("127.0.0.1:0").unwrap(), fail_first, None)
     }
 
-    fn on(listener: TcpListener, fail_first: usize) -> Self {
+    /// The webhook over TLS with `tls` (`https://`), answering every request with 200.
+    pub(crate) fn start_tls(tls: Arc<rustls::ServerConfig>) -> Self {
+        Self::on(TcpListener::bind("127.0.0.1:0").unwrap(), 0, Some(tls))
+    }
+
+    fn on(
+        listener: TcpListener,
+        fail_first: usize,
+        tls: Option<Arc<rustls::ServerConfig>>,
+    ) -> Self {
         let port = listener.local_addr().unwrap().port();
         let hits = Arc::new(Mutex::new(Vec::new()));
         let fail = Arc::new(AtomicUsize::new(fail_first));
         let (h, f) = (Arc::clone(&hits), Arc::clone(&fail));
         std::thread::spawn(move || {
             for conn in listener.incoming() {
-                let Ok(mut conn) = conn else { return };
-                let mut reader = BufReader::new(conn.try_clone().unwrap());
+                let Ok(tcp) = conn else { return };
+                let conn: Box<dyn Conn> = match &tls {
+                    None => Box::new(tcp),
+                    Some(config) => Box::new(rustls::StreamOwned::new(
+                        rustls::ServerConnection::new(Arc::clone(config)).unwrap(),
+                        tcp,
+                    )),
+                };
+                // A client that gives up on the handshake reads as a failed first line.
+                let mut reader = BufReader::new(conn);
                 let mut line = String::new();
                 if reader.read_line(&mut line).is_err() {
                     continue;
@@ -83,10 +104,12 @@ impl Webhook {
                     body: serde_json::from_slice(&body).unwrap_or(Value::Null),
                     status,
                 });
+                let conn = reader.get_mut();
                 let _ = write!(
                     conn,
                     "HTTP/1.1 {status} X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
                 );
+                let _ = conn.flush();
             }
         });
         Self {
@@ -288,25 +311,49 @@ fn configs_are_set_read_listed_and_deleted_only_by_the_tasks_asker() {
         ),
     );
     assert_eq!(deleted["result"], json!({}), "{deleted}");
-    for method in [
-        "GetTaskPushNotificationConfig",
-        "DeleteTaskPushNotificationConfig",
-    ] {
-        let v = d.rpc(
+    let get_c1 = || {
+        d.rpc(
             "/a2a/web",
             &alice,
             V1,
-            &call(method, json!({"taskId": id, "id": "c1"})),
-        );
-        assert_eq!(v["error"]["code"], -32602, "{v}");
-        assert!(
-            v["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("no push notification config c1"),
-            "{v}"
-        );
-    }
+            &call(
+                "GetTaskPushNotificationConfig",
+                json!({"taskId": id, "id": "c1"}),
+            ),
+        )
+    };
+    let v = get_c1();
+    assert_eq!(v["error"]["code"], -32602, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no push notification config c1"),
+        "{v}"
+    );
+    // Deleting it again is not an error (A2A §3.1.10: delete is idempotent), in both
+    // versions, and changes nothing.
+    let again = d.rpc(
+        "/a2a/web",
+        &alice,
+        V1,
+        &call(
+            "DeleteTaskPushNotificationConfig",
+            json!({"taskId": id, "id": "c1"}),
+        ),
+    );
+    assert_eq!(again["result"], json!({}), "{again}");
+    let again = d.rpc(
+        "/a2a/web",
+        &alice,
+        None,
+        &call(
+            "tasks/pushNotificationConfig/delete",
+            json!({"id": id, "pushNotificationConfigId": "old"}),
+        ),
+    );
+    assert_eq!(again["result"], Value::Null, "{again}");
+    assert_eq!(get_c1()["error"]["code"], -32602);
     let v = d.rpc(
         "/a2a/web",
         &alice,
@@ -496,8 +543,8 @@ fn targets_in_refused_ranges_are_refused_and_nothing_is_stored_until_the_owner_a
         ("http://100.64.0.1/", "shared address space"),
         ("http://[fd00::1]/", "unique-local"),
         ("http://[::ffff:172.16.0.1]/", "private (172.16.0.0/12)"),
-        ("https://127.0.0.1/hook", "plain http:// only"),
-        ("ftp://127.0.0.1/", "must be http"),
+        ("https://10.9.8.7:8443/hook", "private (10.0.0.0/8)"),
+        ("ftp://127.0.0.1/", "must be http or https"),
         ("not a url", "not an absolute URL"),
     ] {
         let v = create(url);

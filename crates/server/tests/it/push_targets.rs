@@ -3,7 +3,8 @@
 //! transition forms that stand for 127.0.0.1) is refused by default with nothing stored, and
 //! taken once the owner allows loopback targets; the private ranges in their transition forms
 //! likewise, by their own setting; the daemon's own port is refused whatever the settings,
-//! when the webhook is set and again when a push connects; and a name that resolves to
+//! when the webhook is set and again when a push connects (the network listener's port too);
+//! and a name that resolves to
 //! loopback is refused at connect time once the owner withdraws the allowance.
 
 use serde_json::{Value, json};
@@ -200,6 +201,30 @@ fn the_daemons_own_port_is_refused_whatever_the_settings() {
     assert_eq!(v["error"]["code"], -32602, "{v}");
 }
 
+/// The network listener's port is the daemon's too: a webhook on it is refused whatever the
+/// settings, in every spelling of this machine.
+#[test]
+fn the_network_listeners_port_is_refused_whatever_the_settings() {
+    let d = TestDaemon::start_configured(|c| {
+        c.network = Some(crate::support::network(&[(
+            "network.listen",
+            "127.0.0.1:0",
+        )]))
+    });
+    d.with_desk("web");
+    d.set_setting("push.allow_loopback_targets", "true");
+    d.set_setting("push.allow_private_targets", "true");
+    d.set_setting("push.configs_per_task", "100");
+    let port = d.network_addr().port();
+    assert_ne!(port, d.addr.port());
+    let id = task_id(&d.rpc("/a2a/web", TOKEN, V1, &send("m-1", None)));
+    for (url, says) in this_machine(port) {
+        assert_refused(&d, &id, &url, &[says, "the daemon's own port"]);
+    }
+    let https = format!("https://localhost:{port}/a2a/web");
+    assert_refused(&d, &id, &https, &["the daemon's own port"]);
+}
+
 /// Webhooks on a port nothing listens on yet, set while the owner allows loopback: the
 /// daemon then moves to that port, and each push is refused when it connects, never sent to
 /// the daemon itself (which would answer 401).
@@ -292,7 +317,7 @@ fn the_card_says_where_webhooks_may_point() {
         card["capabilities"]["extensions"][0]["params"]["pushTargets"].clone()
     };
     let before = targets();
-    assert_eq!(before["schemes"], json!(["http"]), "{before}");
+    assert_eq!(before["schemes"], json!(["http", "https"]), "{before}");
     assert_eq!(before["loopbackAllowed"], false, "{before}");
     assert_eq!(before["privateRangesAllowed"], false, "{before}");
     let rule = before["rule"].as_str().unwrap();
