@@ -13,7 +13,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::clock::Timestamp;
-use crate::settings::SettingError;
 
 /// How the network listener does TLS.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -101,14 +100,23 @@ pub(crate) const PROXIES_HELP: &str =
     "comma-separated addresses or networks such as 127.0.0.1, 10.0.0.0/8 (empty for none)";
 pub(crate) const PER_MINUTE_HELP: &str = "a whole number from 1 to 10000000";
 
+/// Why a network setting was not taken: its key is none of the network's, or its value is not
+/// what the setting takes (`expected`). The settings table words it (`SettingError`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refused {
+    Unknown,
+    Invalid { expected: &'static str },
+}
+
 impl Network {
-    pub(crate) fn get(&self, key: &str) -> Result<String, SettingError> {
+    /// The setting `key` as text; `None` when it is none of the network's.
+    pub(crate) fn get(&self, key: &str) -> Option<String> {
         let text = |p: &Option<PathBuf>| {
             p.as_ref()
                 .map(|p| p.display().to_string())
                 .unwrap_or_default()
         };
-        Ok(match key {
+        Some(match key {
             "network.listen" => self
                 .listen
                 .map_or_else(|| "off".to_owned(), |a| a.to_string()),
@@ -125,13 +133,13 @@ impl Network {
             "network.insecure_http" => self.insecure_http.to_string(),
             "network.requests_per_minute" => self.requests_per_minute.to_string(),
             "network.streams_per_minute" => self.streams_per_minute.to_string(),
-            _ => return Err(SettingError::unknown(key)),
+            _ => return None,
         })
     }
 
-    pub(crate) fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
-        let invalid = |expected| SettingError::invalid(key, value, expected);
-        let path = || -> Result<Option<PathBuf>, SettingError> {
+    pub(crate) fn set(&mut self, key: &str, value: &str) -> Result<(), Refused> {
+        let invalid = |expected| Refused::Invalid { expected };
+        let path = || -> Result<Option<PathBuf>, Refused> {
             let v = value.trim();
             if v.chars().any(char::is_control) {
                 return Err(invalid(PATH_HELP));
@@ -180,7 +188,7 @@ impl Network {
             }
             "network.requests_per_minute" => self.requests_per_minute = per_minute()?,
             "network.streams_per_minute" => self.streams_per_minute = per_minute()?,
-            _ => return Err(SettingError::unknown(key)),
+            _ => return Err(Refused::Unknown),
         }
         Ok(())
     }

@@ -216,7 +216,14 @@ const fn network(expected: &'static str) -> Field {
     Field::Text {
         expected,
         get: |s, key| s.network.get(key).unwrap_or_default(),
-        set: |s, key, value| s.network.set(key, value),
+        set: |s, key, value| {
+            s.network.set(key, value).map_err(|refused| match refused {
+                crate::network::Refused::Unknown => SettingError::unknown(key),
+                crate::network::Refused::Invalid { expected } => {
+                    SettingError::invalid(key, value, expected)
+                }
+            })
+        },
     }
 }
 

@@ -1001,7 +1001,10 @@ fn code_of(text: &str) -> String {
     while i < b.len() {
         match b[i] {
             b'/' if at(&b, i + 1) == b'/' => {
-                let end = b[i..].iter().position(|&c| c == b'\n').map_or(b.len(), |n| i + n);
+                let end = b[i..]
+                    .iter()
+                    .position(|&c| c == b'\n')
+                    .map_or(b.len(), |n| i + n);
                 blank(&mut b, i, end);
                 i = end;
             }
@@ -1050,7 +1053,10 @@ fn code_of(text: &str) -> String {
             b'\'' => {
                 // A char literal ('x', '\n', '\'', 'é') or a lifetime ('a), which has no close.
                 let end = if at(&b, i + 1) == b'\\' {
-                    b[i + 3..].iter().position(|&c| c == b'\'').map(|n| i + 3 + n)
+                    b[i + 3..]
+                        .iter()
+                        .position(|&c| c == b'\'')
+                        .map(|n| i + 3 + n)
                 } else {
                     let width = text[i + 1..].chars().next().map_or(1, char::len_utf8);
                     (at(&b, i + 1 + width) == b'\'').then_some(i + 1 + width)
@@ -1139,7 +1145,9 @@ fn module_of(relative: &Path) -> Vec<String> {
         .components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
         .collect();
-    if parts.len() == 1 && matches!(parts[0].as_str(), "lib" | "main") || parts.last().is_some_and(|p| p == "mod") {
+    if parts.len() == 1 && matches!(parts[0].as_str(), "lib" | "main")
+        || parts.last().is_some_and(|p| p == "mod")
+    {
         parts.pop();
     }
     parts
@@ -1163,9 +1171,13 @@ struct ModuleFile {
 fn module_edges(files: &[ModuleFile]) -> BTreeMap<(String, String), String> {
     let join = |m: &[String]| m.join("::");
     let inline_mod = Regex::new(r"\bmod\s+([a-z_][a-z0-9_]*)\s*\{").unwrap();
-    let test_only = Regex::new(r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+([a-z_][a-z0-9_]*)\s*;").unwrap();
+    let test_only =
+        Regex::new(r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+([a-z_][a-z0-9_]*)\s*;")
+            .unwrap();
     let use_item = Regex::new(r"\buse\s+([^;]+);").unwrap();
-    let path = Regex::new(r"(?:^|[^:A-Za-z0-9_$])((?:[A-Za-z_][A-Za-z0-9_]*::)+[A-Za-z_][A-Za-z0-9_]*)").unwrap();
+    let path =
+        Regex::new(r"(?:^|[^:A-Za-z0-9_$])((?:[A-Za-z_][A-Za-z0-9_]*::)+[A-Za-z_][A-Za-z0-9_]*)")
+            .unwrap();
 
     // Each file's code, with the inline modules it opens (`mod sni { .. }`) as spans.
     struct Read<'a> {
@@ -1346,7 +1358,11 @@ fn module_cycles(files: &[ModuleFile]) -> Vec<String> {
 #[test]
 fn the_module_scan_finds_a_cycle_through_super_and_a_group() {
     let file = |module: &str, shown: &str, text: &str| ModuleFile {
-        module: module.split("::").filter(|s| !s.is_empty()).map(str::to_owned).collect(),
+        module: module
+            .split("::")
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect(),
         shown: shown.to_owned(),
         text: text.to_owned(),
     };
@@ -1430,9 +1446,16 @@ fn every_crate_names_its_modules_without_a_cycle() {
             })
             .collect();
         scanned += module_edges(&read).len();
-        found.extend(module_cycles(&read).into_iter().map(|c| format!("{krate}: {c}")));
+        found.extend(
+            module_cycles(&read)
+                .into_iter()
+                .map(|c| format!("{krate}: {c}")),
+        );
     }
-    assert!(scanned > 100, "the scan found the modules' paths ({scanned} edges)");
+    assert!(
+        scanned > 100,
+        "the scan found the modules' paths ({scanned} edges)"
+    );
     assert!(
         found.is_empty(),
         "modules name each other in a cycle; move what both need into a leaf, pass what the \
