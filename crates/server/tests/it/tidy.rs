@@ -1456,9 +1456,43 @@ fn every_crate_names_its_modules_without_a_cycle() {
         scanned > 100,
         "the scan found the modules' paths ({scanned} edges)"
     );
+    let (known, new): (Vec<&String>, Vec<&String>) = found.iter().partition(|c| {
+        NOT_YET_UNTIED
+            .iter()
+            .any(|k| c.starts_with(&format!("{k} (")))
+    });
     assert!(
-        found.is_empty(),
+        new.is_empty(),
         "modules name each other in a cycle; move what both need into a leaf, pass what the \
-         lower one needs in, or make the two one module: {found:#?}"
+         lower one needs in, or make the two one module: {new:#?}"
+    );
+    let untied: Vec<&&str> = NOT_YET_UNTIED
+        .iter()
+        .filter(|k| !known.iter().any(|c| c.starts_with(&format!("{k} ("))))
+        .collect();
+    assert!(
+        untied.is_empty(),
+        "these cycles are untied now; take them off `NOT_YET_UNTIED`: {untied:#?}"
     );
 }
+
+/// The cycles found when this check came, not untied yet (issue 25): the store's handle and
+/// the machinery that extends it, the agents' lookup and the adapters it looks up, the app's
+/// window and its process. None may be added; each goes once it is untied.
+const NOT_YET_UNTIED: [&str; 15] = [
+    "core: store::open → store::cache → store::open",
+    "core: store::open → store::pool → store::open",
+    "core: store::open → store::writer → store::open",
+    "server: agents::adapter → agents::claude_code → agents::adapter",
+    "server: agents::adapter → agents::claude_code → agents::hooks → agents::adapter",
+    "server: agents::adapter → agents::claude_code → agents::hooks → agents::intake → agents::adapter",
+    "server: agents::adapter → agents::claude_code → agents::launched → agents::adapter",
+    "server: agents::claude_code → agents::launched → agents::claude_code",
+    "server: agents::adapter → agents::codex → agents::adapter",
+    "server: agents::adapter → agents::gemini → agents::adapter",
+    "server: agents::adapter → agents::generic → agents::adapter",
+    "server: agents::claude_code::adapter → agents::claude_code::hooks → agents::claude_code::adapter",
+    "app: window → events → window",
+    "app: commands → window → window_process → commands",
+    "app: window → window_process → window",
+];
