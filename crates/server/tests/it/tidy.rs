@@ -1153,6 +1153,9 @@ fn module_of(relative: &Path) -> Vec<String> {
     parts
 }
 
+/// What a module imports under a name: the path it was brought from.
+type Imported<'a> = dyn Fn(&[String], &str) -> Option<Vec<String>> + 'a;
+
 /// One file of a crate as the module scan reads it: its module (`module_of`), the name it
 /// is shown by, and its text.
 struct ModuleFile {
@@ -1264,7 +1267,7 @@ fn module_edges(files: &[ModuleFile]) -> BTreeMap<(String, String), String> {
         module: &[String],
         segments: &[String],
         modules: &BTreeSet<Vec<String>>,
-        imported: &dyn Fn(&[String], &str) -> Option<Vec<String>>,
+        imported: &Imported<'_>,
         depth: usize,
     ) -> Option<Vec<String>> {
         let first = segments.first()?;
