@@ -178,7 +178,13 @@ pub fn hook(agent: Agent) -> ExitCode {
 /// The session's process among the helper's ancestors, for Codex and Gemini (Claude Code
 /// names its own, `CLAUDE_PID`).
 fn session_pid(agent: Agent) -> Option<String> {
-    crate::session_process::of_this_hook(agent).map(|pid| pid.to_string())
+    let line = crate::session_process::ancestors();
+    match agent {
+        Agent::ClaudeCode => None,
+        Agent::Codex => crate::session_process::codex_pid(&line),
+        Agent::Gemini => crate::session_process::gemini_pid(&line),
+    }
+    .map(|pid| pid.to_string())
 }
 
 /// `taskkeeper hook wait`: exit 2 with the text to wake the session, else 0.

@@ -25,8 +25,6 @@
 //! no pid is sent, and the daemon pastes into no pane of such a session (TESTING.md's manual
 //! checklist).
 
-use crate::hook::Agent;
-
 /// One ancestor of the hook helper, as `/proc` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Process {
@@ -40,26 +38,25 @@ pub struct Process {
 /// How far up the helper looks: the agent is its parent, or a few wrappers above it.
 const MAX_ANCESTORS: usize = 16;
 
-/// The pid of `agent`'s session among `line`, the helper's ancestors nearest first: the
-/// nearest one that is the agent's process, unless that one runs other sessions too (Codex's
-/// app server). `None` when no ancestor is the agent's.
-pub fn session_pid(agent: Agent, line: &[Process]) -> Option<u32> {
-    match agent {
-        // Claude Code names its own (`CLAUDE_PID`).
-        Agent::ClaudeCode => None,
-        Agent::Codex => line
-            .iter()
-            .find(|p| p.name == "codex")
-            .filter(|p| !p.args.iter().any(|a| a == "app-server"))
-            .map(|p| p.pid),
-        Agent::Gemini => line
-            .iter()
-            .find(|p| {
-                matches!(p.name.as_str(), "node" | "nodejs")
-                    && p.args.iter().skip(1).any(|a| a.contains("gemini"))
-            })
-            .map(|p| p.pid),
-    }
+/// The pid of a Codex session among `line`, the helper's ancestors nearest first: the
+/// nearest `codex` binary, unless it is the app server, which runs other sessions too. `None`
+/// when no ancestor is one.
+pub fn codex_pid(line: &[Process]) -> Option<u32> {
+    line.iter()
+        .find(|p| p.name == "codex")
+        .filter(|p| !p.args.iter().any(|a| a == "app-server"))
+        .map(|p| p.pid)
+}
+
+/// The pid of a Gemini session among `line`, the helper's ancestors nearest first: the
+/// nearest `node` running Gemini. `None` when no ancestor is one.
+pub fn gemini_pid(line: &[Process]) -> Option<u32> {
+    line.iter()
+        .find(|p| {
+            matches!(p.name.as_str(), "node" | "nodejs")
+                && p.args.iter().skip(1).any(|a| a.contains("gemini"))
+        })
+        .map(|p| p.pid)
 }
 
 /// The hook helper's ancestors, nearest (its parent) first, as far as [`MAX_ANCESTORS`] or the
@@ -102,11 +99,6 @@ fn read(pid: u32) -> Option<(Process, u32)> {
     Some((Process { pid, name, args }, parent))
 }
 
-/// The pid `taskkeeper hook <agent>` sends for its session, if one of its ancestors is it.
-pub fn of_this_hook(agent: Agent) -> Option<u32> {
-    session_pid(agent, &ancestors())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,20 +120,14 @@ mod tests {
     fn a_codex_hook_names_the_codex_that_runs_its_thread() {
         let tmux = p(10, "tmux: server", &["tmux", "-S", "/tmp/s"]);
         let tui = p(11, "codex", &[CODEX, "--no-daemon"]);
-        assert_eq!(
-            session_pid(Agent::Codex, &[tui.clone(), tmux.clone()]),
-            Some(11)
-        );
+        assert_eq!(codex_pid(&[tui.clone(), tmux.clone()]), Some(11));
         let shell = p(12, "sh", &["sh", "-c", "taskkeeper hook codex"]);
         let timeout = p(
             13,
             "timeout",
             &["timeout", "5", "taskkeeper", "hook", "codex"],
         );
-        assert_eq!(
-            session_pid(Agent::Codex, &[timeout, shell, tui.clone(), tmux]),
-            Some(11)
-        );
+        assert_eq!(codex_pid(&[timeout, shell, tui.clone(), tmux]), Some(11));
         // Under a login shell in the pane, and npm's node wrapper above the binary.
         let wrapper = p(
             14,
@@ -149,9 +135,9 @@ mod tests {
             &["node", "/usr/lib/node_modules/@openai/codex/bin/codex.js"],
         );
         let bash = p(15, "bash", &["-bash"]);
-        assert_eq!(session_pid(Agent::Codex, &[tui, wrapper, bash]), Some(11));
+        assert_eq!(codex_pid(&[tui, wrapper, bash]), Some(11));
         let exec = p(16, "codex", &[CODEX, "exec", "fix it"]);
-        assert_eq!(session_pid(Agent::Codex, &[exec]), Some(16));
+        assert_eq!(codex_pid(&[exec]), Some(16));
     }
 
     /// A hook Codex's shared app server runs is for one of the threads it runs for several
@@ -174,7 +160,7 @@ mod tests {
             ),
         ] {
             let tui = p(21, "codex", &[CODEX, "--no-daemon"]);
-            assert_eq!(session_pid(Agent::Codex, &[server, tui]), None);
+            assert_eq!(codex_pid(&[server, tui]), None);
         }
     }
 
@@ -191,20 +177,14 @@ mod tests {
         let first = p(30, "node", &["node", GEMINI]);
         let tmux = p(29, "tmux: server", &["tmux"]);
         assert_eq!(
-            session_pid(
-                Agent::Gemini,
-                &[relaunched.clone(), first.clone(), tmux.clone()]
-            ),
+            gemini_pid(&[relaunched.clone(), first.clone(), tmux.clone()]),
             Some(31)
         );
         let wrapper = p(32, "node", &["node", "/home/u/hooks/wrap.js"]);
         let shell = p(33, "sh", &["sh", "-c", "taskkeeper hook gemini"]);
-        assert_eq!(
-            session_pid(Agent::Gemini, &[shell, wrapper, relaunched, first]),
-            Some(31)
-        );
+        assert_eq!(gemini_pid(&[shell, wrapper, relaunched, first]), Some(31));
         let global = p(34, "node", &["node", "/usr/local/bin/gemini"]);
-        assert_eq!(session_pid(Agent::Gemini, &[global]), Some(34));
+        assert_eq!(gemini_pid(&[global]), Some(34));
     }
 
     /// No ancestor is the agent's (the hook run by hand from a shell, an agent of another
@@ -214,19 +194,17 @@ mod tests {
     fn a_hook_with_no_agent_above_it_names_no_process() {
         let shell = p(40, "bash", &["bash", "-c", "taskkeeper hook gemini codex"]);
         let claude = p(41, "claude", &["claude"]);
-        for agent in [Agent::Codex, Agent::Gemini, Agent::ClaudeCode] {
-            assert_eq!(session_pid(agent, &[]), None, "{agent:?}");
-            assert_eq!(
-                session_pid(agent, &[shell.clone(), claude.clone()]),
-                None,
-                "{agent:?}"
-            );
+        for (agent, pid_of) in [
+            ("codex", codex_pid as fn(&[Process]) -> _),
+            ("gemini", gemini_pid),
+        ] {
+            assert_eq!(pid_of(&[]), None, "{agent}");
+            assert_eq!(pid_of(&[shell.clone(), claude.clone()]), None, "{agent}");
         }
         let tui = p(43, "codex", &[CODEX]);
-        assert_eq!(session_pid(Agent::Gemini, std::slice::from_ref(&tui)), None);
+        assert_eq!(gemini_pid(std::slice::from_ref(&tui)), None);
         let gemini = p(44, "node", &["node", GEMINI]);
-        assert_eq!(session_pid(Agent::Codex, &[gemini]), None);
-        assert_eq!(session_pid(Agent::ClaudeCode, &[tui]), None);
+        assert_eq!(codex_pid(&[gemini]), None);
     }
 
     /// The helper's own line, read from `/proc`: its parent is this test's process.

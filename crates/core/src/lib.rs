@@ -35,6 +35,7 @@ pub mod network;
 pub mod push;
 pub mod queue;
 pub mod session;
+pub mod session_id;
 pub mod settings;
 pub mod store;
 pub mod task;

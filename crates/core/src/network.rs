@@ -13,7 +13,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::clock::Timestamp;
-use crate::settings::SettingError;
 
 /// How the network listener does TLS.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -95,16 +94,43 @@ impl Default for Network {
 pub(crate) const LISTEN_HELP: &str =
     "off, or an address and port such as 0.0.0.0:7718 or [::]:7718";
 pub(crate) const TLS_HELP: &str = "self-signed, files, proxy or off";
-pub(crate) use crate::settings::PATH_HELP;
+pub(crate) const PATH_HELP: &str = "a file's path (empty for none)";
+
+/// A path setting's value: `Some(None)` for empty (none), `None` when refused: a control
+/// character would reach a terminal or a log as written. Every path setting reads its value
+/// here (`network.*_file`, `push.extra_roots`).
+pub(crate) fn path_value(value: &str) -> Option<Option<PathBuf>> {
+    let v = value.trim();
+    if v.chars().any(char::is_control) {
+        return None;
+    }
+    Some((!v.is_empty()).then(|| PathBuf::from(v)))
+}
+
+/// A path setting written as its value reads back (empty for none).
+pub(crate) fn path_text(p: &Option<PathBuf>) -> String {
+    p.as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default()
+}
 pub(crate) const URL_HELP: &str = "an https:// (or http://) URL with a host and no path, such as https://box.example.net:7718 (empty: the listen address)";
 pub(crate) const PROXIES_HELP: &str =
     "comma-separated addresses or networks such as 127.0.0.1, 10.0.0.0/8 (empty for none)";
 pub(crate) const PER_MINUTE_HELP: &str = "a whole number from 1 to 10000000";
 
+/// Why a network setting was not taken: its key is none of the network's, or its value is not
+/// what the setting takes (`expected`). The settings table words it (`SettingError`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refused {
+    Unknown,
+    Invalid { expected: &'static str },
+}
+
 impl Network {
-    pub(crate) fn get(&self, key: &str) -> Result<String, SettingError> {
-        let text = crate::settings::path_text;
-        Ok(match key {
+    /// The setting `key` as text; `None` when it is none of the network's.
+    pub(crate) fn get(&self, key: &str) -> Option<String> {
+        let text = path_text;
+        Some(match key {
             "network.listen" => self
                 .listen
                 .map_or_else(|| "off".to_owned(), |a| a.to_string()),
@@ -121,13 +147,13 @@ impl Network {
             "network.insecure_http" => self.insecure_http.to_string(),
             "network.requests_per_minute" => self.requests_per_minute.to_string(),
             "network.streams_per_minute" => self.streams_per_minute.to_string(),
-            _ => return Err(SettingError::unknown(key)),
+            _ => return None,
         })
     }
 
-    pub(crate) fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
-        let invalid = |expected| SettingError::invalid(key, value, expected);
-        let path = || crate::settings::path_value(key, value);
+    pub(crate) fn set(&mut self, key: &str, value: &str) -> Result<(), Refused> {
+        let invalid = |expected| Refused::Invalid { expected };
+        let path = || path_value(value).ok_or_else(|| invalid(PATH_HELP));
         let per_minute = || {
             value
                 .trim()
@@ -170,7 +196,7 @@ impl Network {
             }
             "network.requests_per_minute" => self.requests_per_minute = per_minute()?,
             "network.streams_per_minute" => self.streams_per_minute = per_minute()?,
-            _ => return Err(SettingError::unknown(key)),
+            _ => return Err(Refused::Unknown),
         }
         Ok(())
     }

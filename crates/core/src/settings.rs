@@ -103,26 +103,6 @@ impl SettingError {
     }
 }
 
-/// What a path setting takes, in a refusal's words.
-pub(crate) const PATH_HELP: &str = "a file's path (empty for none)";
-
-/// A path setting's value: empty is none; a control character is refused (it would reach a
-/// terminal or a log as written).
-pub(crate) fn path_value(key: &str, value: &str) -> Result<Option<PathBuf>, SettingError> {
-    let v = value.trim();
-    if v.chars().any(char::is_control) {
-        return Err(SettingError::invalid(key, value, PATH_HELP));
-    }
-    Ok((!v.is_empty()).then(|| PathBuf::from(v)))
-}
-
-/// A path setting written as its value reads back (empty for none).
-pub(crate) fn path_text(p: &Option<PathBuf>) -> String {
-    p.as_ref()
-        .map(|p| p.display().to_string())
-        .unwrap_or_default()
-}
-
 // ---- the table ----------------------------------------------------------------------------
 
 /// Where a setting shows in the settings panel.
@@ -235,10 +215,11 @@ enum Field {
 /// The `push.extra_roots` path (`Push::extra_roots`).
 const fn push_extra_roots() -> Field {
     Field::Text {
-        expected: PATH_HELP,
-        get: |s, _| path_text(&s.push.extra_roots),
+        expected: crate::network::PATH_HELP,
+        get: |s, _| crate::network::path_text(&s.push.extra_roots),
         set: |s, key, value| {
-            s.push.extra_roots = path_value(key, value)?;
+            s.push.extra_roots = crate::network::path_value(value)
+                .ok_or_else(|| SettingError::invalid(key, value, crate::network::PATH_HELP))?;
             Ok(())
         },
     }
@@ -249,7 +230,14 @@ const fn network(expected: &'static str) -> Field {
     Field::Text {
         expected,
         get: |s, key| s.network.get(key).unwrap_or_default(),
-        set: |s, key, value| s.network.set(key, value),
+        set: |s, key, value| {
+            s.network.set(key, value).map_err(|refused| match refused {
+                crate::network::Refused::Unknown => SettingError::unknown(key),
+                crate::network::Refused::Invalid { expected } => {
+                    SettingError::invalid(key, value, expected)
+                }
+            })
+        },
     }
 }
 

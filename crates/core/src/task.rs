@@ -317,7 +317,7 @@ pub struct Task {
     /// session took it (a desk's command has none). Kept when a follow-up waits to be
     /// delivered: the session still holds the task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delivered_to: Option<crate::session::SessionId>,
+    pub delivered_to: Option<crate::session_id::SessionId>,
     /// When the session was told that a task it had was canceled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancel_told_at: Option<Timestamp>,

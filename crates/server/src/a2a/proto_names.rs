@@ -18,17 +18,20 @@
 
 use serde_json::{Map, Value};
 
-use super::rpc::RpcError;
-
 /// Members whose values are free-form JSON in every A2A request that has them.
 const FREE_FORM: [&str; 2] = ["metadata", "data"];
 
+/// A field given under both of its names, with where it is: the bindings answer it as
+/// invalid params (`From<NamedTwice> for RpcError`).
+#[derive(Debug)]
+pub struct NamedTwice(pub String);
+
 /// `params` with every key under its ProtoJSON JSON name, or the field named twice.
-pub fn json_names(params: Value) -> Result<Value, RpcError> {
+pub fn json_names(params: Value) -> Result<Value, NamedTwice> {
     rename(params, "params")
 }
 
-fn rename(value: Value, path: &str) -> Result<Value, RpcError> {
+fn rename(value: Value, path: &str) -> Result<Value, NamedTwice> {
     match value {
         Value::Object(object) => {
             let mut out = Map::with_capacity(object.len());
@@ -37,7 +40,7 @@ fn rename(value: Value, path: &str) -> Result<Value, RpcError> {
             for (key, inner) in object {
                 let name = json_name(&key);
                 if let Some(Value::String(first)) = given.get(&name) {
-                    return Err(RpcError::invalid_params(format!(
+                    return Err(NamedTwice(format!(
                         "{path}: `{first}` and `{key}` are the same field (ProtoJSON accepts \
                          either name); send it once"
                     )));
@@ -86,6 +89,7 @@ fn json_name(key: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::a2a::rpc::RpcError;
     use serde_json::json;
 
     #[test]
@@ -138,8 +142,10 @@ mod tests {
 
     #[test]
     fn a_field_under_both_names_is_refused_naming_both() {
-        let e = json_names(json!({"configuration": {"historyLength": 1, "history_length": 2}}))
-            .unwrap_err();
+        let e = RpcError::from(
+            json_names(json!({"configuration": {"historyLength": 1, "history_length": 2}}))
+                .unwrap_err(),
+        );
         assert_eq!(e.code, -32602);
         assert!(
             e.message.contains("params.configuration")

@@ -215,7 +215,7 @@ impl Call {
         }
         params = match super::proto_names::json_names(params) {
             Ok(p) => p,
-            Err(e) => return failure(&e),
+            Err(e) => return failure(&e.into()),
         };
         if let Value::Object(o) = &mut params {
             for (name, value) in fields {

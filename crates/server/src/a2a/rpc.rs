@@ -127,7 +127,7 @@ async fn handle(
     };
     request.params = match super::proto_names::json_names(request.params) {
         Ok(p) => p,
-        Err(e) => return rpc_json(StatusCode::OK, failure(&request.id, &e, dialect)),
+        Err(e) => return rpc_json(StatusCode::OK, failure(&request.id, &e.into(), dialect)),
     };
     if let Err(requested) = &version {
         return rpc_json(
@@ -175,6 +175,13 @@ pub struct RpcError {
     /// (`*_LIMIT`, in Taskkeeper's domain: see [`domain_of`]).
     pub reason: Option<&'static str>,
     pub metadata: Map<String, Value>,
+}
+
+/// ProtoJSON refuses a field given twice; so does each binding, as invalid params.
+impl From<super::proto_names::NamedTwice> for RpcError {
+    fn from(e: super::proto_names::NamedTwice) -> Self {
+        Self::invalid_params(e.0)
+    }
 }
 
 impl RpcError {

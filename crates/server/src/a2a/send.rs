@@ -125,10 +125,6 @@ fn validate_message(
     Ok(())
 }
 
-pub(super) fn settled(t: &Task) -> bool {
-    t.state().is_terminal() || t.state().is_interrupted()
-}
-
 pub(super) async fn send(ctx: &Ctx, params: Value, streaming: bool) -> Result<Reply, RpcError> {
     let params = message_params(ctx, params)?;
     let mut config = params.configuration.unwrap_or_default();
@@ -302,7 +298,7 @@ async fn wait_settled(
     mut stop: tokio::sync::watch::Receiver<bool>,
     cap: Duration,
 ) -> Arc<Task> {
-    if settled(&task) {
+    if stream::settled(&task) {
         return Arc::new(task);
     }
     let mut rx = tasks.watch(&task.id);
@@ -316,7 +312,7 @@ async fn wait_settled(
     // Read after subscribing: a change between the two is seen either way.
     let mut latest = reread(Arc::new(task)).await;
     let deadline = tokio::time::Instant::now() + cap;
-    while !settled(&latest) {
+    while !stream::settled(&latest) {
         let next = tokio::select! {
             r = tokio::time::timeout_at(deadline, rx.recv()) => Some(r),
             _ = stop.wait_for(|s| *s) => None,

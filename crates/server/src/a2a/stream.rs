@@ -39,10 +39,16 @@ pub(crate) enum Ends {
 impl Ends {
     fn at(self, t: &Task) -> bool {
         match self {
-            Ends::Settled => super::send::settled(t),
+            Ends::Settled => settled(t),
             Ends::Terminal => !t.is_open(),
         }
     }
+}
+
+/// A send's answer is due: its task is at a terminal or an interrupted state. A blocking send
+/// waits for it, a streaming one ends there.
+pub(super) fn settled(t: &Task) -> bool {
+    t.state().is_terminal() || t.state().is_interrupted()
 }
 
 /// `shape` is how the first Task is shown (a send's `historyLength`); the events after it

@@ -1092,3 +1092,528 @@ fn only_the_agents_adapters_decide_by_the_kind_of_agent() {
          `agents::adapter::adapter(kind)` (add a capability or a method there) instead: {found:?}"
     );
 }
+
+// The module graph of every crate: no module names another in a cycle, at any depth.
+
+/// `text` with its comments and the insides of its string and char literals blanked (each
+/// byte a space, newlines kept, so offsets and line numbers still point into `text`), cut at
+/// its unit tests (`#[cfg(test)] mod tests`, which may reach up to what they test).
+fn code_of(text: &str) -> String {
+    let kept: usize = text
+        .split_inclusive('\n')
+        .take(lines_before_tests(text))
+        .map(str::len)
+        .sum();
+    let mut b = text.as_bytes()[..kept].to_vec();
+    let blank = |b: &mut Vec<u8>, from: usize, to: usize| {
+        let to = to.min(b.len());
+        for byte in &mut b[from..to] {
+            if *byte != b'\n' {
+                *byte = b' ';
+            }
+        }
+    };
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let mut i = 0;
+    let at = |b: &[u8], k: usize| b.get(k).copied().unwrap_or(0);
+    while i < b.len() {
+        match b[i] {
+            b'/' if at(&b, i + 1) == b'/' => {
+                let end = b[i..]
+                    .iter()
+                    .position(|&c| c == b'\n')
+                    .map_or(b.len(), |n| i + n);
+                blank(&mut b, i, end);
+                i = end;
+            }
+            b'/' if at(&b, i + 1) == b'*' => {
+                let (mut depth, mut j) = (1, i + 2);
+                while j < b.len() && depth > 0 {
+                    if b[j] == b'/' && at(&b, j + 1) == b'*' {
+                        depth += 1;
+                        j += 1;
+                    } else if b[j] == b'*' && at(&b, j + 1) == b'/' {
+                        depth -= 1;
+                        j += 1;
+                    }
+                    j += 1;
+                }
+                blank(&mut b, i, j);
+                i = j;
+            }
+            b'r' if (i == 0 || !ident(b[i - 1]) || b[i - 1] == b'b')
+                && matches!(at(&b, i + 1), b'"' | b'#') =>
+            {
+                let hashes = b[i + 1..].iter().take_while(|&&c| c == b'#').count();
+                if at(&b, i + 1 + hashes) != b'"' {
+                    i += 1;
+                    continue;
+                }
+                let close: Vec<u8> = std::iter::once(b'"')
+                    .chain(std::iter::repeat_n(b'#', hashes))
+                    .collect();
+                let start = i + 2 + hashes;
+                let end = b[start..]
+                    .windows(close.len())
+                    .position(|w| w == close.as_slice())
+                    .map_or(b.len(), |n| start + n);
+                blank(&mut b, start, end);
+                i = end + close.len();
+            }
+            b'"' => {
+                let mut j = i + 1;
+                while j < b.len() && b[j] != b'"' {
+                    j += if b[j] == b'\\' { 2 } else { 1 };
+                }
+                blank(&mut b, i + 1, j);
+                i = j + 1;
+            }
+            b'\'' => {
+                // A char literal ('x', '\n', '\'', 'é') or a lifetime ('a), which has no close.
+                let end = if at(&b, i + 1) == b'\\' {
+                    b[i + 3..]
+                        .iter()
+                        .position(|&c| c == b'\'')
+                        .map(|n| i + 3 + n)
+                } else {
+                    let width = text[i + 1..].chars().next().map_or(1, char::len_utf8);
+                    (at(&b, i + 1 + width) == b'\'').then_some(i + 1 + width)
+                };
+                match end {
+                    Some(end) => {
+                        blank(&mut b, i + 1, end);
+                        i = end + 1;
+                    }
+                    None => i += 1,
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    String::from_utf8(b).expect("only whole characters were blanked")
+}
+
+/// Each leaf of a `use` tree (`super::{stream, wire::{self, Dialect}, send as sent}`): its
+/// path, the name it brings into scope (`None` for a glob), and where it is in `tree`.
+fn use_leaves(tree: &str) -> Vec<(Vec<String>, Option<String>, usize)> {
+    let token = Regex::new(r"[A-Za-z_][A-Za-z0-9_]*|::|[{},*]").unwrap();
+    let tokens: Vec<(usize, &str)> = token
+        .find_iter(tree)
+        .map(|m| (m.start(), m.as_str()))
+        .collect();
+    fn walk(
+        tokens: &[(usize, &str)],
+        pos: &mut usize,
+        prefix: Vec<String>,
+        out: &mut Vec<(Vec<String>, Option<String>, usize)>,
+    ) {
+        let mut path = prefix;
+        let mut at = tokens.get(*pos).map_or(0, |t| t.0);
+        while let Some(&(offset, tok)) = tokens.get(*pos) {
+            *pos += 1;
+            match tok {
+                "{" => {
+                    while tokens.get(*pos).is_some_and(|t| t.1 != "}") {
+                        walk(tokens, pos, path.clone(), out);
+                        if tokens.get(*pos).is_some_and(|t| t.1 == ",") {
+                            *pos += 1;
+                        }
+                    }
+                    *pos += 1;
+                    return;
+                }
+                "*" => {
+                    out.push((path, None, offset));
+                    return;
+                }
+                "::" if path.is_empty() => path.push("::".into()),
+                "::" => {}
+                name => {
+                    path.push(name.to_owned());
+                    at = offset;
+                    if tokens.get(*pos).is_none_or(|t| t.1 != "::") {
+                        break;
+                    }
+                }
+            }
+        }
+        if path.last().is_some_and(|s| s == "self") {
+            path.pop();
+        }
+        let mut name = path.last().cloned();
+        if tokens.get(*pos).is_some_and(|t| t.1 == "as") {
+            name = tokens.get(*pos + 1).map(|t| t.1.to_owned());
+            *pos += 2;
+        }
+        out.push((path, name, at));
+    }
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < tokens.len() {
+        walk(&tokens, &mut pos, Vec::new(), &mut out);
+    }
+    out
+}
+
+/// The module a file of a crate's `src/` is: `a2a/send.rs` and `a2a/send/mod.rs` are
+/// `a2a::send`, the crate root (`lib.rs`, `main.rs`) is the empty path.
+fn module_of(relative: &Path) -> Vec<String> {
+    let mut parts: Vec<String> = relative
+        .with_extension("")
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if parts.len() == 1 && matches!(parts[0].as_str(), "lib" | "main")
+        || parts.last().is_some_and(|p| p == "mod")
+    {
+        parts.pop();
+    }
+    parts
+}
+
+/// What a module imports under a name: the path it was brought from.
+type Imported<'a> = dyn Fn(&[String], &str) -> Option<Vec<String>> + 'a;
+
+/// One file of a crate as the module scan reads it: its module (`module_of`), the name it
+/// is shown by, and its text.
+struct ModuleFile {
+    module: Vec<String>,
+    shown: String,
+    text: String,
+}
+
+/// What the modules of one crate name of each other, lifted to where it matters: a path from
+/// module `a::x` to module `b::y` (through `crate::`, `super::`, `self::`, a child's name, or a
+/// name a `use` brought in, and through the re-exports on the way) is an edge between the
+/// two siblings that hold them, `a` → `b`, so every level of the tree is checked on its own
+/// (the crate's top modules as the daemon's areas are, then the parts of each). A module
+/// naming its own parts, or a part naming its parent (`super::Ctx`), is no edge: a parent is
+/// made of its parts. Each edge keeps the first place it is made (`file:line names module`).
+fn module_edges(files: &[ModuleFile]) -> BTreeMap<(String, String), String> {
+    let join = |m: &[String]| m.join("::");
+    let inline_mod = Regex::new(r"\bmod\s+([a-z_][a-z0-9_]*)\s*\{").unwrap();
+    let test_only =
+        Regex::new(r"#\[cfg\(test\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+([a-z_][a-z0-9_]*)\s*;")
+            .unwrap();
+    let use_item = Regex::new(r"\buse\s+([^;]+);").unwrap();
+    let path =
+        Regex::new(r"(?:^|[^:A-Za-z0-9_$])((?:[A-Za-z_][A-Za-z0-9_]*::)+[A-Za-z_][A-Za-z0-9_]*)")
+            .unwrap();
+
+    // Each file's code, with the inline modules it opens (`mod sni { .. }`) as spans.
+    struct Read<'a> {
+        file: &'a ModuleFile,
+        code: String,
+        inline: Vec<(usize, usize, String)>,
+    }
+    let mut read: Vec<Read> = files
+        .iter()
+        .map(|file| {
+            let code = code_of(&file.text);
+            let mut inline = Vec::new();
+            for c in inline_mod.captures_iter(&code) {
+                let open = c.get(0).unwrap().end() - 1;
+                let mut depth = 0;
+                let close = code[open..]
+                    .char_indices()
+                    .find_map(|(i, ch)| {
+                        depth += match ch {
+                            '{' => 1,
+                            '}' => -1,
+                            _ => 0,
+                        };
+                        (depth == 0).then_some(open + i)
+                    })
+                    .unwrap_or(code.len());
+                inline.push((open, close, c[1].to_owned()));
+            }
+            Read { file, code, inline }
+        })
+        .collect();
+    // A module declared for the unit tests only (`#[cfg(test)] mod ui_types;`) is test code.
+    let mut tests_only = BTreeSet::new();
+    for r in &read {
+        for c in test_only.captures_iter(&r.code) {
+            let mut m = r.file.module.clone();
+            m.push(c[1].to_owned());
+            tests_only.insert(m);
+        }
+    }
+    read.retain(|r| !tests_only.iter().any(|t| r.file.module.starts_with(t)));
+    let module_at = |r: &Read, offset: usize| {
+        let mut m = r.file.module.clone();
+        for (open, close, name) in &r.inline {
+            if *open < offset && offset < *close {
+                m.push(name.clone());
+            }
+        }
+        m
+    };
+
+    let mut modules: BTreeSet<Vec<String>> = BTreeSet::new();
+    for r in &read {
+        for n in 0..=r.file.module.len() {
+            modules.insert(r.file.module[..n].to_vec());
+        }
+        for (open, _, _) in &r.inline {
+            modules.insert(module_at(r, *open + 1));
+        }
+    }
+    // Every name a `use` brings into a module, as the path it was brought from.
+    let mut imports: BTreeMap<Vec<String>, BTreeMap<String, Vec<String>>> = BTreeMap::new();
+    let mut uses = Vec::new();
+    for (index, r) in read.iter().enumerate() {
+        for c in use_item.captures_iter(&r.code) {
+            let tree = c.get(1).unwrap();
+            for (segments, name, at) in use_leaves(tree.as_str()) {
+                let module = module_at(r, tree.start() + at);
+                if let Some(name) = name.filter(|n| n != "_") {
+                    imports
+                        .entry(module.clone())
+                        .or_default()
+                        .insert(name, segments.clone());
+                }
+                uses.push((index, tree.start() + at, module, segments));
+            }
+        }
+    }
+    let empty = BTreeMap::new();
+    let imported = |m: &[String], name: &str| imports.get(m).unwrap_or(&empty).get(name).cloned();
+    // The module `segments`, written in `module`, names: the deepest module along the path
+    // (through the names each module on the way imports); `None` for another crate's path.
+    fn resolve(
+        module: &[String],
+        segments: &[String],
+        modules: &BTreeSet<Vec<String>>,
+        imported: &Imported<'_>,
+        depth: usize,
+    ) -> Option<Vec<String>> {
+        let first = segments.first()?;
+        let child = |m: &[String], s: &str| {
+            let mut c = m.to_vec();
+            c.push(s.to_owned());
+            modules.contains(&c).then_some(c)
+        };
+        let (mut at, mut i) = match first.as_str() {
+            "crate" => (Vec::new(), 1),
+            "self" => (module.to_vec(), 1),
+            "super" => {
+                let ups = segments.iter().take_while(|s| *s == "super").count();
+                (module[..module.len().checked_sub(ups)?].to_vec(), ups)
+            }
+            name => match (child(module, name), imported(module, name)) {
+                (Some(c), _) => (c, 1),
+                (None, Some(target)) if depth < 8 => {
+                    let whole = [target.as_slice(), &segments[1..]].concat();
+                    return resolve(module, &whole, modules, imported, depth + 1);
+                }
+                _ => return None,
+            },
+        };
+        while let Some(s) = segments.get(i) {
+            if let Some(c) = child(&at, s) {
+                at = c;
+            } else if let Some(target) = imported(&at, s).filter(|_| depth < 8) {
+                let whole = [target.as_slice(), &segments[i + 1..]].concat();
+                return resolve(&at, &whole, modules, imported, depth + 1);
+            } else {
+                break;
+            }
+            i += 1;
+        }
+        Some(at)
+    }
+
+    let mut named = uses;
+    for (index, r) in read.iter().enumerate() {
+        let in_use: Vec<(usize, usize)> = use_item
+            .find_iter(&r.code)
+            .map(|m| (m.start(), m.end()))
+            .collect();
+        for c in path.captures_iter(&r.code) {
+            let m = c.get(1).unwrap();
+            if in_use.iter().any(|(s, e)| (*s..*e).contains(&m.start())) {
+                continue;
+            }
+            let segments = m.as_str().split("::").map(str::to_owned).collect();
+            named.push((index, m.start(), module_at(r, m.start()), segments));
+        }
+    }
+    let mut edges = BTreeMap::new();
+    for (index, offset, module, segments) in named {
+        let Some(to) = resolve(&module, &segments, &modules, &imported, 0) else {
+            continue;
+        };
+        let shared = module.iter().zip(&to).take_while(|(a, b)| a == b).count();
+        if shared == module.len() || shared == to.len() {
+            continue;
+        }
+        let r = &read[index];
+        let line = r.code[..offset].matches('\n').count() + 1;
+        edges
+            .entry((join(&module[..=shared]), join(&to[..=shared])))
+            .or_insert_with(|| format!("{}:{line} names {}", r.file.shown, join(&to)));
+    }
+    edges
+}
+
+/// Each cycle of a crate's module graph, with the place each step is made.
+fn module_cycles(files: &[ModuleFile]) -> Vec<String> {
+    let edges = module_edges(files);
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (from, to) in edges.keys() {
+        graph.entry(from.clone()).or_default().insert(to.clone());
+    }
+    cycles(&graph)
+        .iter()
+        .map(|cycle| {
+            let steps: Vec<&str> = cycle
+                .windows(2)
+                .map(|w| edges[&(w[0].clone(), w[1].clone())].as_str())
+                .collect();
+            format!("{} ({})", cycle.join(" → "), steps.join("; "))
+        })
+        .collect()
+}
+
+#[test]
+fn the_module_scan_finds_a_cycle_through_super_and_a_group() {
+    let file = |module: &str, shown: &str, text: &str| ModuleFile {
+        module: module
+            .split("::")
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        shown: shown.to_owned(),
+        text: text.to_owned(),
+    };
+    let root = file("", "lib.rs", "mod a2a;\nmod http;\npub use a2a::Sent;\n");
+    let a2a = file(
+        "a2a",
+        "a2a/mod.rs",
+        "mod send;\nmod stream;\npub use send::Sent;\npub struct Ctx;\nfn route() { send::send(); }\n",
+    );
+    let send = file(
+        "a2a::send",
+        "a2a/send.rs",
+        "use super::{Ctx, stream::{self, open}};\npub struct Sent;\n",
+    );
+    let stream = file(
+        "a2a::stream",
+        "a2a/stream.rs",
+        "// super::send::settled in a comment is no edge\n\
+         const NOT_A_PATH: &str = \"crate::http::Up\";\n\
+         const BRACE: char = '{';\n\
+         pub fn open() -> Option<crate::http::Up> { None }\n\
+         fn settled() { let _ = super::send::Sent; }\n",
+    );
+    let http = file(
+        "http",
+        "http/mod.rs",
+        "pub struct Up;\n\
+         #[cfg(test)]\nmod tests {\n    use crate::Sent;\n}\n",
+    );
+    let layered = [root, a2a, send, http];
+    assert!(
+        module_cycles(&layered).is_empty(),
+        "a parent's own parts are no edge, nor is test code: {:?}",
+        module_edges(&layered)
+    );
+    let [root, a2a, send, http] = layered;
+    let tangled = [root, a2a, send, stream, http];
+    assert_eq!(
+        module_cycles(&tangled),
+        [
+            "a2a::send → a2a::stream → a2a::send (a2a/send.rs:1 names a2a::stream; \
+             a2a/stream.rs:5 names a2a::send)"
+        ]
+    );
+    // A name taken through a re-export counts as its own module's, and a path deep in one
+    // module to deep in another is an edge between the top ones that hold them.
+    let mut with_http = tangled;
+    with_http[4].text = "use crate::Sent;\npub struct Up;\n".into();
+    assert_eq!(
+        module_cycles(&with_http),
+        [
+            "a2a → http → a2a (a2a/stream.rs:4 names http; http/mod.rs:1 names a2a::send)",
+            "a2a::send → a2a::stream → a2a::send (a2a/send.rs:1 names a2a::stream; \
+             a2a/stream.rs:5 names a2a::send)",
+        ]
+    );
+}
+
+/// No module of any crate names another in a cycle, at any level of the tree
+/// (`module_edges`): the daemon's areas, the parts of each area, the store's parts, the
+/// CLI's commands. What two modules both need is a leaf they both name (as `a2a/wire.rs`),
+/// what a lower one needs of a higher one is passed in, and two modules that cannot do
+/// without each other are one. Unit tests are left out: they may reach up to what they test.
+#[test]
+fn every_crate_names_its_modules_without_a_cycle() {
+    let mut found = Vec::new();
+    let mut scanned = 0;
+    for krate in ["core", "server", "cli", "app"] {
+        let src = root().join("crates").join(krate).join("src");
+        let mut sources = Vec::new();
+        files(&src, &[".rs"], &mut sources);
+        // A package with a library has its binary (`main.rs`) as a crate of its own.
+        let library = sources.iter().any(|p| p.ends_with("src/lib.rs"));
+        let read: Vec<ModuleFile> = sources
+            .iter()
+            .filter(|p| !(library && p.strip_prefix(&src).unwrap() == Path::new("main.rs")))
+            .map(|p| ModuleFile {
+                module: module_of(p.strip_prefix(&src).unwrap()),
+                shown: shown(p),
+                text: std::fs::read_to_string(p).unwrap(),
+            })
+            .collect();
+        scanned += module_edges(&read).len();
+        found.extend(
+            module_cycles(&read)
+                .into_iter()
+                .map(|c| format!("{krate}: {c}")),
+        );
+    }
+    assert!(
+        scanned > 100,
+        "the scan found the modules' paths ({scanned} edges)"
+    );
+    let (known, new): (Vec<&String>, Vec<&String>) = found.iter().partition(|c| {
+        NOT_YET_UNTIED
+            .iter()
+            .any(|k| c.starts_with(&format!("{k} (")))
+    });
+    assert!(
+        new.is_empty(),
+        "modules name each other in a cycle; move what both need into a leaf, pass what the \
+         lower one needs in, or make the two one module: {new:#?}"
+    );
+    let untied: Vec<&&str> = NOT_YET_UNTIED
+        .iter()
+        .filter(|k| !known.iter().any(|c| c.starts_with(&format!("{k} ("))))
+        .collect();
+    assert!(
+        untied.is_empty(),
+        "these cycles are untied now; take them off `NOT_YET_UNTIED`: {untied:#?}"
+    );
+}
+
+/// The cycles found when this check came, not untied yet (issue 25): the store's handle and
+/// the machinery that extends it, the agents' lookup and the adapters it looks up, the app's
+/// window and its process. None may be added; each goes once it is untied.
+const NOT_YET_UNTIED: [&str; 15] = [
+    "core: store::open → store::cache → store::open",
+    "core: store::open → store::pool → store::open",
+    "core: store::open → store::writer → store::open",
+    "server: agents::adapter → agents::claude_code → agents::adapter",
+    "server: agents::adapter → agents::claude_code → agents::hooks → agents::adapter",
+    "server: agents::adapter → agents::claude_code → agents::hooks → agents::intake → agents::adapter",
+    "server: agents::adapter → agents::claude_code → agents::launched → agents::adapter",
+    "server: agents::claude_code → agents::launched → agents::claude_code",
+    "server: agents::adapter → agents::codex → agents::adapter",
+    "server: agents::adapter → agents::gemini → agents::adapter",
+    "server: agents::adapter → agents::generic → agents::adapter",
+    "server: agents::claude_code::adapter → agents::claude_code::hooks → agents::claude_code::adapter",
+    "app: window → events → window",
+    "app: commands → window → window_process → commands",
+    "app: window → window_process → window",
+];
