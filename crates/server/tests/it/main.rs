@@ -24,6 +24,7 @@ mod push;
 mod push_targets;
 mod rest;
 mod routes;
+mod signed_cards;
 mod streams;
 mod support;
 mod terminal;
