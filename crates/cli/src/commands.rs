@@ -6,13 +6,15 @@ use anyhow::Context as _;
 use serde_json::json;
 use taskkeeper_core::Timestamp;
 use taskkeeper_server::owner::api::{
-    AskerList, DeskList, DeskView, NewAsker, SessionList, TaskDetail, TaskList, TaskView,
+    AskerList, CardKeyView, DeskList, DeskView, NewAsker, SessionList, TaskDetail, TaskList,
+    TaskView,
 };
 use taskkeeper_server::{Daemon, DaemonConfig};
 
 use crate::client::Client;
 use crate::{
-    AskerCommand, DeskCommand, RemindersCommand, SessionCommand, SettingsCommand, TaskCommand,
+    AskerCommand, CardCommand, DeskCommand, RemindersCommand, SessionCommand, SettingsCommand,
+    TaskCommand,
 };
 
 use crate::out::{self, say, tell};
@@ -401,6 +403,10 @@ pub fn asker(cmd: AskerCommand) -> anyhow::Result<()> {
                 added.asker.name
             );
             say!("{}", added.token);
+            tell!(
+                "card-signing key thumbprint (RFC 7638; the asker pins it): {}",
+                added.card_key.thumbprint
+            );
             if let Some(network) = &added.network
                 && let Some(url) = &network.url
             {
@@ -428,6 +434,26 @@ pub fn asker(cmd: AskerCommand) -> anyhow::Result<()> {
         AskerCommand::Remove { name } => {
             client.delete(&format!("/api/askers/{}", encode(&name)))?;
             say!("removed asker {}", name);
+        }
+    }
+    Ok(())
+}
+
+pub fn card(cmd: CardCommand) -> anyhow::Result<()> {
+    let client = Client::from_env()?;
+    match cmd {
+        CardCommand::Key { json } => {
+            let key: CardKeyView = client.get("/api/card-key")?;
+            if json {
+                return out::json(&key);
+            }
+            say!("{}", key.thumbprint);
+            tell!("public key (JWK): {}", key.jwk);
+        }
+        CardCommand::RotateKey => {
+            let key: CardKeyView = client.post("/api/card-key/rotate", &json!({}))?;
+            tell!("the cards are signed by a new key; askers who pinned the old one pin this:");
+            say!("{}", key.thumbprint);
         }
     }
     Ok(())

@@ -111,6 +111,9 @@ enum Command {
     /// Askers: agents allowed to give tasks over A2A, each with its own token.
     #[command(subcommand)]
     Asker(AskerCommand),
+    /// The Agent Cards' signing key: show it, or make a new one.
+    #[command(subcommand)]
+    Card(CardCommand),
     /// Settings: the ladder, the hourly cap, expiry, the blocking-wait cap, ...
     #[command(subcommand)]
     Settings(SettingsCommand),
@@ -345,6 +348,20 @@ enum AskerCommand {
 }
 
 #[derive(Debug, Subcommand)]
+enum CardCommand {
+    /// Print the thumbprint of the key the cards are signed with (the `kid` of their
+    /// signatures, which askers pin) and its public JWK.
+    Key {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Make a new signing key in the running daemon: every card is signed by it from now on
+    /// and /.well-known/jwks.json holds it alone, so the old key's signatures stop
+    /// verifying. Hand askers the new thumbprint.
+    RotateKey,
+}
+
+#[derive(Debug, Subcommand)]
 enum DeskCommand {
     /// Add a desk.
     Add {
@@ -500,6 +517,7 @@ fn main() -> ExitCode {
         Command::Desk(cmd) => commands::desk(cmd),
         Command::Task(cmd) => commands::task(cmd),
         Command::Asker(cmd) => commands::asker(cmd),
+        Command::Card(cmd) => commands::card(cmd),
         Command::Send {
             to,
             text,

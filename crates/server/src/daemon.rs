@@ -41,6 +41,8 @@ pub enum DaemonError {
     Ui(#[from] crate::http::ui::UiError),
     #[error(transparent)]
     Network(#[from] crate::network::NetworkError),
+    #[error(transparent)]
+    CardKey(#[from] crate::card_key::CardKeyError),
 }
 
 /// A running daemon.
@@ -82,6 +84,7 @@ impl Daemon {
             crate::http::tls::SELF_SIGNED_CERT,
             crate::http::tls::SELF_SIGNED_KEY,
             crate::http::tls::SELF_SIGNED_NAMES,
+            crate::card_key::KEY_FILE,
         ];
         crate::private::secure_data_dir(&config.data_dir, &config.db_path(), &ours).map_err(
             |source| DaemonError::DataDir {
@@ -159,6 +162,7 @@ impl Daemon {
         let push_wake = pusher.waker();
         let push_looks = pusher.looks();
         let guard = Arc::new(Guard::new(credentials.clone(), addr.port()));
+        let card_key = crate::card_key::CardKey::load_or_make(&config.data_dir)?;
         let a2a = crate::a2a::A2a {
             tasks: tasks.clone(),
             stop: stopped.clone(),
@@ -175,6 +179,7 @@ impl Daemon {
             slots: Default::default(),
             push: push_wake.clone(),
             outside: None,
+            card_key: card_key.clone(),
         };
         crate::conformance::prepare(&tasks, &config.data_dir, config.conformance).await?;
         // Cancelled at shutdown: ends any open MCP response so the graceful shutdown
@@ -222,6 +227,7 @@ impl Daemon {
                 port: addr.port(),
             },
             network.clone(),
+            card_key,
         );
         let ui_codes = crate::http::ui_codes::UiCodes::new(token.clone(), config.clock.clone())
             .with_pages(&config.data_dir, addr.port())

@@ -12,6 +12,7 @@
 
 pub mod a2a;
 pub mod agents;
+pub mod card_key;
 mod child_env;
 mod config;
 pub mod conformance;

@@ -45,6 +45,23 @@ pub fn write_new_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     options.open(path)?.write_all(bytes)
 }
 
+/// Write `path` 0600 (made so at creation), replacing it whole: the bytes go to a new file
+/// beside it that is renamed over it, so a reader finds the old file or the new, never half.
+pub fn replace_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write as _;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    let mut options = fs::OpenOptions::new();
+    options.create(true).write(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(&tmp)?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    drop(file);
+    fs::rename(&tmp, path)
+}
+
 /// Make the data directory and every file of ours in it private, before the store opens:
 /// the files that exist get 0600, and the database file and its lock file are created 0600
 /// when missing, so what SQLite creates beside them follows. `others` names the rest of our

@@ -23,7 +23,8 @@ use serde_json::{Value, json};
 
 use crate::support::{Served, TOKEN, bin, request};
 
-/// The reference SDK release the test pins; its v0.3 client is `a2a.compat.v0_3`.
+/// The reference SDK release the test pins; its v0.3 client is `a2a.compat.v0_3`. Installed
+/// with its `signing` extra (PyJWT), whose verifier checks the signed cards (`signed_cards.rs`).
 const A2A_SDK: &str = "1.3.0";
 /// `pip install` of the SDK and its dependencies (~40 packages); generous for a slow mirror.
 const PIP_DEADLINE: Duration = Duration::from_secs(600);
@@ -64,11 +65,11 @@ pub(crate) fn wait_deadline(
     }
 }
 
-/// A venv with `a2a-sdk==A2A_SDK`, built once and reused. It is built under a temporary name
+/// A venv with `a2a-sdk[signing]==A2A_SDK`, built once and reused. It is built under a temporary name
 /// and renamed into place, so a run killed halfway never leaves a venv that looks ready.
 pub(crate) fn sdk_python() -> PathBuf {
     let root = target_dir().join("a2a-interop");
-    let venv = root.join(format!("venv-a2a-sdk-{A2A_SDK}"));
+    let venv = root.join(format!("venv-a2a-sdk-signing-{A2A_SDK}"));
     let python = venv.join("bin/python");
     let ready = venv.join(".installed");
     if ready.exists() {
@@ -76,7 +77,7 @@ pub(crate) fn sdk_python() -> PathBuf {
     }
     std::fs::create_dir_all(&root).unwrap();
     let building = root.join(format!(
-        "venv-a2a-sdk-{A2A_SDK}.building-{}",
+        "venv-a2a-sdk-signing-{A2A_SDK}.building-{}",
         std::process::id()
     ));
     let _ = std::fs::remove_dir_all(&building);
@@ -105,7 +106,7 @@ pub(crate) fn sdk_python() -> PathBuf {
             "--retries",
             "2",
         ])
-        .arg(format!("a2a-sdk=={A2A_SDK}"))
+        .arg(format!("a2a-sdk[signing]=={A2A_SDK}"))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -118,17 +119,21 @@ pub(crate) fn sdk_python() -> PathBuf {
         let _ = err.read_to_string(&mut s);
         s
     });
-    let status = wait_deadline(&mut pip, PIP_DEADLINE, "pip install a2a-sdk");
+    let status = wait_deadline(&mut pip, PIP_DEADLINE, "pip install a2a-sdk[signing]");
     let stderr = reader.join().unwrap_or_default();
     if !status.success() {
         let _ = std::fs::remove_dir_all(&building);
         panic!(
-            "could not install a2a-sdk=={A2A_SDK} from PyPI into a venv ({status}). The A2A \
+            "could not install a2a-sdk[signing]=={A2A_SDK} from PyPI into a venv ({status}). The A2A \
              interoperability test needs the reference SDK and cannot pass without it: check the \
              network or the pip index. pip said:\n{stderr}"
         );
     }
-    std::fs::write(building.join(".installed"), format!("a2a-sdk=={A2A_SDK}\n")).unwrap();
+    std::fs::write(
+        building.join(".installed"),
+        format!("a2a-sdk[signing]=={A2A_SDK}\n"),
+    )
+    .unwrap();
     // Another run may have finished first; either venv is as good.
     if std::fs::rename(&building, &venv).is_err() {
         let _ = std::fs::remove_dir_all(&building);

@@ -22,6 +22,7 @@ mod refusals;
 mod reminders;
 mod secrets;
 mod service;
+mod signed_cards;
 mod support;
 mod terminal;
 mod tui_paste;

@@ -41,7 +41,7 @@ fn js_dir() -> PathBuf {
 
 /// `tests/interop/js` with its locked packages, installed when missing or older than the
 /// lock file (`make test`'s npm step does the same first).
-fn js_client() -> PathBuf {
+pub(crate) fn js_client() -> PathBuf {
     let dir = js_dir();
     let installed = dir.join("node_modules/.package-lock.json");
     let stale = match (

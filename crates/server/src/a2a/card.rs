@@ -169,17 +169,19 @@ fn base(
         card["capabilities"]["extensions"][0]["params"]["tlsCertificateSha256"] =
             json!(fingerprint);
     }
+    let bearer = json!({"scheme": "Bearer", "description": "an asker token from `taskkeeper asker add`, or the owner's token"});
     if opts.bearer {
-        card["securitySchemes"] = json!({
-            "bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer", "description": "an asker token from `taskkeeper asker add`, or the owner's token"}},
-        });
+        card["securitySchemes"] = json!({"bearer": {"httpAuthSecurityScheme": bearer}});
         card["securityRequirements"] = json!([{"schemes": {"bearer": {"list": []}}}]);
     }
     if opts.v03_fields {
         if opts.bearer {
             // v0.3 reads a security scheme by its OpenAPI-style `type`; v1.0 by the member name.
+            // The same words in both: the Python SDK reads a card with `type` by v0.3's
+            // members alone, and its reading must be the one signed (`crate::card_key`).
             card["securitySchemes"]["bearer"]["type"] = json!("http");
-            card["securitySchemes"]["bearer"]["scheme"] = json!("bearer");
+            card["securitySchemes"]["bearer"]["scheme"] = bearer["scheme"].clone();
+            card["securitySchemes"]["bearer"]["description"] = bearer["description"].clone();
             card["security"] = json!([{"bearer": []}]);
         }
         card["supportsAuthenticatedExtendedCard"] = json!(opts.bearer);
@@ -292,6 +294,23 @@ mod tests {
             assert!(
                 card.to_string().contains("/home/alice/secret-project"),
                 "{card}"
+            );
+        }
+    }
+
+    #[test]
+    fn v0_3s_security_scheme_says_what_v1_0s_says() {
+        let card = desk_card(
+            &desk(),
+            &At::loopback(1),
+            &Settings::default(),
+            opts(Detail::Public, true),
+        );
+        let scheme = &card["securitySchemes"]["bearer"];
+        for member in ["scheme", "description"] {
+            assert_eq!(
+                scheme[member], scheme["httpAuthSecurityScheme"][member],
+                "{member}"
             );
         }
     }

@@ -136,7 +136,7 @@ pub(super) async fn extended_card(ctx: &Ctx) -> Result<Value, RpcError> {
             card::machine_card(&desks, &a2a.at(), &settings, opts)
         }
     };
-    Ok(card)
+    Ok(a2a.signed(card))
 }
 
 const PAGE_DEFAULT: i64 = 50;

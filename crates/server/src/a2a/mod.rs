@@ -63,6 +63,8 @@ pub(crate) struct A2a {
     /// Set for a request that came in on the network listener: the public URL the cards and
     /// file links name there, and the asker's count of streams opened per minute.
     pub outside: Option<Outside>,
+    /// Signs every card served (`crate::card_key`); its public key is at `/.well-known/jwks.json`.
+    pub card_key: crate::card_key::CardKey,
 }
 
 /// Card options as configured for the daemon.
@@ -76,7 +78,8 @@ pub struct CardOptionsConfig {
     pub conformance_desk: Option<String>,
 }
 
-/// A2A and the Agent Cards, each room behind its own access: the cards are public; both
+/// A2A and the Agent Cards, each room behind its own access: the cards and the key they are
+/// signed with are public; both
 /// bindings (JSON-RPC, HTTP+JSON) are for askers and the owner; in conformance mode the
 /// conformance desk's endpoints also let callers without a token in (as the anonymous asker).
 /// Every endpoint also answers with a trailing slash, which clients add when they join paths
@@ -96,6 +99,7 @@ pub(crate) fn rooms(a2a: A2a) -> Vec<Room> {
             "/a2a/{desk}/.well-known/agent-card.json/",
             get(desk_card),
         )
+        .route("GET", crate::card_key::JWKS_PATH, get(jwks))
         .with_state(a2a.clone());
     let fetch = Room::new(Access::Askers)
         .on_network()
@@ -108,6 +112,20 @@ pub(crate) fn rooms(a2a: A2a) -> Vec<Room> {
 }
 
 // ---- cards ----------------------------------------------------------------------------
+
+/// The JWK Set that verifies the cards: the key signing now, alone. Not cached: after a
+/// rotation the new key must be found at once.
+async fn jwks(State(a2a): State<A2a>) -> Response {
+    let mut response = (
+        [(header::CONTENT_TYPE, "application/jwk-set+json")],
+        a2a.card_key.jwks().to_string(),
+    )
+        .into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
 
 fn card_response(headers: &HeaderMap, card: &Value) -> Response {
     let body = card.to_string();
@@ -158,6 +176,11 @@ impl A2a {
             },
             None => card::At::loopback(self.port),
         }
+    }
+
+    /// `card` signed, its signature's `jku` naming the key set where the request came in.
+    fn signed(&self, card: Value) -> Value {
+        self.card_key.sign(card, &self.at().base)
     }
 
     /// A reply as it leaves: on the network listener, links to this daemon's loopback
@@ -222,10 +245,8 @@ async fn desk_card(
     match result {
         Ok((desk, settings)) => {
             let opts = a2a.card_options(Some(desk.name.as_str()), Detail::Public, Dialect::V1);
-            card_response(
-                &headers,
-                &card::desk_card(&desk, &a2a.at(), &settings, opts),
-            )
+            let card = card::desk_card(&desk, &a2a.at(), &settings, opts);
+            card_response(&headers, &a2a.signed(card))
         }
         Err(taskkeeper_core::StoreError::NoSuchDesk(d)) => not_found_json(format!(
             "no desk named {d}; the machine card at /.well-known/agent-card.json lists the desks"
@@ -259,7 +280,7 @@ async fn machine_card(
                     card::machine_card(&desks, &a2a.at(), &settings, opts)
                 }
             };
-            card_response(&headers, &card)
+            card_response(&headers, &a2a.signed(card))
         }
         Err(e) => crate::OwnerError::from(e).into_response(),
     }

@@ -166,9 +166,12 @@ impl Certificates {
         let made = params
             .self_signed(&signing)
             .map_err(|e| fail(e.to_string()))?;
-        write_private(&key, signing.serialize_pem().as_bytes()).map_err(|e| fail(e.to_string()))?;
-        write_private(&cert, made.pem().as_bytes()).map_err(|e| fail(e.to_string()))?;
-        write_private(&names_file, wanted.as_bytes()).map_err(|e| fail(e.to_string()))?;
+        crate::private::replace_private(&key, signing.serialize_pem().as_bytes())
+            .map_err(|e| fail(e.to_string()))?;
+        crate::private::replace_private(&cert, made.pem().as_bytes())
+            .map_err(|e| fail(e.to_string()))?;
+        crate::private::replace_private(&names_file, wanted.as_bytes())
+            .map_err(|e| fail(e.to_string()))?;
         let loaded = load(&cert, &key)?;
         tracing::info!(
             names = %names.join(", "),
@@ -230,20 +233,4 @@ impl ResolvesServerCert for Certificates {
     fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
         Some(self.current())
     }
-}
-
-/// Write `path` 0600 (made so at creation), replacing it whole.
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write as _;
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
-    let tmp = path.with_file_name(format!(".{name}.tmp"));
-    let mut options = std::fs::OpenOptions::new();
-    options.create(true).write(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(&tmp)?;
-    file.write_all(bytes)?;
-    file.sync_all()?;
-    drop(file);
-    std::fs::rename(&tmp, path)
 }

@@ -5,12 +5,14 @@ use serde::{Deserialize, Serialize};
 use taskkeeper_core::task::PartContent;
 use taskkeeper_core::{Desk, Message, Role, Task, Timestamp};
 
+mod card_key;
 mod names;
 mod network;
 mod notice;
 mod settings;
 /// The error body is every area's ([`crate::error`]); the owner API's clients read it here.
 pub use crate::error::ErrorBody;
+pub use card_key::CardKeyView;
 pub use names::{
     ActivityView, HoldView, LabelKindView, MessageFrom, StepKind, TaskStateView, TurnOriginView,
 };
@@ -497,6 +499,8 @@ pub struct NewAsker {
     #[serde(flatten)]
     pub asker: AskerView,
     pub token: String,
+    /// The key the cards are signed with, whose thumbprint the asker pins.
+    pub card_key: CardKeyView,
     /// The network listener, when it runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<NetworkView>,

@@ -51,6 +51,8 @@ pub struct OwnerService {
     snoozes: std::sync::Arc<snooze::Snoozes>,
     /// What the network listener for askers on other machines is doing.
     network: tokio::sync::watch::Receiver<crate::network::NetworkStatus>,
+    /// The key the Agent Cards are signed with.
+    card_key: crate::card_key::CardKey,
 }
 
 /// Which tasks to list.
@@ -134,6 +136,7 @@ impl OwnerService {
         stop: tokio::sync::watch::Receiver<bool>,
         machine: crate::owner::agents::Machine,
         network: tokio::sync::watch::Receiver<crate::network::NetworkStatus>,
+        card_key: crate::card_key::CardKey,
     ) -> Self {
         Self {
             tasks,
@@ -147,12 +150,33 @@ impl OwnerService {
             auto_launches: std::sync::Arc::default(),
             snoozes: std::sync::Arc::default(),
             network,
+            card_key,
         }
     }
 
     /// The network listener for askers on other machines, now.
     pub fn network(&self) -> crate::owner::api::NetworkView {
         crate::owner::api::NetworkView::from(&*self.network.borrow())
+    }
+
+    /// The key the Agent Cards are signed with now.
+    pub fn card_key(&self) -> crate::owner::api::CardKeyView {
+        crate::owner::api::CardKeyView::from(&self.card_key)
+    }
+
+    /// Make a new card-signing key and sign every card with it from now on; the old one is
+    /// gone, and no longer verifies against the published key set.
+    pub async fn rotate_card_key(&self) -> Result<crate::owner::api::CardKeyView, OwnerError> {
+        let key = self.card_key.clone();
+        let internal = |message: String| OwnerError {
+            kind: OwnerErrorKind::Internal,
+            message,
+        };
+        tokio::task::spawn_blocking(move || key.rotate())
+            .await
+            .map_err(|e| internal(e.to_string()))?
+            .map_err(|e| internal(e.to_string()))?;
+        Ok(self.card_key())
     }
 
     pub(crate) fn tasks(&self) -> &Tasks {
@@ -434,6 +458,7 @@ impl OwnerService {
         Ok(NewAsker {
             asker: AskerView::from(&asker),
             token: token.as_str().to_owned(),
+            card_key: self.card_key(),
             network: (network.state == crate::owner::api::NetworkStateView::Listening)
                 .then_some(network),
         })

@@ -60,6 +60,8 @@ pub(crate) fn room(owner: OwnerService) -> Room {
             get(peek_digest).post(take_digest),
         )
         .route("GET", "/api/network", get(network))
+        .route("GET", "/api/card-key", get(card_key))
+        .route("POST", "/api/card-key/rotate", post(rotate_card_key))
         .route("GET", "/api/agents", get(list_agents))
         .route("POST", "/api/agents/{agent}/connect", post(connect_agent))
         .route(
@@ -68,6 +70,14 @@ pub(crate) fn room(owner: OwnerService) -> Room {
             post(disconnect_agent),
         )
         .with_state(owner)
+}
+
+async fn card_key(State(owner): State<OwnerService>) -> Response {
+    (StatusCode::OK, axum::Json(owner.card_key())).into_response()
+}
+
+async fn rotate_card_key(State(owner): State<OwnerService>) -> Response {
+    reply(StatusCode::OK, owner.rotate_card_key().await)
 }
 
 async fn network(State(owner): State<OwnerService>) -> Response {

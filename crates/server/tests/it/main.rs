@@ -25,6 +25,7 @@ mod push_targets;
 mod push_tls;
 mod rest;
 mod routes;
+mod signed_cards;
 mod streams;
 mod support;
 mod terminal;
