@@ -3,13 +3,18 @@
 
     a2a_sdk_client.py --url http://127.0.0.1:PORT/a2a/web --token TOKEN --version 1.0|0.3
                       [--binding jsonrpc|http+json] [--worker harness|self]
-                      [--pin SHA256]
+                      [--pin SHA256] [--webhook-host IP --webhook-cert PEM --webhook-key PEM]
 
 With `--pin` (an https:// URL, an asker on another machine), the client pins the server's
 certificate by the SHA-256 fingerprint `taskkeeper asker add` printed: it reads the certificate
 the server presents, refuses it unless its fingerprint is the pinned one, and then trusts that
-certificate alone, with the usual name check, for every request the SDK makes. The webhook check
-is left out there (push notifications over https are not sent yet).
+certificate alone, with the usual name check, for every request the SDK makes.
+
+The webhook check runs a receiver here: plain HTTP on 127.0.0.1 by default; with
+`--webhook-host` (an asker on another machine), an https:// receiver on that address with the
+certificate and key given, which the daemon must trust (its owner names the CA in
+`push.extra_roots`). Pinned without a webhook host, the check is left out: the daemon's machine
+cannot reach this one's loopback.
 
 Only the SDK's public client is used (A2ACardResolver, ClientFactory, Client): the point is to
 see what a stock A2A client makes of our wire, not what a hand-written one does. With
@@ -125,6 +130,9 @@ class Run:
         # Task ids shared between checks.
         self.ids: dict[str, str] = {}
         self.pinned = bool(args.pin)
+        self.webhook_host: str = args.webhook_host
+        self.webhook_cert: str = args.webhook_cert
+        self.webhook_key: str = args.webhook_key
         self.verify: Any = pinned_context(self.url, args.pin) if args.pin else True
         self.http = httpx.AsyncClient(
             headers={"Authorization": f"Bearer {self.token}"}, timeout=HTTP_TIMEOUT_S, verify=self.verify
@@ -346,7 +354,8 @@ class Run:
 
     async def push_config(self) -> dict[str, Any]:
         """Set, read, list and delete a webhook through the SDK; the webhook (a raw HTTP
-        server on 127.0.0.1 here) gets the task as its first push, with the token."""
+        server on 127.0.0.1 here, or https:// on `--webhook-host`) gets the task as its first
+        push, with the token."""
         tid = self.need("nonblocking")
         pushes: asyncio.Queue[tuple[dict[str, str], Any]] = asyncio.Queue()
 
@@ -363,10 +372,16 @@ class Run:
             writer.close()
             await pushes.put((headers, json.loads(body or b"null")))
 
-        server = await asyncio.start_server(receive, "127.0.0.1", 0)
+        tls = None
+        host, scheme = "127.0.0.1", "http"
+        if self.webhook_host:
+            tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            tls.load_cert_chain(self.webhook_cert, self.webhook_key)
+            host, scheme = self.webhook_host, "https"
+        server = await asyncio.start_server(receive, host, 0, ssl=tls)
         port = server.sockets[0].getsockname()[1]
         try:
-            url = f"http://127.0.0.1:{port}/hook"
+            url = f"{scheme}://{host}:{port}/hook"
             made = await self.plain.create_task_push_notification_config(
                 TaskPushNotificationConfig(
                     task_id=tid,
@@ -399,7 +414,7 @@ class Run:
             expect(len(after.configs) == 0, f"a deleted config is still listed: {after}")
         finally:
             server.close()
-        return {"taskId": tid, "configId": made.id, "firstPush": "task"}
+        return {"taskId": tid, "configId": made.id, "firstPush": "task", "scheme": scheme}
 
     async def task_not_found(self) -> dict[str, Any]:
         try:
@@ -558,9 +573,7 @@ class Run:
             if self.version == "1.0":
                 # v0.3 has no JSON-RPC ListTasks (the SDK's compat client refuses it itself).
                 await self.check("list-tasks", self.list_tasks)
-            if not self.pinned:
-                # TODO(issue 26, HTTPS push): from another machine the webhook is an https://
-                # URL there; run this check once the daemon pushes over https.
+            if not self.pinned or self.webhook_host:
                 await self.check("push-config", self.push_config)
             await self.check("get-unknown-task", self.task_not_found)
             await self.check("cancel", self.cancel)
@@ -597,7 +610,12 @@ def main() -> int:
         default="",
         help="the server certificate's SHA-256 fingerprint (AB:CD:...), for an https:// URL",
     )
+    p.add_argument("--webhook-host", default="", help="an address of this machine for an https:// webhook")
+    p.add_argument("--webhook-cert", default="", help="the webhook's certificate chain (PEM)")
+    p.add_argument("--webhook-key", default="", help="the webhook's private key (PEM)")
     args = p.parse_args()
+    if args.webhook_host and not (args.webhook_cert and args.webhook_key):
+        p.error("--webhook-host needs --webhook-cert and --webhook-key")
     if args.binding == "http+json" and args.version != "1.0":
         p.error("--binding http+json is v1.0's; use --version 1.0")
     return asyncio.run(Run(args).main())

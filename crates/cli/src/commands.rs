@@ -132,7 +132,7 @@ pub fn serve(
         let network = daemon.network();
         if let Some(url) = &network.url {
             tell!("askers on other machines: {}/a2a/<desk>", url);
-            if let Some(fingerprint) = &network.certificate_sha256 {
+            if let Some(fingerprint) = &network.certificate_sha256() {
                 tell!("  certificate SHA-256 (askers pin it): {}", fingerprint);
             }
         }

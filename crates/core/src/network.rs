@@ -243,6 +243,18 @@ impl Network {
         if self.tls != Tls::Proxy && !public.https && self.tls != Tls::Off {
             return Err(PlanError::PublicUrl(public.serialized));
         }
+        // Behind a proxy the listener is plain by design; what crosses the network is what
+        // askers reach the proxy by, the public URL.
+        if self.tls == Tls::Proxy && !public.https && !public.on_loopback() {
+            if !self.insecure_http {
+                return Err(PlanError::PlainPublicUrl(public.serialized));
+            }
+            warning = Some(format!(
+                "askers reach the proxy at {} over plain HTTP (network.insecure_http): their \
+                 tokens and tasks cross the network unencrypted",
+                public.serialized
+            ));
+        }
         let mut hosts = public.hosts.clone();
         if !listen.ip().is_unspecified() {
             hosts.push(listen.to_string());
@@ -301,6 +313,17 @@ struct Origin {
     serialized: String,
     /// The `Host` header values that name it.
     hosts: Vec<String>,
+}
+
+impl Origin {
+    /// Whether its host is this machine's loopback (`localhost`, 127.0.0.0/8, `[::1]`).
+    fn on_loopback(&self) -> bool {
+        let bare = self.name.trim_start_matches('[').trim_end_matches(']');
+        self.name == "localhost"
+            || bare
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    }
 }
 
 fn origin(text: &str) -> Option<Origin> {
@@ -412,6 +435,10 @@ pub enum PlanError {
         "plain HTTP on {0}, beyond loopback, would send askers' tokens unencrypted; use TLS (network.tls self-signed or files), listen on 127.0.0.1 behind your proxy, or say network.insecure_http true (`--insecure-http`)"
     )]
     PlainBeyondLoopback(SocketAddr),
+    #[error(
+        "network.public_url {0} is plain HTTP beyond loopback: askers would send their tokens to the proxy unencrypted; give the proxy's https:// URL, or say network.insecure_http true (`--insecure-http`)"
+    )]
+    PlainPublicUrl(String),
 }
 
 // ---- strangers ---------------------------------------------------------------------------
@@ -624,6 +651,38 @@ mod tests {
         assert!(!plan.answers_to("localhost:7718"));
         assert!(plan.own_origin("https://box.tailnet.ts.net"));
         assert!(!plan.own_origin("https://evil.example"));
+    }
+
+    #[test]
+    fn a_proxy_askers_reach_over_plain_http_needs_the_owners_word() {
+        let behind = |public: &'static str| {
+            vec![
+                ("network.listen", "127.0.0.1:7718"),
+                ("network.tls", "proxy"),
+                ("network.public_url", public),
+                ("network.trusted_proxies", "127.0.0.1"),
+            ]
+        };
+        let n = network(&behind("http://box.example.net:8080"));
+        assert_eq!(
+            n.plan(),
+            Err(PlanError::PlainPublicUrl(
+                "http://box.example.net:8080".into()
+            ))
+        );
+        let mut pairs = behind("http://box.example.net:8080");
+        pairs.push(("network.insecure_http", "true"));
+        let plan = network(&pairs).plan().unwrap().unwrap();
+        assert!(plan.warning.unwrap().contains("over plain HTTP"));
+        // A proxy on this machine that askers here reach: nothing crosses the network.
+        for public in [
+            "http://localhost:8080",
+            "http://127.0.0.1:8080",
+            "http://[::1]:8080",
+        ] {
+            let plan = network(&behind(public)).plan().unwrap().unwrap();
+            assert_eq!(plan.warning, None, "{public}");
+        }
     }
 
     #[test]

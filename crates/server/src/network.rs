@@ -49,12 +49,41 @@ pub struct NetworkStatus {
     /// The URL askers reach it at (the cards name it).
     pub url: Option<String>,
     pub tls: Option<Tls>,
-    /// The SHA-256 fingerprint of its certificate, for askers to pin (with TLS here).
-    pub certificate_sha256: Option<String>,
+    /// The certificate it serves (with TLS here), whose fingerprint askers pin: read when
+    /// asked ([`NetworkStatus::certificate_sha256`]), so a renewed file shows its new one.
+    pub certificates: Option<Served>,
     /// What the owner is warned of while it runs (plain HTTP beyond loopback).
     pub warning: Option<String>,
     /// Why it does not run.
     pub error: Option<String>,
+}
+
+impl NetworkStatus {
+    /// The SHA-256 fingerprint of the certificate served now, for askers to pin.
+    pub fn certificate_sha256(&self) -> Option<String> {
+        self.certificates.as_ref().map(|c| c.0.fingerprint())
+    }
+}
+
+/// The listener's certificates, as the status holds them: two statuses are the same while they
+/// name the same certificates (a renewal changes the certificate, not the status).
+#[derive(Clone)]
+pub struct Served(Arc<Certificates>);
+
+impl PartialEq for Served {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Served {}
+
+impl std::fmt::Debug for Served {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Served")
+            .field(&self.0.fingerprint())
+            .finish()
+    }
 }
 
 /// Why the network listener did not start.
@@ -161,7 +190,7 @@ impl Supervisor {
             addr: Some(addr),
             url: Some(plan.public_url.clone()),
             tls: Some(plan.tls),
-            certificate_sha256: certificates.as_ref().map(|c| c.fingerprint()),
+            certificates: certificates.clone().map(Served),
             warning: plan.warning.clone(),
             error: None,
         };
@@ -173,7 +202,7 @@ impl Supervisor {
                 %addr,
                 url = %plan.public_url,
                 tls = plan.tls.as_str(),
-                fingerprint = status.certificate_sha256.as_deref().unwrap_or("-"),
+                fingerprint = status.certificate_sha256().as_deref().unwrap_or("-"),
                 "listening for askers on other machines"
             ),
         }

@@ -4,6 +4,7 @@
 //
 //     node a2a_js_client.mjs --url https://HOST:PORT/a2a/web --token TOKEN --pin AB:CD:...
 //                            [--binding JSONRPC|HTTP+JSON]
+//                            [--webhook-host IP --webhook-cert PEM --webhook-key PEM]
 //
 // The asker has the desk's URL, its token and the certificate's SHA-256 fingerprint, which the
 // owner's `taskkeeper asker add` printed. It pins the certificate: it reads the one the server
@@ -15,8 +16,14 @@
 // {"check", "ok", ...}. Where a task must end, the script prints
 // {"await": "worker", "request": TEXT, "status": "done", "text": SUMMARY} and the harness ends
 // it as the worker would (crates/cli/tests/it/network_asker.rs). Exit status 1 if a check failed.
+//
+// With --webhook-host, the push check sets a webhook at an https:// receiver on that address of
+// this machine (the certificate and key given, signed by a CA the daemon's owner trusts in
+// push.extra_roots) and sees the task arrive as its first push, with the token and credentials.
 
 import { createHash, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import https from 'node:https';
 import tls from 'node:tls';
 import { Role, TaskState } from '@a2a-js/sdk';
 import {
@@ -204,8 +211,51 @@ await check('stream', async () => {
   return { taskId: task.id, last: stateName(last) };
 });
 
-// TODO(issue 26, HTTPS push): set a webhook at an https:// URL on this machine and see the
-// first push arrive over TLS, once the daemon sends pushes over https (another helper's part).
+if (opts['webhook-host']) {
+  await check('push', async () => {
+    const sent = await client.sendMessage(request(message('js interop: push'), true));
+    expect('status' in sent, `SendMessage answered ${JSON.stringify(sent)}, expected a Task`);
+    let arrived;
+    const first = new Promise((resolve) => {
+      arrived = resolve;
+    });
+    const server = https.createServer(
+      { cert: readFileSync(opts['webhook-cert']), key: readFileSync(opts['webhook-key']) },
+      (req, res) => {
+        let body = '';
+        req.on('data', (chunk) => {
+          body += chunk;
+        });
+        req.on('end', () => {
+          res.writeHead(200, { Connection: 'close' }).end();
+          arrived({ headers: req.headers, body: JSON.parse(body || 'null') });
+        });
+      },
+    );
+    await new Promise((resolve) => server.listen(0, opts['webhook-host'], resolve));
+    try {
+      const url = `https://${opts['webhook-host']}:${server.address().port}/hook`;
+      const made = await client.createTaskPushNotificationConfig({
+        tenant: '',
+        id: 'js-hook',
+        taskId: sent.id,
+        url,
+        token: 'js-token',
+        authentication: { scheme: 'Bearer', credentials: 'js-secret' },
+      });
+      expect(made.url === url, `the created config has url ${made.url}`);
+      const push = await withTimeout(first, 'the first push');
+      expect(push.headers.authorization === 'Bearer js-secret', `push headers ${JSON.stringify(push.headers)}`);
+      expect(push.headers['x-a2a-notification-token'] === 'js-token', `push headers ${JSON.stringify(push.headers)}`);
+      expect(push.body?.task?.id === sent.id, `the first push is not the task ${sent.id}: ${JSON.stringify(push.body)}`);
+      await client.cancelTask({ tenant: '', id: sent.id, metadata: undefined });
+      return { taskId: sent.id, url };
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+}
 
 emit({ check: 'all', ok: failed === 0, failed });
 await agent.close();

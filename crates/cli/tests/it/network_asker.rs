@@ -6,8 +6,11 @@
 //! the self-signed certificate, through the official SDK clients: the Python `a2a-sdk` (the
 //! reference client's checks, v1.0 over JSON-RPC and HTTP+JSON: card, extended card, send,
 //! get, list, cancel, stream, subscribe, blocking sends, file parts and artifacts fetched at
-//! the public URL) and the JavaScript `@a2a-js/sdk` (card, send, get, cancel, and a stream
-//! to COMPLETED, both bindings). From the same namespace the owner API, `/hooks`, `/mcp` and
+//! the public URL, and a webhook) and the JavaScript `@a2a-js/sdk` (card, send, get, cancel, a
+//! stream to COMPLETED, and a webhook, both bindings). Each SDK's webhook is an `https://`
+//! receiver in the asker's namespace, with a certificate from a CA the test makes, which the
+//! owner trusts (`push.extra_roots`) and whose range the owner allows
+//! (`push.allow_private_targets`): the pushes cross the link over TLS. From the same namespace the owner API, `/hooks`, `/mcp` and
 //! `/ui` do not answer on the network listener, and the loopback listener is not reached at
 //! all; a client that pinned another certificate refuses this one.
 //!
@@ -186,13 +189,34 @@ fn an_asker_on_another_machine_reaches_a_desk_over_tls_through_the_official_sdks
         data_dir: data.path(),
     };
 
+    // The asker's webhook: https:// on its own address, with a certificate from its CA, which
+    // the owner trusts; the asker's address is in 10.0.0.0/8, which the owner allows.
+    let webhook = tempfile::tempdir().unwrap();
+    let (ca, cert, key) = webhook_certificate(webhook.path());
+    for (setting, value) in [
+        ("push.extra_roots", ca.to_str().unwrap()),
+        ("push.allow_private_targets", "true"),
+    ] {
+        let set = served.cli(&["settings", "set", setting, value]);
+        assert!(set.status.success(), "{set:?}");
+    }
+    let webhook_args = [
+        "--webhook-host",
+        ASKER_IP,
+        "--webhook-cert",
+        cert.to_str().unwrap(),
+        "--webhook-key",
+        key.to_str().unwrap(),
+    ];
+
     // The reference Python SDK, in the asker's namespace.
     for binding in ["jsonrpc", "http+json"] {
         let mut python = in_asker(&sdk_python());
         python
             .arg(crate::interop::script())
             .args(["--url", &url, "--token", &token, "--version", "1.0"])
-            .args(["--binding", binding, "--pin", &pin]);
+            .args(["--binding", binding, "--pin", &pin])
+            .args(webhook_args);
         let lines = run_client(
             python,
             served.port,
@@ -211,14 +235,15 @@ fn an_asker_on_another_machine_reaches_a_desk_over_tls_through_the_official_sdks
             "subscribe-cancel",
             "blocking-completed",
             "file-parts-artifacts",
+            "push-config",
         ] {
             assert!(
                 checks.contains(&must),
                 "{binding}: {must} did not run: {checks:?}"
             );
         }
-        // TODO(issue 26, HTTPS push): run "push-config" here with a webhook at an https://
-        // URL in the asker's namespace, once the daemon pushes over https.
+        let pushed = lines.iter().find(|l| l["check"] == "push-config").unwrap();
+        assert_eq!(pushed["scheme"], "https", "{pushed}");
     }
 
     // The JavaScript SDK, in the asker's namespace.
@@ -227,7 +252,8 @@ fn an_asker_on_another_machine_reaches_a_desk_over_tls_through_the_official_sdks
         let mut js = in_asker(&node);
         js.arg(js_dir().join("a2a_js_client.mjs"))
             .args(["--url", &url, "--token", &token, "--pin", &pin])
-            .args(["--binding", binding]);
+            .args(["--binding", binding])
+            .args(webhook_args);
         let lines = run_client(
             js,
             served.port,
@@ -236,7 +262,10 @@ fn an_asker_on_another_machine_reaches_a_desk_over_tls_through_the_official_sdks
             &format!("the JS SDK's {binding} client over TLS"),
         );
         let checks: Vec<&str> = lines.iter().filter_map(|l| l["check"].as_str()).collect();
-        assert_eq!(checks, ["card", "send", "get", "cancel", "stream", "all"]);
+        assert_eq!(
+            checks,
+            ["card", "send", "get", "cancel", "stream", "push", "all"]
+        );
     }
 
     // A client that pinned another certificate refuses this one.
@@ -317,6 +346,31 @@ fn an_asker_on_another_machine_reaches_a_desk_over_tls_through_the_official_sdks
         format!("https://{listen}/a2a")
     );
     drop(served);
+}
+
+/// A CA (`ca.pem`) and, signed by it, the asker's webhook certificate for its address
+/// (`webhook.pem`, `webhook-key.pem`), written in `dir`: the paths, in that order.
+fn webhook_certificate(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca_params, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let cert = CertificateParams::new(vec![ASKER_IP.to_owned()])
+        .unwrap()
+        .signed_by(&key, &issuer)
+        .unwrap();
+    let paths = (
+        dir.join("ca.pem"),
+        dir.join("webhook.pem"),
+        dir.join("webhook-key.pem"),
+    );
+    std::fs::write(&paths.0, ca.pem()).unwrap();
+    std::fs::write(&paths.1, cert.pem()).unwrap();
+    std::fs::write(&paths.2, key.serialize_pem()).unwrap();
+    paths
 }
 
 /// A program on the PATH, by name.

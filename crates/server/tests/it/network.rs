@@ -132,7 +132,7 @@ fn a_self_signed_certificate_is_made_once_kept_private_and_named_by_the_card_and
     let mut d = self_signed(|_| {});
     d.with_desk("web");
     let status = d.daemon().network();
-    let fingerprint = status.certificate_sha256.clone().unwrap();
+    let fingerprint = status.certificate_sha256().unwrap();
     let addr = d.network_addr();
     #[cfg(unix)]
     for file in ["network-cert.pem", "network-key.pem", "network-cert.names"] {
@@ -203,7 +203,7 @@ fn a_self_signed_certificate_is_made_once_kept_private_and_named_by_the_card_and
     // Made once: a restart serves the same certificate.
     d.restart_configured(|c| c.network = Some(network(&[LISTEN])));
     assert_eq!(
-        d.daemon().network().certificate_sha256,
+        d.daemon().network().certificate_sha256(),
         Some(fingerprint.clone())
     );
     assert_eq!(
@@ -261,6 +261,19 @@ fn the_owners_certificate_is_served_and_read_again_when_its_files_change() {
     until("the renewed certificate", || {
         (served() == fingerprint_of(&renewed)).then_some(())
     });
+    // What the owner hands askers names the renewed one too: the status, `/api/network`
+    // (which `asker add` prints from).
+    assert_eq!(
+        d.daemon().network().certificate_sha256(),
+        Some(fingerprint_of(&renewed))
+    );
+    let (code, view) = d.call("GET", "/api/network", None);
+    assert_eq!(code, 200, "{view}");
+    assert_eq!(
+        view["certificateSha256"],
+        fingerprint_of(&renewed),
+        "{view}"
+    );
     // A broken renewal keeps the last good one.
     std::fs::write(&cert, "not a certificate").unwrap();
     assert_eq!(served(), fingerprint_of(&renewed));

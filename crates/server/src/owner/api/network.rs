@@ -48,7 +48,7 @@ impl From<&NetworkStatus> for NetworkView {
             address: s.addr.map(|a| a.to_string()),
             url: s.url.clone(),
             tls: s.tls.map(|t| t.as_str().to_owned()),
-            certificate_sha256: s.certificate_sha256.clone(),
+            certificate_sha256: s.certificate_sha256(),
             warning: s.warning.clone(),
             error: s.error.clone(),
         }
