@@ -505,6 +505,38 @@ fn the_front_refuses_foreign_hosts_and_origins_and_every_token_but_an_askers() {
     }
 }
 
+/// The quotas and size limits an asker has on loopback hold the same on the network listener.
+#[test]
+fn an_askers_quota_and_message_limit_hold_on_the_network_listener() {
+    let d = self_signed(|_| {});
+    d.with_desk("web");
+    let asker = d.add_asker("far");
+    d.set_setting("limits.open_tasks_per_asker", "1");
+    d.set_setting("limits.message_bytes", "1KiB");
+    let first = rpc(&d, "/a2a/web", &asker, &send("the one open task"));
+    assert_eq!(first.status, 200, "{}", first.body);
+    let body = |a: &Answer| serde_json::from_str::<Value>(&a.body).unwrap();
+    assert!(
+        body(&first)["result"]["task"]["id"].is_string(),
+        "{}",
+        first.body
+    );
+    let before = d.task_count();
+    let second = body(&rpc(&d, "/a2a/web", &asker, &send("one more")));
+    assert_eq!(
+        second["error"]["data"][0]["reason"], "OPEN_TASKS_PER_ASKER_LIMIT",
+        "{second}"
+    );
+    let big = body(&rpc(&d, "/a2a/web", &asker, &send(&"x".repeat(2000))));
+    assert!(
+        big["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("limits.message_bytes")),
+        "{big}"
+    );
+    assert_eq!(d.task_count(), before, "the refusals changed nothing");
+}
+
 #[test]
 fn a_wrong_token_makes_its_source_wait_longer_each_time_on_the_injected_clock() {
     let clock = ManualClock::new(Timestamp::from_millis(1_000_000_000));
