@@ -32,7 +32,7 @@ use crate::support::{Served, bin, ok, request, stdout};
 const LAST_WORDS: &str = "Now writing the probe.";
 /// What the model's `task_update` after a reminder says.
 const SUMMARY: &str = "Finished it after the reminder.";
-/// Long enough for a turn, the first rung (2 s) and the reminder's turn on two busy cores.
+/// Long enough for a turn, the first rung (6 s) and the reminder's turn on two busy cores.
 const REMINDED: Duration = Duration::from_secs(60);
 
 /// The model's requests show the task's turn ending with last words and no `task_update`,
@@ -83,8 +83,12 @@ fn reminded_scenario(kind: Kind, program: &Path) {
     let d = Served::start_in_on(&data, 7717, &env);
     agent_desk(&d, "web", &work, kind);
     // Codex and Gemini sessions go by the default first rung; seconds, so the ladder runs here.
-    ok(d.cli(&["settings", "set", "reminders.first_after.default", "2s"]));
-    ok(d.cli(&["settings", "set", "reminders.ladder", "2s,2s,5s,10s"]));
+    // Quiet time counts from the delivery until the session's turn is seen to start, so the
+    // first rung leaves a loaded machine room to start the agent's turn (at 2 s, a busy CI
+    // machine reminded a Gemini session before it had read its task), and the next one room
+    // for the reminder's turn to end the task.
+    ok(d.cli(&["settings", "set", "reminders.first_after.default", "6s"]));
+    ok(d.cli(&["settings", "set", "reminders.ladder", "10s,10s,10s"]));
     ok(Command::new(bin())
         .args(["connect", kind.name(), "--force"])
         .env_clear()

@@ -15,7 +15,7 @@ use crate::support::{TOKEN, TestDaemon, until};
 const V1: Option<&str> = Some("1.0");
 
 /// `CreateTaskPushNotificationConfig` for `url` on task `id` of desk `web`.
-fn create(d: &TestDaemon, id: &str, url: &str) -> Value {
+pub(crate) fn create(d: &TestDaemon, id: &str, url: &str) -> Value {
     d.rpc(
         "/a2a/web",
         TOKEN,
@@ -37,7 +37,7 @@ fn configs(d: &TestDaemon, id: &str) -> usize {
 
 /// A refusal that names the address's range and the setting that would allow it, with no
 /// config stored.
-fn assert_refused(d: &TestDaemon, id: &str, url: &str, says: &[&str]) {
+pub(crate) fn assert_refused(d: &TestDaemon, id: &str, url: &str, says: &[&str]) {
     let before = configs(d, id);
     let v = create(d, id, url);
     assert_eq!(v["error"]["code"], -32602, "{url}: {v}");

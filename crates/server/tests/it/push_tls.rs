@@ -13,6 +13,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use crate::push::{Webhook, call, send, task_id, worker};
+use crate::push_targets::{assert_refused, create};
 use crate::support::{TOKEN, TestDaemon, until};
 
 const V1: Option<&str> = Some("1.0");
@@ -71,6 +72,15 @@ fn daemon() -> TestDaemon {
     d
 }
 
+/// An https:// webhook whose CA the owner of `d` trusts (`push.extra_roots`, in the folder
+/// returned, which must live as long as the webhook is used).
+fn trusted_webhook(d: &TestDaemon) -> (Webhook, tempfile::TempDir) {
+    let pki = Pki::new();
+    let dir = tempfile::tempdir().unwrap();
+    d.set_setting("push.extra_roots", &pki.ca_file(dir.path()));
+    (Webhook::start_tls(Arc::clone(&pki.server)), dir)
+}
+
 /// The errors of the pushes tried so far, once one holds `says`.
 fn push_error(d: &TestDaemon, says: &str) -> String {
     until(&format!("a push error saying {says:?}"), || {
@@ -86,10 +96,7 @@ fn push_error(d: &TestDaemon, says: &str) -> String {
 #[test]
 fn an_https_webhook_signed_by_the_owners_own_ca_gets_every_push_with_its_credentials() {
     let d = daemon();
-    let pki = Pki::new();
-    let dir = tempfile::tempdir().unwrap();
-    d.set_setting("push.extra_roots", &pki.ca_file(dir.path()));
-    let hook = Webhook::start_tls(Arc::clone(&pki.server));
+    let (hook, _roots) = trusted_webhook(&d);
     let url = format!("https://localhost:{}/tls", hook.port);
     let id = task_id(&d.rpc(
         "/a2a/web",
@@ -164,22 +171,8 @@ fn an_https_webhook_nothing_trusts_gets_nothing_until_the_owner_names_its_ca() {
 #[test]
 fn an_https_webhook_is_held_to_the_same_targets_as_http() {
     let d = daemon();
-    let pki = Pki::new();
-    let dir = tempfile::tempdir().unwrap();
-    d.set_setting("push.extra_roots", &pki.ca_file(dir.path()));
-    let hook = Webhook::start_tls(Arc::clone(&pki.server));
+    let (hook, _roots) = trusted_webhook(&d);
     let id = task_id(&d.rpc("/a2a/web", TOKEN, V1, &send("m-1", None)));
-    let create = |url: &str| {
-        d.rpc(
-            "/a2a/web",
-            TOKEN,
-            V1,
-            &call(
-                "CreateTaskPushNotificationConfig",
-                json!({"taskId": id, "url": url}),
-            ),
-        )
-    };
     for (url, says) in [
         ("https://10.1.2.3/hook", "private (10.0.0.0/8)"),
         (
@@ -188,14 +181,11 @@ fn an_https_webhook_is_held_to_the_same_targets_as_http() {
         ),
         ("https://169.254.169.254/latest", "link-local"),
     ] {
-        let v = create(url);
-        assert_eq!(v["error"]["code"], -32602, "{url}: {v}");
-        let message = v["error"]["message"].as_str().unwrap();
-        assert!(message.contains(says), "{url}: {message}");
+        assert_refused(&d, &id, url, &[says, "push.allow_private_targets"]);
     }
     // Taken while this machine is allowed; refused when the push connects once it is not,
     // on the address `localhost` resolves to then.
-    let v = create(&format!("https://localhost:{}/named", hook.port));
+    let v = create(&d, &id, &format!("https://localhost:{}/named", hook.port));
     assert!(v["result"].is_object(), "{v}");
     hook.delivered("/named", 1);
     d.set_setting("push.allow_loopback_targets", "false");
