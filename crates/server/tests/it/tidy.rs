@@ -1590,31 +1590,9 @@ fn every_crate_names_its_modules_without_a_cycle() {
         scanned > 100,
         "the scan found the modules' paths ({scanned} edges)"
     );
-    let (known, new): (Vec<&String>, Vec<&String>) = found.iter().partition(|c| {
-        NOT_YET_UNTIED
-            .iter()
-            .any(|k| c.starts_with(&format!("{k} (")))
-    });
     assert!(
-        new.is_empty(),
+        found.is_empty(),
         "modules name each other in a cycle; move what both need into a leaf, pass what the \
-         lower one needs in, or make the two one module: {new:#?}"
-    );
-    let untied: Vec<&&str> = NOT_YET_UNTIED
-        .iter()
-        .filter(|k| !known.iter().any(|c| c.starts_with(&format!("{k} ("))))
-        .collect();
-    assert!(
-        untied.is_empty(),
-        "these cycles are untied now; take them off `NOT_YET_UNTIED`: {untied:#?}"
+         lower one needs in, or make the two one module: {found:#?}"
     );
 }
-
-/// The cycles found when this check came, not untied yet (issue 25): the store's handle and
-/// the machinery that extends it, the agents' lookup and the adapters it looks up, the app's
-/// window and its process. None may be added; each goes once it is untied.
-const NOT_YET_UNTIED: [&str; 3] = [
-    "app: window → events → window",
-    "app: commands → window → window_process → commands",
-    "app: window → window_process → window",
-];
