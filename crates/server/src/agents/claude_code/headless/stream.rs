@@ -1,6 +1,7 @@
 //! What a headless Claude Code session's stream-json says, and what Taskkeeper writes back:
 //! [`StreamEdges`] turns its events into [`Edge`]s (pure, tested on a recorded stream), a
-//! [`Permission`] request and its answer as control lines, a task as one user message.
+//! [`Permission`] request read from its control lines (its answer is written as the request
+//! says, `agents::permission`), a task as one user message.
 
 use serde_json::{Value, json};
 use taskkeeper_core::Timestamp;
