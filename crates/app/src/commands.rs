@@ -30,12 +30,14 @@
 //! | `disconnect_agent` | `agent` | `AgentChange` | `POST /api/agents/{agent}/disconnect` |
 //! | `get_autostart` | | `bool` | (the app only) |
 //! | `set_autostart` | `enabled` | `bool` | (the app only) |
-//! | `ui_rendered` | `count` | | (the app's end-to-end test; the first one from a new page lets a held navigation go) |
-//! | `ui_first_frame` | `pageMs?` (the page's clock then, from when it was on screen), `hiddenMs?` (a page loaded hidden: its clock when shown) | | (the page's first frame is on screen: the app logs how long after the open it came) |
+//! | `ui_rendered` | `count` | | (the app's end-to-end test; the first one from a new page lets a held navigation go; `window::answer`) |
+//! | `ui_first_frame` | `pageMs?` (the page's clock then, from when it was on screen), `hiddenMs?` (a page loaded hidden: its clock when shown) | | (the page's first frame is on screen: the app logs how long after the open it came; `window::answer`) |
 //!
-//! One function, [`run`], answers every command by its name, for every way a page reaches the
-//! app: the window's webview in this process ([`handler`]: the mock runtime's tests, macOS and
-//! Windows) and the window process's, whose calls come over its pipe (`window_process`).
+//! One function, [`run`], answers every command by its name but the page's two reports about
+//! itself, which are the window's (`window::answer`, which hands the rest here), for every way
+//! a page reaches the app: the window's webview in this process (`window::handler`: the mock
+//! runtime's tests, macOS and Windows) and the window process's, whose calls come over its
+//! pipe (`window::process`). This module names no other of the app's: what calls it is above.
 //! Arguments are read from the call's JSON object by their camelCase names, as Tauri's own
 //! command macro reads them; a missing or mistyped one is an `invalid` error naming it.
 
@@ -43,7 +45,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use taskkeeper_server::{OwnerError, OwnerErrorKind, OwnerService, TaskQuery};
-use tauri::ipc::{Invoke, InvokeBody};
+use tauri::ipc::InvokeBody;
 use tauri::{AppHandle, Manager as _, Runtime};
 
 /// The settings as the owner API shows them: every key with its value as text.
@@ -68,7 +70,7 @@ fn autostart_error(message: String) -> OwnerError {
 
 /// One argument of a call, by its camelCase name; absent reads as null (so an `Option` is
 /// `None`).
-fn arg<T: DeserializeOwned>(args: &Value, name: &str) -> Result<T, OwnerError> {
+pub(crate) fn arg<T: DeserializeOwned>(args: &Value, name: &str) -> Result<T, OwnerError> {
     let value = args.get(name).cloned().unwrap_or(Value::Null);
     serde_json::from_value(value).map_err(|error| OwnerError {
         kind: OwnerErrorKind::Invalid,
@@ -103,23 +105,8 @@ pub async fn run<R: Runtime>(
     command: &str,
     args: &Value,
 ) -> Result<Value, OwnerError> {
-    // The two reports need no daemon.
+    // The app's own need no daemon.
     match command {
-        // The page reports how many tasks it drew after each change. The log line is how the
-        // app's end-to-end test sees the real window's DOM without a WebDriver; it is also
-        // useful when a user reports an empty window.
-        "ui_rendered" => {
-            let count: u32 = arg(args, "count")?;
-            tracing::info!(count, "ui rendered {count} open tasks");
-            crate::window::page_rendered(app);
-            return Ok(Value::Null);
-        }
-        // The page's first frame is on screen (its first animation frame, and the paint after
-        // it): the app logs the time since the window was asked for, by its own clock.
-        "ui_first_frame" => {
-            crate::window::first_frame(app, arg(args, "pageMs")?, arg(args, "hiddenMs")?);
-            return Ok(Value::Null);
-        }
         "get_autostart" => {
             let autostart = state::<R, AutostartState>(app, "autostart")?;
             return answer(autostart.0.is_enabled().map_err(autostart_error));
@@ -224,23 +211,5 @@ pub fn args_of(body: &InvokeBody) -> Value {
     match body {
         InvokeBody::Json(value) => value.clone(),
         InvokeBody::Raw(bytes) => serde_json::from_slice(bytes).unwrap_or(Value::Null),
-    }
-}
-
-/// The invoke handler of a webview in this process, for any runtime (the real one and the
-/// mock): every call goes to [`run`].
-pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'static {
-    |invoke: Invoke<R>| {
-        let app = invoke.message.webview().app_handle().clone();
-        let command = invoke.message.command().to_owned();
-        let args = args_of(invoke.message.payload());
-        let resolver = invoke.resolver;
-        tauri::async_runtime::spawn(async move {
-            match run(&app, &command, &args).await {
-                Ok(value) => resolver.resolve(value),
-                Err(error) => resolver.reject(error),
-            }
-        });
-        true
     }
 }

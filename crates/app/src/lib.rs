@@ -5,14 +5,15 @@
 //!
 //! * [`commands`] — the window's commands, one per owner action.
 //! * [`events`] — every event the window hears (`taskkeeper://task`, `…/notice`, `…/navigate`, `…/settings`).
+//! * [`feeds`] — the loops that forward the daemon's feeds to the window as those events.
 //! * [`tray`] — the icon's three states, the menu, and the loop that keeps them current.
 //! * [`window`] — showing the window near the tray, hiding it on close, its webview made on
-//!   show and dropped a little after hide.
+//!   show and dropped a little after hide; every call of its page answered (`window::answer`).
 //! * [`notifications`] — the daemon's notifier: one thread, never blocking the watchdog; the
 //!   notifications' actions.
 //! * [`shortcut`] — the global shortcut (`app.shortcut`) that shows and hides the window.
 //! * `webkit` (Linux) — ending WebKit's network process once no webview is left.
-//! * [`window_process`] (Linux) — the window in a process of its own, which exits with the
+//! * [`window::process`] (Linux) — the window in a process of its own, which exits with the
 //!   webview, so WebKit's OpenGL driver never stays in the app.
 //! * `light` (Linux) — the environment GTK and WebKit are started with, so that the app
 //!   hidden in the tray does not carry an OpenGL driver.
@@ -26,6 +27,7 @@
 
 pub mod commands;
 pub mod events;
+pub mod feeds;
 #[cfg(all(unix, not(target_os = "macos")))]
 mod light;
 pub mod notifications;
@@ -34,7 +36,6 @@ pub mod tray;
 #[cfg(all(unix, not(target_os = "macos")))]
 pub mod webkit;
 pub mod window;
-pub mod window_process;
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -122,9 +123,9 @@ pub fn main() -> ExitCode {
             "taskkeeper-app: could not restart with a lighter GTK and WebKit ({error}); going on as it is"
         );
     }
-    // The window process (window_process.rs) opens no data directory, log or port.
-    if std::env::var_os(window_process::CHILD).is_some() {
-        return window_process::main();
+    // The window process (window/process.rs) opens no data directory, log or port.
+    if std::env::var_os(window::process::CHILD).is_some() {
+        return window::process::main();
     }
     // Before anything opens the data directory: `--version` changes nothing.
     let (flags, ignored) = match Flags::parse(std::env::args().skip(1)) {
@@ -204,7 +205,7 @@ fn run(mut config: DaemonConfig, flags: Flags, launched: Instant) -> anyhow::Res
         .plugin(tauri_plugin_positioner::init())
         .plugin(shortcut::plugin())
         .manage(window::Lifecycle::default())
-        .invoke_handler(commands::handler())
+        .invoke_handler(window::handler())
         .on_window_event(hide_on_close)
         .setup(move |app| {
             #[cfg(target_os = "macos")]
@@ -217,12 +218,12 @@ fn run(mut config: DaemonConfig, flags: Flags, launched: Instant) -> anyhow::Res
                 "tray ready"
             );
             tauri::async_runtime::spawn(tray::follow(tray, owner.clone()));
-            tauri::async_runtime::spawn(events::forward_task_changes(
+            tauri::async_runtime::spawn(feeds::forward_task_changes(
                 handle.clone(),
                 owner,
-                events::Forwarded::default(),
+                feeds::Forwarded::default(),
             ));
-            tauri::async_runtime::spawn(events::forward_notices(handle.clone(), notices));
+            tauri::async_runtime::spawn(feeds::forward_notices(handle.clone(), notices));
             #[cfg(unix)]
             tauri::async_runtime::spawn(exit_on_signal(handle.clone()));
             // The window exists only while it is wanted (window.rs).
@@ -350,7 +351,7 @@ pub fn with_commands<R: Runtime>(
     builder: tauri::Builder<R>,
     owner: OwnerService,
 ) -> tauri::Builder<R> {
-    builder.manage(owner).invoke_handler(commands::handler())
+    builder.manage(owner).invoke_handler(window::handler())
 }
 
 /// SIGTERM (a service manager, the end-to-end test) and SIGINT (Ctrl-C in a terminal) quit the

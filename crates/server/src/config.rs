@@ -68,7 +68,7 @@ impl DaemonConfig {
             conformance: false,
             notifier: None,
             ui_dir: None,
-            claude: crate::agents::claude_code::headless::LaunchConfig::program_from_env(),
+            claude: crate::agents::claude_code::headless::program_from_env(),
             codex: crate::agents::codex::app_server::program_from_env(),
             gemini: crate::agents::gemini::acp::program_from_env(),
             home: None,

@@ -194,7 +194,7 @@ impl Daemon {
         );
         let notices = Arc::new(crate::notify::EventNotifier::new(config.notifier.clone()));
         let notifier: Arc<dyn crate::notify::Notifier> = notices.clone();
-        let launch = crate::agents::claude_code::headless::LaunchConfig {
+        let launch = crate::agents::launch::LaunchConfig {
             program: config.claude.clone(),
             codex: config.codex.clone(),
             gemini: config.gemini.clone(),
@@ -206,11 +206,11 @@ impl Daemon {
         let sessions =
             crate::sessions::Sessions::new(tasks.clone(), stopped.clone(), notifier.clone());
         // The launcher keeps what it launched; delivery writes to those stdins.
-        let launched = Arc::new(crate::agents::claude_code::headless::Launched::default());
+        let launched = Arc::new(crate::agents::launched::Launched::default());
         let delivery = crate::delivery::Delivery::new(
             sessions.clone(),
             launched.clone(),
-            |kind| crate::agents::adapter::adapter(kind).ways_in(),
+            |kind| crate::agents::adapter(kind).ways_in(),
             app_server_way(),
         );
         let launcher =

@@ -12,6 +12,7 @@ use taskkeeper_app_lib::commands::{Autostart, AutostartState};
 use taskkeeper_app_lib::events::{self, Navigate};
 use taskkeeper_app_lib::tray::{Counts, TrayState, reminders_text};
 use taskkeeper_app_lib::{Flags, Start, with_commands};
+use taskkeeper_app_lib::{feeds, window};
 use taskkeeper_server::notify::Notice;
 use taskkeeper_server::{Daemon, DaemonConfig, OwnerService};
 use tauri::async_runtime::block_on;
@@ -712,10 +713,10 @@ fn listen(app: &App<MockRuntime>, event: &'static str) -> mpsc::Receiver<Value> 
 /// Waits (up to 5 s) until the app's sessions forwarder has done what `done` says; what it
 /// has done then.
 fn until(
-    forwarding: &mut tokio::sync::watch::Receiver<events::Forwarding>,
+    forwarding: &mut tokio::sync::watch::Receiver<feeds::Forwarding>,
     what: &str,
-    done: impl Fn(&events::Forwarding) -> bool,
-) -> events::Forwarding {
+    done: impl Fn(&feeds::Forwarding) -> bool,
+) -> feeds::Forwarding {
     // The timer is made inside the runtime that polls it.
     let reached = block_on(async {
         tokio::time::timeout(Duration::from_secs(5), forwarding.wait_for(|f| done(f)))
@@ -738,15 +739,15 @@ fn task_and_session_changes_notices_and_navigation_reach_the_page_as_events() {
     let navigation = listen(&f.app, events::NAVIGATE);
     let sessions = listen(&f.app, events::SESSIONS);
 
-    let forwarded = events::Forwarded::default();
+    let forwarded = feeds::Forwarded::default();
     let mut forwarding = forwarded.follow();
-    tauri::async_runtime::spawn(events::forward_task_changes(
+    tauri::async_runtime::spawn(feeds::forward_task_changes(
         handle.clone(),
         f.owner.clone(),
         forwarded.clone(),
     ));
     let (notice_tx, notice_rx) = tokio::sync::broadcast::channel(4);
-    tauri::async_runtime::spawn(events::forward_notices(handle.clone(), notice_rx));
+    tauri::async_runtime::spawn(feeds::forward_notices(handle.clone(), notice_rx));
     // The task forwarder subscribes when it first runs (the notices' receiver is subscribed).
     until(&mut forwarding, "following the feeds", |f| f.following);
 
@@ -808,12 +809,12 @@ fn task_and_session_changes_notices_and_navigation_reach_the_page_as_events() {
         "the page got other sessions events than the forwarder sent"
     );
 
-    events::navigate(&handle, &Navigate::SETTINGS);
+    window::navigate(&handle, Navigate::SETTINGS);
     assert_eq!(
         navigation.recv_timeout(Duration::from_secs(5)).unwrap(),
         json!("settings")
     );
-    events::navigate(&handle, &Navigate::task("t-1"));
+    window::navigate(&handle, Navigate::task("t-1"));
     assert_eq!(
         navigation.recv_timeout(Duration::from_secs(5)).unwrap(),
         json!({ "task": "t-1" })

@@ -404,7 +404,7 @@ fn the_tray_item_opens_the_window_and_each_notification_acts_through_the_owner_s
         Screen::read_xwd(&frame).is_ok_and(|s| s.crop(420, 600).more_colours_than(20))
     });
     assert!(web_processes(pgid) > 0, "the window has no web process");
-    // The webview is the window process's (window_process.rs): WebKit's OpenGL driver is
+    // The webview is the window process's (window/process.rs): WebKit's OpenGL driver is
     // loaded there, never in the app.
     let windows = window_processes(pgid);
     assert_eq!(windows.len(), 1, "window processes: {windows:?}");
@@ -432,7 +432,7 @@ fn the_tray_item_opens_the_window_and_each_notification_acts_through_the_owner_s
         "OpenGL stayed in the app after the window went: {drivers:?}"
     );
     // The menu opening starts a window process ahead of an Open, which makes its webview
-    // hidden and loads the page with nothing on screen (window_process.rs follows the hidden
+    // hidden and loads the page with nothing on screen (window/process.rs follows the hidden
     // page further); unused, it goes again after the keep time, WebKit's processes with it.
     host.open_menu(&item);
     app.wait(

@@ -1,4 +1,4 @@
-//! The window process on its own (`crates/app/src/window_process.rs`): the real `taskkeeper-app`
+//! The window process on its own (`crates/app/src/window/process.rs`): the real `taskkeeper-app`
 //! started with the window process's mark on a private Xvfb display, this test playing the
 //! app at the other end of its pipes. It makes its webview when told to show (or hidden,
 //! ahead of a show, when told to prepare: its page then loads unseen and counts its first

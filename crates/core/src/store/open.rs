@@ -4,16 +4,15 @@
 use std::fs::{File, OpenOptions};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError, mpsc};
-use std::thread;
-use std::time::Duration;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rusqlite::Connection;
 
 use super::cache::{DeskCache, SettingsCache};
 use super::error::StoreError;
-use super::pool::Readers;
-use super::{reads, schema, wal, writer};
+use super::pool::{self, Pool};
+use super::writer::Writer;
+use super::{reads, schema, wal};
 
 /// How hard a commit tries to reach the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,7 +43,7 @@ impl Default for StoreOptions {
 /// The task database. Cheap to clone; all clones share one writer thread.
 #[derive(Clone)]
 pub struct Store {
-    pub(super) inner: Arc<Inner>,
+    inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for Store {
@@ -55,41 +54,23 @@ impl std::fmt::Debug for Store {
     }
 }
 
-pub(super) struct Inner {
-    pub(super) path: PathBuf,
-    pub(super) options: StoreOptions,
-    pub(super) writer: Mutex<Option<mpsc::Sender<writer::Job>>>,
-    pub(super) writer_thread: Mutex<Option<thread::JoinHandle<()>>>,
-    pub(super) readers: Mutex<Readers>,
-    /// Told when a read connection goes back to the pool.
-    pub(super) reader_back: std::sync::Condvar,
-    /// Set by [`Store::close`]: reads are refused too.
-    pub(super) closed: std::sync::atomic::AtomicBool,
+struct Inner {
+    path: PathBuf,
+    writer: Writer,
+    readers: Pool,
     /// What the store has read, for tests that pin a cost by counting.
-    pub(super) reads: Arc<reads::Totals>,
+    reads: Arc<reads::Totals>,
     /// The settings as last read, for [`Store::settings`].
-    pub(super) settings: Mutex<SettingsCache>,
+    settings: Mutex<SettingsCache>,
     /// Desks as last read, for [`Store::desk`].
-    pub(super) desks: Mutex<DeskCache>,
+    desks: Mutex<DeskCache>,
     /// Held for the store's life: the OS drops the lock if the process dies.
-    pub(super) _lock: File,
+    _lock: File,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        // Closing the channel ends the writer after it has committed what is queued.
-        self.writer
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(h) = self
-            .writer_thread
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-        {
-            let _ = h.join();
-        }
+        self.writer.stop();
     }
 }
 
@@ -132,24 +113,22 @@ impl Store {
         }
 
         let mut conn = conn;
-        configure(&conn, options.synchronous, false).map_err(|e| open_err(e.to_string()))?;
+        configure(&conn, options.synchronous).map_err(|e| open_err(e.to_string()))?;
         schema::migrations()
             .to_latest(&mut conn)
             .map_err(|e| open_err(format!("migration failed: {e}")))?;
         reads::count_statements(&conn);
 
-        let (tx, handle) = writer::spawn(conn)
+        let reads = Arc::<reads::Totals>::default();
+        let writer = Writer::spawn(conn, Arc::clone(&reads))
             .map_err(|e| open_err(format!("cannot start the writer thread: {e}")))?;
+        let readers = Pool::new(path.to_owned(), options.readers, Arc::clone(&reads));
         Ok(Store {
             inner: Arc::new(Inner {
                 path: path.to_owned(),
-                options,
-                writer: Mutex::new(Some(tx)),
-                writer_thread: Mutex::new(Some(handle)),
-                readers: Mutex::default(),
-                reader_back: std::sync::Condvar::new(),
-                closed: std::sync::atomic::AtomicBool::new(false),
-                reads: Arc::default(),
+                writer,
+                readers,
+                reads,
                 settings: Mutex::default(),
                 desks: Mutex::default(),
                 _lock: lock,
@@ -171,36 +150,62 @@ impl Store {
     /// process, even while clones of this store are still held somewhere (they get
     /// [`StoreError::Closed`] from then on).
     pub fn close(&self) {
-        self.inner
-            .writer
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(h) = self
-            .inner
-            .writer_thread
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-        {
-            let _ = h.join();
-        }
-        {
-            let mut pool = self.readers();
-            self.inner
-                .closed
-                .store(true, std::sync::atomic::Ordering::SeqCst);
-            let idle = pool.idle.len();
-            pool.idle.clear();
-            pool.open = pool.open.saturating_sub(idle);
-        }
-        self.inner.reader_back.notify_all();
+        self.inner.writer.stop();
+        self.inner.readers.close();
         let _ = self.inner._lock.unlock();
     }
 
     /// SQLite's full integrity check; `Ok("ok")` when the file is sound.
     pub fn integrity_check(&self) -> Result<String, StoreError> {
         self.read(|c| Ok(c.query_row("PRAGMA integrity_check", [], |r| r.get(0))?))
+    }
+
+    /// Run `f` on a read connection, waiting for one if all are busy ([`Pool::read`]).
+    pub(super) fn read<R>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<R, StoreError>,
+    ) -> Result<R, StoreError> {
+        self.inner.readers.read(f)
+    }
+
+    /// Run `f` on a read connection only if one is idle now ([`Pool::try_read`]).
+    pub(super) fn try_read<R>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<R, StoreError>,
+    ) -> Option<Result<R, StoreError>> {
+        self.inner.readers.try_read(f)
+    }
+
+    /// Run `f` in the writer's next group commit and wait for that commit.
+    pub(super) fn write<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
+    ) -> Result<R, StoreError> {
+        self.inner.writer.write(f)
+    }
+
+    /// Run `f` in the writer's next group commit and hand its outcome to `done` once that
+    /// commit is durable or refused ([`Writer::write_then`]: `done` must never block).
+    pub(super) fn write_then<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
+        done: impl FnOnce(Result<R, StoreError>) + Send + 'static,
+    ) {
+        self.inner.writer.write_then(f, done);
+    }
+
+    pub(super) fn desk_cache(&self) -> MutexGuard<'_, DeskCache> {
+        self.inner
+            .desks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(super) fn settings_cache(&self) -> MutexGuard<'_, SettingsCache> {
+        self.inner
+            .settings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -303,19 +308,14 @@ pub(super) fn check_header(path: &Path) -> Result<(), StoreError> {
     }
 }
 
-pub(super) fn configure(
-    c: &Connection,
-    sync: Synchronous,
-    read_only: bool,
-) -> rusqlite::Result<()> {
-    c.busy_timeout(Duration::from_secs(5))?;
+/// The writer's connection: write-ahead log, `sync` commits, foreign keys (the readers set
+/// theirs in [`pool`]).
+fn configure(c: &Connection, sync: Synchronous) -> rusqlite::Result<()> {
+    c.busy_timeout(pool::BUSY_TIMEOUT)?;
     let sync = match sync {
         Synchronous::Full => "FULL",
         Synchronous::Normal => "NORMAL",
     };
-    if read_only {
-        return c.execute_batch("PRAGMA query_only = ON;");
-    }
     c.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))?;
     c.execute_batch(&format!(
         "PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON; PRAGMA journal_size_limit = 67108864;"

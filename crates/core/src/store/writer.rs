@@ -4,32 +4,108 @@
 //! not undo the others in its group, and each writer hears back only after the commit that
 //! made its change durable.
 
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::thread;
 
 use rusqlite::Connection;
 
-use std::sync::{Arc, PoisonError};
-
 use super::error::StoreError;
+use super::reads;
 
 /// Told the outcome of the commit; `Err` means the whole group was rolled back.
-pub(super) type Reply = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
+type Reply = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
 /// Runs inside the group's transaction (or is told why it could not run) and says whether
 /// its savepoint should be kept.
-pub(super) type Job = Box<dyn FnOnce(Result<&Connection, StoreError>) -> (bool, Reply) + Send>;
+type Job = Box<dyn FnOnce(Result<&Connection, StoreError>) -> (bool, Reply) + Send>;
 
 /// The most writes one commit carries; beyond it the rest wait for the next commit.
 const MAX_GROUP: usize = 256;
 
-pub(super) fn spawn(
-    conn: Connection,
-) -> std::io::Result<(mpsc::Sender<Job>, thread::JoinHandle<()>)> {
-    let (tx, rx) = mpsc::channel::<Job>();
-    let handle = thread::Builder::new()
-        .name("taskkeeper-store-writer".into())
-        .spawn(move || run(conn, rx))?;
-    Ok((tx, handle))
+/// The writer thread of one database, and the queue to it. The store's handle owns one and
+/// hands its writes to it.
+pub(super) struct Writer {
+    queue: Mutex<Option<mpsc::Sender<Job>>>,
+    thread: Mutex<Option<thread::JoinHandle<()>>>,
+    reads: Arc<reads::Totals>,
+}
+
+impl Writer {
+    /// Start the writer thread on `conn`, the only read-write connection; what its writes
+    /// read is added to `reads`.
+    pub(super) fn spawn(conn: Connection, reads: Arc<reads::Totals>) -> std::io::Result<Writer> {
+        let (tx, rx) = mpsc::channel::<Job>();
+        let handle = thread::Builder::new()
+            .name("taskkeeper-store-writer".into())
+            .spawn(move || run(conn, rx))?;
+        Ok(Writer {
+            queue: Mutex::new(Some(tx)),
+            thread: Mutex::new(Some(handle)),
+            reads,
+        })
+    }
+
+    /// Commit what is queued, then end the thread; later writes get [`StoreError::Closed`].
+    pub(super) fn stop(&self) {
+        // Closing the channel ends the writer after it has committed what is queued.
+        self.queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(h) = self
+            .thread
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            let _ = h.join();
+        }
+    }
+
+    /// Run `f` in the writer's next group commit and wait for that commit.
+    pub(super) fn write<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
+    ) -> Result<R, StoreError> {
+        let (tx, rx) = mpsc::sync_channel::<Result<R, StoreError>>(1);
+        self.write_then(f, move |result| {
+            let _ = tx.send(result);
+        });
+        rx.recv().map_err(|_| StoreError::Closed)?
+    }
+
+    /// Run `f` in the writer's next group commit and hand its outcome to `done` once that
+    /// commit is durable (or refused). Returns at once: `done` runs on the writer thread, so
+    /// it must only pass the outcome on (an async caller's channel), never block.
+    pub(super) fn write_then<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
+        done: impl FnOnce(Result<R, StoreError>) + Send + 'static,
+    ) {
+        let totals = Arc::clone(&self.reads);
+        let job: Job = Box::new(move |conn| {
+            let result = totals.counting(|| conn.and_then(f));
+            let keep = result.is_ok();
+            let reply: Reply = Box::new(move |commit| done(commit.and(result)));
+            (keep, reply)
+        });
+        let sender = self
+            .queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        match sender {
+            Some(sender) => {
+                if let Err(mpsc::SendError(job)) = sender.send(job) {
+                    let (_, reply) = job(Err(StoreError::Closed));
+                    reply(Err(StoreError::Closed));
+                }
+            }
+            None => {
+                let (_, reply) = job(Err(StoreError::Closed));
+                reply(Err(StoreError::Closed));
+            }
+        }
+    }
 }
 
 fn run(conn: Connection, rx: mpsc::Receiver<Job>) {
@@ -95,54 +171,5 @@ fn commit_group(conn: &Connection, group: Vec<Job>) {
     }
     for reply in replies {
         reply(outcome.clone());
-    }
-}
-
-impl super::open::Store {
-    /// Run `f` in the writer's next group commit and wait for that commit.
-    pub(super) fn write<R: Send + 'static>(
-        &self,
-        f: impl FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
-    ) -> Result<R, StoreError> {
-        let (tx, rx) = mpsc::sync_channel::<Result<R, StoreError>>(1);
-        self.write_then(f, move |result| {
-            let _ = tx.send(result);
-        });
-        rx.recv().map_err(|_| StoreError::Closed)?
-    }
-
-    /// Run `f` in the writer's next group commit and hand its outcome to `done` once that
-    /// commit is durable (or refused). Returns at once: `done` runs on the writer thread, so
-    /// it must only pass the outcome on (an async caller's channel), never block.
-    pub(super) fn write_then<R: Send + 'static>(
-        &self,
-        f: impl FnOnce(&Connection) -> Result<R, StoreError> + Send + 'static,
-        done: impl FnOnce(Result<R, StoreError>) + Send + 'static,
-    ) {
-        let totals = Arc::clone(&self.inner.reads);
-        let job: Job = Box::new(move |conn| {
-            let result = totals.counting(|| conn.and_then(f));
-            let keep = result.is_ok();
-            let reply: Reply = Box::new(move |commit| done(commit.and(result)));
-            (keep, reply)
-        });
-        let sender = self
-            .inner
-            .writer
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        match sender {
-            Some(sender) => {
-                if let Err(mpsc::SendError(job)) = sender.send(job) {
-                    let (_, reply) = job(Err(StoreError::Closed));
-                    reply(Err(StoreError::Closed));
-                }
-            }
-            None => {
-                let (_, reply) = job(Err(StoreError::Closed));
-                reply(Err(StoreError::Closed));
-            }
-        }
     }
 }

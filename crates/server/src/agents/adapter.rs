@@ -1,13 +1,13 @@
-//! The one interface every kind of agent implements (claude-code.md §17), and the one lookup
-//! from a kind to its adapter ([`adapter`]). The rest of the daemon is agent-neutral: it asks
-//! the adapter what a hook means, which level signals a session has, which ways lead into
-//! it and in which order, how a headless session of it is launched, and what the kind can
-//! do, instead of knowing per-kind facts itself. Each kind's adapter lives in that kind's
-//! module (`claude_code/adapter.rs`, `codex/adapter.rs`, `gemini/adapter.rs`, `generic.rs`):
-//! adding an agent is a new module and one line in [`adapter`] (and its kind in core's
-//! `AgentKind`, with its hook vocabulary in `core::agent_hooks` if it has hooks).
-
-use std::path::PathBuf;
+//! The one interface every kind of agent implements (claude-code.md §17); the one lookup
+//! from a kind to its adapter is `agents::adapter(kind)`, in `agents/mod.rs`, above the
+//! kinds, so that this module, which every kind names, names none of them. The rest of the
+//! daemon is agent-neutral: it asks the adapter what a hook means, which level signals a
+//! session has, which ways lead into it and in which order, how a headless session of it is
+//! launched, and what the kind can do, instead of knowing per-kind facts itself. Each kind's
+//! adapter lives in that kind's module (`claude_code/adapter.rs`, `codex/adapter.rs`,
+//! `gemini/adapter.rs`, `generic.rs`): adding an agent is a new module and one line in the
+//! lookup (and its kind in core's `AgentKind`, with its hook vocabulary in
+//! `core::agent_hooks` if it has hooks).
 
 use serde_json::Value;
 use taskkeeper_core::agent_hooks::{self, Happening, HookAgent, UnreadableHook};
@@ -15,8 +15,7 @@ use taskkeeper_core::delivery::Method;
 use taskkeeper_core::session::SessionId;
 use taskkeeper_core::{AgentKind, Desk};
 
-use crate::agents::claude_code::headless::{LaunchConfig, LaunchError};
-use crate::agents::launched::{Headless, Spawn};
+use crate::agents::launch::{Launch, LaunchConfig, LaunchError};
 
 /// What a kind of agent can do, as far as Taskkeeper's rules ask. Most of it follows from
 /// the kind's ways in ([`Capabilities::of`]), so it cannot disagree with them; the rest is
@@ -66,31 +65,6 @@ pub enum LevelSignal {
     /// The agent's own status file says idle, busy or waiting (Claude Code's, named by its
     /// hook helper).
     StatusFile,
-}
-
-/// How to launch one headless session: the process, what to add to its environment, its
-/// protocol on the pipes, and a file of it to remove when it is gone.
-pub(crate) struct Launch {
-    pub spawn: Spawn,
-    pub env: Vec<(&'static str, String)>,
-    pub protocol: Box<dyn Headless>,
-    pub cleanup: Option<PathBuf>,
-}
-
-impl Launch {
-    /// A session the daemon drives over its pipes alone: its hooks stay silent (the daemon
-    /// reads its activity itself), and it leaves no file behind.
-    pub(crate) fn driven(spawn: Spawn, protocol: Box<dyn Headless>, id: &SessionId) -> Self {
-        Self {
-            spawn,
-            env: vec![(
-                crate::agents::headers::LAUNCHED_SESSION_ENV,
-                id.as_str().to_owned(),
-            )],
-            protocol,
-            cleanup: None,
-        }
-    }
 }
 
 /// One kind of agent, as the daemon needs to know it.
@@ -170,37 +144,10 @@ pub(crate) trait Adapter: Sync {
     ) -> Result<Option<Launch>, LaunchError>;
 }
 
-/// The adapter of a kind of agent: the one lookup.
-pub(crate) fn adapter(kind: AgentKind) -> &'static dyn Adapter {
-    match kind {
-        AgentKind::ClaudeCode => &super::claude_code::adapter::ClaudeCode,
-        AgentKind::Codex => &super::codex::adapter::Codex,
-        AgentKind::Gemini => &super::gemini::adapter::Gemini,
-        AgentKind::Generic => &super::generic::Generic,
-    }
-}
-
-/// Every adapter, in `AgentKind::ALL`'s order.
-pub(crate) fn adapters() -> impl Iterator<Item = &'static dyn Adapter> {
-    AgentKind::ALL.into_iter().map(adapter)
-}
-
-/// The kinds whose capabilities have `which`, as a sentence names them ("a, b and c").
-pub(crate) fn kinds_that(which: impl Fn(Capabilities) -> bool) -> String {
-    let names: Vec<&str> = adapters()
-        .filter(|a| which(a.capabilities()))
-        .map(|a| a.kind().as_str())
-        .collect();
-    match names.split_last() {
-        None => String::new(),
-        Some((last, [])) => (*last).to_owned(),
-        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agents::{adapter, adapters, kinds_that};
 
     #[test]
     fn every_kind_has_its_own_adapter() {

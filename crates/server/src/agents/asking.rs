@@ -3,7 +3,7 @@
 //!
 //! Such an agent can ask several things at once (tool calls run in parallel), and each waits
 //! for its own answer; the owner sees, and answers, one question per session
-//! ([`crate::agents::claude_code::headless::Launched`] holds one). So the others wait here in
+//! ([`crate::agents::launched::Launched`] holds one). So the others wait here in
 //! order, each asked when the one before is settled: answered by the owner, or settled by the
 //! agent itself (Codex's `serverRequest/resolved`). When the turn ends, whatever was asked is
 //! moot.
@@ -12,8 +12,8 @@ use std::collections::VecDeque;
 
 use serde_json::Value;
 
-use crate::agents::claude_code::headless::Permission;
-use crate::agents::launched::Ask;
+use crate::agents::launch::Ask;
+use crate::agents::permission::Permission;
 
 /// The owner's questions from one session: the one asked now, and those waiting for it.
 #[derive(Debug, Default)]

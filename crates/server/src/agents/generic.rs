@@ -20,9 +20,10 @@ use taskkeeper_core::session::{Edge, Session, SessionId, TurnOrigin, check_dir};
 
 use taskkeeper_core::delivery::Method;
 
-use crate::agents::adapter::{Adapter, Launch, LevelSignal, adapter};
-use crate::agents::claude_code::headless::{LaunchConfig, LaunchError};
+use crate::agents::adapter;
+use crate::agents::adapter::{Adapter, LevelSignal};
 use crate::agents::intake::{bad, reach_of, store_error};
+use crate::agents::launch::{Launch, LaunchConfig, LaunchError};
 use crate::delivery::Delivery;
 
 /// One report: `POST /hooks/generic`.

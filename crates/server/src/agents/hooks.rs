@@ -26,7 +26,8 @@ use taskkeeper_core::agent_hooks::{self, Happening, HookAgent};
 use taskkeeper_core::session::{Edge, SessionId, TurnOrigin, check_dir};
 use taskkeeper_core::{AgentKind, Session, StoreError, delivery};
 
-use crate::agents::adapter::{Adapter, adapter};
+use crate::agents::adapter;
+use crate::agents::adapter::Adapter;
 use crate::agents::headers as names;
 use crate::agents::intake::{bad, reach_of, store_error};
 use crate::delivery::Delivery;

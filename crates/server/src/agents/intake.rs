@@ -8,7 +8,8 @@ use axum::response::{IntoResponse as _, Response};
 use taskkeeper_core::session::Reach;
 use taskkeeper_core::{AgentKind, StoreError};
 
-use crate::agents::adapter::{LevelSignal, adapter};
+use crate::agents::adapter;
+use crate::agents::adapter::LevelSignal;
 use crate::agents::headers;
 use crate::error::{OwnerError, OwnerErrorKind};
 

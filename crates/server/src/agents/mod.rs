@@ -1,10 +1,16 @@
 //! The agents Taskkeeper serves, each an adapter from its world to the agent-neutral sessions
-//! and delivery behind one interface ([`adapter`]): Claude Code (its hooks, its waiter, and
-//! headless sessions it launches), Codex CLI and Gemini CLI (their hooks, and headless
-//! sessions over their app server and ACP), any other agent through the generic report
-//! ([`generic`]), and `taskkeeper connect`, which wires each into the agent's own settings.
+//! and delivery behind one interface ([`adapter::Adapter`]), found by its kind here
+//! ([`adapter()`], the one lookup): Claude Code (its hooks, its waiter, and headless
+//! sessions it launches), Codex CLI and Gemini CLI (their hooks, and headless sessions over
+//! their app server and ACP), any other agent through the generic report ([`generic`]), and
+//! `taskkeeper connect`, which wires each into the agent's own settings.
 //! The workers' room for every hook is here: one route per kind with hooks of its own, all
-//! taken by the one intake ([`hooks`]); what the intakes share is [`intake`].
+//! taken by the one intake ([`hooks`]); what the intakes share is [`intake`]. The sessions
+//! Taskkeeper launches are driven by one runner ([`launched`]) in the words of [`launch`].
+//!
+//! The lookup is here, in the parent of the kinds, because everything below names it: the
+//! intakes, the runner, the generic report (which asks other kinds' adapters), while each
+//! kind names only the interface ([`mod@adapter`]), which names no kind.
 
 pub(crate) mod adapter;
 pub(crate) mod asking;
@@ -28,12 +34,15 @@ pub mod generic;
 pub mod headers;
 pub(crate) mod hooks;
 pub(crate) mod intake;
+pub(crate) mod launch;
 pub(crate) mod launched;
+pub(crate) mod permission;
 
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::routing::post;
+use taskkeeper_core::AgentKind;
 
 use crate::delivery::Delivery;
 use crate::http::auth::Credentials;
@@ -51,7 +60,7 @@ pub(crate) fn room(
         "/hooks/generic",
         post(generic::report).layer(axum::Extension(session_reply)),
     );
-    for a in adapter::adapters() {
+    for a in adapters() {
         let Some(path) = a.hook_route() else {
             continue;
         };
@@ -74,4 +83,32 @@ pub(crate) fn room(
         post(claude_code::hooks::wait),
     )
     .with_state(delivery)
+}
+
+/// The adapter of a kind of agent: the one lookup.
+pub(crate) fn adapter(kind: AgentKind) -> &'static dyn adapter::Adapter {
+    match kind {
+        AgentKind::ClaudeCode => &claude_code::adapter::ClaudeCode,
+        AgentKind::Codex => &codex::adapter::Codex,
+        AgentKind::Gemini => &gemini::adapter::Gemini,
+        AgentKind::Generic => &generic::Generic,
+    }
+}
+
+/// Every adapter, in `AgentKind::ALL`'s order.
+pub(crate) fn adapters() -> impl Iterator<Item = &'static dyn adapter::Adapter> {
+    AgentKind::ALL.into_iter().map(adapter)
+}
+
+/// The kinds whose capabilities have `which`, as a sentence names them ("a, b and c").
+pub(crate) fn kinds_that(which: impl Fn(adapter::Capabilities) -> bool) -> String {
+    let names: Vec<&str> = adapters()
+        .filter(|a| which(a.capabilities()))
+        .map(|a| a.kind().as_str())
+        .collect();
+    match names.split_last() {
+        None => String::new(),
+        Some((last, [])) => (*last).to_owned(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
 }

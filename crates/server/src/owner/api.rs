@@ -605,8 +605,8 @@ pub struct PermissionView {
     pub input: String,
 }
 
-impl From<&crate::agents::claude_code::headless::Permission> for PermissionView {
-    fn from(p: &crate::agents::claude_code::headless::Permission) -> Self {
+impl From<&crate::agents::permission::Permission> for PermissionView {
+    fn from(p: &crate::agents::permission::Permission) -> Self {
         Self {
             request_id: p.request_id.clone(),
             tool: p.tool.clone(),

@@ -6,7 +6,7 @@ use std::str::FromStr;
 use taskkeeper_core::store::NewDesk;
 use taskkeeper_core::{AgentKind, DeskName, StoreError};
 
-use crate::agents::claude_code::headless::LaunchError;
+use crate::agents::launch::LaunchError;
 use crate::error::OwnerErrorKind;
 
 use super::{OwnerError, OwnerService, given, non_empty, parse_desk};

@@ -10,9 +10,9 @@ use taskkeeper_core::delivery::Method;
 use taskkeeper_core::session::SessionId;
 use taskkeeper_core::{AgentKind, Desk};
 
-use super::{headless, hooks};
-use crate::agents::adapter::{Adapter, Launch, LevelSignal};
-use crate::agents::claude_code::headless::{LaunchConfig, LaunchError};
+use super::headless;
+use crate::agents::adapter::{Adapter, LevelSignal};
+use crate::agents::launch::{Launch, LaunchConfig, LaunchError};
 
 pub(crate) struct ClaudeCode;
 
@@ -60,7 +60,7 @@ impl Adapter for ClaudeCode {
 
     fn starts_with_message(&self, entrypoint: Option<&str>, payload: &Value) -> bool {
         let source = payload.get("source").and_then(Value::as_str).unwrap_or("");
-        hooks::takes_start_message(entrypoint, source)
+        takes_start_message(entrypoint, source)
     }
 
     fn launch(
@@ -71,6 +71,20 @@ impl Adapter for ClaudeCode {
     ) -> Result<Option<Launch>, LaunchError> {
         headless::launch(desk, config, id).map(Some)
     }
+}
+
+/// Whether the session runs in non-interactive mode: `claude -p`, which the Agent SDK runs
+/// too (`CLAUDE_CODE_ENTRYPOINT` `sdk-cli`, `sdk-ts`, `sdk-py`; an interactive one is `cli`).
+pub(crate) fn is_print_session(entrypoint: Option<&str>) -> bool {
+    matches!(entrypoint, Some("sdk-cli" | "sdk-ts" | "sdk-py"))
+}
+
+/// Whether Claude Code takes the SessionStart hook's `initialUserMessage` as the session's
+/// first turn: a `-p` session ([`is_print_session`]) that is starting (`source` startup). An
+/// interactive session ignores it — 2.1.332 does, as documented — and a task claimed for it
+/// there would never arrive; it gets its first task through its inbox socket or its pane.
+fn takes_start_message(entrypoint: Option<&str>, source: &str) -> bool {
+    source == "startup" && is_print_session(entrypoint)
 }
 
 #[cfg(test)]

@@ -1,8 +1,7 @@
 //! What Claude Code's hooks have beyond the one hook intake every agent shares
 //! ([`crate::agents::hooks`], `POST /hooks/claude-code`): `POST /hooks/claude-code/wait`, the
-//! asyncRewake waiter's long poll, and how a session's entrypoint tells a `-p` session from an
-//! interactive one (which decides whether it takes its first task at start, and whether a
-//! waiter may wait for it).
+//! asyncRewake waiter's long poll, which waits for no `-p` session (the adapter tells one
+//! from an interactive one by its entrypoint).
 //!
 //! A payload that is not a hook this adapter knows is answered 400 and changes nothing; the
 //! helper prints nothing either way, so a session is never disturbed by Taskkeeper.
@@ -13,27 +12,13 @@ use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use super::adapter::ClaudeCode;
+use super::adapter::{ClaudeCode, is_print_session};
 use crate::agents::adapter::Adapter as _;
 use crate::agents::headers as names;
 use crate::agents::hooks::parse;
 use crate::agents::intake::{bad, reach_of, store_error};
 use crate::delivery::Delivery;
 use crate::delivery::WaitOutcome;
-
-/// Whether the session runs in non-interactive mode: `claude -p`, which the Agent SDK runs
-/// too (`CLAUDE_CODE_ENTRYPOINT` `sdk-cli`, `sdk-ts`, `sdk-py`; an interactive one is `cli`).
-pub(crate) fn is_print_session(entrypoint: Option<&str>) -> bool {
-    matches!(entrypoint, Some("sdk-cli" | "sdk-ts" | "sdk-py"))
-}
-
-/// Whether Claude Code takes the SessionStart hook's `initialUserMessage` as the session's
-/// first turn: a `-p` session ([`is_print_session`]) that is starting (`source` startup). An
-/// interactive session ignores it — 2.1.332 does, as documented — and a task claimed for it
-/// there would never arrive; it gets its first task through its inbox socket or its pane.
-pub(crate) fn takes_start_message(entrypoint: Option<&str>, source: &str) -> bool {
-    source == "startup" && is_print_session(entrypoint)
-}
 
 /// The waiter's long poll: `{"action":"deliver","text":...}` or `{"action":"leave","why":...}`.
 pub(crate) async fn wait(

@@ -9,10 +9,9 @@ use taskkeeper_core::session::SessionId;
 use taskkeeper_core::{AgentKind, Desk};
 
 use super::app_server::{self, AppServer};
-use crate::agents::adapter::{Adapter, Launch, LevelSignal};
-use crate::agents::claude_code::headless::{LaunchConfig, LaunchError};
+use crate::agents::adapter::{Adapter, LevelSignal};
 use crate::agents::headers;
-use crate::agents::launched::McpAccess;
+use crate::agents::launch::{Launch, LaunchConfig, LaunchError, McpAccess};
 
 /// Where a Codex home keeps the control socket of its shared app server (the one an
 /// interactive TUI runs its thread in), relative to the home.

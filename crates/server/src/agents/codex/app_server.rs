@@ -23,10 +23,9 @@ use serde_json::{Value, json};
 use taskkeeper_core::session::{Edge, TurnOrigin};
 
 use crate::agents::asking::{Questions, id_text};
-use crate::agents::claude_code::headless::Permission;
-use crate::agents::launched::{
-    Headless, McpAccess, Rpc, Spawn, Step, joined, not_served, notification, request, rpc,
-};
+use crate::agents::launch::{Headless, McpAccess, Spawn, Step};
+use crate::agents::launched::{Rpc, joined, not_served, notification, request, rpc};
+use crate::agents::permission::Permission;
 
 /// The name of Taskkeeper's MCP server in the session's configuration.
 const MCP_NAME: &str = "taskkeeper";
@@ -44,7 +43,7 @@ pub(crate) fn spawn(program: &std::path::Path) -> Spawn {
 
 /// `TASKKEEPER_CODEX`, else `codex` on the PATH.
 pub fn program_from_env() -> PathBuf {
-    crate::agents::launched::program_from_env(PROGRAM_ENV, "codex")
+    crate::agents::launch::program_from_env(PROGRAM_ENV, "codex")
 }
 
 /// How Taskkeeper names itself to a Codex app server.
@@ -367,7 +366,7 @@ impl Headless for AppServer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agents::launched::Ask;
+    use crate::agents::launch::Ask;
 
     fn access() -> McpAccess {
         McpAccess {

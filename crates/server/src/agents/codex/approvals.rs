@@ -4,7 +4,7 @@
 //! read-only (`item/commandExecution/requestApproval`) and before a file change it makes
 //! (`item/fileChange/requestApproval`), each a JSON-RPC request to the client that waits for
 //! its answer (Codex 0.171.0, docs/agents.md). Each becomes the owner's question
-//! ([`crate::agents::launched::Ask`]); the owner's choice is answered `accept` or `decline` (a
+//! ([`crate::agents::launch::Ask`]); the owner's choice is answered `accept` or `decline` (a
 //! declined command does not run, and the model reads that the user rejected it). Codex's
 //! answer has no room for the owner's message, so a denial's message goes into the running
 //! turn just before it ([`steer`], a `turn/steer`), and the model reads both in its next

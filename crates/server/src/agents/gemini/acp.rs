@@ -13,7 +13,7 @@
 //! the turn's end. Gemini asks the client before a tool it does not trust
 //! (`session/request_permission`, a JSON-RPC request that waits for its answer): Taskkeeper's
 //! own tools are allowed at once, any other becomes the owner's question
-//! ([`Ask`](crate::agents::launched::Ask)), as a headless Claude Code session's do, answered
+//! ([`Ask`](crate::agents::launch::Ask)), as a headless Claude Code session's do, answered
 //! with the option of the owner's choice (allow once, or reject once: a rejected tool does not
 //! run, and the model reads that the user cancelled it; ACP's answer has no room for the
 //! owner's message). A tool is Taskkeeper's by the name Gemini gives the call
@@ -29,10 +29,9 @@ use serde_json::{Value, json};
 use taskkeeper_core::session::{Edge, TurnOrigin};
 
 use crate::agents::asking::{Questions, id_text};
-use crate::agents::claude_code::headless::Permission;
-use crate::agents::launched::{
-    Headless, McpAccess, Rpc, Spawn, Step, joined, not_served, notification, request, rpc,
-};
+use crate::agents::launch::{Headless, McpAccess, Spawn, Step};
+use crate::agents::launched::{Rpc, joined, not_served, notification, request, rpc};
+use crate::agents::permission::Permission;
 
 /// The name of Taskkeeper's MCP server in the session.
 const MCP_NAME: &str = "taskkeeper";
@@ -50,7 +49,7 @@ pub(crate) fn spawn(program: &std::path::Path) -> Spawn {
 
 /// `TASKKEEPER_GEMINI`, else `gemini` on the PATH.
 pub fn program_from_env() -> PathBuf {
-    crate::agents::launched::program_from_env(PROGRAM_ENV, "gemini")
+    crate::agents::launch::program_from_env(PROGRAM_ENV, "gemini")
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -341,7 +340,7 @@ impl Headless for Acp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agents::launched::Ask;
+    use crate::agents::launch::Ask;
 
     fn access() -> McpAccess {
         McpAccess {

@@ -9,9 +9,8 @@ use taskkeeper_core::session::SessionId;
 use taskkeeper_core::{AgentKind, Desk};
 
 use super::acp::{self, Acp};
-use crate::agents::adapter::{Adapter, Launch, LevelSignal};
-use crate::agents::claude_code::headless::{LaunchConfig, LaunchError};
-use crate::agents::launched::McpAccess;
+use crate::agents::adapter::{Adapter, LevelSignal};
+use crate::agents::launch::{Launch, LaunchConfig, LaunchError, McpAccess};
 
 pub(crate) struct Gemini;
 

@@ -1,127 +1,30 @@
 //! What a headless Claude Code session's stream-json says, and what Taskkeeper writes back:
 //! [`StreamEdges`] turns its events into [`Edge`]s (pure, tested on a recorded stream), a
-//! [`Permission`] request and its answer as control lines, a task as one user message.
+//! [`Permission`] request read from its control lines (its answer is written as the request
+//! says, `agents::permission`), a task as one user message.
 
 use serde_json::{Value, json};
 use taskkeeper_core::Timestamp;
 
-use crate::agents::launched::{Ask, Headless, Step};
+use crate::agents::launch::{Ask, Headless, Step};
+use crate::agents::permission::Permission;
 use taskkeeper_core::session::{Edge, TurnOrigin};
 
-/// A tool a launched session asks the owner to allow.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Permission {
-    /// The session's id for the request; the answer names it.
-    pub request_id: String,
-    pub tool: String,
-    pub description: Option<String>,
-    /// The tool's input as JSON text (cut to [`INPUT_SHOWN`] characters).
-    pub input: String,
-    /// How the owner's answer goes back, in the session's protocol.
-    reply: Reply,
-}
-
-/// How the owner's answer to a [`Permission`] is written on the session's stdin.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Reply {
-    /// Claude Code's control response: an allowance repeats the input as asked
-    /// (`updatedInput`), a denial carries the owner's message to the model.
-    Control { full_input: Value },
-    /// A JSON-RPC answer already written for each choice (Codex's app server, Gemini's
-    /// ACP): their answers name a decision and carry no message.
-    Rpc { allow: String, deny: String },
-}
-
-/// How much of a tool's input a permission request shows.
-pub const INPUT_SHOWN: usize = 2000;
-
-/// `input` as JSON text, cut to [`INPUT_SHOWN`] characters.
-fn shown(input: &Value) -> String {
-    let text = input.to_string();
-    if text.chars().count() > INPUT_SHOWN {
-        let mut cut: String = text.chars().take(INPUT_SHOWN).collect();
-        cut.push('…');
-        cut
-    } else {
-        text
+/// The permission request in a `can_use_tool` control request, if it is one.
+fn permission_of(event: &Value) -> Option<Permission> {
+    let request = event.get("request")?;
+    if request.get("subtype")?.as_str()? != "can_use_tool" {
+        return None;
     }
-}
-
-impl Permission {
-    /// A request a JSON-RPC agent made (Codex's approvals, Gemini's
-    /// `session/request_permission`), answered by `allow` or `deny`: whole answer lines in
-    /// its protocol, the request's id in them.
-    pub(crate) fn rpc(
-        request_id: String,
-        tool: String,
-        description: Option<String>,
-        input: &Value,
-        allow: String,
-        deny: String,
-    ) -> Self {
-        Self {
-            request_id,
-            tool,
-            description,
-            input: shown(input),
-            reply: Reply::Rpc { allow, deny },
-        }
-    }
-
-    /// The permission request in a `can_use_tool` control request, if it is one.
-    pub(super) fn from_control(event: &Value) -> Option<Permission> {
-        let request = event.get("request")?;
-        if request.get("subtype")?.as_str()? != "can_use_tool" {
-            return None;
-        }
-        let full_input = request.get("input").cloned().unwrap_or_else(|| json!({}));
-        let input = shown(&full_input);
-        Some(Permission {
-            request_id: event.get("request_id")?.as_str()?.to_owned(),
-            tool: request.get("tool_name")?.as_str()?.to_owned(),
-            description: request
-                .get("description")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            input,
-            reply: Reply::Control { full_input },
-        })
-    }
-
-    /// The line that answers it on the session's stdin. `message` goes with a denial where
-    /// the protocol carries one (Claude Code's).
-    pub(crate) fn answer(&self, allow: bool, message: Option<&str>) -> String {
-        match &self.reply {
-            Reply::Control { full_input } => {
-                let response = if allow {
-                    json!({"behavior": "allow", "updatedInput": full_input})
-                } else {
-                    json!({"behavior": "deny",
-                           "message": message.filter(|m| !m.trim().is_empty()).unwrap_or("The owner did not allow this.")})
-                };
-                control_response(&self.request_id, response)
-            }
-            Reply::Rpc {
-                allow: yes,
-                deny: no,
-            } => {
-                let mut line = if allow { yes.clone() } else { no.clone() };
-                if !line.ends_with('\n') {
-                    line.push('\n');
-                }
-                line
-            }
-        }
-    }
-}
-
-/// A successful answer to a control request, as one line.
-pub(super) fn control_response(request_id: &str, response: Value) -> String {
-    let mut line = json!({"type": "control_response", "response": {
-        "subtype": "success", "request_id": request_id, "response": response}})
-    .to_string();
-    line.push('\n');
-    line
+    Some(Permission::control(
+        event.get("request_id")?.as_str()?.to_owned(),
+        request.get("tool_name")?.as_str()?.to_owned(),
+        request
+            .get("description")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        request.get("input").cloned().unwrap_or_else(|| json!({})),
+    ))
 }
 
 /// An answer refusing a control request Taskkeeper does not handle, as one line.
@@ -291,7 +194,7 @@ impl Headless for StreamJson {
                 .to_owned()
         };
         match event.get("type").and_then(Value::as_str) {
-            Some("control_request") => match Permission::from_control(event) {
+            Some("control_request") => match permission_of(event) {
                 Some(permission) => Step {
                     ask: Some(Ask::Permission(permission)),
                     ..Step::default()
@@ -317,6 +220,7 @@ impl Headless for StreamJson {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agents::permission::INPUT_SHOWN;
 
     /// A session's stream as Claude Code 2.1.332 wrote it (trimmed to the fields that
     /// matter): a turn, a turn that starts a background command, the turn its end wakes.
@@ -408,7 +312,7 @@ mod tests {
             "subtype": "can_use_tool", "tool_name": "Bash", "display_name": "Bash",
             "input": {"command": "touch made.txt", "description": "touch"},
             "description": "touch", "permission_suggestions": []}});
-        let p = Permission::from_control(&request).unwrap();
+        let p = permission_of(&request).unwrap();
         assert_eq!(
             (
                 p.request_id.as_str(),
@@ -437,10 +341,10 @@ mod tests {
         // Another control request is not a permission request; a huge input is cut.
         let other = json!({"type": "control_request", "request_id": "r-2",
                            "request": {"subtype": "hook_callback"}});
-        assert_eq!(Permission::from_control(&other), None);
+        assert_eq!(permission_of(&other), None);
         let mut big = request.clone();
         big["request"]["input"] = json!({"content": "x".repeat(5000)});
-        let p = Permission::from_control(&big).unwrap();
+        let p = permission_of(&big).unwrap();
         assert_eq!(p.input.chars().count(), INPUT_SHOWN + 1);
     }
 

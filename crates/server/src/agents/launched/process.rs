@@ -1,30 +1,42 @@
-//! The launched process itself: its private MCP configuration file, its stdin, the tail of
-//! its stderr, and stopping it (stdin closed, then its process group killed after a grace).
+//! The launched process itself, whatever its kind: the environment it must not inherit, its
+//! stdin, the tail of its stderr, and stopping it (stdin closed, then its process group
+//! killed after a grace).
 
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use serde_json::json;
-use taskkeeper_core::session::SessionId;
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::sync::mpsc;
 
-use super::{LaunchConfig, LaunchError, STOP_GRACE};
-use crate::agents::headers;
+/// How long a stopped session has to finish after its stdin closed before it is killed.
+pub(super) const STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// Variables an agent process must not inherit: they would make the child think it is nested
+/// in another session, or write into that session's inbox (claude-code.md §17).
+pub(super) const STRIPPED_ENV: [&str; 8] = [
+    "CLAUDECODE",
+    "CLAUDE_CODE_SESSION_ID",
+    "CLAUDE_CODE_MESSAGING_SOCKET",
+    "CLAUDE_CODE_MESSAGING_TOKEN",
+    "CLAUDE_CODE_ENTRYPOINT",
+    "CODEX_THREAD_ID",
+    "TMUX",
+    "TMUX_PANE",
+];
 
 #[cfg(unix)]
-pub(crate) use nix::sys::signal::Signal;
+pub(super) use nix::sys::signal::Signal;
 /// Where there are no process groups to signal, the names stay for the callers.
 #[cfg(not(unix))]
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Signal {
+pub(super) enum Signal {
     SIGTERM,
     SIGKILL,
 }
 
 /// Signal the process group a launched session leads (it and its background commands);
 /// a group that is gone already is fine.
-pub(crate) fn kill_group(pid: Option<u32>, signal: Signal) {
+pub(super) fn kill_group(pid: Option<u32>, signal: Signal) {
     #[cfg(unix)]
     if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
         let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), signal);
@@ -35,7 +47,7 @@ pub(crate) fn kill_group(pid: Option<u32>, signal: Signal) {
 
 /// Close stdin (the session exits when it has finished), then kill the process group if it
 /// is still there after the grace period.
-pub(crate) async fn stop_child(
+pub(super) async fn stop_child(
     child: &mut tokio::process::Child,
 ) -> std::io::Result<std::process::ExitStatus> {
     // The writer task holds stdin; its sender is gone, so it closes stdin now.
@@ -49,7 +61,7 @@ pub(crate) async fn stop_child(
     }
 }
 
-pub(crate) async fn write_stdin(
+pub(super) async fn write_stdin(
     mut stdin: tokio::process::ChildStdin,
     mut rx: mpsc::UnboundedReceiver<String>,
 ) {
@@ -62,7 +74,7 @@ pub(crate) async fn write_stdin(
 }
 
 /// Keep the last few KiB of what the process wrote to stderr, for the log when it fails.
-pub(crate) async fn keep_tail(err: tokio::process::ChildStderr, tail: Arc<Mutex<String>>) {
+pub(super) async fn keep_tail(err: tokio::process::ChildStderr, tail: Arc<Mutex<String>>) {
     let mut lines = BufReader::new(err).lines();
     while let Ok(Some(line)) = lines.next_line().await {
         let mut t = crate::sessions::lock(&tail);
@@ -74,37 +86,4 @@ pub(crate) async fn keep_tail(err: tokio::process::ChildStderr, tail: Arc<Mutex<
             t.drain(..cut);
         }
     }
-}
-
-pub(super) fn write_mcp_config(
-    config: &LaunchConfig,
-    id: &SessionId,
-) -> Result<PathBuf, LaunchError> {
-    let path = config.dir.join(format!("{id}.mcp.json"));
-    let body = json!({"mcpServers": {"taskkeeper": {
-        "type": "http",
-        "url": format!("http://127.0.0.1:{}/mcp", config.port),
-        "headers": {
-            "Authorization": format!("Bearer {}", config.worker_token.as_str()),
-            (headers::SESSION): id.as_str(),
-            (headers::SESSION_PROOF): config.credentials.session_proof(id.as_str()),
-        },
-    }}});
-    write_private(&config.dir, &path, body.to_string().as_bytes()).map_err(|source| {
-        LaunchError::Config {
-            path: path.clone(),
-            source,
-        }
-    })?;
-    Ok(path)
-}
-
-pub(super) fn write_private(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    // 0700 also when it was there already, made by someone less careful.
-    crate::private::ensure_private_dir(dir)?;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    std::io::Write::write_all(&mut options.open(path)?, bytes)
 }

@@ -9,7 +9,7 @@
 //! How the two talk: one JSON object per line, the app's orders ([`Order`]) on the window
 //! process's stdin and its reports ([`Report`]) on its stdout. The page in the window process
 //! calls the app's commands as ever (the Tauri transport, `ui/src/data/tauri.ts`); the window
-//! process hands each call over the pipe, the app answers it with [`commands::run`], and the
+//! process hands each call over the pipe, the app answers it with [`window::answer`], and the
 //! answer goes back the same way. So the window process needs no credentials: it has none,
 //! and the owner token, the port and the owner service stay in the app. Only the app can
 //! write to the pipe (it made it); a program started with the marker by anyone else holds
@@ -323,7 +323,7 @@ fn read_reports<R: Runtime>(
             } => {
                 let (app, answers) = (app.clone(), answers.clone());
                 tauri::async_runtime::spawn(async move {
-                    let (ok, value) = match commands::run(&app, &command, &args).await {
+                    let (ok, value) = match window::answer(&app, &command, &args).await {
                         Ok(value) => (true, value),
                         Err(error) => (false, serde_json::to_value(error).unwrap_or_default()),
                     };

@@ -13,22 +13,32 @@
 //! loading (a notification's "open on this task") waits in [`Lifecycle`] until the page reports
 //! its first render (`ui_rendered`).
 //!
-//! On Linux the webview lives in a window process of its own ([`crate::window_process`]): the
+//! On Linux the webview lives in a window process of its own ([`process`]): the
 //! same program started again, which exits when the webview would be destroyed. WebKit loads
 //! an OpenGL driver into whatever process holds a webview, for good; in a process of its own
 //! it goes when the window does, and the app in the tray stays as light as before its first
 //! open. Elsewhere (and where starting it fails) the webview is made in this process.
+//!
+//! A page's calls, from a webview of this process ([`handler`]) or over the window process's
+//! pipe, are all answered by [`answer`]: the page's two reports about itself here (they move
+//! the window's life on), every other command by [`commands::run`].
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use taskkeeper_server::OwnerError;
+use tauri::ipc::Invoke;
 use tauri::{AppHandle, Emitter as _, Manager as _, Runtime, WebviewWindow, WebviewWindowBuilder};
 use tauri_plugin_positioner::{Position, WindowExt as _};
 
-use crate::events::{self, Navigate};
-use crate::window_process::Started;
+pub mod process;
+
+use crate::commands;
+use crate::events::{NAVIGATE, Navigate};
+use process::Started;
 
 /// The label of the one window, as in `tauri.conf.json` and the `main` capability.
 pub const MAIN: &str = "main";
@@ -52,8 +62,8 @@ pub struct Lifecycle {
     /// first frame is reported ([`first_frame`]).
     opened: Mutex<Option<Instant>>,
     keep_hidden: Duration,
-    /// The window process, when the window lives in one ([`crate::window_process`]).
-    pub(crate) process: crate::window_process::Slot,
+    /// The window process, when the window lives in one ([`process`]).
+    pub(crate) process: process::Slot,
 }
 
 impl Default for Lifecycle {
@@ -69,7 +79,7 @@ impl Default for Lifecycle {
             pending: Mutex::new(None),
             opened: Mutex::new(None),
             keep_hidden,
-            process: crate::window_process::Slot::from_env(),
+            process: process::Slot::from_env(),
         }
     }
 }
@@ -108,7 +118,14 @@ pub fn navigate<R: Runtime>(app: &AppHandle<R>, to: Navigate) {
         *life.pending() = Some(to);
         return;
     }
-    events::navigate(app, &to);
+    send_navigate(app, &to);
+}
+
+/// Tells the page to show a view. A window that is gone (or a page not loaded yet) misses
+/// it, which is harmless: the window is shown anyway by whoever asked.
+fn send_navigate<R: Runtime>(app: &AppHandle<R>, to: &Navigate) {
+    tracing::info!(?to, "navigate");
+    emit(app, NAVIGATE, to);
 }
 
 /// Sends an event to the page: to the window process's, or to the webviews of this process.
@@ -133,7 +150,7 @@ pub fn page_rendered<R: Runtime>(app: &AppHandle<R>) {
     if !life.page_ready.swap(true, Ordering::SeqCst)
         && let Some(to) = life.pending().take()
     {
-        events::navigate(app, &to);
+        send_navigate(app, &to);
     }
 }
 
@@ -168,6 +185,52 @@ pub fn first_frame<R: Runtime>(app: &AppHandle<R>, page_ms: Option<u64>, hidden_
             millis(asked.elapsed())
         ),
         None => tracing::info!(page_ms, hidden_ms, "first frame"),
+    }
+}
+
+/// Answers the page's call `command` with `args`, however it came: the page's two reports
+/// about itself here, every other command by [`commands::run`] (the table in its docs).
+pub async fn answer<R: Runtime>(
+    app: &AppHandle<R>,
+    command: &str,
+    args: &Value,
+) -> Result<Value, OwnerError> {
+    match command {
+        // The page reports how many tasks it drew after each change. The log line is how the
+        // app's end-to-end test sees the real window's DOM without a WebDriver; it is also
+        // useful when a user reports an empty window.
+        "ui_rendered" => {
+            let count: u32 = commands::arg(args, "count")?;
+            tracing::info!(count, "ui rendered {count} open tasks");
+            page_rendered(app);
+            Ok(Value::Null)
+        }
+        // The page's first frame is on screen (its first animation frame, and the paint after
+        // it): the app logs the time since the window was asked for, by its own clock.
+        "ui_first_frame" => {
+            let page_ms = commands::arg(args, "pageMs")?;
+            first_frame(app, page_ms, commands::arg(args, "hiddenMs")?);
+            Ok(Value::Null)
+        }
+        _ => commands::run(app, command, args).await,
+    }
+}
+
+/// The invoke handler of a webview in this process, for any runtime (the real one and the
+/// mock): every call goes to [`answer`].
+pub fn handler<R: Runtime>() -> impl Fn(Invoke<R>) -> bool + Send + Sync + 'static {
+    |invoke: Invoke<R>| {
+        let app = invoke.message.webview().app_handle().clone();
+        let command = invoke.message.command().to_owned();
+        let args = commands::args_of(invoke.message.payload());
+        let resolver = invoke.resolver;
+        tauri::async_runtime::spawn(async move {
+            match answer(&app, &command, &args).await {
+                Ok(value) => resolver.resolve(value),
+                Err(error) => resolver.reject(error),
+            }
+        });
+        true
     }
 }
 

@@ -1,29 +1,24 @@
-//! The one interface a headless agent kind implements, and the runner that drives any of
-//! them: the process Taskkeeper launches at a desk and owns, whose stdin takes the desk's
-//! tasks and whose stdout says when its turns start and end.
+//! The runner that drives any headless agent kind: the process Taskkeeper launches at a desk
+//! and owns, whose stdin takes the desk's tasks and whose stdout says when its turns start
+//! and end; the registry of those it launched ([`registry`]) and the process's plumbing
+//! ([`process`]).
 //!
 //! Each kind speaks its own protocol on those pipes: Claude Code stream-json (`claude -p`,
-//! [`super::claude_code::headless`]), Codex's app server (`codex app-server`, JSON-RPC,
-//! [`super::codex::app_server`]), Gemini's Agent Client Protocol (`gemini --acp`, JSON-RPC,
-//! [`super::gemini::acp`]). A [`Headless`] is that protocol as a plain state machine: what
-//! to write first, what a task becomes on stdin, what a line read means as session
-//! [`Edge`]s, what ends it cleanly. It does no I/O, so each kind's is tested on recorded
-//! exchanges. How a kind is started (program, arguments, environment, a file to remove
-//! afterwards) is its adapter's ([`crate::agents::adapter::Launch`]); [`Launcher::launch`]
-//! starts any kind the same way, in its own process group with a scrubbed environment. The
-//! runner ([`Launcher::run_launched`]) then does the I/O the same way for every kind: writes
-//! and reads the lines, records the edges, carries a permission request to the owner, and
-//! ends the session when the process ends.
+//! `claude_code::headless`), Codex's app server (`codex app-server`, JSON-RPC,
+//! `codex::app_server`), Gemini's Agent Client Protocol (`gemini --acp`, JSON-RPC,
+//! `gemini::acp`). A [`Headless`] is that protocol as a plain state machine: what to write
+//! first, what a task becomes on stdin, what a line read means as session [`Edge`]s, what
+//! ends it cleanly. It does no I/O, so each kind's is tested on recorded exchanges. How a
+//! kind is started (program, arguments, environment, a file to remove afterwards) is its
+//! adapter's ([`Launch`]); [`Launcher::launch`] starts any kind the same way, in its own
+//! process group with a scrubbed environment. The runner ([`Launcher::run_launched`]) then
+//! does the I/O the same way for every kind: writes and reads the lines, records the edges,
+//! carries a permission request to the owner, and ends the session when the process ends.
+//! It names no kind: it finds a desk's through `agents::adapter(kind)`.
 //!
 //! A task that arrives while a turn runs waits in the protocol for the turn's end (Codex's
 //! `turn/start` into a running turn would join it; Gemini's `session/prompt` would cancel
 //! it), and then starts the next turn.
-//!
-//! The MCP server reaches a launched session with the worker token and the session's proof
-//! in its headers ([`McpAccess`]), sent on stdin (never on the command line, which every
-//! user of the machine can read, nor in the environment, which the agent's commands
-//! inherit), so its `task_update` calls are that session's and no argument can make them
-//! another's.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -35,33 +30,15 @@ use taskkeeper_core::{Desk, DeskName, StoreError};
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::sync::{Notify, mpsc};
 
-use crate::agents::adapter::{Launch, adapter, kinds_that};
-use crate::agents::claude_code::headless::{self, LaunchConfig, LaunchError, Launched, Permission};
-use crate::agents::headers;
+mod process;
+mod registry;
+
+pub(crate) use registry::Launched;
+
+use crate::agents::launch::{Ask, Headless, Launch, LaunchConfig, LaunchError, Step};
+use crate::agents::{adapter, kinds_that};
 use crate::delivery::Delivery;
 use crate::sessions::Sessions;
-
-/// What one message read or one input written changes.
-#[derive(Debug, Default, PartialEq)]
-pub struct Step {
-    /// Whole JSON lines to write to the process's stdin, in order.
-    pub write: Vec<String>,
-    /// What it means for the session, in order.
-    pub edges: Vec<Edge>,
-    /// The session asks the owner something, or withdraws what it asked.
-    pub ask: Option<Ask>,
-    /// The session cannot go on (its handshake was refused): the runner closes its stdin.
-    pub fatal: Option<String>,
-}
-
-/// What a launched session asks of the owner: it waits until the owner answers
-/// ([`Launcher::answer_permission`]), or until it withdraws the request.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Ask {
-    Permission(Permission),
-    /// The request with this id no longer waits.
-    Withdrawn(String),
-}
 
 /// What goes to a launched session's driver.
 #[derive(Debug)]
@@ -76,97 +53,6 @@ pub(crate) enum Input {
         allow: bool,
         message: Option<String>,
     },
-}
-
-impl Step {
-    pub(crate) fn write(line: String) -> Self {
-        Self {
-            write: vec![line],
-            ..Self::default()
-        }
-    }
-
-    pub(crate) fn edges(edges: Vec<Edge>) -> Self {
-        Self {
-            edges,
-            ..Self::default()
-        }
-    }
-
-    pub(crate) fn fatal(why: impl Into<String>) -> Self {
-        Self {
-            fatal: Some(why.into()),
-            ..Self::default()
-        }
-    }
-
-    /// This step, then `next`.
-    pub(crate) fn then(mut self, next: Step) -> Self {
-        self.write.extend(next.write);
-        self.edges.extend(next.edges);
-        self.ask = self.ask.or(next.ask);
-        self.fatal = self.fatal.or(next.fatal);
-        self
-    }
-}
-
-/// The protocol of one launched agent kind, as a state machine over its messages.
-///
-/// `expected` answers whether Taskkeeper wrote what starts the turn that is starting (asked
-/// only when one starts; see [`crate::delivery::Delivery::take_expected`]).
-pub trait Headless: Send {
-    /// The lines to write as soon as the process runs (a handshake), if any.
-    fn open(&mut self) -> Vec<String>;
-    /// A task or reminder for the session: written now if it can start a turn, else held
-    /// until it can.
-    fn input(&mut self, text: &str, expected: &mut dyn FnMut() -> bool) -> Step;
-    /// One JSON message the process wrote.
-    fn read(&mut self, message: &Value, expected: &mut dyn FnMut() -> bool) -> Step;
-    /// The lines that end the session cleanly before its stdin closes (its stdin closing
-    /// then ends the process).
-    fn stop(&mut self) -> Vec<String>;
-    /// The owner answers request `request_id` (`allow`, or not with `message`): what to write
-    /// before the answer itself, and what the session asks next, if it asked more than one
-    /// thing at once.
-    fn answered(&mut self, _request_id: &str, _allow: bool, _message: Option<&str>) -> Step {
-        Step::default()
-    }
-}
-
-/// How a launched session's MCP client reaches Taskkeeper: the URL and the headers that
-/// carry the worker token and the session's proof.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct McpAccess {
-    pub url: String,
-    pub headers: Vec<(String, String)>,
-}
-
-impl McpAccess {
-    pub(crate) fn for_session(config: &LaunchConfig, id: &SessionId) -> Self {
-        Self {
-            url: format!("http://127.0.0.1:{}/mcp", config.port),
-            headers: vec![
-                (
-                    "Authorization".to_owned(),
-                    format!("Bearer {}", config.worker_token.as_str()),
-                ),
-                (headers::SESSION.to_owned(), id.as_str().to_owned()),
-                (
-                    headers::SESSION_PROOF.to_owned(),
-                    config.credentials.session_proof(id.as_str()),
-                ),
-            ],
-        }
-    }
-}
-
-/// How to start one kind's process.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Spawn {
-    pub program: PathBuf,
-    pub args: Vec<String>,
-    /// The environment variable that names another binary, for the error that says so.
-    pub program_env: &'static str,
 }
 
 /// The launcher: the service that starts the sessions Taskkeeper owns and runs them through
@@ -260,7 +146,7 @@ impl Launcher {
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .kill_on_drop(true);
-        for var in headless::STRIPPED_ENV {
+        for var in process::STRIPPED_ENV {
             command.env_remove(var);
         }
         crate::child_env::scrub_secrets(&mut command);
@@ -311,7 +197,7 @@ impl Launcher {
         let session = match self.sessions().put(session).await {
             Ok(s) => s,
             Err(e) => {
-                headless::kill_group(pid, headless::Signal::SIGKILL);
+                process::kill_group(pid, process::Signal::SIGKILL);
                 let _ = child.start_kill();
                 if let Some(file) = &cleanup {
                     let _ = std::fs::remove_file(file);
@@ -352,7 +238,7 @@ impl Launcher {
         // Its own writer: a session slow to read its stdin never holds up reading its output.
         let (lines, to_write) = mpsc::unbounded_channel();
         if let Some(stdin) = stdin {
-            tokio::spawn(headless::write_stdin(stdin, to_write));
+            tokio::spawn(process::write_stdin(stdin, to_write));
         }
         let driver = stdout.map(|stdout| {
             tokio::spawn(
@@ -362,7 +248,7 @@ impl Launcher {
         });
         let tail = Arc::new(Mutex::new(String::new()));
         if let Some(err) = stderr {
-            tokio::spawn(headless::keep_tail(err, tail.clone()));
+            tokio::spawn(process::keep_tail(err, tail.clone()));
         }
         let lifecycle = tokio::spawn(
             self.clone()
@@ -500,15 +386,15 @@ impl Launcher {
         let pid = child.id();
         let status = tokio::select! {
             status = child.wait() => status,
-            () = stop.notified() => headless::stop_child(&mut child).await,
+            () = stop.notified() => process::stop_child(&mut child).await,
             () = async { let _ = daemon_stops.wait_for(|s| *s).await; } => {
                 // Its input closes: the driver ends it cleanly.
                 self.launched().release(&id);
-                headless::stop_child(&mut child).await
+                process::stop_child(&mut child).await
             }
         };
         // What it left running in its group (background commands) goes with it.
-        headless::kill_group(pid, headless::Signal::SIGTERM);
+        process::kill_group(pid, process::Signal::SIGTERM);
         self.launched().release(&id);
         self.launched().forget_asked(&id);
         // Every message it wrote is recorded before its end is.
@@ -611,12 +497,4 @@ pub(crate) fn rpc(message: &Value) -> Rpc<'_> {
 /// The turn's texts as one input: each task or reminder as it came, in order.
 pub(crate) fn joined(texts: &[String]) -> String {
     texts.join("\n\n")
-}
-
-/// The agent binary a launch runs: the path in `var` (e.g. `TASKKEEPER_CODEX`) when it is set
-/// and not empty, else `default` on the PATH.
-pub(crate) fn program_from_env(var: &str, default: &str) -> PathBuf {
-    std::env::var_os(var)
-        .filter(|p| !p.is_empty())
-        .map_or_else(|| PathBuf::from(default), PathBuf::from)
 }
