@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The official A2A conformance kit (../shared/tools/a2a-tck, unchanged) against a real
+# The official A2A conformance kit (shared/tools/a2a-tck beside the clone, unchanged) against a real
 # `taskkeeper serve --conformance`, as `make test-conformance` runs it:
 #
 #   v1.0, every level, JSON-RPC and HTTP+JSON   gates: the runner exits 1 on a MUST failure
@@ -16,8 +16,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=$PWD
-kit=$repo/../shared/tools/a2a-tck/run.sh
-[ -x "$kit" ] || { echo "the conformance kit is not at $kit (../shared/tools/a2a-tck beside the clone)" >&2; exit 2; }
+# The kit sits beside the clone (CI: the same place), or where A2A_TCK_DIR says.
+kit=${A2A_TCK_DIR:-$(dirname "$repo")/shared/tools/a2a-tck}/run.sh
+[ -x "$kit" ] || { echo "the conformance kit is not at $kit (shared/tools/a2a-tck beside the clone, or set A2A_TCK_DIR)" >&2; exit 2; }
 target=${CARGO_TARGET_DIR:-$repo/target}
 bin=${TASKKEEPER_BIN:-$target/debug/taskkeeper}
 [ -x "$bin" ] || { echo "no taskkeeper CLI at $bin; build it first (cargo build -p taskkeeper-cli)" >&2; exit 2; }

@@ -8,6 +8,7 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde::Deserialize;
@@ -159,7 +160,11 @@ async fn handle(
         // A v0.3 client that asked for a stream reads its error from one (the v0.3 kit's
         // `tasks/resubscribe` of an unknown task); v1.0's get it as a JSON answer.
         Err(e) if dialect == Dialect::V03 && super::is_streaming(&request.method) => {
-            super::stream::error_stream(failure(&request.id, &e, dialect))
+            let event = Event::default().data(failure(&request.id, &e, dialect).to_string());
+            Sse::new(tokio_stream::iter([Ok::<_, std::convert::Infallible>(
+                event,
+            )]))
+            .into_response()
         }
         Err(e) => rpc_json(StatusCode::OK, failure(&request.id, &e, dialect)),
     };

@@ -73,12 +73,6 @@ pub(crate) fn task_stream(ctx: &Ctx, task: Task, slot: Slot, ends: Ends, shape: 
         .into_response()
 }
 
-/// A stream of one JSON-RPC error response, closed after it.
-pub(crate) fn error_stream(response: Value) -> Response {
-    let event = SseEvent::default().data(response.to_string());
-    Sse::new(tokio_stream::iter([Ok::<_, Infallible>(event)])).into_response()
-}
-
 /// A stream of one Message, closed after it (a send answered by a Message, not a task).
 pub(crate) fn message_stream(ctx: &Ctx, message: Value) -> Response {
     let result = match ctx.dialect {
