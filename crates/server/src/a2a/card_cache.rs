@@ -16,9 +16,12 @@ use serde_json::Value;
 /// as changed now, which only costs a reader one full answer).
 const KEPT: usize = 256;
 
-/// Per card path: the ETag it was last served with, and since when.
+/// The ETag a card was last served with, and since when.
+type Served = (String, DateTime<Utc>);
+
+/// Per card path (under the base URL it was served at), what it was last served as.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct CardClock(Arc<Mutex<HashMap<String, (String, DateTime<Utc>)>>>);
+pub(crate) struct CardClock(Arc<Mutex<HashMap<String, Served>>>);
 
 impl CardClock {
     /// Since when `path` has been served with `etag`: now, if it changed.
