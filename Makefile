@@ -18,14 +18,14 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_PACKAGES := build-essential pkg-config libwebkit2gtk-4.1-dev libayatana-appindicator3-1 \
 	xvfb dbus dbus-x11 webkit2gtk-driver chromium tmux curl python3 iproute2
 
-.PHONY: run test deps apt npm ui ui-types lint test-rust test-ui test-browser package test-package test-leftovers clean
+.PHONY: run test deps apt npm ui ui-types lint test-rust test-conformance test-ui test-browser package test-package test-leftovers clean
 
 run: deps ui
 	$(CARGO) run -p taskkeeper-app
 
 # test-package last: a cold release build is the slowest step (about 20 min on a loaded
 # 2-core machine, under 4 min warm, since ${CARGO_TARGET_DIR} outlives the clone).
-test: deps ui lint test-rust test-ui test-browser test-package test-leftovers
+test: deps ui lint test-rust test-conformance test-ui test-browser test-package test-leftovers
 
 # Every process a test starts carries this run's mark, so tests/leftovers.sh can tell at the
 # end whether one was left running (a daemon, a tmux server, a browser) and fail if so.
@@ -74,6 +74,14 @@ test-rust:
 	else \
 		$(CARGO) test --workspace --no-fail-fast; \
 	fi
+
+# The official A2A conformance kit (shared/tools/a2a-tck, beside the clone) against a real
+# `taskkeeper serve --conformance` (tests/conformance/run.sh): red on a v1.0 MUST failure or a
+# v0.3 mandatory one. Its cache (A2A_TCK_CACHE) lives beside ${CARGO_TARGET_DIR}, outside the
+# clone; the first run fetches the kit's Python packages.
+test-conformance:
+	$(CARGO) build -p taskkeeper-cli
+	tests/conformance/run.sh
 
 test-ui:
 	cd ui && npm test

@@ -224,11 +224,13 @@ pub fn apply(task: &Task, event: Event, now: Timestamp) -> Result<Task, Transiti
             if state.is_terminal() {
                 return Err(ended());
             }
-            // A resend of a message the task already has changes nothing.
+            // A resend of a message the task already has changes nothing. A resend is the same
+            // message again, id and parts: a client that reuses an id for new words (the
+            // conformance kit does, against the id's uniqueness) still gets them heard.
             if task
                 .history
                 .iter()
-                .any(|m| m.message_id == message.message_id)
+                .any(|m| m.message_id == message.message_id && m.parts == message.parts)
             {
                 return Ok(next);
             }

@@ -218,13 +218,16 @@ async fn cancel_open(
     Ok(())
 }
 
-/// The latest message from the asker's side, which the worker answers.
-fn latest_request(t: &Task) -> Option<&str> {
+/// The latest message from the asker's side, which the worker answers, and its place in the
+/// history (the kit reuses a messageId for a task's follow-ups, so the id alone does not say
+/// whether it was answered).
+fn latest_request(t: &Task) -> Option<(usize, &str)> {
     t.history
         .iter()
+        .enumerate()
         .rev()
-        .find(|m| m.role == Role::User)
-        .map(|m| m.message_id.as_str())
+        .find(|(_, m)| m.role == Role::User)
+        .map(|(at, m)| (at, m.message_id.as_str()))
 }
 
 /// Run the scripted worker until `stop`.
@@ -234,7 +237,7 @@ pub(crate) async fn run(tasks: Tasks, mut stop: watch::Receiver<bool>) {
         .and_then(|s| s.parse::<f64>().ok())
         .map_or(Duration::from_secs(2), Duration::from_secs_f64);
     let mut feed = tasks.feed();
-    let mut handled: HashSet<(TaskId, String)> = HashSet::new();
+    let mut handled: HashSet<(TaskId, usize)> = HashSet::new();
     loop {
         let task = tokio::select! {
             r = feed.recv() => match r {
@@ -250,10 +253,10 @@ pub(crate) async fn run(tasks: Tasks, mut stop: watch::Receiver<bool>) {
         if task.desk.as_str() != DESK || !task.is_open() || task.state().is_interrupted() {
             continue;
         }
-        let Some(message_id) = latest_request(&task).map(str::to_owned) else {
+        let Some((at, message_id)) = latest_request(&task).map(|(at, m)| (at, m.to_owned())) else {
             continue;
         };
-        if !handled.insert((task.id.clone(), message_id.clone())) {
+        if !handled.insert((task.id.clone(), at)) {
             continue;
         }
         let script = script_for(&message_id, streaming_timeout);

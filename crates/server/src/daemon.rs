@@ -180,6 +180,7 @@ impl Daemon {
             push: push_wake.clone(),
             outside: None,
             card_key: card_key.clone(),
+            card_clock: Default::default(),
         };
         crate::conformance::prepare(&tasks, &config.data_dir, config.conformance).await?;
         // Cancelled at shutdown: ends any open MCP response so the graceful shutdown

@@ -27,7 +27,7 @@ struct IdParams {
 struct ListParams {
     #[serde(default)]
     context_id: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "status_filter")]
     status: Option<TaskState>,
     #[serde(default)]
     page_size: Option<i64>,
@@ -39,6 +39,29 @@ struct ListParams {
     status_timestamp_after: Option<String>,
     #[serde(default)]
     include_artifacts: Option<bool>,
+}
+
+/// Whether params decode as a task's id (a request that cannot run: `super::unanswerable`).
+pub(super) fn check_id(params: Value) -> Result<(), RpcError> {
+    decode::<IdParams>(params).map(drop)
+}
+
+/// Whether params decode as ListTasks' (a request that cannot run: `super::unanswerable`).
+pub(super) fn check_list(params: Value) -> Result<(), RpcError> {
+    decode::<ListParams>(params).map(drop)
+}
+
+/// ListTasks' `status`, where "no filter" is also spelled as the enum's zero value
+/// (`TASK_STATE_UNSPECIFIED`) or as `UNRECOGNIZED`, which @a2a-js/sdk sends over JSON-RPC
+/// for a filter left unset.
+fn status_filter<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<TaskState>, D::Error> {
+    match Option::<Value>::deserialize(d)? {
+        None => Ok(None),
+        Some(Value::String(s)) if s == "TASK_STATE_UNSPECIFIED" || s == "UNRECOGNIZED" => Ok(None),
+        Some(v) => TaskState::deserialize(v)
+            .map(Some)
+            .map_err(serde::de::Error::custom),
+    }
 }
 
 pub(super) async fn get_task(ctx: &Ctx, params: Value) -> Result<Value, RpcError> {

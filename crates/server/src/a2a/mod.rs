@@ -14,6 +14,7 @@
 #![allow(clippy::result_large_err)]
 
 mod card;
+mod card_cache;
 mod fetch;
 mod methods;
 mod proto_names;
@@ -65,6 +66,8 @@ pub(crate) struct A2a {
     pub outside: Option<Outside>,
     /// Signs every card served (`crate::card_key`); its public key is at `/.well-known/jwks.json`.
     pub card_key: crate::card_key::CardKey,
+    /// Since when each card has read as it does now: its `Last-Modified`.
+    pub card_clock: card_cache::CardClock,
 }
 
 /// Card options as configured for the daemon.
@@ -89,6 +92,14 @@ pub(crate) fn rooms(a2a: A2a) -> Vec<Room> {
         .on_network()
         .route("GET", "/.well-known/agent-card.json", get(machine_card))
         .route("GET", "/.well-known/agent-card.json/", get(machine_card))
+        // Where an SDK given the machine endpoint `/a2a` looks for its card (it joins the
+        // well-known path onto the URL it is given).
+        .route("GET", "/a2a/.well-known/agent-card.json", get(machine_card))
+        .route(
+            "GET",
+            "/a2a/.well-known/agent-card.json/",
+            get(machine_card),
+        )
         .route(
             "GET",
             "/a2a/{desk}/.well-known/agent-card.json",
@@ -124,29 +135,6 @@ async fn jwks(State(a2a): State<A2a>) -> Response {
     response
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    response
-}
-
-fn card_response(headers: &HeaderMap, card: &Value) -> Response {
-    let body = card.to_string();
-    let etag = format!("\"{}\"", &crate::http::auth::token_hash(&body)[..32]);
-    let matches = headers
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        == Some(etag.as_str());
-    let mut response = if matches {
-        StatusCode::NOT_MODIFIED.into_response()
-    } else {
-        ([(header::CONTENT_TYPE, "application/json")], body).into_response()
-    };
-    let h = response.headers_mut();
-    h.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("max-age=60"),
-    );
-    if let Ok(v) = HeaderValue::from_str(&etag) {
-        h.insert(header::ETAG, v);
-    }
     response
 }
 
@@ -246,7 +234,8 @@ async fn desk_card(
         Ok((desk, settings)) => {
             let opts = a2a.card_options(Some(desk.name.as_str()), Detail::Public, Dialect::V1);
             let card = card::desk_card(&desk, &a2a.at(), &settings, opts);
-            card_response(&headers, &a2a.signed(card))
+            let path = format!("{}/a2a/{}", a2a.at().base, desk.name);
+            card_cache::card_response(&a2a.card_clock, &path, &headers, &a2a.signed(card))
         }
         Err(taskkeeper_core::StoreError::NoSuchDesk(d)) => not_found_json(format!(
             "no desk named {d}; the machine card at /.well-known/agent-card.json lists the desks"
@@ -280,7 +269,8 @@ async fn machine_card(
                     card::machine_card(&desks, &a2a.at(), &settings, opts)
                 }
             };
-            card_response(&headers, &a2a.signed(card))
+            let path = a2a.at().base;
+            card_cache::card_response(&a2a.card_clock, &path, &headers, &a2a.signed(card))
         }
         Err(e) => crate::OwnerError::from(e).into_response(),
     }
@@ -436,6 +426,52 @@ async fn dispatch_method(ctx: &Ctx, method: &str, params: Value) -> Result<Reply
         (V03, m) if is_v1_name(m) => Err(RpcError::version("0.3").with("method", m)),
         (_, m) => Err(RpcError::method_not_found(m)),
     }
+}
+
+/// The answer to a request without an `id` (a JSON-RPC notification, which A2A does not
+/// have, so nothing is run): the error it would get — its method unknown, its params wrong —
+/// or, when it is sound, that it needs an id. The methods as [`dispatch_method`] names them.
+fn unanswerable(dialect: Dialect, method: &str, params: Value) -> RpcError {
+    use Dialect::{V1, V03};
+    let checked =
+        match (dialect, method) {
+            (V1, "SendMessage" | "SendStreamingMessage")
+            | (V03, "message/send" | "message/stream") => send::check(dialect, params),
+            (V1, "GetTask" | "CancelTask" | "SubscribeToTask")
+            | (V03, "tasks/get" | "tasks/cancel" | "tasks/resubscribe")
+            | (_, "AckTask") => methods::check_id(params),
+            (V1, "ListTasks") => methods::check_list(params),
+            (V1, "CreateTaskPushNotificationConfig")
+            | (V03, "tasks/pushNotificationConfig/set") => push::check(true, params),
+            (
+                V1,
+                "GetTaskPushNotificationConfig"
+                | "ListTaskPushNotificationConfigs"
+                | "DeleteTaskPushNotificationConfig",
+            )
+            | (
+                V03,
+                "tasks/pushNotificationConfig/get"
+                | "tasks/pushNotificationConfig/list"
+                | "tasks/pushNotificationConfig/delete",
+            ) => push::check(false, params),
+            (V1, "GetExtendedAgentCard") | (V03, "agent/getAuthenticatedExtendedCard") => Ok(()),
+            (V03, m) if is_v1_name(m) => Err(RpcError::version("0.3").with("method", m)),
+            (_, m) => Err(RpcError::method_not_found(m)),
+        };
+    checked.err().unwrap_or_else(|| {
+        RpcError::invalid_request(
+            "`id` is required (a string or a number): A2A has no notifications, so this request was not run",
+        )
+    })
+}
+
+/// Whether `method` answers with a stream.
+fn is_streaming(method: &str) -> bool {
+    matches!(
+        method,
+        "SendStreamingMessage" | "SubscribeToTask" | "message/stream" | "tasks/resubscribe"
+    )
 }
 
 fn is_v1_name(m: &str) -> bool {

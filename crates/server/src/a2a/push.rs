@@ -285,6 +285,16 @@ fn no_config(task: &str, id: &str) -> RpcError {
     .with("taskId", task)
 }
 
+/// Whether params decode as a config to create (`create`) or as one config's ids (a request
+/// that cannot run: `super::unanswerable`).
+pub(super) fn check(create: bool, params: Value) -> Result<(), RpcError> {
+    if create {
+        decode::<ConfigIn>(params).map(drop)
+    } else {
+        decode::<ConfigRef>(params).map(drop)
+    }
+}
+
 /// CreateTaskPushNotificationConfig / `tasks/pushNotificationConfig/set`.
 pub(super) async fn create(ctx: &Ctx, params: Value) -> Result<Value, RpcError> {
     let mut raw: ConfigIn = decode(params)?;

@@ -21,7 +21,8 @@
 //! verb after its last `:` is split off here. These paths are v1.0's: a request without
 //! `A2A-Version: 1.0` is refused as VersionNotSupportedError (v0.3's REST paths had a `/v1`
 //! prefix and are not served; v0.3 clients use JSON-RPC). Bodies are JSON, sent as
-//! `application/a2a+json` or `application/json`; anything else is 415.
+//! `application/json` or `application/a2a+json`; anything else is 415. Answers are
+//! `application/json`, as §11.1 says.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -254,9 +255,10 @@ impl Call {
         match super::dispatch(&ctx, method, params).await {
             Ok(Reply::Json(result)) => {
                 let mut response = (StatusCode::OK, result.to_string()).into_response();
+                // §11.1: HTTP+JSON answers are `application/json` (the A2A type is only taken).
                 response.headers_mut().insert(
                     header::CONTENT_TYPE,
-                    HeaderValue::from_static(answer_type(&self.headers)),
+                    HeaderValue::from_static("application/json"),
                 );
                 response
             }
@@ -348,21 +350,6 @@ fn query_params(query: &[(String, String)]) -> Value {
         }
     }
     Value::Object(params)
-}
-
-/// The media type of a JSON answer: A2A's own, unless the client accepts only plain JSON.
-fn answer_type(headers: &HeaderMap) -> &'static str {
-    let accept = headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    if accept.contains("application/json") && !accept.contains(A2A_JSON) && !accept.contains("*/*")
-    {
-        "application/json"
-    } else {
-        A2A_JSON
-    }
 }
 
 /// The HTTP status and the gRPC status name of an error (A2A §5.4's table; JSON-RPC's own

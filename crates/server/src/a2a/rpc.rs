@@ -8,6 +8,7 @@ use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde::Deserialize;
@@ -129,6 +130,10 @@ async fn handle(
         Ok(p) => p,
         Err(e) => return rpc_json(StatusCode::OK, failure(&request.id, &e.into(), dialect)),
     };
+    if request.notification {
+        let e = super::unanswerable(dialect, &request.method, request.params);
+        return rpc_json(StatusCode::OK, failure(&Value::Null, &e, dialect));
+    }
     if let Err(requested) = &version {
         return rpc_json(
             StatusCode::OK,
@@ -152,6 +157,15 @@ async fn handle(
     let mut response = match super::dispatch(&ctx, &request.method, request.params).await {
         Ok(Reply::Json(result)) => rpc_json(StatusCode::OK, success(&request.id, result)),
         Ok(Reply::Stream(response)) => response,
+        // A v0.3 client that asked for a stream reads its error from one (the v0.3 kit's
+        // `tasks/resubscribe` of an unknown task); v1.0's get it as a JSON answer.
+        Err(e) if dialect == Dialect::V03 && super::is_streaming(&request.method) => {
+            let event = Event::default().data(failure(&request.id, &e, dialect).to_string());
+            Sse::new(tokio_stream::iter([Ok::<_, std::convert::Infallible>(
+                event,
+            )]))
+            .into_response()
+        }
         Err(e) => rpc_json(StatusCode::OK, failure(&request.id, &e, dialect)),
     };
     super::echo_extension(headers, &mut response);
@@ -161,7 +175,9 @@ async fn handle(
 /// A parsed request envelope.
 #[derive(Debug)]
 pub struct Request {
+    /// Null for a request without one (a notification, answered by `super::unanswerable`).
     pub id: Value,
+    pub notification: bool,
     pub method: String,
     pub params: Value,
 }
@@ -358,14 +374,10 @@ pub fn parse(body: &[u8]) -> Result<Request, (Value, RpcError)> {
         };
         return Err((Value::Null, RpcError::invalid_request(what)));
     };
-    let id = match o.remove("id") {
-        Some(id @ (Value::String(_) | Value::Number(_))) => id,
-        Some(Value::Null) | None => {
-            return Err((
-                Value::Null,
-                RpcError::invalid_request("`id` is required (a string or a number)"),
-            ));
-        }
+    // Without an id the rest is still read, so the answer names what is wrong with it.
+    let (id, notification) = match o.remove("id") {
+        Some(id @ (Value::String(_) | Value::Number(_))) => (id, false),
+        Some(Value::Null) | None => (Value::Null, true),
         Some(_) => {
             return Err((
                 Value::Null,
@@ -390,5 +402,10 @@ pub fn parse(body: &[u8]) -> Result<Request, (Value, RpcError)> {
         None => Value::Object(Map::new()),
         Some(_) => return Err((id, RpcError::invalid_params("`params` must be an object"))),
     };
-    Ok(Request { id, method, params })
+    Ok(Request {
+        id,
+        notification,
+        method,
+        params,
+    })
 }

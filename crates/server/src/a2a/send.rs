@@ -43,9 +43,14 @@ struct SendConfiguration {
     push_notification_config: Option<Value>,
 }
 
+/// Whether a send's params decode (a request that cannot run: `super::unanswerable`).
+pub(super) fn check(dialect: Dialect, params: Value) -> Result<(), RpcError> {
+    message_params(dialect, params).map(drop)
+}
+
 /// v0.3 params carry v0.3 messages: translate before decoding.
-fn message_params(ctx: &Ctx, mut params: Value) -> Result<SendParams, RpcError> {
-    if ctx.dialect == Dialect::V03
+fn message_params(dialect: Dialect, mut params: Value) -> Result<SendParams, RpcError> {
+    if dialect == Dialect::V03
         && let Some(m) = params.get_mut("message")
     {
         *m = wire::v03::message_to_v1(m.take()).map_err(RpcError::invalid_params)?;
@@ -126,7 +131,7 @@ fn validate_message(
 }
 
 pub(super) async fn send(ctx: &Ctx, params: Value, streaming: bool) -> Result<Reply, RpcError> {
-    let params = message_params(ctx, params)?;
+    let params = message_params(ctx.dialect, params)?;
     let mut config = params.configuration.unwrap_or_default();
     let message = params.message;
     validate_message(&message, &settings_of(ctx).await?.limits)?;

@@ -15,6 +15,7 @@ mod files;
 mod fuzz;
 mod guard;
 mod hooks;
+mod kit;
 mod limits;
 mod mcp;
 mod network;

@@ -82,7 +82,7 @@ fn call(
 
 fn ok(a: Answer) -> Value {
     assert_eq!(a.status, 200, "{}", a.body);
-    assert_eq!(a.header("content-type"), Some(A2A_JSON));
+    assert_eq!(a.header("content-type"), Some("application/json"));
     a.body
 }
 

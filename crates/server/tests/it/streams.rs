@@ -235,7 +235,8 @@ fn streams_and_blocking_waits_are_capped_per_caller() {
         );
         assert_refused(&open(&d, &alice, V1, &subscribe(&first)).refusal(), "2");
         // v0.3 names and shape: the reason in a plain `data` object.
-        let v03 = open(
+        // A v0.3 client reads the refusal from the stream it asked for, its one event.
+        let mut refused = open(
             &d,
             &alice,
             None,
@@ -243,7 +244,9 @@ fn streams_and_blocking_waits_are_capped_per_caller() {
                 "message": {"kind": "message", "messageId": "m-5", "role": "user",
                             "parts": [{"kind": "text", "text": "x"}]}}}),
         )
-        .refusal();
+        .stream();
+        let v03 = refused.next().expect("the refusal, as the stream's event");
+        assert_eq!(refused.next(), None, "the stream ends after the refusal");
         assert_eq!(v03["error"]["data"]["reason"], REASON, "{v03}");
         assert_eq!(
             v03["error"]["data"]["metadata"]["setting"], SETTING,
