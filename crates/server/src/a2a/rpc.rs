@@ -151,7 +151,7 @@ async fn handle(
     };
     let mut response = match super::dispatch(&ctx, &request.method, request.params).await {
         Ok(Reply::Json(result)) => rpc_json(StatusCode::OK, success(&request.id, result)),
-        Ok(Reply::Stream(response)) => response,
+        Ok(Reply::Stream(events)) => events.into_response(),
         Err(e) => rpc_json(StatusCode::OK, failure(&request.id, &e, dialect)),
     };
     super::echo_extension(headers, &mut response);
