@@ -65,8 +65,9 @@ pub(crate) struct Events {
 impl IntoResponse for Events {
     fn into_response(self) -> Response {
         let envelope = self.envelope;
-        let events = ReceiverStream::new(self.items)
-            .map(move |v| Ok::<_, Infallible>(SseEvent::default().data(envelope.wrap(v).to_string())));
+        let events = ReceiverStream::new(self.items).map(move |v| {
+            Ok::<_, Infallible>(SseEvent::default().data(envelope.wrap(v).to_string()))
+        });
         Sse::new(events)
             .keep_alive(KeepAlive::default())
             .into_response()

@@ -265,8 +265,7 @@ impl A2aService for Service {
         &self,
         request: Request<proto::ListTaskPushNotificationConfigsRequest>,
     ) -> Result<Response<proto::ListTaskPushNotificationConfigsResponse>, Status> {
-        self.unary("ListTaskPushNotificationConfigs", request)
-            .await
+        self.unary("ListTaskPushNotificationConfigs", request).await
     }
 
     async fn get_extended_agent_card(

@@ -34,12 +34,7 @@ pub(crate) async fn as_grpc(request: Request, next: Next) -> Response {
                 .and_then(Value::as_str)
                 .map(str::to_owned)
         })
-        .unwrap_or_else(|| {
-            status
-                .canonical_reason()
-                .unwrap_or("refused")
-                .to_owned()
-        });
+        .unwrap_or_else(|| status.canonical_reason().unwrap_or("refused").to_owned());
     Status::new(code_of(status), message).into_http::<Body>()
 }
 
