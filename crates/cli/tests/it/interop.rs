@@ -74,7 +74,10 @@ pub(crate) fn wait_deadline(
 pub(crate) fn sdk_python() -> PathBuf {
     let root = target_dir().join("a2a-interop");
     let spec = format!("a2a-sdk[{EXTRAS}]=={A2A_SDK}");
-    let venv = root.join(format!("venv-a2a-sdk-{}-{A2A_SDK}", EXTRAS.replace(',', "-")));
+    let venv = root.join(format!(
+        "venv-a2a-sdk-{}-{A2A_SDK}",
+        EXTRAS.replace(',', "-")
+    ));
     let python = venv.join("bin/python");
     let ready = venv.join(".installed");
     if ready.exists() {
