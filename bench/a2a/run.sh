@@ -16,7 +16,7 @@
 #
 # Cells: v1.0 GetTask (of one existing task) and SendMessage with returnImmediately: true (a
 # fresh messageId per call), each over JSON-RPC and over HTTP+JSON, at 1 and 16 keep-alive
-# connections. Prints a markdown table with
+# connections, and ours over gRPC too (the reference server is not run over gRPC). Prints a markdown table with
 # throughput, p50/p99 and the ratios ours/reference; the raw lines stay in the work directory
 # it names. Loopback only; every server it starts is stopped on exit.
 #
@@ -214,12 +214,16 @@ cell() { # label pid url method binding connections [token]
 METHODS="get send"
 [ "$FILE_BYTES" -gt 0 ] && METHODS="get send send-file"
 for method in $METHODS; do
-	for binding in jsonrpc http+json; do
+	for binding in jsonrpc http+json grpc; do
+		# gRPC carries no file part in the load generator, and the reference server here
+		# speaks JSON-RPC and HTTP+JSON only: its gRPC cells are ours alone.
+		[ "$binding" = grpc ] && [ "$method" = send-file ] && continue
 		for conns in 1 16; do
 			desk="bench-$method-${binding//+/-}-$conns"
 			add_desk "$desk"
 			# Ours first, then the reference, cell by cell: any drift in the machine hits both.
 			cell ours "$OURS_PID" "http://127.0.0.1:$OURS_PORT/a2a/$desk" "$method" "$binding" "$conns" "$TOKEN"
+			[ "$binding" = grpc ] && continue
 			cell reference "$REF_PID" "http://127.0.0.1:$REF_PORT/" "$method" "$binding" "$conns"
 		done
 	done
@@ -253,8 +257,19 @@ methods = ["GetTask", "SendMessage"]
 if any(m == "SendMessage+file" for (_, m, _, _) in cells):
     methods.append("SendMessage+file")
 for method, binding, c in [(m, b, c) for m in methods
-                          for b in ("JSONRPC", "HTTP+JSON") for c in (1, 16)]:
+                          for b in ("JSONRPC", "HTTP+JSON", "GRPC") for c in (1, 16)]:
     o, r = cells.get(("ours", method, binding, c)), cells.get(("reference", method, binding, c))
+    if binding == "GRPC" and method != "SendMessage+file":
+        # Ours alone: the reference is not run over gRPC.
+        if not o:
+            missing = True
+            continue
+        if o["errors"]:
+            first = " ".join(str(o["firstError"]).split())[:200]
+            notes.append(f"ours {method} GRPC c={c}: {o['errors']} failed calls (warm-up included); first: {first}")
+        print(f"| {method} | {binding} | {c} | {o['rps']:,.0f} | {ms(o['p50Us'])} | {ms(o['p99Us'])} | "
+              f"{cpu_per_call(o):,.0f} | — | — | — | — | — | — | — |")
+        continue
     if not o or not r:
         missing = True
         continue

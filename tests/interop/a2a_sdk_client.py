@@ -2,7 +2,7 @@
 """Drive a Taskkeeper desk with the A2A reference SDK's client (a2a-sdk, pinned by the caller).
 
     a2a_sdk_client.py --url http://127.0.0.1:PORT/a2a/web --token TOKEN --version 1.0|0.3
-                      [--binding jsonrpc|http+json] [--worker harness|self]
+                      [--binding jsonrpc|http+json|grpc] [--worker harness|self]
                       [--pin SHA256] [--webhook-host IP --webhook-cert PEM --webhook-key PEM]
 
 With `--pin` (an https:// URL, an asker on another machine), the client pins the server's
@@ -22,6 +22,9 @@ see what a stock A2A client makes of our wire, not what a hand-written one does.
 itself from the card's v0.3 fields (`url`, `protocolVersion`), as a v0.3-only peer would.
 With `--binding http+json` (v1.0 only) the client is told to speak HTTP+JSON, and the SDK picks
 its REST transport from the card's HTTP+JSON interface: the same checks, the other binding.
+With `--binding grpc` (v1.0 only) it speaks gRPC, through the SDK's gRPC transport (the `grpc`
+extra) on the card's GRPC interface, whose tenant names the desk (the SDK sets it on every
+request); the bearer goes in each call's `authorization` metadata.
 
 Each check prints one JSON line: {"check", "version", "ok", ...}. A mismatch prints
 "ok": false with what was expected and what came back; the script then goes on with the checks
@@ -105,6 +108,27 @@ def expect(cond: bool, message: str) -> None:
 def expect_state(task: Any, want: int, what: str) -> None:
     got = task.status.state
     expect(got == want, f"{what}: task {task.id} is {state_name(got)}, expected {state_name(want)}")
+
+
+def grpc_channel(token: str) -> Any:
+    """A channel factory for the SDK's gRPC transport: plain HTTP/2 to the card's target
+    (loopback), the bearer added to every call's metadata, as an asker's client would."""
+    import grpc  # the SDK's `grpc` extra; only this binding needs it
+
+    def with_token(details: Any) -> Any:
+        metadata = list(details.metadata or []) + [("authorization", f"Bearer {token}")]
+        return details._replace(metadata=metadata)
+
+    # One interceptor per kind of call: a channel files each interceptor under one kind only.
+    class Unary(grpc.aio.UnaryUnaryClientInterceptor):
+        async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+            return await continuation(with_token(details), request)
+
+    class Streaming(grpc.aio.UnaryStreamClientInterceptor):
+        async def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
+            return await continuation(with_token(details), request)
+
+    return lambda target: grpc.aio.insecure_channel(target, interceptors=[Unary(), Streaming()])
 
 
 def pinned_context(url: str, pin: str) -> ssl.SSLContext:
@@ -247,19 +271,34 @@ class Run:
                 legacy == [(self.url, "0.3.0")],
                 f"the card's v0.3 fields give interfaces {legacy}, expected [({self.url!r}, '0.3.0')]",
             )
+        if self.binding == "grpc":
+            grpc_interfaces = [i for i in card.supported_interfaces if i.protocol_binding == "GRPC"]
+            desk = self.url.rsplit("/", 1)[-1]
+            expect(
+                [(i.protocol_version, i.tenant) for i in grpc_interfaces] == [("1.0", desk)],
+                f"supportedInterfaces has no GRPC 1.0 interface with tenant {desk}: {grpc_interfaces}",
+            )
         self.card = card
-        bindings = ["HTTP+JSON"] if self.binding == "http+json" else ["JSONRPC"]
+        bindings = {"http+json": ["HTTP+JSON"], "grpc": ["GRPC"]}.get(self.binding, ["JSONRPC"])
+        channels = grpc_channel(self.token) if self.binding == "grpc" else None
 
         def config(streaming: bool) -> ClientConfig:
             return ClientConfig(
-                streaming=streaming, httpx_client=self.http, supported_protocol_bindings=bindings
+                streaming=streaming,
+                httpx_client=self.http,
+                supported_protocol_bindings=bindings,
+                grpc_channel_factory=channels,
             )
 
         self.plain = ClientFactory(config(False)).create(card)
         self.streaming = ClientFactory(config(True)).create(card)
-        transport = type(self.plain._transport).__name__
+        # A tenant on the interface wraps the transport in the SDK's tenant decorator.
+        chosen = getattr(self.plain._transport, "_base", self.plain._transport)
+        transport = type(chosen).__name__
         if self.binding == "http+json":
             want = "RestTransport"
+        elif self.binding == "grpc":
+            want = "GrpcTransport"
         elif self.version == "0.3":
             want = "CompatJsonRpcTransport"
         else:
@@ -595,9 +634,9 @@ def main() -> int:
     p.add_argument("--version", required=True, choices=["1.0", "0.3"])
     p.add_argument(
         "--binding",
-        choices=["jsonrpc", "http+json"],
+        choices=["jsonrpc", "http+json", "grpc"],
         default="jsonrpc",
-        help="the binding the client speaks (HTTP+JSON is v1.0's only)",
+        help="the binding the client speaks (HTTP+JSON and gRPC are v1.0's only)",
     )
     p.add_argument(
         "--worker",
@@ -616,8 +655,8 @@ def main() -> int:
     args = p.parse_args()
     if args.webhook_host and not (args.webhook_cert and args.webhook_key):
         p.error("--webhook-host needs --webhook-cert and --webhook-key")
-    if args.binding == "http+json" and args.version != "1.0":
-        p.error("--binding http+json is v1.0's; use --version 1.0")
+    if args.binding in ("http+json", "grpc") and args.version != "1.0":
+        p.error(f"--binding {args.binding} is v1.0's; use --version 1.0")
     return asyncio.run(Run(args).main())
 
 

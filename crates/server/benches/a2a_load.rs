@@ -2,12 +2,13 @@
 //! HTTP/1.1 connections, one thread each, send v1.0 `GetTask` (of a task it creates first) or
 //! `SendMessage` with `returnImmediately: true` and a fresh `messageId` per call, over JSON-RPC
 //! (`POST {url}`) or HTTP+JSON (`GET {url}/tasks/{id}`, `POST {url}/message:send`), for a fixed
-//! time after a warm-up; then one JSON line with throughput and latency percentiles.
+//! time after a warm-up; then one JSON line with throughput and latency percentiles. With
+//! `--binding grpc` the same calls go over gRPC (`a2a_load/grpc.rs`), the URL's desk as tenant.
 //!
 //! ```text
 //! cargo bench -p taskkeeper-server --bench a2a_load -- \
 //!     --url http://127.0.0.1:PORT/a2a/web [--token T] --method get|send \
-//!     [--binding jsonrpc|http+json] [--connections 16] [--seconds 5] [--warmup 1] [--label ours]
+//!     [--binding jsonrpc|http+json|grpc] [--connections 16] [--seconds 5] [--warmup 1] [--label ours]
 //!     [--file-bytes N] [--ca CERT.pem] [--fresh]
 //! ```
 //!
@@ -37,6 +38,8 @@ struct Args {
     token: Option<String>,
     method: Method,
     binding: Binding,
+    /// `--binding grpc`: the calls go over gRPC instead (`binding` is then unused).
+    grpc: bool,
     connections: usize,
     seconds: f64,
     warmup: f64,
@@ -55,16 +58,20 @@ enum Method {
     Send,
 }
 
-/// How a call is carried: in a JSON-RPC body, or by path and HTTP method (HTTP+JSON).
+/// How a call is carried over HTTP/1.1: in a JSON-RPC body, or by path and HTTP method
+/// (HTTP+JSON). gRPC (`Args::grpc`) is `grpc.rs`'s.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Binding {
     JsonRpc,
     Rest,
 }
 
+#[path = "a2a_load/grpc.rs"]
+mod grpc;
+
 fn usage() -> String {
     "usage: a2a_load --url http://127.0.0.1:PORT/PATH [--token T] --method get|send \
-     [--binding jsonrpc|http+json] [--connections N] [--seconds S] [--warmup S] [--label NAME] \
+     [--binding jsonrpc|http+json|grpc] [--connections N] [--seconds S] [--warmup S] [--label NAME] \
      [--file-bytes N] [--ca CERT.pem] [--fresh]"
         .to_owned()
 }
@@ -74,6 +81,7 @@ fn parse_args() -> Result<Args, String> {
     let mut token = None;
     let mut method = None;
     let mut binding = Binding::JsonRpc;
+    let mut grpc = false;
     let mut connections = 1usize;
     let mut seconds = 5.0f64;
     let mut warmup = 1.0f64;
@@ -117,7 +125,11 @@ fn parse_args() -> Result<Args, String> {
                 binding = match value()?.as_str() {
                     "jsonrpc" => Binding::JsonRpc,
                     "http+json" => Binding::Rest,
-                    other => return Err(format!("--binding jsonrpc|http+json, not {other}")),
+                    "grpc" => {
+                        grpc = true;
+                        Binding::JsonRpc
+                    }
+                    other => return Err(format!("--binding jsonrpc|http+json|grpc, not {other}")),
                 }
             }
             "--file-bytes" => {
@@ -157,6 +169,7 @@ fn parse_args() -> Result<Args, String> {
         token,
         method: method.ok_or_else(usage)?,
         binding,
+        grpc,
         connections,
         seconds,
         warmup,
@@ -518,6 +531,12 @@ fn percentile(sorted: &[u32], p: f64) -> u32 {
 }
 
 fn run(a: Args) -> Result<Value, String> {
+    if a.grpc {
+        if a.tls.is_some() || a.fresh || a.file_bytes > 0 {
+            return Err("--binding grpc is plain loopback, kept connections, text only".into());
+        }
+        return grpc::run(a);
+    }
     // Set-up on its own connection: a task to read, and a check that the server answers as
     // expected before anything is timed.
     let mut setup = Conn::open(&a)?;

@@ -1,8 +1,9 @@
 //! Interoperability with the A2A reference SDK: the Python `a2a-sdk` client (pinned below)
 //! fetches the card (the public one without credentials, then the extended one), sends, gets,
 //! lists, sets a webhook (and gets its first push), streams, subscribes and cancels against a
-//! real daemon, in v1.0 over JSON-RPC and over HTTP+JSON (the SDK's REST transport, picked from
-//! the card's HTTP+JSON interface), and in v0.3 (the same package's v0.3 compatibility client), through
+//! real daemon, in v1.0 over JSON-RPC, over HTTP+JSON (the SDK's REST transport, picked from
+//! the card's HTTP+JSON interface) and over gRPC (its gRPC transport, on the card's GRPC
+//! interface and tenant), and in v0.3 (the same package's v0.3 compatibility client), through
 //! `tests/interop/a2a_sdk_client.py`; it sends file, file-URL and data parts and gets file and
 //! data artifacts back, fetching the file's bytes from the daemon. This test plays the worker:
 //! when the script asks, it ends the task through the owner API (after checking the asker's
@@ -24,8 +25,11 @@ use serde_json::{Value, json};
 use crate::support::{Served, TOKEN, bin, request};
 
 /// The reference SDK release the test pins; its v0.3 client is `a2a.compat.v0_3`. Installed
-/// with its `signing` extra (PyJWT), whose verifier checks the signed cards (`signed_cards.rs`).
+/// with its `signing` extra (PyJWT), whose verifier checks the signed cards (`signed_cards.rs`),
+/// and its `grpc` extra (grpcio), whose transport speaks the gRPC binding.
 const A2A_SDK: &str = "1.3.0";
+/// The extras installed with it; the venv's name says them, so a new extra makes a new venv.
+const EXTRAS: &str = "grpc,signing";
 /// `pip install` of the SDK and its dependencies (~40 packages); generous for a slow mirror.
 const PIP_DEADLINE: Duration = Duration::from_secs(600);
 /// One run of the script: a dozen calls, two of them waiting on the worker.
@@ -65,11 +69,15 @@ pub(crate) fn wait_deadline(
     }
 }
 
-/// A venv with `a2a-sdk[signing]==A2A_SDK`, built once and reused. It is built under a temporary name
+/// A venv with `a2a-sdk[EXTRAS]==A2A_SDK`, built once and reused. It is built under a temporary name
 /// and renamed into place, so a run killed halfway never leaves a venv that looks ready.
 pub(crate) fn sdk_python() -> PathBuf {
     let root = target_dir().join("a2a-interop");
-    let venv = root.join(format!("venv-a2a-sdk-signing-{A2A_SDK}"));
+    let spec = format!("a2a-sdk[{EXTRAS}]=={A2A_SDK}");
+    let venv = root.join(format!(
+        "venv-a2a-sdk-{}-{A2A_SDK}",
+        EXTRAS.replace(',', "-")
+    ));
     let python = venv.join("bin/python");
     let ready = venv.join(".installed");
     if ready.exists() {
@@ -77,7 +85,8 @@ pub(crate) fn sdk_python() -> PathBuf {
     }
     std::fs::create_dir_all(&root).unwrap();
     let building = root.join(format!(
-        "venv-a2a-sdk-signing-{A2A_SDK}.building-{}",
+        "venv-a2a-sdk-{}-{A2A_SDK}.building-{}",
+        EXTRAS.replace(',', "-"),
         std::process::id()
     ));
     let _ = std::fs::remove_dir_all(&building);
@@ -106,7 +115,7 @@ pub(crate) fn sdk_python() -> PathBuf {
             "--retries",
             "2",
         ])
-        .arg(format!("a2a-sdk[signing]=={A2A_SDK}"))
+        .arg(&spec)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -119,21 +128,17 @@ pub(crate) fn sdk_python() -> PathBuf {
         let _ = err.read_to_string(&mut s);
         s
     });
-    let status = wait_deadline(&mut pip, PIP_DEADLINE, "pip install a2a-sdk[signing]");
+    let status = wait_deadline(&mut pip, PIP_DEADLINE, &format!("pip install {spec}"));
     let stderr = reader.join().unwrap_or_default();
     if !status.success() {
         let _ = std::fs::remove_dir_all(&building);
         panic!(
-            "could not install a2a-sdk[signing]=={A2A_SDK} from PyPI into a venv ({status}). The A2A \
+            "could not install {spec} from PyPI into a venv ({status}). The A2A \
              interoperability test needs the reference SDK and cannot pass without it: check the \
              network or the pip index. pip said:\n{stderr}"
         );
     }
-    std::fs::write(
-        building.join(".installed"),
-        format!("a2a-sdk[signing]=={A2A_SDK}\n"),
-    )
-    .unwrap();
+    std::fs::write(building.join(".installed"), format!("{spec}\n")).unwrap();
     // Another run may have finished first; either venv is as good.
     if std::fs::rename(&building, &venv).is_err() {
         let _ = std::fs::remove_dir_all(&building);
@@ -316,7 +321,7 @@ pub(crate) fn run_client(
 }
 
 #[test]
-fn the_reference_sdk_client_works_against_us_in_v1_0_and_v0_3_and_over_http_json() {
+fn the_reference_sdk_client_works_against_us_in_v1_0_and_v0_3_and_over_http_json_and_grpc() {
     let python = sdk_python();
     let dir = tempfile::tempdir().unwrap();
     let served = Served::start(dir.path());
@@ -335,7 +340,13 @@ fn the_reference_sdk_client_works_against_us_in_v1_0_and_v0_3_and_over_http_json
 
     // One desk for both runs: each run ends every task it opens, so the next starts on an
     // idle desk (its first send must come back WORKING, not queued).
-    for (version, binding) in [("1.0", "jsonrpc"), ("1.0", "http+json"), ("0.3", "jsonrpc")] {
+    let runs = [
+        ("1.0", "jsonrpc"),
+        ("1.0", "http+json"),
+        ("1.0", "grpc"),
+        ("0.3", "jsonrpc"),
+    ];
+    for (version, binding) in runs {
         let lines = run_script(&python, &served, &worker, "web", version, binding);
         let checks: Vec<&str> = lines.iter().filter_map(|l| l["check"].as_str()).collect();
         for must in [

@@ -1,9 +1,9 @@
 //! The A2A server: JSON-RPC 2.0 over HTTP with SSE, v1.0 and v0.3 on one endpoint per desk
 //! (`POST /a2a/{desk}`), a machine endpoint (`POST /a2a`) for reading and ending the
-//! caller's tasks on any desk, v1.0's HTTP+JSON binding under each desk's URL, and the
-//! Agent Cards.
+//! caller's tasks on any desk, v1.0's HTTP+JSON binding under each desk's URL, v1.0's gRPC
+//! service (the desk named by the request's tenant), and the Agent Cards.
 //!
-//! Each binding is an envelope (`rpc.rs`, `rest.rs`) around one [`dispatch`]: a method is
+//! Each binding is an envelope (`rpc.rs`, `rest.rs`, `grpc/`) around one [`dispatch`]: a method is
 //! written once, takes its params as v1.0 JSON and returns its result as JSON or a stream,
 //! and never knows which binding carried it. This module only translates: requests become core [`Event`]s and store calls through
 //! [`Tasks`]; the task rules stay in the core. An asker sees only the tasks it created;
@@ -16,6 +16,7 @@
 mod card;
 mod card_cache;
 mod fetch;
+pub(crate) mod grpc;
 mod methods;
 mod proto_names;
 pub mod push;
@@ -82,9 +83,10 @@ pub struct CardOptionsConfig {
 }
 
 /// A2A and the Agent Cards, each room behind its own access: the cards and the key they are
-/// signed with are public; both
-/// bindings (JSON-RPC, HTTP+JSON) are for askers and the owner; in conformance mode the
-/// conformance desk's endpoints also let callers without a token in (as the anonymous asker).
+/// signed with are public; the
+/// bindings (JSON-RPC, HTTP+JSON, gRPC) are for askers and the owner; in conformance mode the
+/// conformance desk's endpoints (and gRPC, confined to that desk for them) also let callers
+/// without a token in (as the anonymous asker).
 /// Every endpoint also answers with a trailing slash, which clients add when they join paths
 /// onto a base URL.
 pub(crate) fn rooms(a2a: A2a) -> Vec<Room> {
@@ -119,6 +121,7 @@ pub(crate) fn rooms(a2a: A2a) -> Vec<Room> {
     let mut rooms = vec![cards, fetch];
     rooms.extend(rpc::rooms(&a2a));
     rooms.extend(rest::rooms(&a2a));
+    rooms.extend(grpc::rooms(&a2a));
     rooms
 }
 
@@ -161,6 +164,7 @@ impl A2a {
             Some(outside) => card::At {
                 base: outside.public_url.to_string(),
                 certificate_sha256: outside.fingerprint(),
+                grpc_port: None,
             },
             None => card::At::loopback(self.port),
         }
@@ -366,26 +370,27 @@ pub(crate) struct Ctx {
 }
 
 /// How the binding a request came in on carries each result: JSON-RPC in a response object
-/// with the request's id, HTTP+JSON bare. The methods never look at it; only the envelopes
-/// and the stream relay (which writes results after the handler has returned) do.
+/// with the request's id, HTTP+JSON bare, gRPC as its message (made from the bare result).
+/// The methods never look at it; only the envelopes and a stream's SSE framing do.
 #[derive(Debug, Clone)]
 pub(crate) enum Envelope {
     JsonRpc(Value),
     Rest,
+    Grpc,
 }
 
 impl Envelope {
     pub fn wrap(&self, result: Value) -> Value {
         match self {
             Envelope::JsonRpc(id) => rpc::success(id, result),
-            Envelope::Rest => result,
+            Envelope::Rest | Envelope::Grpc => result,
         }
     }
 }
 
 pub(crate) enum Reply {
     Json(Value),
-    Stream(Response),
+    Stream(stream::Events),
 }
 
 async fn dispatch(ctx: &Ctx, method: &str, params: Value) -> Result<Reply, RpcError> {

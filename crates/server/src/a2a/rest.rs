@@ -262,7 +262,7 @@ impl Call {
                 );
                 response
             }
-            Ok(Reply::Stream(response)) => response,
+            Ok(Reply::Stream(events)) => events.into_response(),
             Err(e) => failure(&e),
         }
     }

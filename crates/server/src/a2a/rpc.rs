@@ -156,7 +156,7 @@ async fn handle(
     };
     let mut response = match super::dispatch(&ctx, &request.method, request.params).await {
         Ok(Reply::Json(result)) => rpc_json(StatusCode::OK, success(&request.id, result)),
-        Ok(Reply::Stream(response)) => response,
+        Ok(Reply::Stream(events)) => events.into_response(),
         // A v0.3 client that asked for a stream reads its error from one (the v0.3 kit's
         // `tasks/resubscribe` of an unknown task); v1.0's get it as a JSON answer.
         Err(e) if dialect == Dialect::V03 && super::is_streaming(&request.method) => {

@@ -1,4 +1,5 @@
-//! SSE task streams (SendStreamingMessage, SubscribeToTask and their v0.3 names): the current
+//! Task streams (SendStreamingMessage, SubscribeToTask and their v0.3 names), SSE for JSON-RPC and
+//! HTTP+JSON and server streaming for gRPC: the current
 //! Task first (read from the store, so it works after a restart), then an event for every
 //! change as the transition publishes it. A send's stream closes when the task is in a
 //! terminal or an interrupted state (the proto: SendStreamingMessage streams "until the Task is
@@ -20,6 +21,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 use taskkeeper_core::Task;
 use tokio::sync::{broadcast, mpsc};
+use tokio_stream::StreamExt as _;
 use tokio_stream::wrappers::ReceiverStream;
 
 use super::slots::Slot;
@@ -51,16 +53,36 @@ pub(super) fn settled(t: &Task) -> bool {
     t.state().is_terminal() || t.state().is_interrupted()
 }
 
+/// A stream's items as they come, each what a JSON-RPC response's `result` would carry (a
+/// StreamResponse in v1.0), before any binding frames it: JSON-RPC and HTTP+JSON write them
+/// as SSE events (its `IntoResponse`, in the request's envelope), gRPC as its StreamResponse
+/// messages (`grpc`). Dropping it is the client leaving: the relay ends.
+pub(crate) struct Events {
+    pub items: mpsc::Receiver<Value>,
+    envelope: Envelope,
+}
+
+impl IntoResponse for Events {
+    fn into_response(self) -> Response {
+        let envelope = self.envelope;
+        let events = ReceiverStream::new(self.items).map(move |v| {
+            Ok::<_, Infallible>(SseEvent::default().data(envelope.wrap(v).to_string()))
+        });
+        Sse::new(events)
+            .keep_alive(KeepAlive::default())
+            .into_response()
+    }
+}
+
 /// `shape` is how the first Task is shown (a send's `historyLength`); the events after it
 /// carry only what changed.
-pub(crate) fn task_stream(ctx: &Ctx, task: Task, slot: Slot, ends: Ends, shape: Shape) -> Response {
-    let (tx, rx) = mpsc::channel::<Result<SseEvent, Infallible>>(16);
+pub(crate) fn task_stream(ctx: &Ctx, task: Task, slot: Slot, ends: Ends, shape: Shape) -> Events {
+    let (tx, rx) = mpsc::channel::<Value>(16);
     // Subscribe before the relay starts: nothing published from now on is missed.
     let watch = ctx.a2a.tasks.watch(&task.id);
     let relay = Relay {
         a2a: ctx.a2a.clone(),
         tasks: ctx.a2a.tasks.clone(),
-        envelope: ctx.envelope.clone(),
         dialect: ctx.dialect,
         tx,
         stop: ctx.a2a.stop.clone(),
@@ -68,29 +90,33 @@ pub(crate) fn task_stream(ctx: &Ctx, task: Task, slot: Slot, ends: Ends, shape: 
         shape,
     };
     tokio::spawn(relay.run(task, watch, slot));
-    Sse::new(ReceiverStream::new(rx))
-        .keep_alive(KeepAlive::default())
-        .into_response()
+    Events {
+        items: rx,
+        envelope: ctx.envelope.clone(),
+    }
 }
 
 /// A stream of one Message, closed after it (a send answered by a Message, not a task).
-pub(crate) fn message_stream(ctx: &Ctx, message: Value) -> Response {
+pub(crate) fn message_stream(ctx: &Ctx, message: Value) -> Events {
     let result = match ctx.dialect {
         Dialect::V1 => serde_json::json!({ "message": message }),
         Dialect::V03 => wire::v03::from_v1(message),
     };
-    let event = SseEvent::default().data(ctx.envelope.wrap(result).to_string());
-    let events = tokio_stream::iter([Ok::<_, Infallible>(event)]);
-    Sse::new(events).into_response()
+    let (tx, rx) = mpsc::channel::<Value>(1);
+    // Room for the one item, so this cannot fail; the sender dropped here ends the stream.
+    let _ = tx.try_send(result);
+    Events {
+        items: rx,
+        envelope: ctx.envelope.clone(),
+    }
 }
 
 struct Relay {
     /// For the links in what is relayed (see `A2a::outward`).
     a2a: super::A2a,
     tasks: Tasks,
-    envelope: Envelope,
     dialect: Dialect,
-    tx: mpsc::Sender<Result<SseEvent, Infallible>>,
+    tx: mpsc::Sender<Value>,
     stop: tokio::sync::watch::Receiver<bool>,
     ends: Ends,
     shape: Shape,
@@ -100,8 +126,7 @@ impl Relay {
     async fn send(&self, item: &str, v1: Value, is_final: bool) -> bool {
         let mut result = wire::stream_item(self.dialect, item, v1, is_final);
         self.a2a.outward(&mut result);
-        let event = SseEvent::default().data(self.envelope.wrap(result).to_string());
-        self.tx.send(Ok(event)).await.is_ok()
+        self.tx.send(result).await.is_ok()
     }
 
     /// Events for the step from `last` to `next`: changed artifacts, then the status.
@@ -146,7 +171,7 @@ impl Relay {
         // The slot goes back before the response ends, so a client that opens its next
         // stream when it sees this one close is never refused for this one.
         drop(slot);
-        // Dropping the sender ends the SSE response.
+        // Dropping the sender ends the stream.
         drop(self);
     }
 

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::middleware::Next;
 use axum::response::Response;
 
@@ -40,10 +40,13 @@ impl Guard {
         }
     }
 
-    fn check(&self, path: &str, headers: &HeaderMap) -> Result<Presented, Box<Response>> {
+    fn check(&self, uri: &Uri, headers: &HeaderMap) -> Result<Presented, Box<Response>> {
+        let path = uri.path();
+        // HTTP/2 (gRPC) carries the host as the `:authority`, which lands in the URI.
         let host = headers
             .get(header::HOST)
             .and_then(|h| h.to_str().ok())
+            .or_else(|| uri.authority().map(|a| a.as_str()))
             .unwrap_or("");
         if !self
             .allowed_hosts
@@ -114,7 +117,7 @@ pub(crate) async fn guard(
     mut request: Request,
     next: Next,
 ) -> Response {
-    match guard.check(request.uri().path(), request.headers()) {
+    match guard.check(request.uri(), request.headers()) {
         Ok(presented) => {
             request.extensions_mut().insert(presented);
             next.run(request).await

@@ -872,7 +872,12 @@ fn cards_declare_the_extension_and_cache() {
         .collect();
     assert_eq!(
         interfaces,
-        [("JSONRPC", "1.0"), ("HTTP+JSON", "1.0"), ("JSONRPC", "0.3")]
+        [
+            ("JSONRPC", "1.0"),
+            ("HTTP+JSON", "1.0"),
+            ("GRPC", "1.0"),
+            ("JSONRPC", "0.3")
+        ]
     );
     let ext = &card["capabilities"]["extensions"][0];
     assert_eq!(

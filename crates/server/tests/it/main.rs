@@ -13,6 +13,7 @@ mod conformance;
 mod delivery;
 mod files;
 mod fuzz;
+mod grpc;
 mod guard;
 mod hooks;
 mod kit;
