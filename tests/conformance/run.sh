@@ -8,6 +8,11 @@
 #                                               push webhooks the v0.3 kit uses, which a
 #                                               loopback kit cannot serve (TESTING.md)
 #
+# The cards also announce gRPC; the kit's gRPC line is run by hand (TESTING.md), since its
+# SubscribeToTask test drains the stream of a task that stays WORKING (a stream the spec ends
+# only at a terminal state) until the kit's 30 s timeout, where its SSE client's read timeout
+# ends the same stream at 2 s.
+#
 # The server gets a free port and a throwaway data directory; the owner allows loopback push
 # targets through the CLI (the kit's webhook receiver is on localhost). The kit's cache
 # (A2A_TCK_CACHE) lives outside the clone, beside the Cargo target directory, so a warm run
@@ -55,7 +60,7 @@ url=$base/a2a/tck
 for line in v1.0 v0.3; do "$kit" "$line" "$url" --help >/dev/null 2>&1 || true; done
 failed=0
 echo "== v1.0, all levels ($url)"
-"$kit" v1.0 "$url" || failed=1
+"$kit" v1.0 "$url" --transport jsonrpc,http_json || failed=1
 echo "== v0.3 mandatory"
 "$kit" v0.3 "$url" --category mandatory || failed=1
 echo "== v0.3 capabilities (reported, does not gate)"
