@@ -369,17 +369,6 @@ fn status_of(e: &RpcError) -> (StatusCode, &'static str) {
     }
 }
 
-/// The reason of JSON-RPC's own errors, which carry none there; over HTTP+JSON every error
-/// has its ErrorInfo (these are the reasons the reference SDK gives them).
-fn standard_reason(code: i64) -> &'static str {
-    match code {
-        -32700 | -32600 => "INVALID_REQUEST",
-        -32601 => "METHOD_NOT_FOUND",
-        -32602 => "INVALID_PARAMS",
-        _ => "INTERNAL_ERROR",
-    }
-}
-
 fn failure(e: &RpcError) -> Response {
     let (status, grpc) = status_of(e);
     failure_with(status, grpc, e)
@@ -388,7 +377,9 @@ fn failure(e: &RpcError) -> Response {
 /// `{"error": {code, status, message, details: [ErrorInfo]}}` with `status` as the HTTP
 /// status (`code` repeats it, as `google.rpc.Status` over HTTP does).
 fn failure_with(status: StatusCode, grpc: &str, e: &RpcError) -> Response {
-    let reason = e.reason.unwrap_or_else(|| standard_reason(e.code));
+    let reason = e
+        .reason
+        .unwrap_or_else(|| super::rpc::standard_reason(e.code));
     let body = json!({"error": {
         "code": status.as_u16(),
         "status": grpc,

@@ -409,3 +409,14 @@ pub fn parse(body: &[u8]) -> Result<Request, (Value, RpcError)> {
         params,
     })
 }
+
+/// The ErrorInfo reason of JSON-RPC's own errors, which carry none on JSON-RPC: the
+/// HTTP+JSON and gRPC bindings name them so (the reasons the reference SDK gives them).
+pub(super) fn standard_reason(code: i64) -> &'static str {
+    match code {
+        -32700 | -32600 => "INVALID_REQUEST",
+        -32601 => "METHOD_NOT_FOUND",
+        -32602 => "INVALID_PARAMS",
+        _ => "INTERNAL_ERROR",
+    }
+}

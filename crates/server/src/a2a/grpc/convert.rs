@@ -98,21 +98,12 @@ pub(super) fn code_of(e: &RpcError) -> Code {
     }
 }
 
-/// The reason of JSON-RPC's own errors, which carry none there (the HTTP+JSON binding names
-/// them the same way).
-fn standard_reason(code: i64) -> &'static str {
-    match code {
-        -32700 | -32600 => "INVALID_REQUEST",
-        -32601 => "METHOD_NOT_FOUND",
-        -32602 => "INVALID_PARAMS",
-        _ => "INTERNAL_ERROR",
-    }
-}
-
 /// An A2A error as a gRPC status with `code` and the error's `google.rpc.ErrorInfo` in its
 /// details (`grpc-status-details-bin`): the reason, its domain, the metadata as strings.
 pub(super) fn status_with(code: Code, e: &RpcError) -> Status {
-    let reason = e.reason.unwrap_or_else(|| standard_reason(e.code));
+    let reason = e
+        .reason
+        .unwrap_or_else(|| crate::a2a::rpc::standard_reason(e.code));
     let metadata: HashMap<String, String> = e
         .metadata
         .iter()
