@@ -76,8 +76,8 @@ test-rust:
 	fi
 
 # The official A2A conformance kit (shared/tools/a2a-tck, beside the clone) against a real
-# `taskkeeper serve --conformance` (tests/conformance/run.sh): red on a v1.0 MUST failure or a
-# v0.3 mandatory one. Its cache (A2A_TCK_CACHE) lives beside ${CARGO_TARGET_DIR}, outside the
+# `taskkeeper serve --conformance` (tests/conformance/run.sh), v1.0 over all three bindings and
+# v0.3: red on a v1.0 MUST failure or a v0.3 mandatory one. Its cache (A2A_TCK_CACHE) lives beside ${CARGO_TARGET_DIR}, outside the
 # clone; the first run fetches the kit's Python packages.
 test-conformance:
 	$(CARGO) build -p taskkeeper-cli

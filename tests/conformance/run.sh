@@ -8,10 +8,17 @@
 #                                               push webhooks the v0.3 kit uses, which a
 #                                               loopback kit cannot serve (TESTING.md)
 #
-# The cards also announce gRPC; the kit's gRPC line is run by hand (TESTING.md), since its
-# SubscribeToTask test drains the stream of a task that stays WORKING (a stream the spec ends
-# only at a terminal state) until the kit's 30 s timeout, where its SSE client's read timeout
-# ends the same stream at 2 s.
+#   v1.0, every level, gRPC                     gates the same way, but for STREAM-SUB-001 (below)
+#
+# STREAM-SUB-001 over gRPC is a defect of the kit's gRPC test, not of the requirement: the test
+# subscribes to a task it has just put in INPUT_REQUIRED, checks the first event (a Task: that
+# part holds) and then drains the stream to its end. The spec closes a subscription at a terminal
+# state only, and the reference SDK's server keeps it open too, so the drain lasts until the kit's
+# gRPC deadline (30 s, fixed in the kit), which is also pytest's per-test timeout: the test is
+# timed out before its deadline ends the stream. Over JSON-RPC and HTTP+JSON the same test
+# passes, since the kit's SSE read timeout (2 s) ends the drain. Our own test of the requirement
+# over gRPC is `grpc::a_subscription_begins_with_the_task_and_stays_open_while_it_waits_on_its_asker`.
+# Any other MUST failure over gRPC fails the run.
 #
 # The server gets a free port and a throwaway data directory; the owner allows loopback push
 # targets through the CLI (the kit's webhook receiver is on localhost). The kit's cache
@@ -61,6 +68,17 @@ for line in v1.0 v0.3; do "$kit" "$line" "$url" --help >/dev/null 2>&1 || true; 
 failed=0
 echo "== v1.0, all levels ($url)"
 "$kit" v1.0 "$url" --transport jsonrpc,http_json || failed=1
+echo "== v1.0, all levels, gRPC"
+"$kit" v1.0 "$url" --transport grpc | tee "$scratch/grpc.out" || {
+  # The runner printed one `  MUST ID FAIL…` line per failed MUST; only the kit's gRPC
+  # subscription defect (above) may be among them.
+  others=$(grep -E '^  MUST [A-Z0-9-]+ FAIL' "$scratch/grpc.out" | grep -v 'known kit defect' | grep -v '^  MUST STREAM-SUB-001 FAIL' || true)
+  if [ -n "$others" ] || ! grep -q '^MUST: ' "$scratch/grpc.out"; then
+    failed=1
+  else
+    echo "(STREAM-SUB-001 over gRPC: the kit's drain outlasts its own timeout; see this script's header)"
+  fi
+}
 echo "== v0.3 mandatory"
 "$kit" v0.3 "$url" --category mandatory || failed=1
 echo "== v0.3 capabilities (reported, does not gate)"

@@ -474,3 +474,79 @@ fn the_id_of_first(d: &TestDaemon) -> String {
     let (_, body) = d.call("GET", "/api/tasks", None);
     body["tasks"][0]["id"].as_str().unwrap().to_owned()
 }
+
+/// STREAM-SUB-001 as the kit's gRPC test sets it up: a subscription to a task waiting on its
+/// asker begins with the Task, and it stays open (the spec closes a subscription at a terminal
+/// state only), so the subscriber sees the answer's work through to its end.
+#[test]
+fn a_subscription_begins_with_the_task_and_stays_open_while_it_waits_on_its_asker() {
+    let d = TestDaemon::start();
+    d.with_desk("web");
+    let alice = d.add_asker("alice");
+    let mut c = Client::of(&d);
+    let task = c.rt.block_on(async {
+        c.stub
+            .send_message(with(
+                send_request("web", "m-1", "which format?"),
+                Some(&alice),
+            ))
+            .await
+            .unwrap()
+            .into_inner()
+    });
+    let Some(proto::send_message_response::Payload::Task(task)) = task.payload else {
+        panic!("SendMessage answers a task");
+    };
+    let (code, body) = d.call(
+        "POST",
+        &format!("/api/tasks/{}/update", task.id),
+        Some(&json!({"status": "blocked", "text": "JSON or YAML?"})),
+    );
+    assert_eq!(code, 200, "{body}");
+
+    c.rt.block_on(async {
+        let mut watching = c
+            .stub
+            .subscribe_to_task(with(
+                proto::SubscribeToTaskRequest {
+                    tenant: "web".into(),
+                    id: task.id.clone(),
+                },
+                Some(&alice),
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        let first = watching.next().await.unwrap().unwrap();
+        let Some(proto::stream_response::Payload::Task(now)) = first.payload else {
+            panic!("the first item is the task: {first:?}");
+        };
+        assert_eq!(now.status.unwrap().state(), proto::TaskState::InputRequired);
+
+        // The asker answers with a plain send; the open subscription sees the task go back
+        // to work and then end, and ends there.
+        let mut answer = send_request("web", "m-2", "JSON");
+        answer.message.as_mut().unwrap().task_id = task.id.clone();
+        c.stub
+            .send_message(with(answer, Some(&alice)))
+            .await
+            .unwrap();
+        let (code, body) = d.call(
+            "POST",
+            &format!("/api/tasks/{}/update", task.id),
+            Some(&json!({"status": "done", "text": "JSON it is"})),
+        );
+        assert_eq!(code, 200, "{body}");
+        let mut states = Vec::new();
+        while let Some(item) = watching.next().await {
+            if let Some(proto::stream_response::Payload::StatusUpdate(u)) = item.unwrap().payload {
+                states.push(u.status.unwrap().state());
+            }
+        }
+        assert_eq!(
+            states,
+            [proto::TaskState::Working, proto::TaskState::Completed],
+            "the subscription follows the answer's work to the end"
+        );
+    });
+}
