@@ -320,6 +320,17 @@ pub(crate) fn run_client(
     lines
 }
 
+/// The desk `web` in `dir` for an SDK's script, whose webhook receiver is on this machine
+/// (which the owner allows).
+fn open_web_desk(served: &Served, dir: &Path) {
+    let desk = json!({"name": "web", "dir": dir, "agent": "generic"}).to_string();
+    let (code, body) = request(served.port, "POST", "/api/desks", &desk).unwrap();
+    assert_eq!(code, 201, "{body}");
+    let allow = json!({"push.allow_loopback_targets": "true"}).to_string();
+    let (code, body) = request(served.port, "PUT", "/api/settings", &allow).unwrap();
+    assert_eq!(code, 200, "{body}");
+}
+
 #[test]
 fn the_reference_sdk_client_works_against_us_in_v1_0_and_v0_3_and_over_http_json_and_grpc() {
     let python = sdk_python();
@@ -330,13 +341,7 @@ fn the_reference_sdk_client_works_against_us_in_v1_0_and_v0_3_and_over_http_json
         desk_dir: desk_dir.path(),
         data_dir: dir.path(),
     };
-    let desk = json!({"name": "web", "dir": desk_dir.path(), "agent": "generic"}).to_string();
-    let (code, body) = request(served.port, "POST", "/api/desks", &desk).unwrap();
-    assert_eq!(code, 201, "{body}");
-    // The script's webhook is on this machine, which the owner allows.
-    let allow = json!({"push.allow_loopback_targets": "true"}).to_string();
-    let (code, body) = request(served.port, "PUT", "/api/settings", &allow).unwrap();
-    assert_eq!(code, 200, "{body}");
+    open_web_desk(&served, desk_dir.path());
 
     // One desk for both runs: each run ends every task it opens, so the next starts on an
     // idle desk (its first send must come back WORKING, not queued).
@@ -365,6 +370,58 @@ fn the_reference_sdk_client_works_against_us_in_v1_0_and_v0_3_and_over_http_json
             assert!(
                 checks.contains(&must),
                 "v{version} {binding}: check {must} did not run: {checks:?}"
+            );
+        }
+    }
+}
+
+/// The JavaScript SDK's client (`@a2a-js/sdk`, `tests/interop/js`) on this machine, over each
+/// binding the card names: JSON-RPC and HTTP+JSON at the desk's URL, gRPC at the daemon's port
+/// with the desk as tenant and the token in metadata. Card, send, get, cancel, a stream to the
+/// task's end, a subscription to a task sent without waiting, ListTasks without and with its
+/// filters (state, context, pages) and a webhook's first push. Over TLS from another machine
+/// the same script runs in `network_asker.rs`.
+#[test]
+fn the_js_sdk_client_works_against_us_over_json_rpc_http_json_and_grpc() {
+    let script = crate::network_asker::js_client();
+    let node = crate::network_asker::which("node");
+    let dir = tempfile::tempdir().unwrap();
+    let served = Served::start(dir.path());
+    let desk_dir = tempfile::tempdir().unwrap();
+    let worker = Worker {
+        desk_dir: desk_dir.path(),
+        data_dir: dir.path(),
+    };
+    open_web_desk(&served, desk_dir.path());
+    let url = format!("{}/a2a/web", served.url());
+    for binding in ["JSONRPC", "HTTP+JSON", "GRPC"] {
+        let mut command = Command::new(&node);
+        command.arg(&script).args([
+            "--url",
+            &url,
+            "--token",
+            TOKEN,
+            "--binding",
+            binding,
+            "--webhook-host",
+            "127.0.0.1",
+        ]);
+        let what = format!("the JS SDK's {binding} client");
+        let lines = run_client(command, served.port, &worker, "web", &what);
+        let checks: Vec<&str> = lines.iter().filter_map(|l| l["check"].as_str()).collect();
+        for must in [
+            "card",
+            "send",
+            "get",
+            "cancel",
+            "stream",
+            "resubscribe",
+            "list",
+            "push",
+        ] {
+            assert!(
+                checks.contains(&must),
+                "{binding}: check {must} did not run: {checks:?}"
             );
         }
     }

@@ -7,7 +7,8 @@
 //! reference client's checks, v1.0 over JSON-RPC and HTTP+JSON: card, extended card, send,
 //! get, list, cancel, stream, subscribe, blocking sends, file parts and artifacts fetched at
 //! the public URL, and a webhook) and the JavaScript `@a2a-js/sdk` (card, send, get, cancel, a
-//! stream to COMPLETED, and a webhook, both bindings). Each SDK's webhook is an `https://`
+//! stream to COMPLETED, a subscription, ListTasks with and without filters, and a webhook, both
+//! bindings). Each SDK's webhook is an `https://`
 //! receiver in the asker's namespace, with a certificate from a CA the test makes, which the
 //! owner trusts (`push.extra_roots`) and whose range the owner allows
 //! (`push.allow_private_targets`): the pushes cross the link over TLS. From the same namespace the owner API, `/hooks`, `/mcp` and
@@ -264,7 +265,17 @@ fn an_asker_on_another_machine_reaches_a_desk_over_tls_through_the_official_sdks
         let checks: Vec<&str> = lines.iter().filter_map(|l| l["check"].as_str()).collect();
         assert_eq!(
             checks,
-            ["card", "send", "get", "cancel", "stream", "push", "all"]
+            [
+                "card",
+                "send",
+                "get",
+                "cancel",
+                "stream",
+                "resubscribe",
+                "list",
+                "push",
+                "all"
+            ]
         );
     }
 
@@ -374,7 +385,7 @@ fn webhook_certificate(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
 }
 
 /// A program on the PATH, by name.
-fn which(name: &str) -> PathBuf {
+pub(crate) fn which(name: &str) -> PathBuf {
     std::env::var_os("PATH")
         .and_then(|paths| {
             std::env::split_paths(&paths)
