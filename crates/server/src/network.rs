@@ -4,7 +4,8 @@
 //! ([`crate::http::routes::Room::on_network`]: the cards, A2A, the askers' file fetch) behind
 //! its own front ([`crate::http::network`]) instead of the loopback guard, over TLS the way
 //! the settings say ([`crate::http::tls`]; behind a proxy, plain HTTP), with the handshake,
-//! header and body timeouts.
+//! header and body timeouts. Over its own TLS it speaks HTTP/2 too (ALPN), for gRPC; plain
+//! HTTP is HTTP/1.1 only.
 //!
 //! Started from flags, it stays as they say; started from the settings, it follows them: a
 //! change of a `network.*` setting stops it and starts it again as they now say. What it is
@@ -28,6 +29,11 @@ use crate::http::auth::Credentials;
 use crate::http::network::{Front, Timeouts};
 use crate::http::tls::Certificates;
 use crate::tasks::Tasks;
+
+/// The calls one HTTP/2 connection may have open at once (hyper's default is 200): each
+/// open call holds a stream's relay, and `network.streams_per_minute` counts per asker, not
+/// per connection.
+const HTTP2_STREAMS_PER_CONNECTION: u32 = 32;
 
 /// Whether the network listener runs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -240,15 +246,29 @@ impl Supervisor {
                 front,
                 crate::http::network::front,
             ))
+            // Outermost: the front's refusals of a gRPC call, as gRPC statuses.
+            .layer(axum::middleware::from_fn(
+                crate::http::grpc_refusals::as_grpc,
+            ))
             .into_make_service_with_connect_info::<SocketAddr>();
         let mut server = axum_server::from_tcp(listener)
             .map_err(listen_error)?
-            .handle(handle)
-            .http1_only();
-        server
-            .http_builder()
+            .handle(handle);
+        if certificates.is_none() {
+            // Plain HTTP is for a proxy in front, which speaks HTTP/1.1 to us; gRPC, which
+            // needs HTTP/2 end to end, is announced only where TLS is served here.
+            server = server.http1_only();
+        }
+        let builder = server.http_builder();
+        builder
             .http1()
             .header_read_timeout(Some(self.timeouts.headers));
+        builder
+            .http2()
+            .max_concurrent_streams(HTTP2_STREAMS_PER_CONNECTION)
+            // A peer gone silent is found and its connection closed.
+            .keep_alive_interval(Some(self.timeouts.headers))
+            .keep_alive_timeout(self.timeouts.headers);
         let server = server.first_request_timeout(self.timeouts.headers);
         let task = match certificates {
             Some(certificates) => {

@@ -64,7 +64,7 @@ pub(crate) fn router(areas: Areas, guard_state: Arc<Guard>) -> (Router, Router, 
         .layer(axum::middleware::from_fn_with_state(guard_state, guard))
         // Outermost: the guard's and the rooms' refusals of a gRPC call, as gRPC statuses.
         .layer(axum::middleware::from_fn(
-            crate::a2a::grpc::refusals::as_grpc,
+            crate::http::grpc_refusals::as_grpc,
         ));
     let network = network
         .fallback(|| async {

@@ -106,8 +106,9 @@ pub struct At {
     pub base: String,
     /// The SHA-256 fingerprint of the listener's certificate (network listener with TLS).
     pub certificate_sha256: Option<String>,
-    /// The port gRPC is served on (loopback only: the network listener speaks HTTP/1.1).
-    pub grpc_port: Option<u16>,
+    /// Where gRPC is reached (`host:port`): the loopback port, or the network listener where
+    /// it serves TLS itself ([`crate::http::network::Outside::grpc_target`]).
+    pub grpc: Option<String>,
 }
 
 impl At {
@@ -115,7 +116,7 @@ impl At {
         Self {
             base: format!("http://127.0.0.1:{port}"),
             certificate_sha256: None,
-            grpc_port: Some(port),
+            grpc: Some(format!("127.0.0.1:{port}")),
         }
     }
 }
@@ -148,10 +149,10 @@ fn base(
         interfaces
             .push(json!({"url": url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}));
     }
-    if let Some(port) = at.grpc_port {
+    if let Some(target) = &at.grpc {
         // gRPC names the desk as the tenant (a desk's card is named after its desk).
         let tenant = (bindings == Bindings::JsonRpcAndRest).then_some(name.as_str());
-        interfaces.push(super::grpc::interface(port, tenant));
+        interfaces.push(super::grpc::interface(target, tenant));
     }
     interfaces.push(json!({"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"}));
     let mut card = json!({

@@ -164,7 +164,7 @@ impl A2a {
             Some(outside) => card::At {
                 base: outside.public_url.to_string(),
                 certificate_sha256: outside.fingerprint(),
-                grpc_port: None,
+                grpc: outside.grpc_target(),
             },
             None => card::At::loopback(self.port),
         }

@@ -1,6 +1,7 @@
 //! HTTP itself: the rooms and who may enter them ([`routes`]), the guard (`Host`, `Origin`,
 //! the bearer token resolved to a [`auth::Caller`]), the body limit (JSON bodies of at most
-//! 1 MiB), the web UI's files and sign-in, how every area refuses ([`error`]), and the
+//! 1 MiB), the web UI's files and sign-in, how every area refuses ([`error`]; for a gRPC call,
+//! as a gRPC status: [`grpc_refusals`]), and the
 //! network listener's front for strangers ([`network`]) and its certificates ([`tls`]). The
 //! areas' routes live with their areas (the owner API in `owner`, A2A in `a2a`, MCP in `mcp`,
 //! the hooks in `agents`), and the root router that puts their rooms together is above them
@@ -8,6 +9,7 @@
 
 pub(crate) mod auth;
 pub(crate) mod error;
+pub(crate) mod grpc_refusals;
 pub(crate) mod guard;
 pub mod network;
 pub mod routes;

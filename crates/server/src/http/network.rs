@@ -2,7 +2,7 @@
 //! network is a stranger until its token says otherwise. In order, each refusal with its own
 //! answer:
 //!
-//! - `Host` must name the listener (its public URL's host, or its own address; from a
+//! - `Host` (HTTP/2's `:authority`) must name the listener (its public URL's host, or its own address; from a
 //!   trusted proxy, `X-Forwarded-Host` if it sent one), and an `Origin`, if any, must be the
 //!   public URL's own (a browser's request from another site is refused; `null` too);
 //! - a source address that sent a wrong token waits, longer after each (429 with
@@ -135,6 +135,16 @@ impl Outside {
         self.certificates.as_ref().map(|c| c.fingerprint())
     }
 
+    /// Where gRPC reaches the listener (`host:port`, what gRPC clients take): only where it
+    /// serves TLS itself, since gRPC needs HTTP/2 end to end (ALPN `h2`), and a proxy in
+    /// front speaks HTTP/1.1 to it.
+    pub fn grpc_target(&self) -> Option<String> {
+        self.certificates.as_ref()?;
+        let url = url::Url::parse(&self.public_url).ok()?;
+        let host = url.host_str()?;
+        Some(format!("{host}:{}", url.port_or_known_default()?))
+    }
+
     /// One more stream or blocking wait for `caller` this minute, or the refusal.
     pub fn open_stream(&self, caller: &str) -> Result<(), LimitExceeded> {
         let now = self.clock.now();
@@ -193,6 +203,8 @@ pub(crate) async fn front(
         .then(|| text(headers, "x-forwarded-host"))
         .flatten()
         .or_else(|| text(headers, header::HOST))
+        // HTTP/2 (gRPC) names it in `:authority`, which is the URI's.
+        .or_else(|| request.uri().authority().map(|a| a.as_str()))
         .unwrap_or("");
     if !plan.answers_to(host) {
         tracing::warn!(%host, %source, %path, "network listener refused: foreign Host");

@@ -216,15 +216,15 @@ impl Certificates {
         fingerprint(&self.current().cert[0])
     }
 
-    /// The rustls configuration that serves these certificates (HTTP/1.1 only, like the
-    /// loopback listener).
+    /// The rustls configuration that serves these certificates: HTTP/2 (for gRPC) and
+    /// HTTP/1.1, as the client's ALPN picks.
     pub fn server_config(self: &Arc<Self>) -> Result<Arc<rustls::ServerConfig>, TlsError> {
         let mut config = rustls::ServerConfig::builder_with_provider(provider())
             .with_safe_default_protocol_versions()
             .map_err(|e| TlsError::Config(e.to_string()))?
             .with_no_client_auth()
             .with_cert_resolver(self.clone());
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(Arc::new(config))
     }
 }

@@ -13,7 +13,7 @@ use tonic::transport::Channel;
 use tonic::{Code, Status};
 use tonic_types::StatusExt as _;
 
-use crate::support::{TOKEN, TestDaemon};
+use crate::support::{Pinned, TOKEN, TestDaemon, network};
 
 /// A gRPC client of `d` on a runtime of its own.
 struct Client {
@@ -22,6 +22,34 @@ struct Client {
 }
 
 impl Client {
+    /// A client of the network listener at `addr` over TLS, trusting `pem` alone, that names
+    /// `authority` as the server it calls (HTTP/2's `:authority`).
+    fn over_tls(addr: std::net::SocketAddr, pem: &[u8], authority: &str) -> Self {
+        use tonic::transport::{Certificate, ClientTlsConfig, Endpoint};
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let tls = ClientTlsConfig::new()
+            .ca_certificate(Certificate::from_pem(pem))
+            .domain_name("127.0.0.1");
+        let channel = rt.block_on(async {
+            Endpoint::from_shared(format!("https://{addr}"))
+                .unwrap()
+                .origin(format!("https://{authority}").parse().unwrap())
+                .tls_config(tls)
+                .unwrap()
+                .connect()
+                .await
+                .unwrap()
+        });
+        Self {
+            rt,
+            stub: A2aServiceClient::new(channel),
+        }
+    }
+
     fn of(d: &TestDaemon) -> Self {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -549,4 +577,141 @@ fn a_subscription_begins_with_the_task_and_stays_open_while_it_waits_on_its_aske
             "the subscription follows the answer's work to the end"
         );
     });
+}
+
+/// An asker on another machine calls gRPC on the network listener: the card it fetched there
+/// names the listener as the GRPC interface (HTTP/2 by ALPN over the same TLS), and the
+/// front's refusals hold for gRPC as for the other bindings, as gRPC statuses: a foreign
+/// `:authority`, the owner's token, a wrong token. Behind a proxy (plain HTTP, HTTP/1.1 to
+/// us) no GRPC interface is named.
+#[test]
+fn an_asker_on_the_network_listener_calls_grpc_over_its_tls_and_meets_the_same_front() {
+    let d = TestDaemon::start_configured(|c| {
+        c.network = Some(network(&[("network.listen", "127.0.0.1:0")]))
+    });
+    d.with_desk("web");
+    let alice = d.add_asker("alice");
+    let addr = d.network_addr();
+    let pem = d.self_signed_pem();
+    let card = Pinned::new(&[&pem])
+        .exchange(
+            addr,
+            "127.0.0.1",
+            "GET",
+            "/a2a/web/.well-known/agent-card.json",
+            &[],
+            "",
+        )
+        .json();
+    let grpc: Vec<_> = card["supportedInterfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["protocolBinding"] == "GRPC")
+        .collect();
+    assert_eq!(
+        grpc,
+        [
+            &json!({"url": format!("127.0.0.1:{}", addr.port()), "protocolBinding": "GRPC",
+                 "protocolVersion": "1.0", "tenant": "web"})
+        ],
+        "{card}"
+    );
+
+    let mut c = Client::over_tls(addr, &pem, &format!("127.0.0.1:{}", addr.port()));
+    c.rt.block_on(async {
+        let task = the_task(
+            c.stub
+                .send_message(with(send_request("web", "m-1", "from afar"), Some(&alice)))
+                .await
+                .unwrap()
+                .into_inner(),
+        );
+        let got = c
+            .stub
+            .get_task(with(get(&task.id, "web"), Some(&alice)))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(got.id, task.id);
+        let mut watching = c
+            .stub
+            .subscribe_to_task(with(
+                proto::SubscribeToTaskRequest {
+                    tenant: "web".into(),
+                    id: task.id.clone(),
+                },
+                Some(&alice),
+            ))
+            .await
+            .unwrap()
+            .into_inner();
+        let first = watching.next().await.unwrap().unwrap();
+        assert!(matches!(
+            first.payload,
+            Some(proto::stream_response::Payload::Task(_))
+        ));
+
+        // The owner's token stays on this machine; a wrong token is not an asker's.
+        let owner = c
+            .stub
+            .get_task(with(get(&task.id, "web"), Some(TOKEN)))
+            .await;
+        let owner = owner.expect_err("the owner's token is refused");
+        assert_eq!(owner.code(), Code::PermissionDenied, "{owner:?}");
+        assert!(owner.message().contains("askers' tokens only"), "{owner:?}");
+        let wrong = c
+            .stub
+            .get_task(with(get(&task.id, "web"), Some("not-a-token")))
+            .await
+            .expect_err("a wrong token is refused");
+        assert_eq!(wrong.code(), Code::Unauthenticated, "{wrong:?}");
+    });
+    drop(c);
+
+    // A call that names another server than this listener.
+    let mut foreign = Client::over_tls(addr, &pem, "evil.example:443");
+    foreign.rt.block_on(async {
+        let refused = foreign
+            .stub
+            .get_task(with(get("any", "web"), Some(&alice)))
+            .await
+            .expect_err("a foreign authority is refused");
+        assert_eq!(refused.code(), Code::PermissionDenied, "{refused:?}");
+        assert!(
+            refused.message().contains("is not this listener"),
+            "{refused:?}"
+        );
+    });
+
+    // Behind a proxy the listener speaks plain HTTP/1.1, and its cards name no gRPC.
+    let proxied = TestDaemon::start_configured(|c| {
+        c.network = Some(network(&[
+            ("network.listen", "127.0.0.1:0"),
+            ("network.tls", "proxy"),
+            ("network.public_url", "https://tasks.example"),
+            ("network.trusted_proxies", "127.0.0.1"),
+        ]))
+    });
+    proxied.with_desk("web");
+    let addr = proxied.network_addr();
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    use std::io::{Read as _, Write as _};
+    write!(
+        s,
+        "GET /a2a/web/.well-known/agent-card.json HTTP/1.1\r\nHost: tasks.example\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    let body = &answer[answer.find("\r\n\r\n").unwrap() + 4..];
+    let card: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert!(
+        card["supportedInterfaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|i| i["protocolBinding"] != "GRPC"),
+        "{card}"
+    );
 }

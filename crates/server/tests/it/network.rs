@@ -145,11 +145,12 @@ fn a_self_signed_certificate_is_made_once_kept_private_and_named_by_the_card_and
     assert_eq!(card.fingerprint, fingerprint);
     let card = card.json();
     for interface in card["supportedInterfaces"].as_array().unwrap() {
-        assert_eq!(
-            interface["url"],
-            format!("https://{addr}/a2a/web"),
-            "{card}"
-        );
+        // gRPC's target is `host:port`, over the same TLS (grpc.rs).
+        let want = match interface["protocolBinding"].as_str() {
+            Some("GRPC") => addr.to_string(),
+            _ => format!("https://{addr}/a2a/web"),
+        };
+        assert_eq!(interface["url"], want, "{card}");
     }
     assert_eq!(card["url"], format!("https://{addr}/a2a/web"));
     assert!(card["securitySchemes"]["bearer"].is_object(), "{card}");

@@ -1,6 +1,7 @@
 //! The gRPC binding (A2A v1.0 §10): the `lf.a2a.v1.A2AService` that `a2a-pb` (the official
 //! Rust SDK's crate, generated from the spec's `a2a.proto`) defines, served by tonic on the
-//! daemon's own port (HTTP/2 without TLS on loopback, by prior knowledge). Like `rpc.rs` and
+//! daemon's own port (HTTP/2 without TLS on loopback, by prior knowledge) and on the network
+//! listener where it serves TLS (HTTP/2 by ALPN). Like `rpc.rs` and
 //! `rest.rs` it is only an envelope around the one [`super::dispatch`]: each call's message
 //! becomes the method's v1.0 params ([`convert`]), and its result, stream items or error
 //! become the reply's message, StreamResponses or `google.rpc.Status`, so rooms, limits and
@@ -12,10 +13,9 @@
 //! `serve --conformance`, who is confined to the conformance desk (the kit sends no tenant).
 //! The credentials are the other bindings': `authorization: Bearer …` metadata, which is the
 //! HTTP/2 header the guard reads; its refusals reach a gRPC client as gRPC statuses
-//! ([`refusals`]). `a2a-version` metadata, when given, must be 1.0.
+//! ([`crate::http::grpc_refusals`]). `a2a-version` metadata, when given, must be 1.0.
 
 mod convert;
-pub(crate) mod refusals;
 
 use std::pin::Pin;
 
@@ -37,25 +37,26 @@ use convert::Twin;
 /// The service's path; each method is one segment under it.
 const PATH: &str = "/lf.a2a.v1.A2AService/{method}";
 
-/// The binding's room: askers and the owner; under `serve --conformance`, callers without a
-/// token too (the kit's), each confined to the conformance desk by [`Service::desk`]. Not on
-/// the network listener, which speaks HTTP/1.1 only.
+/// The binding's room: askers and the owner, on the network listener too (which serves it
+/// over HTTP/2 where it serves TLS itself); under `serve --conformance`, callers without a
+/// token too (the kit's), each confined to the conformance desk by [`Service::desk`], on
+/// loopback only, as the other bindings' conformance rooms.
 pub(super) fn rooms(a2a: &A2a) -> Vec<Room> {
-    let access = if a2a.card.conformance_desk.is_some() {
-        Access::Conformance
-    } else {
-        Access::Askers
-    };
     let service = A2aServiceServer::new(Service { a2a: a2a.clone() })
         .max_decoding_message_size(crate::http::MAX_BODY);
-    vec![Room::new(access).route("POST", PATH, axum::routing::post_service(service))]
+    let route = axum::routing::post_service(service);
+    let room = if a2a.card.conformance_desk.is_some() {
+        Room::new(Access::Conformance)
+    } else {
+        Room::new(Access::Askers).on_network()
+    };
+    vec![room.route("POST", PATH, route)]
 }
 
-/// Where a desk card's GRPC interface is reached: a gRPC target (`host:port`, what gRPC
-/// clients take), named only on loopback.
-pub(super) fn interface(port: u16, tenant: Option<&str>) -> Value {
+/// A card's GRPC interface at `target` (`host:port`, what gRPC clients take).
+pub(super) fn interface(target: &str, tenant: Option<&str>) -> Value {
     let mut interface = json!({
-        "url": format!("127.0.0.1:{port}"),
+        "url": target,
         "protocolBinding": "GRPC",
         "protocolVersion": "1.0",
     });
