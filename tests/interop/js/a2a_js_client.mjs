@@ -11,8 +11,8 @@
 // SHA-256 fingerprint, which the owner's `taskkeeper asker add` printed: it reads the certificate
 // the server presents, refuses it unless its fingerprint is the pinned one, and from then on
 // trusts that certificate alone (with the usual name check), for every request the SDK makes.
-// GRPC is the loopback binding: the card's GRPC interface names the daemon's port and the desk
-// as its tenant, and the token goes in the call's metadata.
+// For GRPC the card's GRPC interface names the listener's `host:port` and the desk as its tenant
+// (over the same TLS from another machine), and the token goes in the call's metadata.
 //
 // Only the SDK's public client is used (ClientFactory, its card resolver and transports), with a
 // fetch that carries the token (and the pinned trust). Each check prints one JSON line
@@ -41,6 +41,7 @@ import {
   createAuthenticatingFetchWithRetry,
 } from '@a2a-js/sdk/client';
 import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
+import { credentials as grpcCredentials } from '@grpc/grpc-js';
 import { Agent, fetch as undiciFetch } from 'undici';
 
 const EVENT_TIMEOUT_MS = 20_000;
@@ -157,7 +158,8 @@ const factory = new ClientFactory(
     transports: [
       new JsonRpcTransportFactory({ fetchImpl }),
       new RestTransportFactory({ fetchImpl }),
-      new GrpcTransportFactory(),
+      // Over TLS, gRPC trusts the pinned certificate alone too.
+      new GrpcTransportFactory(ca ? { grpcChannelCredentials: grpcCredentials.createSsl(Buffer.from(ca)) } : {}),
     ],
     cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
     preferredTransports: [opts.binding],

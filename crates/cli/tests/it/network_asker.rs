@@ -7,8 +7,8 @@
 //! reference client's checks, v1.0 over JSON-RPC and HTTP+JSON: card, extended card, send,
 //! get, list, cancel, stream, subscribe, blocking sends, file parts and artifacts fetched at
 //! the public URL, and a webhook) and the JavaScript `@a2a-js/sdk` (card, send, get, cancel, a
-//! stream to COMPLETED, a subscription, ListTasks with and without filters, and a webhook, both
-//! bindings). Each SDK's webhook is an `https://`
+//! stream to COMPLETED, a subscription, ListTasks with and without filters, and a webhook, over
+//! JSON-RPC, HTTP+JSON and gRPC, which is HTTP/2 over the same TLS). Each SDK's webhook is an `https://`
 //! receiver in the asker's namespace, with a certificate from a CA the test makes, which the
 //! owner trusts (`push.extra_roots`) and whose range the owner allows
 //! (`push.allow_private_targets`): the pushes cross the link over TLS. From the same namespace the owner API, `/hooks`, `/mcp` and
@@ -249,7 +249,7 @@ fn an_asker_on_another_machine_reaches_a_desk_over_tls_through_the_official_sdks
 
     // The JavaScript SDK, in the asker's namespace.
     let node = which("node");
-    for binding in ["JSONRPC", "HTTP+JSON"] {
+    for binding in ["JSONRPC", "HTTP+JSON", "GRPC"] {
         let mut js = in_asker(&node);
         js.arg(js_dir().join("a2a_js_client.mjs"))
             .args(["--url", &url, "--token", &token, "--pin", &pin])
