@@ -39,6 +39,19 @@ const ASKER_IP: &str = "10.200.26.2";
 /// The network listener's port inside the daemon's namespace (nothing else is there).
 const PORT: u16 = 7718;
 
+/// The checks `a2a_js_client.mjs` runs, in order, with a webhook receiver (`all` last).
+pub(crate) const JS_CHECKS: [&str; 9] = [
+    "card",
+    "send",
+    "get",
+    "cancel",
+    "stream",
+    "resubscribe",
+    "list",
+    "push",
+    "all",
+];
+
 fn js_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/interop/js")
 }
@@ -263,20 +276,7 @@ fn an_asker_on_another_machine_reaches_a_desk_over_tls_through_the_official_sdks
             &format!("the JS SDK's {binding} client over TLS"),
         );
         let checks: Vec<&str> = lines.iter().filter_map(|l| l["check"].as_str()).collect();
-        assert_eq!(
-            checks,
-            [
-                "card",
-                "send",
-                "get",
-                "cancel",
-                "stream",
-                "resubscribe",
-                "list",
-                "push",
-                "all"
-            ]
-        );
+        assert_eq!(checks, JS_CHECKS, "{binding}");
     }
 
     // A client that pinned another certificate refuses this one.

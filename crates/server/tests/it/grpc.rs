@@ -9,7 +9,7 @@ use a2a_pb::proto;
 use a2a_pb::proto::a2a_service_client::A2aServiceClient;
 use serde_json::json;
 use tokio_stream::StreamExt as _;
-use tonic::transport::Channel;
+use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status};
 use tonic_types::StatusExt as _;
 
@@ -25,45 +25,29 @@ impl Client {
     /// A client of the network listener at `addr` over TLS, trusting `pem` alone, that names
     /// `authority` as the server it calls (HTTP/2's `:authority`).
     fn over_tls(addr: std::net::SocketAddr, pem: &[u8], authority: &str) -> Self {
-        use tonic::transport::{Certificate, ClientTlsConfig, Endpoint};
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
+        use tonic::transport::{Certificate, ClientTlsConfig};
         let tls = ClientTlsConfig::new()
             .ca_certificate(Certificate::from_pem(pem))
             .domain_name("127.0.0.1");
-        let channel = rt.block_on(async {
-            Endpoint::from_shared(format!("https://{addr}"))
-                .unwrap()
-                .origin(format!("https://{authority}").parse().unwrap())
-                .tls_config(tls)
-                .unwrap()
-                .connect()
-                .await
-                .unwrap()
-        });
-        Self {
-            rt,
-            stub: A2aServiceClient::new(channel),
-        }
+        let endpoint = Endpoint::from_shared(format!("https://{addr}"))
+            .unwrap()
+            .origin(format!("https://{authority}").parse().unwrap())
+            .tls_config(tls)
+            .unwrap();
+        Self::connect(endpoint)
     }
 
     fn of(d: &TestDaemon) -> Self {
+        Self::connect(Endpoint::from_shared(format!("http://{}", d.addr)).unwrap())
+    }
+
+    fn connect(endpoint: Endpoint) -> Self {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
             .build()
             .unwrap();
-        let url = format!("http://{}", d.addr);
-        let channel = rt.block_on(async {
-            tonic::transport::Endpoint::from_shared(url)
-                .unwrap()
-                .connect()
-                .await
-                .unwrap()
-        });
+        let channel = rt.block_on(async { endpoint.connect().await.unwrap() });
         Self {
             rt,
             stub: A2aServiceClient::new(channel),
@@ -80,6 +64,43 @@ fn with<T>(message: T, token: Option<&str>) -> tonic::Request<T> {
             .insert("authorization", format!("Bearer {t}").parse().unwrap());
     }
     request
+}
+
+fn subscription(
+    tenant: &str,
+    id: &str,
+    token: &str,
+) -> tonic::Request<proto::SubscribeToTaskRequest> {
+    with(
+        proto::SubscribeToTaskRequest {
+            tenant: tenant.to_owned(),
+            id: id.to_owned(),
+        },
+        Some(token),
+    )
+}
+
+/// A subscription to task `id`, its first item (the Task) taken.
+async fn watch(
+    stub: &mut A2aServiceClient<Channel>,
+    tenant: &str,
+    id: &str,
+    token: &str,
+) -> tonic::Streaming<proto::StreamResponse> {
+    let mut watching = stub
+        .subscribe_to_task(subscription(tenant, id, token))
+        .await
+        .unwrap()
+        .into_inner();
+    let first = watching.next().await.unwrap().unwrap();
+    assert!(
+        matches!(
+            first.payload,
+            Some(proto::stream_response::Payload::Task(_))
+        ),
+        "a subscription begins with the task: {first:?}"
+    );
+    watching
 }
 
 fn text_message(id: &str, text: &str) -> proto::Message {
@@ -129,12 +150,8 @@ fn get(id: &str, tenant: &str) -> proto::GetTaskRequest {
     }
 }
 
-#[test]
-fn a_desks_card_names_its_grpc_interface_with_the_desk_as_tenant() {
-    let d = TestDaemon::start();
-    d.with_desk("web");
-    let (code, card) = d.call("GET", "/a2a/web/.well-known/agent-card.json", None);
-    assert_eq!(code, 200, "{card}");
+/// `card` names one GRPC interface: `127.0.0.1:port`, with `tenant`.
+fn assert_grpc_interface(card: &serde_json::Value, port: u16, tenant: &str) {
     let grpc: Vec<_> = card["supportedInterfaces"]
         .as_array()
         .unwrap()
@@ -144,10 +161,20 @@ fn a_desks_card_names_its_grpc_interface_with_the_desk_as_tenant() {
     assert_eq!(
         grpc,
         [
-            &json!({"url": format!("127.0.0.1:{}", d.addr.port()), "protocolBinding": "GRPC",
-                  "protocolVersion": "1.0", "tenant": "web"})
-        ]
+            &json!({"url": format!("127.0.0.1:{port}"), "protocolBinding": "GRPC",
+                 "protocolVersion": "1.0", "tenant": tenant})
+        ],
+        "{card}"
     );
+}
+
+#[test]
+fn a_desks_card_names_its_grpc_interface_with_the_desk_as_tenant() {
+    let d = TestDaemon::start();
+    d.with_desk("web");
+    let (code, card) = d.call("GET", "/a2a/web/.well-known/agent-card.json", None);
+    assert_eq!(code, 200, "{card}");
+    assert_grpc_interface(&card, d.addr.port(), "web");
     let (_, machine) = d.call("GET", "/.well-known/agent-card.json", None);
     let machine_grpc = machine["supportedInterfaces"]
         .as_array()
@@ -309,23 +336,7 @@ fn a_streaming_send_and_a_subscription_follow_the_task_to_its_end() {
             panic!("the first item is the task: {first:?}");
         };
 
-        let mut watching = c
-            .stub
-            .subscribe_to_task(with(
-                proto::SubscribeToTaskRequest {
-                    tenant: "web".into(),
-                    id: task.id.clone(),
-                },
-                Some(&alice),
-            ))
-            .await
-            .unwrap()
-            .into_inner();
-        let first = watching.next().await.unwrap().unwrap();
-        assert!(matches!(
-            first.payload,
-            Some(proto::stream_response::Payload::Task(_))
-        ));
+        let mut watching = watch(&mut c.stub, "web", &task.id, &alice).await;
 
         c.stub
             .cancel_task(with(
@@ -355,13 +366,7 @@ fn a_streaming_send_and_a_subscription_follow_the_task_to_its_end() {
         // A subscription to an ended task is refused as UnsupportedOperationError.
         let ended = c
             .stub
-            .subscribe_to_task(with(
-                proto::SubscribeToTaskRequest {
-                    tenant: "web".into(),
-                    id: task.id.clone(),
-                },
-                Some(&alice),
-            ))
+            .subscribe_to_task(subscription("web", &task.id, &alice))
             .await;
         assert_eq!(refusal(&ended.expect_err("refused")).0, Code::Unimplemented);
     });
@@ -535,13 +540,7 @@ fn a_subscription_begins_with_the_task_and_stays_open_while_it_waits_on_its_aske
     c.rt.block_on(async {
         let mut watching = c
             .stub
-            .subscribe_to_task(with(
-                proto::SubscribeToTaskRequest {
-                    tenant: "web".into(),
-                    id: task.id.clone(),
-                },
-                Some(&alice),
-            ))
+            .subscribe_to_task(subscription("web", &task.id, &alice))
             .await
             .unwrap()
             .into_inner();
@@ -603,20 +602,7 @@ fn an_asker_on_the_network_listener_calls_grpc_over_its_tls_and_meets_the_same_f
             "",
         )
         .json();
-    let grpc: Vec<_> = card["supportedInterfaces"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|i| i["protocolBinding"] == "GRPC")
-        .collect();
-    assert_eq!(
-        grpc,
-        [
-            &json!({"url": format!("127.0.0.1:{}", addr.port()), "protocolBinding": "GRPC",
-                 "protocolVersion": "1.0", "tenant": "web"})
-        ],
-        "{card}"
-    );
+    assert_grpc_interface(&card, addr.port(), "web");
 
     let mut c = Client::over_tls(addr, &pem, &format!("127.0.0.1:{}", addr.port()));
     c.rt.block_on(async {
@@ -634,23 +620,7 @@ fn an_asker_on_the_network_listener_calls_grpc_over_its_tls_and_meets_the_same_f
             .unwrap()
             .into_inner();
         assert_eq!(got.id, task.id);
-        let mut watching = c
-            .stub
-            .subscribe_to_task(with(
-                proto::SubscribeToTaskRequest {
-                    tenant: "web".into(),
-                    id: task.id.clone(),
-                },
-                Some(&alice),
-            ))
-            .await
-            .unwrap()
-            .into_inner();
-        let first = watching.next().await.unwrap().unwrap();
-        assert!(matches!(
-            first.payload,
-            Some(proto::stream_response::Payload::Task(_))
-        ));
+        let _watching = watch(&mut c.stub, "web", &task.id, &alice).await;
 
         // The owner's token stays on this machine; a wrong token is not an asker's.
         let owner = c
