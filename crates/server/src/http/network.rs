@@ -13,6 +13,9 @@
 //!   `network.requests_per_minute` requests (429 with `Retry-After`);
 //! - the body must arrive whole within the body timeout (408) and within the body limit.
 //!
+//! Over HTTP/2 the body is taken before any refusal is sent, since ending the stream while
+//! the client still sends resets it, and the client never reads the refusal.
+//!
 //! What passes carries an [`Outside`] for the A2A area: the public URL the cards and file
 //! links name, the certificate's fingerprint, and the per-asker count of streams opened
 //! (`network.streams_per_minute`). The policy's time is the daemon's injected clock; the
@@ -194,38 +197,74 @@ pub(crate) async fn front(
     request: Request,
     next: Next,
 ) -> Response {
-    let path = request.uri().path().to_owned();
-    let headers = request.headers();
+    let (parts, body) = request.into_parts();
+    let source: IpAddr = front
+        .plan
+        .source(peer.ip(), text(&parts.headers, "x-forwarded-for"));
+    let (presented, streams_per_minute) = match admit(&front, peer, source, &parts) {
+        Ok(admitted) => admitted,
+        // An HTTP/2 client still sending its body when a refusal ends the stream takes the
+        // stream's reset as an error and never reads the refusal (curl: "Stream error in the
+        // HTTP/2 framing layer"), so the body is taken first, as for a request let in.
+        Err(refusal) if parts.version == axum::http::Version::HTTP_2 => {
+            return match read_body(&front, source, &parts, body).await {
+                Ok(_) => refusal,
+                Err(cut) => cut,
+            };
+        }
+        Err(refusal) => return refusal,
+    };
+    let bytes = match read_body(&front, source, &parts, body).await {
+        Ok(bytes) => bytes,
+        Err(refusal) => return refusal,
+    };
+    let mut request = Request::from_parts(parts, axum::body::Body::from(bytes));
+    request.extensions_mut().insert(presented);
+    request
+        .extensions_mut()
+        .insert(front.outside(streams_per_minute));
+    next.run(request).await
+}
+
+/// Whether a request may come in, by its head alone: who it is and the streams per minute
+/// now, or the refusal.
+fn admit(
+    front: &Front,
+    peer: SocketAddr,
+    source: IpAddr,
+    parts: &axum::http::request::Parts,
+) -> Result<(Presented, u32), Response> {
+    let path = parts.uri.path();
+    let headers = &parts.headers;
     let plan = &front.plan;
     let trusted = plan.trusts(peer.ip());
-    let source: IpAddr = plan.source(peer.ip(), text(headers, "x-forwarded-for"));
     let host = trusted
         .then(|| text(headers, "x-forwarded-host"))
         .flatten()
         .or_else(|| text(headers, header::HOST))
         // HTTP/2 (gRPC) names it in `:authority`, which is the URI's.
-        .or_else(|| request.uri().authority().map(|a| a.as_str()))
+        .or_else(|| parts.uri.authority().map(|a| a.as_str()))
         .unwrap_or("");
     if !plan.answers_to(host) {
         tracing::warn!(%host, %source, %path, "network listener refused: foreign Host");
-        return refuse(
+        return Err(refuse(
             StatusCode::FORBIDDEN,
             OwnerErrorKind::Forbidden,
             format!(
                 "Host {host:?} is not this listener; use {} (network.public_url)",
                 plan.public_url
             ),
-        );
+        ));
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or("");
         if !plan.own_origin(origin) {
             tracing::warn!(%origin, %source, %path, "network listener refused: foreign Origin");
-            return refuse(
+            return Err(refuse(
                 StatusCode::FORBIDDEN,
                 OwnerErrorKind::Forbidden,
                 format!("Origin {origin:?} may not call this listener"),
-            );
+            ));
         }
     }
     let now = front.clock.now();
@@ -235,10 +274,10 @@ pub(crate) async fn front(
         .unwrap_or_else(PoisonError::into_inner)
         .must_wait(source, now);
     if let Some(wait) = waiting {
-        return too_many(
+        return Err(too_many(
             format!("{source} sent a wrong token; wait before the next request"),
             wait,
-        );
+        ));
     }
     let token = text(headers, header::AUTHORIZATION)
         .and_then(|h| h.strip_prefix("Bearer "))
@@ -255,13 +294,13 @@ pub(crate) async fn front(
         }
         Some(Some(caller)) => {
             tracing::warn!(caller = caller.kind().as_str(), %source, %path, "network listener refused: not an asker's token");
-            return refuse(
+            return Err(refuse(
                 StatusCode::FORBIDDEN,
                 OwnerErrorKind::Forbidden,
                 "the network listener takes askers' tokens only (`taskkeeper asker add`); \
                  the owner's and the sessions' tokens stay on this machine"
                     .into(),
-            );
+            ));
         }
         Some(None) => {
             let wait = front
@@ -277,7 +316,7 @@ pub(crate) async fn front(
             if let Ok(v) = HeaderValue::from_str(&wait.as_secs().to_string()) {
                 response.headers_mut().insert(header::RETRY_AFTER, v);
             }
-            return response;
+            return Err(response);
         }
     };
     let (requests_per_minute, streams_per_minute) = front.rates();
@@ -292,48 +331,50 @@ pub(crate) async fn front(
         .take(&counted, requests_per_minute, now);
     if let Err(wait) = over {
         tracing::warn!(caller = %counted, %path, "network listener refused: requests per minute");
-        return too_many(
+        return Err(too_many(
             format!(
                 "{counted} made {requests_per_minute} requests in the last minute, the most \
                  network.requests_per_minute allows; try again after Retry-After"
             ),
             wait,
-        );
+        ));
     }
-    let (parts, body) = request.into_parts();
+    Ok((presented, streams_per_minute))
+}
+
+/// The request's body, whole, within the body limit and timeout; or the refusal.
+async fn read_body(
+    front: &Front,
+    source: IpAddr,
+    parts: &axum::http::request::Parts,
+    body: axum::body::Body,
+) -> Result<axum::body::Bytes, Response> {
     let read = tokio::time::timeout(
         front.timeouts.body,
         axum::body::to_bytes(body, crate::http::MAX_BODY),
     )
     .await;
-    let bytes = match read {
-        Ok(Ok(bytes)) => bytes,
-        Ok(Err(_)) => {
-            return refuse(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                OwnerErrorKind::TooLarge,
-                format!(
-                    "the request body is larger than {} bytes or was cut off",
-                    crate::http::MAX_BODY
-                ),
-            );
-        }
+    match read {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(_)) => Err(refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            OwnerErrorKind::TooLarge,
+            format!(
+                "the request body is larger than {} bytes or was cut off",
+                crate::http::MAX_BODY
+            ),
+        )),
         Err(_) => {
+            let path = parts.uri.path();
             tracing::warn!(%source, %path, "network listener refused: the body came too slowly");
-            return refuse(
+            Err(refuse(
                 StatusCode::REQUEST_TIMEOUT,
                 OwnerErrorKind::Invalid,
                 format!(
                     "the request body did not arrive within {} s",
                     front.timeouts.body.as_secs()
                 ),
-            );
+            ))
         }
-    };
-    let mut request = Request::from_parts(parts, axum::body::Body::from(bytes));
-    request.extensions_mut().insert(presented);
-    request
-        .extensions_mut()
-        .insert(front.outside(streams_per_minute));
-    next.run(request).await
+    }
 }

@@ -785,3 +785,36 @@ fn a_workers_file_is_linked_and_fetched_at_the_public_url() {
             .starts_with("http://127.0.0.1:")
     );
 }
+
+/// A refusal over HTTP/2 reaches a client still sending its body: the front takes the body
+/// before it answers (as for a request it lets in), since ending the stream first resets it
+/// under the client, which then reports a framing error instead of the refusal. curl, the
+/// HTTP/2 client here, uploads slowly on purpose.
+#[test]
+fn an_http2_client_reads_the_refusal_of_a_request_it_is_still_sending() {
+    let d = self_signed(|_| {});
+    d.with_desk("web");
+    let dir = tempfile::tempdir().unwrap();
+    let (body, pem) = (dir.path().join("body"), dir.path().join("cert.pem"));
+    std::fs::write(&body, "a".repeat(3000)).unwrap();
+    std::fs::write(&pem, d.self_signed_pem()).unwrap();
+    let out = std::process::Command::new("curl")
+        .args(["-sS", "--http2", "--limit-rate", "1k", "-o", "/dev/null"])
+        .args(["-w", "%{http_code} %{http_version}", "--cacert"])
+        .arg(&pem)
+        .args(["-H", &format!("Authorization: Bearer {TOKEN}")])
+        .args(["-H", "Content-Type: application/json", "--data-binary"])
+        .arg(format!("@{}", body.display()))
+        .arg(format!("https://{}/a2a/web", d.network_addr()))
+        .output()
+        .expect("curl runs (this test needs it)");
+    assert_eq!(
+        (
+            String::from_utf8_lossy(&out.stdout).as_ref(),
+            out.status.code()
+        ),
+        ("403 2", Some(0)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
