@@ -228,6 +228,10 @@ pub(crate) async fn front(
 
 /// Whether a request may come in, by its head alone: who it is and the streams per minute
 /// now, or the refusal.
+#[expect(
+    clippy::result_large_err,
+    reason = "the refusal is the response, sent at once; boxing it would only add an allocation"
+)]
 fn admit(
     front: &Front,
     peer: SocketAddr,
