@@ -80,6 +80,14 @@ fn subscription(
     )
 }
 
+/// Task `id` on the desk `web`, as `token`'s GetTask answers it.
+async fn task_of(stub: &mut A2aServiceClient<Channel>, id: &str, token: &str) -> proto::Task {
+    stub.get_task(with(get(id, "web"), Some(token)))
+        .await
+        .unwrap()
+        .into_inner()
+}
+
 /// A subscription to task `id`, its first item (the Task) taken.
 async fn watch(
     stub: &mut A2aServiceClient<Channel>,
@@ -212,12 +220,7 @@ fn an_asker_sends_gets_lists_and_cancels_its_tasks_over_grpc() {
     assert_eq!(d.task(&task.id)["desk"], "web");
 
     c.rt.block_on(async {
-        let got = c
-            .stub
-            .get_task(with(get(&task.id, "web"), Some(&alice)))
-            .await
-            .unwrap()
-            .into_inner();
+        let got = task_of(&mut c.stub, &task.id, &alice).await;
         assert_eq!(got.id, task.id);
         assert_eq!(
             got.history[0].parts[0].content,
@@ -613,12 +616,7 @@ fn an_asker_on_the_network_listener_calls_grpc_over_its_tls_and_meets_the_same_f
                 .unwrap()
                 .into_inner(),
         );
-        let got = c
-            .stub
-            .get_task(with(get(&task.id, "web"), Some(&alice)))
-            .await
-            .unwrap()
-            .into_inner();
+        let got = task_of(&mut c.stub, &task.id, &alice).await;
         assert_eq!(got.id, task.id);
         let _watching = watch(&mut c.stub, "web", &task.id, &alice).await;
 
